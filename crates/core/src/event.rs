@@ -1,0 +1,188 @@
+//! What the registry reports: kills, extensions, stalling warnings, settles and ends.
+
+use std::time::{Duration, Instant};
+
+use crate::classify::Signal;
+
+/// Identifies one registered session. Ids are never reused within a registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SessionId(pub u64);
+
+/// Why a session was killed. When several deadlines fall on the same instant, the kind
+/// reported is the first of this list in declaration order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KillKind {
+    /// Total age reached the ceiling. Checked first; wins over everything.
+    Ceiling,
+    /// No line at all since the session was registered.
+    Startup,
+    /// A `result` came, then nothing new, and the stream never ended.
+    Linger,
+    /// No progress and no keep-alive for the idle patience.
+    Idle,
+    /// Keep-alives kept coming but no progress for the no-progress cap.
+    NoProgress,
+}
+
+impl KillKind {
+    /// Snake-case name: `ceiling`, `startup`, `linger`, `idle`, `no_progress`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KillKind::Ceiling => "ceiling",
+            KillKind::Startup => "startup",
+            KillKind::Linger => "linger",
+            KillKind::Idle => "idle",
+            KillKind::NoProgress => "no_progress",
+        }
+    }
+}
+
+impl std::fmt::Display for KillKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why idle patience was extended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExtendReason {
+    /// Rate-limit utilization is at or above `high_utilization` (wins when both hold).
+    HighUtilization,
+    /// No write tool has completed yet: reading and planning are quiet.
+    PreWrite,
+}
+
+impl ExtendReason {
+    /// Snake-case name: `high_utilization` or `pre_write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtendReason::HighUtilization => "high_utilization",
+            ExtendReason::PreWrite => "pre_write",
+        }
+    }
+}
+
+/// Which clock is running out in a [`Event::Stalling`] warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StallClock {
+    /// The idle clock (no line at all).
+    Idle,
+    /// The no-progress clock (keep-alives only).
+    NoProgress,
+}
+
+/// A kill decision with the facts that explain it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kill {
+    /// The killed session.
+    pub id: SessionId,
+    /// Why.
+    pub kind: KillKind,
+    /// The instant of the kill (exactly the deadline).
+    pub at: Instant,
+    /// Age of the session at the kill.
+    pub elapsed: Duration,
+    /// Time since the last progress line (or since registration).
+    pub since_progress: Duration,
+    /// Time since the last keep-alive or progress line (or since registration).
+    pub since_keepalive: Duration,
+    /// Time since the last tool boundary (tool_use, tool_result or `tool_boundary`), or since
+    /// registration.
+    pub since_tool: Duration,
+    /// The signal of the last line seen, if any.
+    pub last_signal: Option<Signal>,
+    /// The utilization known at the kill.
+    pub utilization: Option<f64>,
+    /// The extension that held at the kill, if any.
+    pub extension: Option<ExtendReason>,
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The last `result` was a success.
+    Success,
+    /// The last `result` was an error (`is_error: true` or a non-success subtype).
+    ErrorResult {
+        /// `subtype`, e.g. `error_max_turns` (note: `success` for API errors).
+        subtype: Option<String>,
+        /// `terminal_reason`, e.g. `api_error`.
+        terminal_reason: Option<String>,
+        /// `stop_reason`.
+        stop_reason: Option<String>,
+        /// `api_error`, e.g. `max_output_tokens`.
+        api_error: Option<String>,
+        /// `api_error_status`, e.g. 429.
+        api_error_status: Option<u16>,
+    },
+    /// The watchdog killed it.
+    Killed {
+        /// Why.
+        kind: KillKind,
+    },
+    /// The stream ended without a `result`.
+    NoResult,
+    /// A success `result` with `stop_reason: "tool_use"`: exited mid-task.
+    Incomplete,
+}
+
+impl Outcome {
+    /// Snake-case name: `success`, `error_result`, `killed`, `no_result`, `incomplete`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::ErrorResult { .. } => "error_result",
+            Outcome::Killed { .. } => "killed",
+            Outcome::NoResult => "no_result",
+            Outcome::Incomplete => "incomplete",
+        }
+    }
+}
+
+/// Something the registry reports through [`crate::Registry::poll_event`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A session must be stopped. Reported once per session.
+    Killed(Kill),
+    /// Idle patience was extended past the base idle limit (once per quiet spell).
+    Extended {
+        /// The session.
+        id: SessionId,
+        /// Why.
+        reason: ExtendReason,
+    },
+    /// A clock passed `warn_at` of its limit (once per quiet spell and clock).
+    Stalling {
+        /// The session.
+        id: SessionId,
+        /// Which clock.
+        clock: StallClock,
+        /// Time left before the kill, as of the warning.
+        remaining: Duration,
+    },
+    /// A `result` (or [`crate::Registry::settle`]) settled the session.
+    Settled {
+        /// The session.
+        id: SessionId,
+    },
+    /// The session ended (stream closed, or killed).
+    Ended {
+        /// The session.
+        id: SessionId,
+        /// How.
+        outcome: Outcome,
+    },
+}
+
+impl Event {
+    /// The session the event is about.
+    pub fn id(&self) -> SessionId {
+        match self {
+            Event::Killed(k) => k.id,
+            Event::Extended { id, .. }
+            | Event::Stalling { id, .. }
+            | Event::Settled { id }
+            | Event::Ended { id, .. } => *id,
+        }
+    }
+}

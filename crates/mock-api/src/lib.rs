@@ -1,0 +1,2 @@
+//! A scripted mock of the Anthropic Messages API.
+#![forbid(unsafe_code)]
