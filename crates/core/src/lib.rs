@@ -25,3 +25,6 @@ pub use config::{ConfigError, Limits, SessionConfig};
 pub use event::{Event, ExtendReason, Kill, KillKind, Outcome, SessionId, StallClock};
 pub use registry::Registry;
 pub use view::{ContentBlock, Field, LineView, Unparseable};
+
+pub mod rate_limit;
+pub use rate_limit::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
