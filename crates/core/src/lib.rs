@@ -28,3 +28,6 @@ pub use view::{ContentBlock, Field, LineView, Unparseable};
 
 pub mod rate_limit;
 pub use rate_limit::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
+
+pub mod warning_filter;
+pub use warning_filter::{StderrFilter, Verdict, WarningFilter};
