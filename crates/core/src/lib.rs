@@ -31,3 +31,6 @@ pub use rate_limit::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
 
 pub mod warning_filter;
 pub use warning_filter::{StderrFilter, Verdict, WarningFilter};
+
+pub mod recovery;
+pub use recovery::{Decision, Ledger, Recovery, TerminalFacts};
