@@ -17,6 +17,8 @@
 //! - D8 `observe` returns the events of the frame (empty for an unrelated line), not the reading.
 //! - D9 `note` takes `&Value`, so it cannot mutate its input; ref 7 still compares.
 //! - D10 A `rate_limit_event` with no `rate_limit_info` changes nothing (the reference throws).
+//! - D11 `latest()` lends a shared reference: a caller cannot corrupt the held reading (the
+//!   reference returns its internal object).
 
 use std::path::{Path, PathBuf};
 
@@ -801,4 +803,96 @@ fn event_messages_read_well() {
         RateLimitEvent::CreditsRequired.to_string(),
         "rate limit: credits required"
     );
+}
+
+#[test]
+fn every_line_of_every_real_capture_is_safe_to_observe() {
+    let dir = shared().join("protocol/captures");
+    let mut frames = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let mut m = monitor();
+        for (t, v) in capture_lines(&name) {
+            let before = m.latest().cloned();
+            observe(&mut m, CAPTURE_NOW + t, &v);
+            if v["type"] == "rate_limit_event" {
+                frames += 1;
+            } else {
+                assert_eq!(
+                    m.latest().cloned(),
+                    before,
+                    "{name}: only rate-limit frames count"
+                );
+            }
+        }
+    }
+    assert!(frames >= 3, "the s3 captures hold rate-limit frames");
+}
+
+mod robustness {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            (-1e16f64..1e16).prop_map(Value::from),
+            (0.0f64..2.0).prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            prop_oneof![
+                Just("allowed"),
+                Just("allowed_warning"),
+                Just("rejected"),
+                Just("credits_required"),
+                Just("five_hour"),
+                Just("")
+            ]
+            .prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("status".to_owned()),
+                        Just("utilization".to_owned()),
+                        Just("resetsAt".to_owned()),
+                        Just("rateLimitType".to_owned()),
+                        Just("overageStatus".to_owned()),
+                        Just("errorCode".to_owned()),
+                        Just("unifiedWindows".to_owned()),
+                        Just("five_hour".to_owned()),
+                        Just("seven_day".to_owned()),
+                    ],
+                    inner,
+                    0..6
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Any sequence of frames: no panic, utilization stays a fraction in range, every
+        /// reading renders, and a summary is always one line.
+        #[test]
+        fn any_frames_never_panic_or_poison(frames in prop::collection::vec((arb_json(), 0u64..u64::MAX / 2), 1..8)) {
+            let mut m = monitor();
+            for (info, now) in &frames {
+                m.note(*now, info);
+                if let Some(u) = m.utilization(*now) {
+                    prop_assert!((0.0..=10.0).contains(&u));
+                }
+                if let Some(r) = m.latest() {
+                    let _ = r.to_string();
+                }
+                prop_assert!(!m.summary(*now).contains('\n'));
+                if let Some(e) = m.next_expiry(*now) {
+                    prop_assert!(e > *now);
+                }
+            }
+        }
+    }
 }
