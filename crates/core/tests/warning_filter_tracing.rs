@@ -190,3 +190,20 @@ fn ref_01_04_to_08_installing_twice_is_a_no_op_that_reports_false() {
         "ref 7: the second install's callback never runs"
     );
 }
+
+#[test]
+fn the_layer_filters_wherever_it_sits_in_the_stack() {
+    let rec = Recorder::default();
+    let layer = WarningLayer::new(WarningFilter::default());
+    // The recording layer outside the filter this time.
+    let sub = tracing_subscriber::registry()
+        .with(layer.clone())
+        .with(rec.clone());
+    tracing::subscriber::with_default(sub, || {
+        for i in 0..3 {
+            tracing::warn!(code = SHADOWED_CODE, "n{i}");
+        }
+    });
+    assert_eq!(messages(&rec.0), ["n0"]);
+    assert_eq!(layer.summary().total(), 2);
+}
