@@ -365,6 +365,42 @@ impl ClaudeCommand {
     }
 }
 
+/// Processes (other than the caller) whose environment or command line mentions
+/// `dir`, e.g. a session's temp root: the CLI and every tool child it started, even
+/// those in their own process group or re-parented to PID 1. Linux only (`/proc`);
+/// empty elsewhere. Returns `(pid, command line)`.
+pub fn session_processes(dir: &Path) -> Vec<(u32, String)> {
+    let needle = dir.as_os_str().as_encoded_bytes();
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let read = |f: &str| std::fs::read(entry.path().join(f)).unwrap_or_default();
+        let cmdline = read("cmdline");
+        let hit = |hay: &[u8]| !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle);
+        if hit(&read("environ")) || hit(&cmdline) {
+            let cmd = String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .trim()
+                .to_string();
+            found.push((pid, cmd));
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,6 +513,26 @@ mod tests {
         let std_cmd = c.to_std();
         assert_eq!(std_cmd.get_program(), "/bin/claude");
         assert_eq!(std_cmd.get_envs().count(), c.env.len());
+    }
+
+    #[test]
+    fn session_processes_finds_a_child_by_its_environment() {
+        let dirs = SessionDirs::new().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env("HOME", dirs.home())
+            .spawn()
+            .unwrap();
+        let found = session_processes(dirs.root());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            found
+                .iter()
+                .any(|(pid, cmd)| *pid == child.id() && cmd.contains("sleep")),
+            "{found:?}"
+        );
+        assert!(session_processes(dirs.root()).is_empty());
     }
 
     #[test]
