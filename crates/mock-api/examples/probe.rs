@@ -12,11 +12,12 @@ fn main() {
     let name = args.next().unwrap_or_else(|| "healthy".into());
     let secs: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(20);
     let scenario = Scenario::named(&name).expect("unknown scenario");
+    let gateway = scenario.uses_rate_limit_headers();
     let server = BlockingMockServer::start(scenario).expect("start mock");
     let bin = find_claude().unwrap_or_else(|e| panic!("{e}"));
     let mut run = ClaudeRun::new(bin, server.base_url(), "Say hello.").expect("dirs");
-    if name.starts_with("rate_limit_warning") || name == "rejected" {
-        run = run.gateway_auth().env("CLAUDE_CODE_MAX_RETRIES", "1");
+    if gateway {
+        run = run.gateway_auth().env("CLAUDE_CODE_MAX_RETRIES", "0");
     }
     let mut child = run
         .command()

@@ -552,12 +552,37 @@ impl Scenario {
         &self.name
     }
 
+    /// Whether any response carries unified rate-limit headers, which the CLI only
+    /// reads under gateway auth ([`crate::harness::ClaudeRun::gateway_auth`]).
+    pub fn uses_rate_limit_headers(&self) -> bool {
+        self.rate_limit.is_some()
+            || self
+                .turns
+                .iter()
+                .chain(self.rules.iter().map(|(_, t)| t))
+                .any(|t| t.rate_limit.is_some())
+    }
+
     /// A named scenario with default timing (see [`Scenario::NAMES`]).
     pub fn named(name: &str) -> Option<Scenario> {
         Scenario::named_with(name, &ScenarioOptions::default())
     }
 
-    /// A named scenario with the given timing.
+    /// A named scenario with the given timing:
+    ///
+    /// - `healthy`: one text answer.
+    /// - `tool_then_answer`: a `Write hello.txt` call, then the answer.
+    /// - `long_tool`: a foreground `Bash` running `o.long_tool` (heartbeats at 30 s), then the answer.
+    /// - `silent_after_tool_result`: a `Write` call; the next reply stalls mid-block, no pings.
+    /// - `ping_only_stall`: a partial text block, then only SSE pings every `o.ping_every`.
+    /// - `headers_only_stall`: status line and SSE headers, then nothing.
+    /// - `max_tokens_always` / `max_tokens_once`: every / the first reply cut off by `max_tokens`.
+    /// - `rate_limit_warning`: the answer with 5-hour utilization 0.95 headers (gateway auth).
+    /// - `rate_limited_then_ok`: a 429 with `retry-after: o.reset_in`, then the answer.
+    /// - `rejected`: every reply a 429 with `unified-status: rejected` (gateway auth; set
+    ///   `CLAUDE_CODE_MAX_RETRIES=0` or the CLI retries for ~3 minutes).
+    ///
+    /// Stalls last `o.stall` (forever by default).
     pub fn named_with(name: &str, o: &ScenarioOptions) -> Option<Scenario> {
         let stall = Stall::from_option(o.stall);
         let write = || {

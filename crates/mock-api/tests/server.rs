@@ -489,6 +489,15 @@ fn named_scenarios_exist_and_have_the_expected_shape() {
         assert_eq!(Scenario::named(name).unwrap().name(), *name);
     }
     assert!(Scenario::named("nope").is_none());
+    let gateway: Vec<&str> = Scenario::NAMES
+        .iter()
+        .copied()
+        .filter(|n| Scenario::named(n).unwrap().uses_rate_limit_headers())
+        .collect();
+    assert_eq!(
+        gateway,
+        ["rate_limit_warning", "rate_limited_then_ok", "rejected"]
+    );
     let s = RequestSummary::default();
     let first = |n: &str| Scenario::named(n).unwrap().select(0, &s);
     let second = |n: &str| Scenario::named(n).unwrap().select(1, &s);
