@@ -1,5 +1,6 @@
 //! Runs the real CLI against a named scenario and prints what it wrote and what
-//! the mock received: `cargo run -p mock-api --example probe -- healthy [seconds]`.
+//! the mock received: `cargo run -p mock-api --example probe -- healthy [seconds]`
+//! (`PROBE_BODY=file.json` also saves the first request body).
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -50,12 +51,12 @@ fn main() {
     for r in server.requests() {
         println!("REQ {} {} {:?} {:?}", r.method, r.path, r.query, r.summary);
     }
-    if let Some(r) = server.main_requests().first() {
-        std::fs::write(
-            "/tmp/probe-body.json",
-            serde_json::to_string_pretty(&r.body).unwrap(),
-        )
-        .unwrap();
+    if let (Some(r), Some(path)) = (
+        server.main_requests().first(),
+        std::env::var_os("PROBE_BODY"),
+    ) {
+        // PROBE_BODY=/some/file.json saves the first request body for inspection.
+        std::fs::write(&path, serde_json::to_string_pretty(&r.body).unwrap()).unwrap();
         println!("headers: {:?}", r.headers);
     }
 }

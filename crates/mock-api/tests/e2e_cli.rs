@@ -263,6 +263,30 @@ fn rate_limit_warning_event_under_gateway_token() {
 }
 
 #[test]
+fn thinking_block_gives_thinking_tokens_and_stream_events() {
+    let scenario = Scenario::new("thinking").turn(
+        mock_api::Turn::new()
+            .thinking("Let me think. Step one. Step two.")
+            .text(FINAL_TEXT),
+    );
+    let mut s = Session::start(scenario, S(60), |r| r);
+    let st = s.finish(S(30));
+    let r = check_result(&s, "success", false);
+    if code(&st) != Some(0) || r["result"] != FINAL_TEXT {
+        s.fail("expected exit 0 with the text block as the result");
+    }
+    if s.of_kind("system/thinking_tokens").is_empty() {
+        s.fail("thinking deltas should produce system/thinking_tokens lines");
+    }
+    let thinking_delta = s.lines.iter().any(|l| {
+        l.json.pointer("/event/delta/type").and_then(Value::as_str) == Some("thinking_delta")
+    });
+    if !thinking_delta {
+        s.fail("thinking deltas should be forwarded as stream_event content_block_delta");
+    }
+}
+
+#[test]
 fn max_tokens_always_gives_max_output_tokens_result() {
     let mut s = Session::start(named("max_tokens_always"), S(60), |r| r);
     let st = s.finish(S(30));
