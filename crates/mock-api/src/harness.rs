@@ -523,7 +523,18 @@ mod tests {
             .env("HOME", dirs.home())
             .spawn()
             .unwrap();
-        let found = session_processes(dirs.root());
+        // Right after spawn the child may not have exec'd yet: poll (bounded).
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let found = loop {
+            let found = session_processes(dirs.root());
+            let hit = found
+                .iter()
+                .any(|(pid, cmd)| *pid == child.id() && cmd.contains("sleep"));
+            if hit || std::time::Instant::now() >= until {
+                break found;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
         let _ = child.kill();
         let _ = child.wait();
         assert!(
