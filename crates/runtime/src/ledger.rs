@@ -270,7 +270,7 @@ fn create_exclusive(path: &Path, contents: &[u8]) -> Result<bool, LedgerError> {
         match create_new_private(&tmp) {
             Ok(f) => break (tmp, f),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 8 => attempt += 1,
-            Err(e) => return Err(unavailable("create", &tmp, e)),
+            Err(e) => return Err(unavailable("create a file in", dir, e)),
         }
     };
     let written = file
