@@ -18,10 +18,11 @@ pub mod classify;
 pub mod config;
 pub mod event;
 pub mod registry;
+mod session;
 pub mod view;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use config::{ConfigError, Limits, SessionConfig};
 pub use event::{Event, ExtendReason, Kill, KillKind, Outcome, SessionId, StallClock};
-pub use registry::Registry;
+pub use registry::{Registry, SessionSnapshot};
 pub use view::{ContentBlock, Field, LineView, Unparseable};

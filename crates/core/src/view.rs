@@ -181,9 +181,20 @@ wire!(Top {
 });
 
 wire!(Event { ty = "type" });
-wire!(Message { content, stop_reason, role });
-wire!(Request { subtype, tool_name, tool_use_id });
-wire!(Response { request_id, subtype });
+wire!(Message {
+    content,
+    stop_reason,
+    role
+});
+wire!(Request {
+    subtype,
+    tool_name,
+    tool_use_id
+});
+wire!(Response {
+    request_id,
+    subtype
+});
 wire!(Block { ty = "type", id, name, tool_use_id, is_error });
 
 /// A line that is not a JSON object (malformed, truncated, not UTF-8, or another JSON type).
@@ -335,7 +346,10 @@ impl<'a> LineView<'a> {
     }
     /// `total_cost_usd` (on `result`).
     pub fn total_cost_usd(&self) -> Option<f64> {
-        self.top.total_cost_usd()?.as_f64().filter(|n| n.is_finite())
+        self.top
+            .total_cost_usd()?
+            .as_f64()
+            .filter(|n| n.is_finite())
     }
     /// `tool_name` (on `tool_progress`).
     pub fn tool_name(&self) -> Option<Cow<'a, str>> {
@@ -521,7 +535,11 @@ mod tests {
             b"{\"type\":\"\xff\xfe\"}",
             b"not json",
         ] {
-            assert!(LineView::parse(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+            assert!(
+                LineView::parse(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
@@ -554,7 +572,10 @@ mod tests {
         assert_eq!(q.request_id().as_deref(), Some("r1"));
         assert_eq!(q.request_subtype().as_deref(), Some("can_use_tool"));
         assert_eq!(q.request_tool_name().as_deref(), Some("Write"));
-        assert_eq!(LineView::parse(resp).unwrap().request_id().as_deref(), Some("r1"));
+        assert_eq!(
+            LineView::parse(resp).unwrap().request_id().as_deref(),
+            Some("r1")
+        );
     }
 
     #[test]
