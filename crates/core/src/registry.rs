@@ -579,6 +579,23 @@ impl Registry {
         s.rare.and_then(|r| r.kill)
     }
 
+    /// Forget every session (a "close"): nothing is due afterwards and no event of the old
+    /// sessions is reported any more. Ids stay unique: new sessions never reuse an old id.
+    pub fn clear(&mut self) {
+        let ids: Vec<SessionId> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.session.is_some())
+            .map(|(i, s)| make_id(i as u32, s.generation))
+            .collect();
+        for id in ids {
+            self.unregister(id);
+        }
+        self.heap.clear();
+        self.events.clear();
+    }
+
     /// The current rate-limit utilization (highest active window), or `None` when unknown.
     ///
     /// When it falls below a session's `high_utilization`, that session's extension is
@@ -609,6 +626,8 @@ impl Registry {
                 self.reschedule(slot);
             }
         }
+        // A withdrawal can make a kill due at this very instant.
+        self.run_due(t);
     }
 
     /// The utilization last set.
