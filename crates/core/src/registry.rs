@@ -427,11 +427,13 @@ impl Registry {
         let policy = self.session(slot).limits;
         let mut settled_now = false;
         {
-            let limits = &self.policies.get(policy).limits;
+            let entry = self.policies.get(policy);
+            let limits = &entry.limits;
             let s = self.slots[slot as usize]
                 .session
                 .as_mut()
                 .expect("slot_of checked it");
+            s.first_line_floor(t, entry.ns.no_progress);
             let was_paused = s.paused();
             s.last_signal = Some(class.signal);
             match class.signal {
@@ -483,6 +485,7 @@ impl Registry {
             self.events.push_back(Event::Settled { id });
         }
         self.reschedule(slot);
+        self.run_due(t);
     }
 
     /// Feed one line the host wrote to the child's stdin (a `control_response` that answers a
@@ -503,6 +506,7 @@ impl Registry {
         answer(s, &rid);
         s.end_wait_if_clear(t, was_paused);
         self.reschedule(slot);
+        self.run_due(t);
     }
 
     /// A tool boundary reported by a hook: `Some(name)` for a completed tool (a write tool ends
@@ -528,6 +532,7 @@ impl Registry {
             wrote(s);
         }
         self.reschedule(slot);
+        self.run_due(t);
     }
 
     /// Settle the session by hand, as a `result` would (the last result is unchanged).
@@ -544,6 +549,7 @@ impl Registry {
         s.settled_at = t;
         self.events.push_back(Event::Settled { id });
         self.reschedule(slot);
+        self.run_due(t);
     }
 
     /// The stream ended (or the process exited): stop all deadlines and emit

@@ -227,6 +227,15 @@ impl Session {
         }
     }
 
+    /// Before the first line only startup and the ceiling apply. The no-progress clock runs
+    /// from registration, but a cap it passed before it applied kills no earlier than the
+    /// first line (only possible when `no_progress` is shorter than `startup`).
+    pub(crate) fn first_line_floor(&mut self, now: u64, no_progress: u64) {
+        if !self.has(flag::FIRST_LINE) {
+            self.progress_anchor = self.progress_anchor.max(now.saturating_sub(no_progress));
+        }
+    }
+
     /// Any line (or boundary): a sign of life; starts a new idle spell.
     pub(crate) fn note_line(&mut self, now: u64) {
         self.flags |= flag::FIRST_LINE;
