@@ -161,11 +161,7 @@ impl Model {
             self.settled_at = None;
         }
         match act {
-            Act::Result => {
-                if self.settled_at.is_none() {
-                    self.settled_at = Some(t);
-                }
-            }
+            Act::Result if self.settled_at.is_none() => self.settled_at = Some(t),
             Act::WriteUse(k) if !self.wrote => self.pending_writes.push(*k),
             Act::ToolResult(k, err) if !self.wrote => {
                 if let Some(i) = self.pending_writes.iter().position(|p| p == k) {
@@ -177,20 +173,14 @@ impl Model {
             }
             Act::Retry(d) => self.retry_end = self.retry_end.max(t + u64::from(*d)),
             Act::CanUseTool(k) => self.pending_requests.push(*k),
-            Act::Cancel(k) => {
-                if self.pending_requests.contains(k) {
-                    self.pending_requests.retain(|p| p != k);
-                    if self.pending_requests.is_empty() {
-                        self.state_wait = false;
-                    }
-                }
-            }
-            Act::RequiresAction => self.state_wait = true,
-            Act::Running => {
+            Act::Cancel(k) if self.pending_requests.contains(k) => {
+                self.pending_requests.retain(|p| p != k);
                 if self.pending_requests.is_empty() {
                     self.state_wait = false;
                 }
             }
+            Act::RequiresAction => self.state_wait = true,
+            Act::Running if self.pending_requests.is_empty() => self.state_wait = false,
             _ => {}
         }
     }
