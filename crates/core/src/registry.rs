@@ -12,10 +12,22 @@
 //! fired or re-queued. `handle_timeout` therefore touches only due sessions, and a call with
 //! nothing due is a heap peek.
 //!
+//! # Human waits
+//!
+//! While a permission request is open (see the crate docs for how waits begin and end), the
+//! idle and no-progress clocks stand still: their deadlines move by the paused time. The
+//! ceiling keeps running, and so does the linger (a settled session is waiting on its host,
+//! not on a permission prompt). The startup clock cannot be pending, since a wait begins with a
+//! line.
+//!
+//! # Time
+//!
 //! Every call that takes `now` first processes what was due at or before `now`, so a line that
 //! arrives after a deadline never rescues the session, and a kill is dated at its exact
 //! deadline. Instants earlier than one already seen are treated as that one (time never runs
-//! backwards inside the registry).
+//! backwards inside the registry). After the call, whatever its own effect made due at `now`
+//! (a withdrawn extension, a first line after an exceeded no-progress cap) is processed too,
+//! so `poll_timeout` is always later than the last `now`, or `None`.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
