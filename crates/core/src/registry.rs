@@ -361,7 +361,7 @@ impl Registry {
                 let kill = self.build_kill(slot, at, kind);
                 let s = self.session_mut(slot);
                 s.flags |= flag::KILLED;
-                s.rare().kill = Some(kill.clone());
+                s.rare().kill = Some(Box::new(kill.clone()));
                 self.events.push_back(Event::Killed(kill));
             }
         }
@@ -487,6 +487,7 @@ impl Registry {
                 s.begin_wait(t, was_paused);
             }
             s.end_wait_if_clear(t, was_paused);
+            s.compact();
             if class.signal == Signal::Settle && !s.has(flag::SETTLED) {
                 s.flags |= flag::SETTLED;
                 s.settled_at = t;
@@ -517,6 +518,7 @@ impl Registry {
         let was_paused = s.paused();
         answer(s, &rid);
         s.end_wait_if_clear(t, was_paused);
+        s.compact();
         self.reschedule(slot);
         self.run_due(t);
     }
@@ -542,6 +544,7 @@ impl Registry {
         s.last_tool = t;
         if is_write {
             wrote(s);
+            s.compact();
         }
         self.reschedule(slot);
         self.run_due(t);
@@ -594,7 +597,7 @@ impl Registry {
         if entry.generation != u32::MAX {
             self.free.push(slot); // a slot whose generations ran out is retired
         }
-        s.rare.and_then(|r| r.kill)
+        s.rare.and_then(|r| r.kill).map(|k| *k)
     }
 
     /// Forget every session (a "close"): nothing is due afterwards and no event of the old
@@ -675,7 +678,7 @@ impl Registry {
     /// The kill of a session, if it was killed.
     pub fn kill(&self, id: SessionId) -> Option<&Kill> {
         let slot = self.slot_of(id)?;
-        self.session(slot).rare.as_ref()?.kill.as_ref()
+        self.session(slot).rare.as_ref()?.kill.as_deref()
     }
 
     /// The CLI's `session_id` read from the session's lines, if any.
@@ -703,7 +706,7 @@ impl Registry {
             wrote: s.has(flag::WROTE),
             extension: s.extension(p.ns.is_high(self.utilization)),
             ended: s.has(flag::ENDED),
-            kill: s.rare.as_ref().and_then(|r| r.kill.clone()),
+            kill: s.rare.as_ref().and_then(|r| r.kill.as_deref().cloned()),
             next_deadline: self.next_of(slot).and_then(|(t, _)| self.instant(t)),
         })
     }
@@ -796,17 +799,22 @@ fn read_result(s: &mut Session, view: &LineView<'_>) {
     let stop_reason = view.stop_reason();
     if is_error {
         s.last_result = LastResult::Error;
-        s.rare().error = Some(ErrorDetails {
+        s.rare().error = Some(Box::new(ErrorDetails {
             subtype: subtype.map(String::from),
             terminal_reason: view.terminal_reason().map(String::from),
             stop_reason: stop_reason.map(String::from),
             api_error: view.api_error().map(String::from),
             api_error_status: view.api_error_status(),
-        });
-    } else if stop_reason.as_deref() == Some("tool_use") {
-        s.last_result = LastResult::Incomplete;
+        }));
     } else {
-        s.last_result = LastResult::Success;
+        s.last_result = if stop_reason.as_deref() == Some("tool_use") {
+            LastResult::Incomplete
+        } else {
+            LastResult::Success
+        };
+        if let Some(r) = s.rare.as_mut() {
+            r.error = None;
+        }
     }
 }
 

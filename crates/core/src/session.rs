@@ -111,9 +111,18 @@ pub(crate) struct Rare {
     /// Open permission requests (`can_use_tool`) by `request_id`.
     pub pending_requests: Vec<Box<str>>,
     /// The last error result.
-    pub error: Option<ErrorDetails>,
+    pub error: Option<Box<ErrorDetails>>,
     /// The kill, once killed.
-    pub kill: Option<Kill>,
+    pub kill: Option<Box<Kill>>,
+}
+
+impl Rare {
+    fn is_empty(&self) -> bool {
+        self.pending_writes.is_empty()
+            && self.pending_requests.is_empty()
+            && self.error.is_none()
+            && self.kill.is_none()
+    }
 }
 
 /// A timed event of one session.
@@ -202,6 +211,13 @@ impl Session {
 
     pub(crate) fn rare(&mut self) -> &mut Rare {
         self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Free the rare state once nothing in it is needed any more.
+    pub(crate) fn compact(&mut self) {
+        if self.rare.as_ref().is_some_and(|r| r.is_empty()) {
+            self.rare = None;
+        }
     }
 
     /// Whether a permission request is unanswered.
@@ -353,7 +369,7 @@ impl Session {
                 let d = self
                     .rare
                     .as_ref()
-                    .and_then(|r| r.error.clone())
+                    .and_then(|r| r.error.as_deref().cloned())
                     .unwrap_or_default();
                 Outcome::ErrorResult {
                     subtype: d.subtype,
@@ -381,9 +397,14 @@ mod tests {
     #[test]
     fn a_session_is_small() {
         assert!(
-            std::mem::size_of::<Session>() <= 160,
+            std::mem::size_of::<Session>() <= 112,
             "{}",
             std::mem::size_of::<Session>()
+        );
+        assert!(
+            std::mem::size_of::<Rare>() <= 64,
+            "{}",
+            std::mem::size_of::<Rare>()
         );
     }
 }
