@@ -102,7 +102,7 @@ fn observing_lines_allocates_nothing_in_steady_state() {
         r.observe_line(now, *id, write_use);
         r.observe_line(now, *id, write_result);
     }
-    let mut feed = |r: &mut Registry, rounds: usize, now: &mut Instant| {
+    let feed = |r: &mut Registry, rounds: usize, now: &mut Instant| {
         for round in 0..rounds {
             for (i, id) in ids.iter().enumerate() {
                 *now += Duration::from_millis(3);
