@@ -208,6 +208,10 @@ pub struct Registry {
     counts: [u64; LineKind::ALL.len()],
 }
 
+/// At most this many unanswered permission requests or write calls are remembered per session
+/// (a hostile stream cannot grow a session without bound; extra ids are ignored).
+const MAX_PENDING: usize = 64;
+
 fn make_id(slot: u32, generation: u32) -> SessionId {
     SessionId((u64::from(generation) << 32) | u64::from(slot))
 }
@@ -470,7 +474,12 @@ impl Registry {
                     },
                     LineKind::ControlRequest if class.signal == Signal::HumanWait => {
                         match view.request_id() {
-                            Some(rid) => s.rare().pending_requests.push(rid.into()),
+                            Some(rid) => {
+                                let pending = &mut s.rare().pending_requests;
+                                if pending.len() < MAX_PENDING {
+                                    pending.push(rid.into());
+                                }
+                            }
                             None => s.flags |= flag::STATE_WAIT,
                         }
                     }
@@ -620,7 +629,8 @@ impl Registry {
     /// The current rate-limit utilization (highest active window), or `None` when unknown.
     ///
     /// When it falls below a session's `high_utilization`, that session's extension is
-    /// withdrawn at `now`: a session already past its base idle is killed at `now`.
+    /// withdrawn at `now`: a session already past its base idle is killed at `now`. Such a
+    /// drop revisits every session (O(n)); a rise or an unchanged side touches none.
     pub fn set_utilization(&mut self, now: Instant, utilization: Option<f64>) {
         let t = self.advance(now);
         let utilization = utilization.filter(|u| !u.is_nan());
@@ -766,7 +776,10 @@ fn read_tools(s: &mut Session, view: &LineView<'_>, limits: &Limits, t: u64) {
         ContentBlock::ToolUse { id, name } => {
             s.last_tool = t;
             if !s.has(flag::WROTE) && limits.is_write_tool(&name) {
-                s.rare().pending_writes.push(id.into());
+                let pending = &mut s.rare().pending_writes;
+                if pending.len() < MAX_PENDING {
+                    pending.push(id.into());
+                }
             }
         }
         ContentBlock::ToolResult {

@@ -898,3 +898,21 @@ fn ids_stay_unique_across_slot_reuse() {
     }
     assert_eq!(h.r.len(), 0);
 }
+
+#[test]
+fn a_flood_of_unanswered_requests_is_bounded_and_still_a_wait() {
+    let mut h = H::default();
+    let id = written(&mut h);
+    for i in 0..1000 {
+        h.line(sec(1.0 + i as f64), id, &l::can_use_tool(&format!("r{i}")));
+    }
+    assert!(h.r.snapshot(id).unwrap().paused);
+    // An unremembered id (beyond the bound) answers nothing; the state change ends the wait
+    // only once no remembered request is pending.
+    h.input(min(30.0), id, &l::control_response("r999"));
+    assert!(h.r.snapshot(id).unwrap().paused);
+    for i in 0..64 {
+        h.input(min(30.0), id, &l::control_response(&format!("r{i}")));
+    }
+    assert!(!h.r.snapshot(id).unwrap().paused);
+}
