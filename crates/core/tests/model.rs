@@ -30,6 +30,12 @@ enum Act {
     RequiresAction,
     Running,
     Garbage,
+    /// `tool_boundary` from a hook: `true` for a completed `Write`, `false` for no name.
+    Boundary(bool),
+    /// `settle()` by hand.
+    Settle,
+    /// `end()`: the stream closed.
+    End,
 }
 
 #[derive(Debug, Clone)]
@@ -83,6 +89,7 @@ fn line_of(act: &Act) -> Vec<u8> {
         Act::RequiresAction => l::REQUIRES_ACTION.into(),
         Act::Running => l::RUNNING.into(),
         Act::Garbage => b"\xff{not json".to_vec(),
+        Act::Boundary(_) | Act::Settle | Act::End => unreachable!("not a line"),
     }
 }
 
@@ -101,6 +108,7 @@ struct Model {
     /// Unpaused ms since the last progress (or registration).
     np_count: u64,
     killed: Option<(u64, KillKind)>,
+    ended: bool,
 }
 
 impl Model {
@@ -109,7 +117,7 @@ impl Model {
     }
 
     fn check(&mut self, t: u64, lim: &Lim, util: Option<f64>) {
-        if self.killed.is_some() {
+        if self.killed.is_some() || self.ended {
             return;
         }
         let kind = if lim.ceiling.is_some_and(|c| t >= c) {
@@ -137,8 +145,22 @@ impl Model {
     }
 
     fn apply(&mut self, t: u64, act: &Act) {
-        if self.killed.is_some() {
+        if self.killed.is_some() || self.ended {
             return;
+        }
+        match act {
+            Act::End => {
+                self.ended = true;
+                return;
+            }
+            Act::Settle => {
+                self.lines = true;
+                if self.settled_at.is_none() {
+                    self.settled_at = Some(t);
+                }
+                return;
+            }
+            _ => {}
         }
         if let Act::Answer(k) = act {
             // A host line: not a sign of life, only an answer.
@@ -154,7 +176,11 @@ impl Model {
         self.idle_count = 0;
         let progress = matches!(
             act,
-            Act::Progress | Act::WriteUse(_) | Act::ReadUse(_) | Act::ToolResult(..)
+            Act::Progress
+                | Act::WriteUse(_)
+                | Act::ReadUse(_)
+                | Act::ToolResult(..)
+                | Act::Boundary(_)
         );
         if progress {
             self.np_count = 0;
@@ -180,6 +206,7 @@ impl Model {
                 }
             }
             Act::RequiresAction => self.state_wait = true,
+            Act::Boundary(true) => self.wrote = true,
             Act::Running if self.pending_requests.is_empty() => self.state_wait = false,
             _ => {}
         }
@@ -212,6 +239,9 @@ fn act() -> impl Strategy<Value = Act> {
         1 => Just(Act::RequiresAction),
         1 => Just(Act::Running),
         2 => Just(Act::Garbage),
+        2 => any::<bool>().prop_map(Act::Boundary),
+        1 => Just(Act::Settle),
+        1 => Just(Act::End),
     ]
 }
 
@@ -335,6 +365,13 @@ fn run(lims: &[Lim], events: &[(u64, Ev)]) -> Result<Kills, TestCaseError> {
                 let v = LineView::parse(&bytes).unwrap();
                 r.observe_input(at(*t), ids[*i], &v);
             }
+            Ev::Line(i, Act::Boundary(write)) => {
+                r.tool_boundary(at(*t), ids[*i], write.then_some("Write"));
+            }
+            Ev::Line(i, Act::Settle) => r.settle(at(*t), ids[*i]),
+            Ev::Line(i, Act::End) => {
+                r.end(at(*t), ids[*i]);
+            }
             Ev::Line(i, a) => {
                 r.observe_line(at(*t), ids[*i], &line_of(a));
             }
@@ -386,7 +423,7 @@ fn the_generated_cases_cover_every_kill_kind() {
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
     let mut seen = std::collections::HashMap::new();
-    for _ in 0..300 {
+    for _ in 0..200 {
         let (lims, events) = case().new_tree(&mut runner).unwrap().current();
         for k in run(&lims, &events).unwrap() {
             *seen.entry(k.map(|(_, kind)| kind)).or_insert(0u32) += 1;
