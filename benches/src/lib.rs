@@ -91,6 +91,89 @@ pub fn capture_lines() -> Vec<String> {
     out
 }
 
+/// Every real capture in `shared/protocol/captures`, in file order: its name and its stdout
+/// lines with the milliseconds at which the CLI printed them.
+pub fn capture_timelines() -> Vec<(String, Vec<(u64, String)>)> {
+    #[derive(serde::Deserialize)]
+    struct Rec<'a> {
+        t_ms: Option<u64>,
+        #[serde(borrow)]
+        line: Option<&'a serde_json::value::RawValue>,
+    }
+    let dir = shared_dir().join("protocol/captures");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("read captures")
+        .map(|e| e.expect("dir entry").path())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).expect("read capture");
+            let lines = text
+                .lines()
+                .filter_map(|l| match serde_json::from_str::<Rec>(l) {
+                    Ok(Rec {
+                        t_ms: Some(t),
+                        line: Some(raw),
+                    }) => Some((t, raw.get().to_owned())),
+                    _ => None,
+                })
+                .collect();
+            let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
+            (name.unwrap_or_default(), lines)
+        })
+        .collect()
+}
+
+/// A tiny seeded generator (SplitMix64): the same seed gives the same traffic in every run.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator with this seed.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform in `[lo, hi)`.
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.unit()
+    }
+    /// Log-uniform in `[lo, hi)` (`lo > 0`): as many short values per decade as long ones.
+    pub fn log_uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        (lo.ln() + (hi.ln() - lo.ln()) * self.unit()).exp()
+    }
+}
+
+/// CPU time consumed by the calling thread so far (`CLOCK_THREAD_CPUTIME_ID`): unlike wall
+/// time, it does not grow while the thread waits for a core on a shared machine.
+pub fn thread_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// The median of some durations (the upper one of the two middle values for an even count).
+pub fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs.get(xs.len() / 2).copied().unwrap_or_default()
+}
+
 /// Format a rate in MB/s.
 pub fn mb_per_s(bytes: usize, d: Duration) -> f64 {
     bytes as f64 / 1e6 / d.as_secs_f64()
