@@ -5,3 +5,13 @@
 #![warn(missing_docs)]
 
 pub use watchdog_core as core;
+
+mod clock;
+#[cfg(unix)]
+pub mod supervisor;
+
+#[cfg(unix)]
+pub use supervisor::{
+    forward_signals, KillCause, KillReport, Line, LineCounts, Output, Report, SignalForwarder,
+    SpawnError, Stage, StdinWriter, Supervisor, SupervisorConfig, SupervisorHandle,
+};
