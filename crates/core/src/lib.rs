@@ -17,6 +17,7 @@ pub mod capture;
 pub mod classify;
 pub mod config;
 pub mod event;
+mod json_scan;
 pub mod registry;
 pub mod view;
 
@@ -24,4 +25,4 @@ pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use config::{ConfigError, Limits, SessionConfig};
 pub use event::{Event, ExtendReason, Kill, KillKind, Outcome, SessionId, StallClock};
 pub use registry::Registry;
-pub use view::{ContentBlock, Field, LineView, Unparseable};
+pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};

@@ -1,0 +1,120 @@
+//! Human durations for flags: `10m`, `90s`, `1h30m`, `250ms`, `1.5h`.
+
+use std::time::Duration;
+
+/// Parse a duration such as `10m`, `90s`, `1h30m`, `250ms` or `1.5h`. A bare number is seconds.
+///
+/// ```
+/// use std::time::Duration;
+/// use agent_watchdog::duration::parse_duration;
+/// assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+/// assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+/// assert!(parse_duration("ten minutes").is_err());
+/// ```
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err("empty duration".into());
+    }
+    if let Ok(secs) = t.parse::<f64>() {
+        return secs_to_duration(secs, s);
+    }
+    let mut total = 0f64;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| format!("missing unit in {s:?} (use ms, s, m, h or d)"))?;
+        if num_len == 0 {
+            return Err(format!("expected a number in {s:?}"));
+        }
+        let n: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| format!("bad number in {s:?}"))?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ms" => 0.001,
+            "s" | "sec" | "secs" => 1.0,
+            "m" | "min" | "mins" => 60.0,
+            "h" | "hr" | "hrs" => 3600.0,
+            "d" => 86400.0,
+            u => {
+                return Err(format!(
+                    "unknown unit {u:?} in {s:?} (use ms, s, m, h or d)"
+                ))
+            }
+        };
+        total += n * scale;
+        rest = &rest[unit_len..];
+    }
+    secs_to_duration(total, s)
+}
+
+fn secs_to_duration(secs: f64, original: &str) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("invalid duration {original:?}"))
+}
+
+/// Render a duration compactly: `10m`, `1h30m`, `2.5s`, `250ms`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    if ms % 1000 != 0 && ms < 60_000 {
+        return format!("{:.1}s", d.as_secs_f64());
+    }
+    let secs = d.as_secs();
+    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out += &format!("{h}h");
+    }
+    if m > 0 {
+        out += &format!("{m}m");
+    }
+    if s > 0 || out.is_empty() {
+        out += &format!("{s}s");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units_and_combinations() {
+        let cases = [
+            ("10m", 600_000),
+            ("90s", 90_000),
+            ("1h30m", 5_400_000),
+            ("250ms", 250),
+            ("1.5h", 5_400_000),
+            ("45", 45_000),
+            ("2d", 172_800_000),
+            ("1m30s", 90_000),
+        ];
+        for (s, ms) in cases {
+            assert_eq!(parse_duration(s).unwrap(), Duration::from_millis(ms), "{s}");
+        }
+    }
+
+    #[test]
+    fn rejects_garbage_with_a_reason() {
+        for s in ["", "m", "10x", "-5s", "1e400", "abc"] {
+            assert!(parse_duration(s).is_err(), "{s}");
+        }
+    }
+
+    #[test]
+    fn formats_compactly() {
+        assert_eq!(format_duration(Duration::from_secs(600)), "10m");
+        assert_eq!(format_duration(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_duration(Duration::from_millis(2500)), "2.5s");
+        assert_eq!(format_duration(Duration::from_secs(0)), "0ms");
+    }
+}

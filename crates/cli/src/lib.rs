@@ -1,0 +1,6 @@
+//! The `agent-watchdog` command-line tool, as a library so its pieces are testable.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod duration;
+pub mod policy_args;
