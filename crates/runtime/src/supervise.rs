@@ -114,6 +114,16 @@ impl<S> Supervised<S> {
     }
 }
 
+impl<S: Stream> Supervised<S>
+where
+    S::Item: AsLine,
+{
+    /// The next item (a convenience for callers without a `StreamExt`).
+    pub async fn next(&mut self) -> Option<Result<S::Item, Killed>> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
+    }
+}
+
 impl<S: Stream> Stream for Supervised<S>
 where
     S::Item: AsLine,

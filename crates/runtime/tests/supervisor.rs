@@ -1,5 +1,6 @@
 //! Real-process tests of the supervisor mechanics (no policy needed): spawn errors, output
 //! fidelity, the kill ladder, and trees that try to escape.
+#![cfg(target_os = "linux")]
 
 mod common;
 
