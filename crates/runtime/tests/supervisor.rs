@@ -303,3 +303,23 @@ async fn a_million_short_lines_arrive_complete_and_in_order() {
     }
     assert_eq!(report.stdout_lines, 1_000_000);
 }
+
+#[tokio::test]
+async fn leftovers_can_be_left_alone() {
+    let script = r#"setsid sh -c 'exec sleep 1000' >/dev/null 2>&1 &
+echo $!"#;
+    let cfg = SupervisorConfig {
+        kill_leftovers: false,
+        ..quick()
+    };
+    let sup = Supervisor::spawn(sh(script), cfg).unwrap();
+    let (c, report) = run_all(sup, LIMIT).await;
+    let grandchild: i32 = c.stdout_text()[0].parse().unwrap();
+    assert_eq!(report.leftovers_killed, 0);
+    assert!(!dead(grandchild));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(grandchild).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+}

@@ -365,7 +365,10 @@ impl Watch {
     async fn watch(&mut self) -> End {
         let mut sleep = Box::pin(tokio::time::sleep_until(clock::far_future()));
         let scan_every = self.cfg.tree_scan.filter(|_| Tree::KNOWN);
-        let mut scan = Box::pin(tokio::time::sleep(scan_every.unwrap_or(Duration::MAX / 4)));
+        let mut scan = Box::pin(tokio::time::sleep_until(match scan_every {
+            Some(every) => tokio::time::Instant::now() + every,
+            None => clock::far_future(),
+        }));
         let mut ctrl_open = true;
         loop {
             let deadline = self.shared.arm();
@@ -402,6 +405,10 @@ impl Watch {
 
     /// The child exited by itself: stop whatever it left running (SIGTERM, then SIGKILL).
     async fn clean_leftovers(&mut self) -> usize {
+        if !self.cfg.kill_leftovers {
+            self.tree.reap();
+            return 0;
+        }
         let left = self.tree.scan(true);
         if !Tree::KNOWN {
             let _ = signals::group(self.pid, rustix::process::Signal::KILL);

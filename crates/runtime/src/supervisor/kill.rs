@@ -136,11 +136,12 @@ pub(crate) async fn ladder(
 /// SIGKILL the group (while the child lives, or always where the tree is unknown) and every
 /// known descendant, until the child is reaped and the tree is empty.
 async fn kill_all(l: &mut Ladder<'_>, mut exit: Exit, killed: &mut HashSet<Proc>) -> Exit {
-    for _ in 0..250 {
+    for round in 0..250 {
         if matches!(exit, Exit::Running) || !Tree::KNOWN {
             let _ = signals::group(l.pgid, Signal::KILL);
         }
-        let live = l.tree.scan(true);
+        // Marker processes found once stay known: only the first round reads environments.
+        let live = l.tree.scan(round == 0);
         for p in &live {
             let _ = signals::process(p.pid, Signal::KILL);
             killed.insert(*p);

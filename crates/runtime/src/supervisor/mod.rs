@@ -10,6 +10,11 @@
 //! [`SupervisorConfig::become_subreaper`] the host process becomes a child subreaper, so
 //! orphans re-parent to it and are reaped by the supervisor.
 //!
+//! Limits on Linux: a descendant that is started and orphaned between two scans
+//! ([`SupervisorConfig::tree_scan`]) and that cleared the marker variable from its
+//! environment is not known; with the subreaper it re-parents to the host instead of PID 1,
+//! and the host must reap it (the supervisor reaps only descendants it knows).
+//!
 //! On macOS and other Unixes there is no `/proc` and no subreaper: the ladder signals the
 //! child's process group only, so a descendant that left the group (`setsid`) and ignores
 //! SIGTERM can survive. [`Report::tree_known`] says which case applied.
@@ -57,6 +62,9 @@ pub struct SupervisorConfig {
     /// How often to rescan the process tree while the child runs, so descendants that lose
     /// their parent stay known. `None` scans only when stopping. Default 1 s.
     pub tree_scan: Option<Duration>,
+    /// When the child exits by itself, stop the descendants it left running (SIGTERM, then
+    /// SIGKILL after `term_grace`), so nothing outlives the session. Default true.
+    pub kill_leftovers: bool,
     /// After the child and its tree are gone, how long to wait for stdout/stderr to close
     /// (a process outside the tree may hold them) before giving up. Default 2 s.
     pub drain_timeout: Duration,
@@ -73,6 +81,7 @@ impl Default for SupervisorConfig {
             max_line: 64 << 20,
             pipe_stdin: true,
             tree_scan: Some(Duration::from_secs(1)),
+            kill_leftovers: true,
             drain_timeout: Duration::from_secs(2),
         }
     }
@@ -396,7 +405,9 @@ impl Drop for Supervisor {
 /// Forward the host's SIGINT and SIGTERM to the child's process group; a second signal
 /// SIGKILLs the whole tree. The forwarding stops when the returned guard is dropped.
 ///
-/// While it runs, the host is not stopped by these signals (tokio installs handlers).
+/// This changes the host process: tokio installs handlers for both signals and keeps them
+/// for the life of the process, so the host is no longer stopped by them by default; it
+/// should exit by itself once the child is gone.
 pub fn forward_signals(handle: SupervisorHandle) -> std::io::Result<SignalForwarder> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut int = signal(SignalKind::interrupt())?;
