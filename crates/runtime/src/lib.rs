@@ -12,6 +12,7 @@
 //!   output line unchanged, feeds the policy, and stops the whole process tree with a kill
 //!   ladder (interrupt request, SIGTERM, SIGKILL of every descendant, reap).
 //!   See [`supervisor`] for what differs between Linux and macOS.
+//! - [`FileLedger`]: the durable, at-most-once recovery ledger.
 //!
 //! All times come from tokio's clock, so tests can run under `tokio::time::pause()`.
 //! The library prints nothing: it reports through values, events and callbacks.
@@ -66,12 +67,14 @@ pub use watchdog_core as core;
 
 mod clock;
 mod driver;
+pub mod ledger;
 mod session;
 mod supervise;
 #[cfg(unix)]
 pub mod supervisor;
 
 pub use driver::{CallbackError, Watchdog, WatchdogConfig};
+pub use ledger::FileLedger;
 pub use session::Session;
 pub use supervise::{supervise, AsLine, Killed, LineRef, Supervised};
 #[cfg(unix)]
