@@ -106,6 +106,15 @@ impl Shared {
         st.armed
     }
 
+    fn set_utilization(&self, utilization: Option<f64>) -> Vec<Event> {
+        let now = clock::now();
+        let mut st = self.lock();
+        if let Some((reg, _)) = &mut st.policy {
+            reg.set_utilization(now, utilization);
+        }
+        drain(&mut st)
+    }
+
     fn timeout(&self) -> Vec<Event> {
         let now = clock::now();
         let mut st = self.lock();
@@ -384,6 +393,12 @@ impl Watch {
                     Some(Control::KillTree(cause)) => return End::Kill(cause, Stage::Kill),
                     Some(Control::Signal(sig)) => {
                         let _ = signals::group(self.pid, sig);
+                    }
+                    Some(Control::Utilization(u)) => {
+                        let events = self.shared.set_utilization(u);
+                        if let Some(kill) = dispatch(&self.out, events) {
+                            return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
+                        }
                     }
                 },
                 () = &mut sleep, if deadline.is_some() => {

@@ -253,6 +253,8 @@ pub(crate) enum Control {
     Signal(rustix::process::Signal),
     /// SIGKILL the whole tree now.
     KillTree(KillCause),
+    /// New rate-limit utilization for the policy.
+    Utilization(Option<f64>),
 }
 
 /// A cheap, cloneable handle to a running supervisor: stop it or signal it.
@@ -282,6 +284,11 @@ impl SupervisorHandle {
         let _ = self
             .ctrl
             .send(Control::Signal(rustix::process::Signal::TERM));
+    }
+    /// Feed the current rate-limit utilization (0–1, highest window; `None` when unknown):
+    /// high utilization extends the idle patience.
+    pub fn set_utilization(&self, utilization: Option<f64>) {
+        let _ = self.ctrl.send(Control::Utilization(utilization));
     }
     /// The child's pid.
     pub fn pid(&self) -> u32 {
