@@ -443,6 +443,9 @@ pub enum Skip {
     ContinuationEnded,
     /// The single notice of this chain was already given.
     AlreadyNoticed,
+    /// The outcome ended before the marker was made: it is the run the continuation already
+    /// answered, seen again (a duplicate event), not the continued run.
+    Duplicate,
 }
 
 impl fmt::Display for Skip {
@@ -452,6 +455,7 @@ impl fmt::Display for Skip {
             Skip::Unrecognised => f.write_str("unrecognised outcome: not continued (fail closed)"),
             Skip::KillKind(k) => write!(f, "a {k} kill is never continued"),
             Skip::UserInterrupted => f.write_str("the user interrupted the run"),
+            Skip::Duplicate => f.write_str("this run was already continued (a duplicate event)"),
             Skip::CreditsRequired => {
                 f.write_str("the account needs credits; waiting will not help")
             }
@@ -631,6 +635,9 @@ impl Recovery {
     pub fn decide(&self, facts: &TerminalFacts, state: &LedgerState) -> Decision {
         match state {
             LedgerState::Noticed(_) => Decision::Nothing(Skip::AlreadyNoticed),
+            LedgerState::Continued(marker) if facts.ended_at_ms <= marker.created_at_ms => {
+                Decision::Nothing(Skip::Duplicate)
+            }
             LedgerState::Continued(marker) => match trigger_of(facts) {
                 Ok(again) if self.is_enabled(again) => Decision::Notice(Box::new(Notice {
                     session_id: marker.session_id.clone(),

@@ -117,7 +117,8 @@ fn continued(trigger: Trigger) -> LedgerState {
         version: MARKER_VERSION,
         session_id: ID.into(),
         trigger,
-        created_at_ms: T,
+        // The marker was written when the first run ended, a minute before the run decided here.
+        created_at_ms: T - 60_000,
         original: f.summary(),
         prompt: OUTPUT_LIMIT_PROMPT.into(),
         wait_until_ms: None,
@@ -523,14 +524,19 @@ fn the_full_chain_through_the_ledger() {
     );
     let state: LedgerState = ledger.get(ID).unwrap().into();
     assert!(matches!(state, LedgerState::Continued(_)));
-    let d = r.decide(&first, &state);
+    // The first run's outcome seen again (a duplicate event) is not the continued run: no
+    // notice yet, and certainly no continuation.
+    assert_eq!(r.decide(&first, &state), Decision::Nothing(Skip::Duplicate));
+    // The continued run ends later and hits the trigger again: the one notice.
+    let again = TerminalFacts::new(max_tokens(), T + 60_000).with_session_id(ID);
+    let d = r.decide(&again, &state);
     assert!(matches!(d, Decision::Notice(_)));
     assert!(
         ledger.record_notice(ID).unwrap(),
         "the first notice is shown"
     );
     assert!(!ledger.record_notice(ID).unwrap(), "never twice");
-    let d = r.decide(&first, &ledger.get(ID).unwrap().into());
+    let d = r.decide(&again, &ledger.get(ID).unwrap().into());
     assert_eq!(d, Decision::Nothing(Skip::AlreadyNoticed));
 }
 
