@@ -120,3 +120,35 @@ async fn lines_written_after_the_kill_decision_are_still_delivered() {
     assert_eq!(killed_kind(&report), Some(KillKind::Idle));
     assert_eq!(c.stdout_text().last().map(String::as_str), Some("bye-term"));
 }
+
+/// A permission request pauses the idle clock; the host's answer (written through the
+/// supervisor's stdin) resumes it.
+#[tokio::test]
+async fn a_permission_wait_pauses_idle_until_the_host_answers() {
+    let script = format!(
+        "echo '{INIT}'; echo '{{\"type\":\"control_request\",\"request_id\":\"r1\",\"request\":{{\"subtype\":\"can_use_tool\",\"tool_name\":\"Write\"}}}}'; exec cat >/dev/null"
+    );
+    let mut sup = Supervisor::spawn(sh(&script), policy(small())).unwrap();
+    let stdin = sup.stdin().unwrap();
+    let start = tokio::time::Instant::now();
+    let mut lines = 0;
+    let waited = tokio::time::timeout(Duration::from_millis(1500), async {
+        while let Some(o) = sup.next_output().await {
+            match o {
+                Output::Stdout(_) => lines += 1,
+                Output::Event(Event::Killed(k)) => panic!("killed during the wait: {k:?}"),
+                _ => {}
+            }
+        }
+    })
+    .await;
+    assert!(waited.is_err(), "still running after 3× the idle limit");
+    assert_eq!(lines, 2);
+    stdin
+        .write_line(br#"{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"allow"}}}"#)
+        .await
+        .unwrap();
+    let (_, report) = run_all(sup, LIMIT).await;
+    assert_eq!(killed_kind(&report), Some(KillKind::Idle));
+    assert!(start.elapsed() >= Duration::from_millis(1500));
+}

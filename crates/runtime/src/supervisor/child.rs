@@ -97,6 +97,13 @@ impl Shared {
             reg.observe_input(now, *id, &view);
         }
         self.rearm(&mut st);
+        // The call may have fired what was due: the watching task delivers those events.
+        self.notify.notify_one();
+    }
+
+    /// Events queued by calls made outside the watching task.
+    fn events(&self) -> Vec<Event> {
+        drain(&mut self.lock())
     }
 
     /// The next deadline; the watching task sleeps until it.
@@ -407,7 +414,12 @@ impl Watch {
                         return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
                     }
                 }
-                () = self.shared.notify.notified() => {}
+                () = self.shared.notify.notified() => {
+                    let events = self.shared.events();
+                    if let Some(kill) = dispatch(&self.out, events) {
+                        return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
+                    }
+                }
                 () = &mut scan, if scan_every.is_some() => {
                     self.tree.scan(false);
                     if let Some(every) = scan_every {
