@@ -56,7 +56,7 @@
 //! while let Some(out) = child.next_output().await {
 //!     if let Output::Stdout(line) = out { println!("{}", String::from_utf8_lossy(&line.bytes)) }
 //! }
-//! let report = child.wait().await; // outcome, kill (kind, ladder stage), exit status, counts
+//! let report = child.wait().await?; // outcome, kill (kind, ladder stage), exit status, counts
 //! println!("{:?} {:?} {:?}", report.outcome, report.kill.map(|k| k.stage), report.status);
 //! # Ok(()) }
 //! ```
@@ -80,5 +80,5 @@ pub use supervise::{supervise, AsLine, Killed, LineRef, Supervised};
 #[cfg(unix)]
 pub use supervisor::{
     forward_signals, KillCause, KillReport, Line, LineCounts, Output, Report, SignalForwarder,
-    SpawnError, Stage, StdinWriter, Supervisor, SupervisorConfig, SupervisorHandle,
+    SpawnError, Stage, StdinWriter, Supervisor, SupervisorConfig, SupervisorHandle, WaitError,
 };

@@ -3,7 +3,7 @@
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::io::BufReader;
 use tokio::process::{Child, ChildStdin, Command};
@@ -474,25 +474,5 @@ impl Exit {
             Exit::Exited(s) => *s,
             Exit::Running => None,
         }
-    }
-}
-
-/// A report for a supervisor whose task vanished (runtime shut down).
-pub(crate) fn lost_report(pid: u32) -> Report {
-    Report {
-        program: String::new(),
-        pid,
-        outcome: None,
-        kill: None,
-        status: None,
-        session_id: None,
-        counts: LineCounts::default(),
-        stdout_lines: 0,
-        stderr_lines: 0,
-        overlong_lines: 0,
-        leftovers_killed: 0,
-        pipe_left_open: false,
-        tree_known: Tree::KNOWN,
-        duration: Duration::ZERO,
     }
 }

@@ -115,6 +115,15 @@ pub enum SpawnError {
     NoRuntime,
 }
 
+/// The supervising task is gone (its runtime shut down) before it could report; the child
+/// was killed when the task was dropped (`kill_on_drop`), its descendants maybe not.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the supervisor of pid {pid} stopped before it could report")]
+pub struct WaitError {
+    /// The child's pid.
+    pub pid: u32,
+}
+
 /// How far the kill ladder went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Stage {
@@ -389,14 +398,14 @@ impl Supervisor {
 
     /// Wait for the end: the child reaped, its tree gone, the pipes drained. Unread output is
     /// discarded (and no longer buffered).
-    pub async fn wait(mut self) -> Report {
+    ///
+    /// Fails only if the supervising task was dropped (its runtime shut down).
+    pub async fn wait(mut self) -> Result<Report, WaitError> {
         self.output.take();
-        let rx = self.report.take();
-        match rx {
-            Some(rx) => rx
-                .await
-                .unwrap_or_else(|_| child::lost_report(self.handle.pid)),
-            None => child::lost_report(self.handle.pid),
+        let pid = self.handle.pid;
+        match self.report.take() {
+            Some(rx) => rx.await.map_err(|_| WaitError { pid }),
+            None => Err(WaitError { pid }),
         }
     }
 }

@@ -51,7 +51,7 @@ pub async fn run_all(mut sup: Supervisor, limit: Duration) -> (Collected, Report
                 o => c.other.push(o),
             }
         }
-        (c, sup.wait().await)
+        (c, sup.wait().await.expect("a report"))
     };
     tokio::time::timeout(limit, collect)
         .await
