@@ -332,3 +332,15 @@ async fn stalling_and_extension_callbacks() {
     advance_to(t1 + Duration::from_secs(20)).await;
     assert_eq!(s.kill().map(|k| k.kind), Some(KillKind::Idle));
 }
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Watchdog>();
+    send_sync::<agent_sdk_watchdog::Session>();
+    send::<agent_sdk_watchdog::Supervised<Never>>();
+    send_sync::<agent_sdk_watchdog::Supervisor>();
+    send_sync::<agent_sdk_watchdog::SupervisorHandle>();
+    send_sync::<agent_sdk_watchdog::StdinWriter>();
+}
