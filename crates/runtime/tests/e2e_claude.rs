@@ -14,8 +14,12 @@ use mock_api::{MockServer, Scenario, Turn};
 const TOOL_ID: &str = "toolu_e2e_escape";
 
 /// Run the CLI on the hanging-tool scenario; `on_tool` is called once the tool runs.
-/// Returns the report and the session's processes still running afterwards.
-async fn run(idle: Duration, on_tool: impl FnOnce(&Supervisor)) -> (Report, Vec<(u32, String)>) {
+/// Returns the report, the stdout lines, and the session's processes still running afterwards.
+async fn run(
+    idle: Duration,
+    stream_json_input: bool,
+    on_tool: impl FnOnce(&Supervisor),
+) -> (Report, Vec<String>, Vec<(u32, String)>) {
     let claude = find_claude().unwrap_or_else(|e| {
         panic!("this test needs the real Claude Code CLI (scripts/install-claude): {e}")
     });
@@ -35,11 +39,28 @@ async fn run(idle: Duration, on_tool: impl FnOnce(&Supervisor)) -> (Report, Vec<
         .unwrap();
     let cfg = SupervisorConfig {
         policy: Some(SessionConfig::default().with_limits(limits)),
-        pipe_stdin: false,
+        pipe_stdin: stream_json_input,
+        stream_json_input,
         term_grace: Duration::from_secs(3),
         ..SupervisorConfig::default()
     };
-    let mut sup = Supervisor::spawn(session.command().to_tokio(), cfg).expect("spawn claude");
+    let mut command = session.command();
+    if stream_json_input {
+        // `claude -p --input-format stream-json ...`: the prompt comes on stdin.
+        command.args.remove(1);
+        command
+            .args
+            .extend(["--input-format".into(), "stream-json".into()]);
+    }
+    let mut sup = Supervisor::spawn(command.to_tokio(), cfg).expect("spawn claude");
+    if stream_json_input {
+        let user = br#"{"type":"user","message":{"role":"user","content":"Run the command."}}"#;
+        sup.stdin()
+            .unwrap()
+            .write_line(user)
+            .await
+            .expect("write the prompt");
+    }
     let mut on_tool = Some(on_tool);
     let mut stdout = Vec::new();
     let collect = async {
@@ -66,7 +87,7 @@ async fn run(idle: Duration, on_tool: impl FnOnce(&Supervisor)) -> (Report, Vec<
         .into_iter()
         .filter(|(pid, _)| !zombie(*pid))
         .collect();
-    (report, left)
+    (report, stdout, left)
 }
 
 fn zombie(pid: u32) -> bool {
@@ -81,7 +102,7 @@ fn zombie(pid: u32) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_kill_of_a_hung_tool_leaves_nothing_behind() {
-    let (report, left) = run(Duration::from_secs(4), |_| {}).await;
+    let (report, _, left) = run(Duration::from_secs(4), false, |_| {}).await;
     let kill = report.kill.clone().expect("killed");
     match &kill.cause {
         KillCause::Watchdog(k) => assert_eq!(k.kind, KillKind::Idle),
@@ -100,7 +121,10 @@ async fn an_idle_kill_of_a_hung_tool_leaves_nothing_behind() {
 /// find and kill every process of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkill_of_the_cli_does_not_orphan_the_tool_tree() {
-    let (report, left) = run(Duration::from_secs(60), |sup| sup.handle().kill_tree_now()).await;
+    let (report, _, left) = run(Duration::from_secs(60), false, |sup| {
+        sup.handle().kill_tree_now()
+    })
+    .await;
     let kill = report.kill.clone().expect("killed");
     assert_eq!(kill.cause, KillCause::Requested);
     assert_eq!(kill.stage, Stage::Kill);
@@ -109,6 +133,30 @@ async fn a_sigkill_of_the_cli_does_not_orphan_the_tool_tree() {
     assert_eq!(kill.survivors, 0, "{kill:?}");
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(report.status.and_then(|s| s.signal()), Some(9));
+    assert!(
+        left.is_empty(),
+        "left running: {left:?}\nreport: {report:?}"
+    );
+}
+
+/// With stream-json input the ladder starts with an `interrupt` control request: the CLI
+/// stops the tool, answers with a `result`, and exits once stdin is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_json_session_is_interrupted_first() {
+    let (report, stdout, left) = run(Duration::from_secs(60), true, |sup| sup.kill_now()).await;
+    let kill = report.kill.clone().expect("killed");
+    assert_eq!(kill.stage, Stage::Interrupt, "{kill:?}\n{stdout:#?}");
+    assert_eq!(kill.survivors, 0, "{kill:?}");
+    assert!(
+        stdout
+            .iter()
+            .any(|l| l.contains(r#""type":"control_response""#)),
+        "no answer to the interrupt: {stdout:#?}"
+    );
+    assert!(
+        stdout.iter().any(|l| l.contains(r#""type":"result""#)),
+        "no result after the interrupt: {stdout:#?}"
+    );
     assert!(
         left.is_empty(),
         "left running: {left:?}\nreport: {report:?}"
