@@ -69,8 +69,18 @@ async fn run(
                 let text = String::from_utf8_lossy(&l.bytes).into_owned();
                 if text.contains(TOOL_ID) {
                     if let Some(f) = on_tool.take() {
-                        // Let the tool start its processes.
-                        tokio::time::sleep(Duration::from_millis(1500)).await;
+                        // Let the tool start both of its `sleep 300`.
+                        let root = session.dirs().root().to_path_buf();
+                        for _ in 0..200 {
+                            let sleeps = session_processes(&root)
+                                .iter()
+                                .filter(|(_, cmd)| cmd == "sleep 300")
+                                .count();
+                            if sleeps >= 2 {
+                                break;
+                            }
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
                         f(&sup);
                     }
                 }
