@@ -486,9 +486,9 @@ fn kill_index(k: KillKind) -> usize {
 /// Time split of one design over the hour.
 #[derive(Debug, Default, Clone, Copy)]
 struct Split {
-    /// Timer work (wall, per segment, clock-read cost subtracted).
+    /// Timer work (thread CPU, per segment, clock-read cost subtracted).
     timer: Duration,
-    /// Observing lines and the host's register/end/unregister (wall, same).
+    /// Observing lines and the host's register/end/unregister (thread CPU, same).
     lines: Duration,
     /// Thread CPU of the whole replay.
     cpu: Duration,
@@ -499,13 +499,14 @@ struct Split {
     line_segments: u64,
 }
 
-fn instant_cost() -> Duration {
-    let n = 2_000_000u32;
-    let t = Instant::now();
+/// What one read of the thread CPU clock costs (a system call), to subtract per segment.
+fn clock_cost() -> Duration {
+    let n = 200_000u32;
+    let t = thread_cpu();
     for _ in 0..n {
-        black_box(Instant::now());
+        black_box(thread_cpu());
     }
-    t.elapsed() / n
+    (thread_cpu() - t) / n
 }
 
 #[derive(Debug, Default)]
@@ -572,7 +573,7 @@ fn simulate_hour(
         // The deadline design: wake at every poll_timeout up to the next line, then feed it.
         let d = &mut out.deadline;
         let cpu0 = thread_cpu();
-        let mut seg = Instant::now();
+        let mut seg = cpu0;
         let mut in_timer = false;
         for &(t, slot, action) in &evs {
             let at = base + Duration::from_nanos(t);
@@ -581,7 +582,7 @@ fn simulate_hour(
                     break;
                 }
                 if !in_timer {
-                    let now = Instant::now();
+                    let now = thread_cpu();
                     d.lines += now - seg;
                     d.line_segments += 1;
                     seg = now;
@@ -592,7 +593,7 @@ fn simulate_hour(
                 d.wakes += 1;
             }
             if in_timer {
-                let now = Instant::now();
+                let now = thread_cpu();
                 d.timer += now - seg;
                 d.timer_segments += 1;
                 seg = now;
@@ -619,7 +620,7 @@ fn simulate_hour(
         }
         // The last wake-ups of the window.
         let end = base + Duration::from_nanos(hi);
-        let now = Instant::now();
+        let now = thread_cpu();
         d.lines += now - seg;
         d.line_segments += 1;
         seg = now;
@@ -631,14 +632,14 @@ fn simulate_hour(
             host.drain();
             d.wakes += 1;
         }
-        d.timer += seg.elapsed();
+        d.timer += thread_cpu() - seg;
         d.timer_segments += 1;
         d.cpu += thread_cpu() - cpu0;
 
         // The tick-scan design: the same lines, then the tick at the window's end.
         let s = &mut out.tick;
         let cpu0 = thread_cpu();
-        let seg = Instant::now();
+        let seg = cpu0;
         for &(t, slot, action) in &evs {
             let slot = slot as usize;
             match action {
@@ -646,11 +647,11 @@ fn simulate_hour(
                 Action::Restart => ts.register(slot, t),
             }
         }
-        let mid = Instant::now();
+        let mid = thread_cpu();
         s.lines += mid - seg;
         s.line_segments += 1;
         black_box(ts.tick(hi, None));
-        s.timer += mid.elapsed();
+        s.timer += thread_cpu() - mid;
         s.timer_segments += 1;
         s.wakes += 1;
         s.cpu += thread_cpu() - cpu0;
@@ -897,7 +898,7 @@ fn main() {
         .iter()
         .map(|l| LineView::parse(l.as_bytes()).ok())
         .collect();
-    let read = instant_cost();
+    let read = clock_cost();
     let mut h = simulate_hour(n, minutes, &pools, &all_views, base);
     for s in [&mut h.deadline, &mut h.tick] {
         s.timer = s.timer.saturating_sub(read * s.timer_segments as u32);
@@ -951,7 +952,7 @@ fn main() {
         max_late
     );
     println!(
-        "  CPU per simulated hour (wall per segment with {:.0} ns per clock read subtracted; thread CPU for the last column)",
+        "  thread CPU per simulated hour, per segment ({:.0} ns per clock read subtracted); last column: the whole replay incl. clock reads",
         read.as_nanos() as f64
     );
     println!(
