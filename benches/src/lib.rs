@@ -178,3 +178,46 @@ pub fn median(mut xs: Vec<Duration>) -> Duration {
 pub fn mb_per_s(bytes: usize, d: Duration) -> f64 {
     bytes as f64 / 1e6 / d.as_secs_f64()
 }
+
+/// CPU time (user + system) of this process's waited-for children and their waited-for
+/// descendants so far (`cutime + cstime` of `/proc/self/stat`, in 10 ms clock ticks).
+pub fn children_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("read /proc/self/stat");
+    // Fields after the command name (which ends at the last ')'): state is field 3.
+    let rest = &stat[stat.rfind(')').expect("stat format") + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| -> u64 { f[i - 3].parse().expect("clock ticks") };
+    // USER_HZ is 100 on Linux for everything /proc reports.
+    Duration::from_millis((ticks(16) + ticks(17)) * 10)
+}
+
+/// The release `agent-watchdog` binary: `$AGENT_WATCHDOG_BIN`, else beside this bench's
+/// target directory (`target/release/agent-watchdog`). Panics with the command that builds it.
+pub fn agent_watchdog_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("AGENT_WATCHDOG_BIN") {
+        return PathBuf::from(bin);
+    }
+    let exe = std::env::current_exe().expect("current exe");
+    // target/release/deps/<bench> → target/release/agent-watchdog
+    let bin = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .map(|d| d.join("agent-watchdog"))
+        .expect("target dir");
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build --release -p agent-watchdog` first (scripts/bench does)",
+        bin.display()
+    );
+    bin
+}
+
+/// Peak resident set (`VmHWM`) and current resident set (`VmRSS`) of a live process, in kB.
+pub fn rss_kb(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    Some((field("VmHWM:")?, field("VmRSS:")?))
+}

@@ -1,0 +1,102 @@
+//! Bench 4: pass-through overhead of `agent-watchdog run`. A child (`stream_gen`, a bench-only
+//! binary) prints N stream-json lines from the real captures as fast as it can; we compare
+//! `agent-watchdog run -- stream_gen N > /dev/null` with `stream_gen N > /dev/null` (the
+//! baseline): wall time (throughput) and CPU of all children (user + system, from
+//! `/proc/self/stat` after each wait). Median of 3 runs each, interleaved.
+//!
+//! Run: `cargo build --release -p agent-watchdog && cargo bench -p watchdog-benches --bench
+//! passthrough` (`PASSTHROUGH_LINES`, default 2000000).
+
+use std::fs::File;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use watchdog_benches::{agent_watchdog_bin, capture_lines, children_cpu, median};
+
+fn run(cmd: &mut Command) -> (Duration, Duration) {
+    let null = File::create("/dev/null").expect("/dev/null");
+    let cpu0 = children_cpu();
+    let t = Instant::now();
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(null)
+        .stderr(Stdio::null())
+        .status()
+        .expect("spawn");
+    let wall = t.elapsed();
+    assert!(status.success(), "{cmd:?} failed: {status}");
+    (wall, children_cpu() - cpu0)
+}
+
+fn main() {
+    let n: u64 = std::env::var("PASSTHROUGH_LINES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2_000_000);
+    let gen = env!("CARGO_BIN_EXE_stream_gen");
+    let watchdog = agent_watchdog_bin();
+    let lines = capture_lines();
+    let bytes: usize = lines.iter().map(|l| l.len() + 1).sum();
+    let avg = bytes as f64 / lines.len() as f64;
+    println!(
+        "bench passthrough: {n} lines ({:.0} B average, {:.0} MB) from the real captures, child stdout → /dev/null",
+        avg,
+        avg * n as f64 / 1e6
+    );
+    println!("  watchdog: {}", watchdog.display());
+    let (mut dw, mut dc, mut ww, mut wc) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let (w, c) = run(Command::new(gen).arg(n.to_string()));
+        dw.push(w);
+        dc.push(c);
+        let (w, c) = run(Command::new(&watchdog)
+            .arg("run")
+            .arg("--")
+            .arg(gen)
+            .arg(n.to_string()));
+        ww.push(w);
+        wc.push(c);
+    }
+    let (dw, dc, ww, wc) = (median(dw), median(dc), median(ww), median(wc));
+    let rate = |w: Duration| n as f64 / w.as_secs_f64();
+    let extra = wc.saturating_sub(dc);
+    let per_line_us = extra.as_secs_f64() * 1e6 / n as f64;
+    println!(
+        "  direct      : {:>7.3} s wall  {:>10.0} lines/s  CPU {:>7.3} s   (baseline)",
+        dw.as_secs_f64(),
+        rate(dw),
+        dc.as_secs_f64()
+    );
+    println!(
+        "  via watchdog: {:>7.3} s wall  {:>10.0} lines/s  CPU {:>7.3} s",
+        ww.as_secs_f64(),
+        rate(ww),
+        wc.as_secs_f64()
+    );
+    let ratio = dw.as_secs_f64() / ww.as_secs_f64();
+    println!(
+        "  throughput  : {:.1} % of direct (target ≥ 90 %): {}",
+        ratio * 100.0,
+        if ratio >= 0.9 { "met" } else { "MISSED" }
+    );
+    println!(
+        "  extra CPU   : {:.3} s = {:.2} µs per line (target ≤ 1 µs): {}",
+        extra.as_secs_f64(),
+        per_line_us,
+        if per_line_us <= 1.0 { "met" } else { "MISSED" }
+    );
+    // For scale: the fastest real session in the captures.
+    let fastest = watchdog_benches::capture_timelines()
+        .iter()
+        .filter_map(|(_, tl)| {
+            let (first, last) = (tl.first()?.0, tl.last()?.0);
+            (last > first).then(|| tl.len() as f64 / ((last - first) as f64 / 1e3))
+        })
+        .fold(0.0, f64::max);
+    println!(
+        "  for scale   : the watchdog sustains {:.0} lines/s; the fastest real capture printed {:.0} lines/s on average ({:.0}× headroom)",
+        rate(ww),
+        fastest,
+        rate(ww) / fastest.max(1e-9)
+    );
+}

@@ -1,0 +1,104 @@
+//! Bench 5: memory of a supervised run. `agent-watchdog run` supervises the real `claude` CLI
+//! on the mock Messages API's `long_tool` scenario (a Bash tool that runs 35 s, with
+//! `tool_progress` heartbeats); `/proc/<pid>/status` of the watchdog and of `claude` is sampled
+//! every 50 ms. Reports the peak RSS (`VmHWM`) of both: the watchdog's is the figure, the CLI's
+//! is the scale it sits next to.
+//!
+//! Run: `cargo build --release -p agent-watchdog && cargo bench -p watchdog-benches --bench
+//! supervised_rss` (needs the real CLI: `scripts/install-claude`).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mock_api::harness::{claude_version, find_claude, ClaudeRun};
+use mock_api::{BlockingMockServer, Scenario};
+use watchdog_benches::{agent_watchdog_bin, rss_kb};
+
+/// Direct children of `pid` (from `/proc/<pid>/task/*/children`).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(s.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+            }
+        }
+    }
+    out
+}
+
+fn mb(kb: u64) -> f64 {
+    kb as f64 / 1024.0
+}
+
+fn main() {
+    let claude = find_claude().unwrap_or_else(|e| {
+        panic!(
+            "bench supervised_rss needs the real Claude Code CLI: {e} (run scripts/install-claude)"
+        )
+    });
+    let version = claude_version(&claude).unwrap_or_else(|e| panic!("{e}"));
+    let watchdog = agent_watchdog_bin();
+    let scenario = Scenario::named("long_tool").expect("the long_tool scenario");
+    let server = BlockingMockServer::start(scenario).expect("mock server");
+    let cc = ClaudeRun::new(&claude, server.base_url(), "Run the long command.")
+        .expect("session dirs")
+        .command();
+    println!(
+        "bench supervised_rss: agent-watchdog run -- claude {version} on the mock's long_tool scenario"
+    );
+    let t = Instant::now();
+    let mut child = Command::new(&watchdog)
+        .arg("run")
+        .arg("--")
+        .arg(&cc.program)
+        .args(&cc.args)
+        .env_clear()
+        .envs(cc.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&cc.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn agent-watchdog");
+    let pid = child.id();
+    let (mut wd_hwm, mut cli_hwm, mut samples) = (0u64, 0u64, 0u32);
+    let mut cli_pid = None;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if let Some((hwm, _)) = rss_kb(pid) {
+            wd_hwm = wd_hwm.max(hwm);
+            samples += 1;
+        }
+        // The CLI is the watchdog's direct child (`node` running claude's cli.js).
+        if cli_pid.is_none() {
+            cli_pid = children(pid).first().copied();
+        }
+        if let Some((hwm, _)) = cli_pid.and_then(rss_kb) {
+            cli_hwm = cli_hwm.max(hwm);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let wall = t.elapsed();
+    let requests = server.requests().len();
+    println!(
+        "  run: {:.1} s, exit {status}, {requests} API requests, {samples} samples",
+        wall.as_secs_f64()
+    );
+    assert!(
+        wall > Duration::from_secs(30),
+        "the long_tool run ended after {wall:?}: not the long session this bench is about"
+    );
+    println!(
+        "  agent-watchdog peak RSS (VmHWM): {:>7.1} MB (target ≤ 10 MB): {}",
+        mb(wd_hwm),
+        if mb(wd_hwm) <= 10.0 { "met" } else { "MISSED" }
+    );
+    println!(
+        "  claude CLI peak RSS (VmHWM)    : {:>7.1} MB ({:.1}× the watchdog)",
+        mb(cli_hwm),
+        cli_hwm as f64 / wd_hwm.max(1) as f64
+    );
+}
