@@ -41,9 +41,10 @@ fn main() {
     let watchdog = agent_watchdog_bin();
     let scenario = Scenario::named("long_tool").expect("the long_tool scenario");
     let server = BlockingMockServer::start(scenario).expect("mock server");
-    let cc = ClaudeRun::new(&claude, server.base_url(), "Run the long command.")
-        .expect("session dirs")
-        .command();
+    // Keep the run (and so its temporary HOME and working directory) alive until the end.
+    let run = ClaudeRun::new(&claude, server.base_url(), "Run the long command.")
+        .expect("session dirs");
+    let cc = run.command();
     println!(
         "bench supervised_rss: agent-watchdog run -- claude {version} on the mock's long_tool scenario"
     );
@@ -82,6 +83,7 @@ fn main() {
         std::thread::sleep(Duration::from_millis(50));
     };
     let wall = t.elapsed();
+    drop(run);
     let requests = server.requests().len();
     println!(
         "  run: {:.1} s, exit {status}, {requests} API requests, {samples} samples",
