@@ -42,8 +42,8 @@ fn main() {
     let scenario = Scenario::named("long_tool").expect("the long_tool scenario");
     let server = BlockingMockServer::start(scenario).expect("mock server");
     // Keep the run (and so its temporary HOME and working directory) alive until the end.
-    let run = ClaudeRun::new(&claude, server.base_url(), "Run the long command.")
-        .expect("session dirs");
+    let run =
+        ClaudeRun::new(&claude, server.base_url(), "Run the long command.").expect("session dirs");
     let cc = run.command();
     println!(
         "bench supervised_rss: agent-watchdog run -- claude {version} on the mock's long_tool scenario"
