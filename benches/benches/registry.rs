@@ -226,7 +226,12 @@ impl TickScan {
                     let deadline = match kind {
                         RefKillKind::HardCeiling => e.started + self.limits.ceiling,
                         RefKillKind::Idle => {
-                            e.last_tool.max(e.last_activity) + self.limits.extended
+                            let patience = if e.first_write == u64::MAX {
+                                self.limits.extended
+                            } else {
+                                self.limits.idle
+                            };
+                            e.last_tool.max(e.last_activity) + patience
                         }
                     };
                     self.kills.push(RefKill {
