@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use memchr::memchr2;
+use memchr::memchr;
 
 #[inline]
 fn ws(b: &[u8], mut i: usize) -> usize {
@@ -20,46 +20,55 @@ fn ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// `i` is at an opening quote; returns the index after the closing quote.
+/// `i` is at an opening quote; returns the index after the closing quote. Jumps from quote to
+/// quote (a quote preceded by an odd number of backslashes is escaped), so escape-heavy text
+/// such as code with `\n` every line costs no more than plain text.
 #[inline]
 fn skip_string(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
-        let k = j + memchr2(b'"', b'\\', b.get(j..)?)?;
-        if b[k] == b'\\' {
-            j = k + 2;
-        } else {
+        let k = next_quote(b, j)?;
+        let mut n = 0;
+        while k - n > i + 1 && b[k - 1 - n] == b'\\' {
+            n += 1;
+        }
+        if n % 2 == 0 {
             return Some(k + 1);
         }
+        j = k + 1;
     }
+}
+
+/// High bit of each byte of `w` that equals `"` (exact, no false positives).
+#[inline]
+fn quote_mask(w: u64) -> u64 {
+    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let x = w ^ 0x2222_2222_2222_2222;
+    !(((x & LO7) + LO7) | x | LO7)
+}
+
+/// The next `"` at or after `j`: eight bytes at a time for the first 64 bytes (most keys and
+/// small values end there, and a word compare beats a call), then `memchr`.
+#[inline]
+fn next_quote(b: &[u8], j: usize) -> Option<usize> {
+    let end = b.len().min(j + 64);
+    let mut k = j;
+    while k + 8 <= end {
+        let w = u64::from_le_bytes(b[k..k + 8].try_into().ok()?);
+        let m = quote_mask(w);
+        if m != 0 {
+            return Some(k + (m.trailing_zeros() / 8) as usize);
+        }
+        k += 8;
+    }
+    Some(k + memchr(b'"', b.get(k..)?)?)
 }
 
 /// Skip one JSON value starting at `i` (no leading whitespace); returns the index after it.
 fn skip_value(b: &[u8], i: usize) -> Option<usize> {
     match *b.get(i)? {
         b'"' => skip_string(b, i),
-        b'{' | b'[' => {
-            // Brackets are counted without telling `{` from `[`; strings are skipped whole.
-            let mut depth = 0usize;
-            let mut j = i;
-            loop {
-                match *b.get(j)? {
-                    b'"' => j = skip_string(b, j)?,
-                    b'{' | b'[' => {
-                        depth += 1;
-                        j += 1;
-                    }
-                    b'}' | b']' => {
-                        depth -= 1;
-                        j += 1;
-                        if depth == 0 {
-                            return Some(j);
-                        }
-                    }
-                    _ => j += 1,
-                }
-            }
-        }
+        b'{' | b'[' => skip_container(b, i),
         b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
             let mut j = i + 1;
             while j < b.len() && !matches!(b[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
@@ -72,13 +81,46 @@ fn skip_value(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// Walk the object at `b[i..]` (leading whitespace allowed), calling `f(key, raw_value)` for each
-/// top-level member. `key` is the raw key text between the quotes. Returns the index after `}`,
-/// or `None` if the object is malformed or truncated.
-pub(crate) fn fields<'a>(
+/// Skip the object or array at `b[i]`. Strings are jumped over from quote to quote, and only the few bytes between strings are looked at for
+/// brackets. Brackets are counted without telling `{` from `[` (a mismatch inside a line is
+/// not detected; a truncated line is).
+fn skip_container(b: &[u8], i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut j = i;
+    loop {
+        let open = next_quote(b, j);
+        for (k, &c) in b[j..open.unwrap_or(b.len())].iter().enumerate() {
+            match c {
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        return Some(j + k + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        j = skip_string(b, open?)?;
+    }
+}
+
+/// What an [`object`] or [`array`] callback did with a value.
+pub(crate) enum Val {
+    /// Nothing: the walker skips the value.
+    Skip,
+    /// It read the value in place; the value ends at this index.
+    End(usize),
+}
+
+/// Walk the object at `b[i..]` (leading whitespace allowed), calling `f(key, value_start)` for
+/// each member; `key` is the raw key text between the quotes. The callback may read the value
+/// in place (returning [`Val::End`], so big values are scanned once), skip it, or fail (`None`).
+/// Returns the index after `}`, or `None` if the object is malformed or truncated.
+pub(crate) fn object<'a>(
     b: &'a [u8],
     i: usize,
-    mut f: impl FnMut(&'a [u8], &'a [u8]),
+    mut f: impl FnMut(&'a [u8], usize) -> Option<Val>,
 ) -> Option<usize> {
     let mut i = ws(b, i);
     if b.get(i) != Some(&b'{') {
@@ -99,8 +141,10 @@ pub(crate) fn fields<'a>(
             return None;
         }
         i = ws(b, i + 1);
-        let ve = skip_value(b, i)?;
-        f(key, &b[i..ve]);
+        let ve = match f(key, i)? {
+            Val::Skip => skip_value(b, i)?,
+            Val::End(e) => e,
+        };
         i = ws(b, ve);
         match *b.get(i)? {
             b',' => i = ws(b, i + 1),
@@ -110,36 +154,73 @@ pub(crate) fn fields<'a>(
     }
 }
 
+/// Walk the array at `b[i..]`, calling `f(element_start)` for each element (as [`object`]).
+pub(crate) fn array(b: &[u8], i: usize, mut f: impl FnMut(usize) -> Option<Val>) -> Option<usize> {
+    let mut i = ws(b, i);
+    if b.get(i) != Some(&b'[') {
+        return None;
+    }
+    i = ws(b, i + 1);
+    if b.get(i) == Some(&b']') {
+        return Some(i + 1);
+    }
+    loop {
+        let e = match f(i)? {
+            Val::Skip => skip_value(b, i)?,
+            Val::End(e) => e,
+        };
+        i = ws(b, e);
+        match *b.get(i)? {
+            b',' => i = ws(b, i + 1),
+            b']' => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// The raw value starting at `b[i]` and its end.
+pub(crate) fn value_at(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
+    let e = skip_value(b, i)?;
+    Some((&b[i..e], e))
+}
+
+/// Walk the object at `b[i..]`, calling `f(key, raw_value)` for each top-level member.
+/// Returns the index after `}`, or `None` if the object is malformed or truncated.
+pub(crate) fn fields<'a>(
+    b: &'a [u8],
+    i: usize,
+    mut f: impl FnMut(&'a [u8], &'a [u8]),
+) -> Option<usize> {
+    object(b, i, |k, vi| {
+        let (v, e) = value_at(b, vi)?;
+        f(k, v);
+        Some(Val::End(e))
+    })
+}
+
+/// Whether `b[end..]` is only whitespace (nothing after the line's object).
+pub(crate) fn only_ws_after(b: &[u8], end: usize) -> bool {
+    ws(b, end) == b.len()
+}
+
 /// Walk a whole line that must be exactly one JSON object (surrounding whitespace allowed).
 pub(crate) fn line_fields<'a>(b: &'a [u8], f: impl FnMut(&'a [u8], &'a [u8])) -> bool {
     match fields(b, 0, f) {
-        Some(end) => ws(b, end) == b.len(),
+        Some(end) => only_ws_after(b, end),
         None => false,
     }
 }
 
 /// Call `f` for each element of the array `v` (a raw value). Returns `false` if `v` is not a
 /// well-formed array.
+#[cfg(test)]
 pub(crate) fn elements<'a>(v: &'a [u8], mut f: impl FnMut(&'a [u8])) -> bool {
-    if v.first() != Some(&b'[') {
-        return false;
-    }
-    let mut i = ws(v, 1);
-    if v.get(i) == Some(&b']') {
-        return true;
-    }
-    loop {
-        let Some(e) = skip_value(v, i) else {
-            return false;
-        };
-        f(&v[i..e]);
-        i = ws(v, e);
-        match v.get(i) {
-            Some(b',') => i = ws(v, i + 1),
-            Some(b']') => return true,
-            _ => return false,
-        }
-    }
+    array(v, 0, |i| {
+        let (e, end) = value_at(v, i)?;
+        f(e);
+        Some(Val::End(end))
+    })
+    .is_some_and(|end| end == v.len())
 }
 
 /// A raw value as a string (decoded), `None` if it is not a JSON string.

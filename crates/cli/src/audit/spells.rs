@@ -230,6 +230,7 @@ pub fn analyse(format: Format, entries: &[Entry]) -> Analysis {
             let kind = if settled {
                 SpellKind::AfterResult
             } else if spell_human || human_wait {
+                tool = pending.last().map(|(_, name)| Box::from(*name));
                 SpellKind::Human
             } else if !pending.is_empty() {
                 let answered = match &e.kind {

@@ -28,12 +28,12 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use watchdog_core::{classify, classify_line, LineKind, LineView, Signal};
 
-use super::json;
+use super::json::{self, Val};
 use super::timestamp::parse_iso8601_ms;
 
 /// How an assistant message stopped.
@@ -302,41 +302,97 @@ pub fn read_session(path: &Path, progress: &mut dyn FnMut(u64)) -> io::Result<Se
     if meta.is_dir() {
         return Err(io::Error::other("is a directory"));
     }
-    let file = File::open(path)?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    let mut format = is_capture_name(path).then_some(Format::Capture);
-    let mut log = SessionLog::new(path.to_path_buf(), format.unwrap_or(Format::Transcript));
-    let mut buf = Vec::with_capacity(64 << 10);
-    let mut pending = 0u64;
+    let mut file = File::open(path)?;
+    let format = is_capture_name(path).then_some(Format::Capture);
+    let mut reader = LineReader {
+        log: SessionLog::new(path.to_path_buf(), format.unwrap_or(Format::Transcript)),
+        format_known: format.is_some(),
+    };
+    // Lines are handled in place in one 1 MiB buffer; only a line cut by the buffer's end is
+    // moved to its front (and the buffer grows for a line longer than itself).
+    let mut buf = READ_BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    if buf.len() < READ_BUF {
+        buf = vec![0u8; READ_BUF];
+    }
+    let result = read_lines(&mut file, &mut buf, &mut reader, progress);
+    // Keep the (zeroed once) buffer for this thread's next file.
+    buf.truncate(READ_BUF);
+    READ_BUFFER.with(|b| *b.borrow_mut() = buf);
+    result.map(|()| reader.log)
+}
+
+thread_local! {
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn read_lines(
+    file: &mut File,
+    buf: &mut Vec<u8>,
+    reader: &mut LineReader,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<()> {
+    let mut filled = 0;
     loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf)?;
+        if filled == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = match file.read(&mut buf[filled..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         if n == 0 {
+            if filled > 0 {
+                reader.line(&buf[..filled], false);
+            }
             break;
         }
-        log.bytes += n as u64;
-        pending += n as u64;
-        if pending >= 1 << 20 {
-            progress(pending);
-            pending = 0;
+        progress(n as u64);
+        reader.log.bytes += n as u64;
+        let scan_from = filled;
+        filled += n;
+        let mut start = 0;
+        let mut at = scan_from;
+        while let Some(p) = memchr::memchr(b'\n', &buf[at..filled]) {
+            let end = at + p;
+            reader.line(&buf[start..end], true);
+            start = end + 1;
+            at = start;
         }
-        let has_newline = buf.last() == Some(&b'\n');
-        let line = trim(&buf);
+        buf.copy_within(start..filled, 0);
+        filled -= start;
+        if buf.len() > READ_BUF && filled < READ_BUF / 2 {
+            buf.truncate(READ_BUF);
+            buf.shrink_to_fit();
+        }
+    }
+    Ok(())
+}
+
+const READ_BUF: usize = 1 << 20;
+
+struct LineReader {
+    log: SessionLog,
+    format_known: bool,
+}
+
+impl LineReader {
+    fn line(&mut self, raw: &[u8], has_newline: bool) {
+        let line = trim(raw);
         if line.is_empty() {
-            continue;
+            return;
         }
+        let log = &mut self.log;
         log.lines += 1;
-        if format.is_none() {
-            format = Some(if looks_like_capture(line) {
-                Format::Capture
-            } else {
-                Format::Transcript
-            });
-            log.format = format.unwrap_or(Format::Transcript);
+        if !self.format_known {
+            self.format_known = true;
+            if looks_like_capture(line) {
+                log.format = Format::Capture;
+            }
         }
         let ok = match log.format {
-            Format::Transcript => transcript_line(&mut log, line),
-            Format::Capture => capture_line(&mut log, line),
+            Format::Transcript => transcript_line(log, line),
+            Format::Capture => capture_line(log, line),
         };
         if !ok {
             log.bad_lines += 1;
@@ -345,8 +401,6 @@ pub fn read_session(path: &Path, progress: &mut dyn FnMut(u64)) -> io::Result<Se
             }
         }
     }
-    progress(pending);
-    Ok(log)
 }
 
 fn trim(b: &[u8]) -> &[u8] {
@@ -380,7 +434,7 @@ struct Top<'a> {
     operation: Option<&'a [u8]>,
     subtype: Option<&'a [u8]>,
     permission: Option<&'a [u8]>,
-    message: Option<&'a [u8]>,
+    message: Message<'a>,
     data: Option<&'a [u8]>,
 }
 
@@ -388,8 +442,9 @@ const INTERRUPT: &str = "[Request interrupted by user";
 
 fn transcript_line(log: &mut SessionLog, line: &[u8]) -> bool {
     let mut top = Top::default();
-    let ok = json::line_fields(line, |k, v| {
+    let end = json::object(line, 0, |k, vi| {
         let slot = match k {
+            b"message" => return read_message(line, vi, &mut top.message),
             b"type" => &mut top.ty,
             b"timestamp" => &mut top.timestamp,
             b"sessionId" => &mut top.session_id,
@@ -401,13 +456,14 @@ fn transcript_line(log: &mut SessionLog, line: &[u8]) -> bool {
             b"operation" => &mut top.operation,
             b"subtype" => &mut top.subtype,
             b"permissionDecision" => &mut top.permission,
-            b"message" => &mut top.message,
             b"data" => &mut top.data,
-            _ => return,
+            _ => return Some(Val::Skip),
         };
+        let (v, e) = json::value_at(line, vi)?;
         *slot = Some(v);
+        Some(Val::End(e))
     });
-    if !ok {
+    if !end.is_some_and(|e| json::only_ws_after(line, e)) {
         return false;
     }
     if log.session_id.is_none() {
@@ -475,22 +531,54 @@ fn system_is_progress(subtype: Option<&str>) -> bool {
     classify_line(line.as_bytes()).signal == Signal::Progress
 }
 
+/// The parts of `message` that `audit` reads, read in place (its content is scanned once).
 #[derive(Default)]
 struct Message<'a> {
     stop_reason: Option<&'a [u8]>,
-    content: Option<&'a [u8]>,
+    /// `content` when it is a plain string.
+    content_str: Option<&'a [u8]>,
+    /// `content` blocks when it is an array.
+    blocks: Vec<Block<'a>>,
 }
 
-fn message<'a>(top: &Top<'a>) -> Message<'a> {
-    let mut m = Message::default();
-    if let Some(raw) = top.message {
-        json::fields(raw, 0, |k, v| match k {
-            b"stop_reason" => m.stop_reason = Some(v),
-            b"content" => m.content = Some(v),
-            _ => {}
-        });
+/// Read `message` at `line[vi]` in place. A `message` that is not an object is skipped.
+fn read_message<'a>(line: &'a [u8], vi: usize, m: &mut Message<'a>) -> Option<Val> {
+    if line.get(vi) != Some(&b'{') {
+        return Some(Val::Skip);
     }
-    m
+    let end = json::object(line, vi, |k, ci| match k {
+        b"stop_reason" => {
+            let (v, e) = json::value_at(line, ci)?;
+            m.stop_reason = Some(v);
+            Some(Val::End(e))
+        }
+        b"content" if line.get(ci) == Some(&b'[') => {
+            let e = json::array(line, ci, |bi| {
+                if line.get(bi) != Some(&b'{') {
+                    return Some(Val::Skip);
+                }
+                let mut b = Block::default();
+                let e = json::fields(line, bi, |k, v| match k {
+                    b"type" => b.ty = Some(v),
+                    b"id" => b.id = Some(v),
+                    b"name" => b.name = Some(v),
+                    b"tool_use_id" => b.tool_use_id = Some(v),
+                    b"text" => b.text = Some(v),
+                    _ => {}
+                })?;
+                m.blocks.push(b);
+                Some(Val::End(e))
+            })?;
+            Some(Val::End(e))
+        }
+        b"content" => {
+            let (v, e) = json::value_at(line, ci)?;
+            m.content_str = Some(v);
+            Some(Val::End(e))
+        }
+        _ => Some(Val::Skip),
+    })?;
+    Some(Val::End(end))
 }
 
 /// The fields of one content block that `audit` reads.
@@ -503,24 +591,6 @@ struct Block<'a> {
     text: Option<&'a [u8]>,
 }
 
-fn for_each_block<'a>(content: &'a [u8], mut f: impl FnMut(Block<'a>)) {
-    json::elements(content, |e| {
-        let mut b = Block::default();
-        if json::fields(e, 0, |k, v| match k {
-            b"type" => b.ty = Some(v),
-            b"id" => b.id = Some(v),
-            b"name" => b.name = Some(v),
-            b"tool_use_id" => b.tool_use_id = Some(v),
-            b"text" => b.text = Some(v),
-            _ => {}
-        })
-        .is_some()
-        {
-            f(b);
-        }
-    });
-}
-
 fn owned(v: Option<&[u8]>) -> Box<str> {
     v.and_then(json::as_str)
         .map(|s| Box::from(&*s))
@@ -528,22 +598,20 @@ fn owned(v: Option<&[u8]>) -> Box<str> {
 }
 
 fn assistant_entry(top: &Top<'_>) -> EntryKind {
-    let m = message(top);
+    let m = &top.message;
     let stop = match m.stop_reason.and_then(json::as_str) {
         Some(s) => Stop::parse(&s),
         None => Stop::None,
     };
-    let mut tools = Vec::new();
-    if let Some(c) = m.content {
-        for_each_block(c, |b| {
-            if b.ty.and_then(json::as_str).as_deref() == Some("tool_use") {
-                tools.push(ToolUse {
-                    id: owned(b.id),
-                    name: owned(b.name),
-                });
-            }
-        });
-    }
+    let tools = m
+        .blocks
+        .iter()
+        .filter(|b| b.ty.and_then(json::as_str).as_deref() == Some("tool_use"))
+        .map(|b| ToolUse {
+            id: owned(b.id),
+            name: owned(b.name),
+        })
+        .collect();
     let is_max = |v: Option<&[u8]>| {
         v.and_then(json::as_str)
             .is_some_and(|s| s == "max_output_tokens")
@@ -557,23 +625,22 @@ fn assistant_entry(top: &Top<'_>) -> EntryKind {
 }
 
 fn user_entry(top: &Top<'_>) -> EntryKind {
-    let m = message(top);
+    let m = &top.message;
     let mut ids = Vec::new();
-    let mut interrupt = false;
-    if let Some(c) = m.content {
-        if let Some(s) = json::as_str(c) {
-            interrupt = s.starts_with(INTERRUPT);
-        } else {
-            for_each_block(c, |b| match b.ty.and_then(json::as_str).as_deref() {
-                Some("tool_result") => ids.push(owned(b.tool_use_id)),
-                Some("text") => {
-                    interrupt |= b
-                        .text
-                        .and_then(json::as_str)
-                        .is_some_and(|t| t.starts_with(INTERRUPT))
-                }
-                _ => {}
-            });
+    let mut interrupt = m
+        .content_str
+        .and_then(json::as_str)
+        .is_some_and(|s| s.starts_with(INTERRUPT));
+    for b in &m.blocks {
+        match b.ty.and_then(json::as_str).as_deref() {
+            Some("tool_result") => ids.push(owned(b.tool_use_id)),
+            Some("text") => {
+                interrupt |= b
+                    .text
+                    .and_then(json::as_str)
+                    .is_some_and(|t| t.starts_with(INTERRUPT))
+            }
+            _ => {}
         }
     }
     if !ids.is_empty() {
