@@ -68,28 +68,15 @@ fn iso(ms: i64) -> String {
     )
 }
 
+/// Words of the synthetic text: code and prose, with escapes about as often as in the real
+/// transcripts in `shared/protocol/transcripts` (there: ~36 quotes and ~7 backslashes per KB).
 const WORDS: &[&str] = &[
-    "the",
-    "cargo",
-    "test",
-    "fn",
-    "main",
-    "error",
-    "src/lib.rs",
-    "let",
-    "mut",
-    "value",
-    "\\n",
-    "\\\"quoted\\\"",
-    "ok",
-    "path",
-    "build",
-    "=>",
-    "{}",
-    "[1, 2]",
-    "Result<(), E>",
-    "\\t",
-    "\\u00e9t\\u00e9",
+    "the", "cargo", "test", "fn", "main", "error", "src/lib.rs", "let", "mut", "value", "\\n",
+    "\\\"quoted\\\"", "ok", "path", "build", "=>", "{}", "[1, 2]", "Result<(), E>", "\\t",
+    "\\u00e9t\\u00e9", "self", "impl", "struct", "return", "match", "Some(x)", "None", "if",
+    "else", "for", "in", "while", "loop", "pub", "use", "crate::audit", "std::io", "Vec<u8>",
+    "String", "&str", "as", "where", "async", "await", "println!", "assert_eq!", "0x7f", "42",
+    "compile", "warning:", "unused", "variable", "function", "module", "trait", "type", "const",
 ];
 
 /// A JSON string body (already escaped) of about `n` bytes.
@@ -154,7 +141,7 @@ impl Gen<'_> {
         // Once per turn: the request shape with the tool definitions (structure-heavy).
         let ts = self.tick(20);
         let tools: String = (0..40)
-            .map(|i| format!(r#"{{"name":"Tool{i}","description":"{}","input_schema":{{"type":"object","properties":{{"x":{{"type":"string","description":"an argument"}}}},"required":["x"]}}}}"#, text(self.rng, 200)))
+            .map(|i| format!(r#"{{"name":"Tool{i}","description":"{}","input_schema":{{"type":"object","properties":{{"x":{{"type":"string","description":"an argument"}}}},"required":["x"]}}}}"#, text(self.rng, 800)))
             .collect::<Vec<_>>()
             .join(",");
         let line = format!(
