@@ -5,3 +5,6 @@
 #![warn(missing_docs)]
 
 pub use watchdog_core as core;
+
+pub mod ledger;
+pub use ledger::FileLedger;
