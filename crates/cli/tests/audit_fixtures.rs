@@ -216,7 +216,10 @@ fn every_figure_of_the_fixture_folder() {
         dist(&r, SpellKind::Tool),
         (7, 10_000, 900_000, 900_000, 900_000)
     );
-    assert_eq!(dist(&r, SpellKind::Human), (1, 600_000, 600_000, 600_000, 600_000));
+    assert_eq!(
+        dist(&r, SpellKind::Human),
+        (1, 600_000, 600_000, 600_000, 600_000)
+    );
     assert_eq!(dist(&r, SpellKind::AfterResult), (0, 0, 0, 0, 0));
     let tools: Vec<(&str, u64, u64)> = r
         .tools
@@ -225,7 +228,11 @@ fn every_figure_of_the_fixture_folder() {
         .collect();
     assert_eq!(
         tools,
-        [("Task", 5, 900_000), ("Bash", 1, 300_000), ("Grep", 1, 10_000)]
+        [
+            ("Task", 5, 900_000),
+            ("Bash", 1, 300_000),
+            ("Grep", 1, 10_000)
+        ]
     );
 
     let top: Vec<(&str, u64, &str, Option<&str>, u64)> = r
@@ -274,7 +281,10 @@ fn every_figure_of_the_fixture_folder() {
     // 900 s × 1.25 = 18m45s → 20m for both clocks; the replay check confirms it.
     let rec = &r.recommended;
     assert_eq!((rec.idle_ms, rec.no_progress_ms), (1_200_000, 1_200_000));
-    assert_eq!((rec.longest_quiet_ms, rec.longest_spell_ms), (900_000, 900_000));
+    assert_eq!(
+        (rec.longest_quiet_ms, rec.longest_spell_ms),
+        (900_000, 900_000)
+    );
     assert!(rec.verified && !rec.no_data);
     assert_eq!(rec.raised, 0);
 }
@@ -340,7 +350,14 @@ fn the_json_report_has_the_documented_schema() {
     assert!(v["recommended"]["idle_ms"].is_u64());
     assert!(v["recommended"]["no_progress_ms"].is_u64());
     assert!(v["recommended"]["verified"].is_boolean());
-    for k in ["result", "error", "max_tokens", "no_result", "interrupted", "incomplete"] {
+    for k in [
+        "result",
+        "error",
+        "max_tokens",
+        "no_result",
+        "interrupted",
+        "incomplete",
+    ] {
         assert!(v["outcomes"][k].is_u64(), "outcomes.{k}");
     }
     assert_eq!(v["outcomes"]["result"], 6);

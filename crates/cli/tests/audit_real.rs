@@ -32,18 +32,34 @@ fn the_real_transcripts_give_sensible_values() {
     assert!((74_000..77_000).contains(&bash.max_ms), "{bash:?}");
     let top = &r.longest_productive_silences[0];
     assert_eq!(top.session_id, "1b6bbdfc-803c-44dd-a3f7-17170b8f5997");
-    assert_eq!((top.kind, top.tool.as_deref()), (SpellKind::Tool, Some("Bash")));
+    assert_eq!(
+        (top.kind, top.tool.as_deref()),
+        (SpellKind::Tool, Some("Bash"))
+    );
     assert_eq!(top.ms, bash.max_ms);
     // The max-tokens session was resumed twice by hand: two waits after a result.
-    let after = r.quiet_spells.iter().find(|(k, _)| *k == SpellKind::AfterResult).unwrap().1;
+    let after = r
+        .quiet_spells
+        .iter()
+        .find(|(k, _)| *k == SpellKind::AfterResult)
+        .unwrap()
+        .1;
     assert_eq!(after.count, 2);
     assert!(after.max_ms > 400_000, "{after:?}");
     // Both sessions' last turns ended with a final answer.
-    let result = r.outcomes.iter().find(|(e, _)| *e == Ending::Result).unwrap().1;
+    let result = r
+        .outcomes
+        .iter()
+        .find(|(e, _)| *e == Ending::Result)
+        .unwrap()
+        .1;
     assert_eq!(result, 2);
     assert!(r.would_kill.is_empty());
     // 75 s × 1.25 → 2 min.
-    assert_eq!((r.recommended.idle_ms, r.recommended.no_progress_ms), (120_000, 120_000));
+    assert_eq!(
+        (r.recommended.idle_ms, r.recommended.no_progress_ms),
+        (120_000, 120_000)
+    );
     assert!(r.recommended.verified);
 }
 
@@ -55,16 +71,33 @@ fn the_real_captures_are_read_and_replayed() {
     assert_eq!(r.sessions_scanned, n);
     assert_eq!(r.files_skipped, 0);
     assert_eq!(r.bad_lines, 0);
-    // The Bash call of the tool capture, split by its heartbeats' neighbours, stays under 76 s.
-    let tool = r.quiet_spells.iter().find(|(k, _)| *k == SpellKind::Tool).unwrap().1;
+    // The Bash call of the tool capture is split by the CLI's progress lines: under 76 s.
+    let tool = r
+        .quiet_spells
+        .iter()
+        .find(|(k, _)| *k == SpellKind::Tool)
+        .unwrap()
+        .1;
     assert!(tool.max_ms < 76_000, "{tool:?}");
-    // The stall captures end without an `exit`: the default policy would kill them.
+    // The longest productive silence: the 300 s mid-stream stall the CLI recovered from.
+    let top = &r.longest_productive_silences[0];
     assert!(
-        r.would_kill.iter().any(|k| k.file.ends_with("s4_stall_ping.capture.jsonl")),
-        "{:?}",
-        r.would_kill
+        top.file.ends_with("s4_stall_long_silent.capture.jsonl"),
+        "{top:?}"
     );
-    assert!(r.would_kill.iter().all(|k| !k.productive), "{:?}", r.would_kill);
+    assert_eq!(top.kind, SpellKind::Model);
+    assert!((300_000..301_000).contains(&top.ms), "{top:?}");
+    // The bidirectional captures end without an `exit` record: replayed, the child stays
+    // silent after its result, and the linger limit (11 min) ends it. Nothing productive is
+    // killed.
+    let kills: Vec<(&str, u64)> = r.would_kill.iter().map(|k| (k.kind, k.at_ms)).collect();
+    assert_eq!(r.would_kill.len(), 3, "{kills:?}");
+    for k in &r.would_kill {
+        assert_eq!(k.kind, "linger");
+        assert!(!k.productive);
+        assert!(k.file.to_string_lossy().contains("s6_bidir"), "{k:?}");
+        assert!((660_000..662_000).contains(&k.at_ms), "{k:?}");
+    }
 }
 
 /// A tiny XML well-formedness check: balanced tags, quoted attributes, known entities.
@@ -147,7 +180,13 @@ fn the_plot_is_well_formed_with_one_bar_per_non_empty_bin_and_kind() {
     assert!(expected > 3);
     assert_eq!(bars, expected);
     assert_eq!(svg.matches(r#"class="threshold""#).count(), 4);
-    assert!(svg.contains("recommended --idle 2m"));
+    let idle = agent_watchdog::duration::format_duration(std::time::Duration::from_millis(
+        r.recommended.idle_ms,
+    ));
+    assert!(
+        svg.contains(&format!("recommended --idle {idle}")),
+        "{idle}"
+    );
     // Spells are all counted once in the histogram.
     let spells: u64 = r.quiet_spells.iter().map(|(_, d)| d.count).sum();
     let binned: u64 = r.histogram.iter().flat_map(|b| b.counts).sum();
@@ -169,7 +208,10 @@ fn run_audit_writes_text_json_and_the_plot() {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     assert_eq!(run_audit(&args, &mut out, &mut err).unwrap(), 0);
     let text = String::from_utf8(out).unwrap();
-    assert!(text.contains("Recommended: --idle 2m --no-progress 2m"), "{text}");
+    assert!(
+        text.contains("Recommended: --idle 2m --no-progress 2m"),
+        "{text}"
+    );
     assert!(text.contains("tool Bash"), "{text}");
     assert!(err.is_empty());
     check_xml(&std::fs::read_to_string(&plot).unwrap()).unwrap();
@@ -199,5 +241,7 @@ fn run_audit_writes_text_json_and_the_plot() {
     let r = audit_paths(&[], &Limits::default());
     let mut out = Vec::new();
     render_text(&r, &mut out).unwrap();
-    assert!(String::from_utf8(out).unwrap().contains("no productive silence"));
+    assert!(String::from_utf8(out)
+        .unwrap()
+        .contains("no productive silence"));
 }
