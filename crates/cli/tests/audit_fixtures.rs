@@ -193,7 +193,7 @@ fn tree_bytes(dir: &Path) -> u64 {
 fn every_figure_of_the_fixture_folder() {
     let tmp = tempfile::tempdir().unwrap();
     let root = fixture(tmp.path());
-    let r = audit_paths(&[root.clone()], &Limits::default());
+    let r = audit_paths(std::slice::from_ref(&root), &Limits::default());
 
     assert_eq!(r.sessions_scanned, 8);
     assert_eq!(r.subagent_sessions, 2);

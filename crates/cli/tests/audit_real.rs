@@ -125,7 +125,7 @@ fn check_xml(s: &str) -> Result<usize, String> {
         let body = tag.trim_end_matches('/');
         let name = body.split_whitespace().next().ok_or("empty tag")?;
         let attrs = &body[name.len()..];
-        if attrs.matches('"').count() % 2 != 0 {
+        if !attrs.matches('"').count().is_multiple_of(2) {
             return Err(format!("unbalanced quotes in <{tag}>"));
         }
         for part in attrs.split('"').step_by(2) {

@@ -32,7 +32,7 @@ fn skip_string(b: &[u8], i: usize) -> Option<usize> {
         while k - n > i + 1 && b[k - 1 - n] == b'\\' {
             n += 1;
         }
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             return Some(k + 1);
         }
         j = k + 1;

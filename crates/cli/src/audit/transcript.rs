@@ -478,12 +478,10 @@ fn transcript_line(log: &mut SessionLog, line: &[u8]) -> bool {
     let kind = match ty.as_deref() {
         Some("assistant") => assistant_entry(&top),
         Some("user") => user_entry(&top),
-        Some("queue-operation") => {
-            if top.operation.and_then(json::as_str).as_deref() == Some("enqueue") {
-                EntryKind::Enqueue
-            } else {
-                return true;
-            }
+        Some("queue-operation")
+            if top.operation.and_then(json::as_str).as_deref() == Some("enqueue") =>
+        {
+            EntryKind::Enqueue
         }
         Some("system") => {
             let subtype = top.subtype.and_then(json::as_str);
