@@ -204,6 +204,14 @@ fn simulate_transcript(
         if start >= end {
             continue;
         }
+        let first_settle = analysis
+            .settles
+            .iter()
+            .find(|(i, _)| (start..end).contains(i))
+            .map(|(i, _)| entries[*i].t);
+        if cannot_be_killed(&entries[start..end], first_settle, limits) {
+            continue;
+        }
         let mut sim = new_sim(limits, base, t0, &analysis.spells, entries[start].t);
         for (i, e) in entries.iter().enumerate().take(end).skip(start) {
             sim.advance(Some(e.t), false);
@@ -228,6 +236,68 @@ fn simulate_transcript(
         kills.extend(sim.kill);
     }
     kills
+}
+
+/// Whether a transcript run is provably safe under `limits` without replaying it: every gap
+/// between fed lines is shorter than the base idle limit, every gap between progress lines is
+/// shorter than the no-progress limit, the first line comes before the startup limit, and the
+/// whole run is shorter than the linger limit after its result (it ends at its last entry) and
+/// than the ceiling. Every deadline of the policy is at least as far as these bounds (patience
+/// only grows with extensions, back-offs and human waits), so no kill can fall inside the run;
+/// such runs, the vast majority, skip the registry entirely.
+fn cannot_be_killed(run: &[Entry], first_settle: Option<i64>, limits: &Limits) -> bool {
+    let ms = |d: Duration| d.as_millis().min(i64::MAX as u128) as i64;
+    let (idle, no_progress, startup) = (
+        ms(limits.idle()),
+        ms(limits.no_progress()),
+        ms(limits.startup()),
+    );
+    let Some(first) = run.first() else {
+        return true;
+    };
+    let fed = |k: &EntryKind| {
+        !matches!(
+            k,
+            EntryKind::Enqueue
+                | EntryKind::HumanWaitEnd
+                | EntryKind::HumanWaitStart
+                | EntryKind::Result(_)
+        )
+    };
+    let mut last_line: Option<i64> = None;
+    // The no-progress clock runs from registration.
+    let mut last_progress = Some(first.t);
+    for e in run.iter().filter(|e| fed(&e.kind)) {
+        match last_line {
+            None if e.t - first.t >= startup => return false,
+            Some(prev) if e.t - prev >= idle => return false,
+            _ => {}
+        }
+        last_line = Some(e.t);
+        if e.kind.is_progress() {
+            if last_progress.is_some_and(|prev| e.t - prev >= no_progress) {
+                return false;
+            }
+            last_progress = Some(e.t);
+        }
+    }
+    let end = run.last().map_or(first.t, |e| e.t);
+    match last_line {
+        None if end - first.t >= startup => return false,
+        Some(l) if end - l >= idle => return false,
+        _ => {}
+    }
+    // The trailing spell: the stream ends at `end`, keep-alives or not.
+    if last_progress.is_some_and(|p| end - p >= no_progress) {
+        return false;
+    }
+    if first_settle.is_some_and(|s| end - s >= ms(limits.linger())) {
+        return false;
+    }
+    if limits.ceiling().is_some_and(|c| end - first.t >= ms(c)) {
+        return false;
+    }
+    true
 }
 
 fn feed(sim: &mut Sim<'_>, e: &Entry, settle: Option<Ending>, human_tools: &[Box<str>]) {
@@ -309,5 +379,113 @@ fn feed(sim: &mut Sim<'_>, e: &Entry, settle: Option<Ending>, human_tools: &[Box
         EntryKind::Progress => sim.line(t, br#"{"type":"tool_use_summary"}"#),
         EntryKind::KeepAlive => sim.line(t, br#"{"type":"tool_progress","heartbeat":true}"#),
         EntryKind::Result(_) | EntryKind::HumanWaitStart => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::spells::analyse;
+    use crate::audit::transcript::{Stop, ToolUse};
+
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    /// The shortcut never skips a run the registry would kill.
+    #[test]
+    fn the_no_kill_shortcut_is_sound() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut skipped = 0;
+        for case in 0..10000 {
+            let mut t = 0i64;
+            let mut entries = Vec::new();
+            let mut pending: Vec<Box<str>> = Vec::new();
+            for i in 0..(2 + rng.below(12)) {
+                let long = rng.below(4) == 0;
+                t += rng.below(if long { 400_000 } else { 20_000 }) as i64;
+                let kind = match rng.below(10) {
+                    0 | 1 => {
+                        let id: Box<str> = format!("t{case}_{i}").into();
+                        pending.push(id.clone());
+                        let name = ["Bash", "Write", "Read"][rng.below(3) as usize];
+                        EntryKind::Assistant {
+                            tools: vec![ToolUse {
+                                id,
+                                name: name.into(),
+                            }],
+                            stop: Stop::ToolUse,
+                            api_error: false,
+                            max_tokens_error: false,
+                        }
+                    }
+                    2 if !pending.is_empty() => EntryKind::ToolResults {
+                        ids: vec![pending.remove(0)],
+                        human: rng.below(5) == 0,
+                    },
+                    3 => EntryKind::KeepAlive,
+                    4 => EntryKind::Prompt {
+                        human: false,
+                        interrupt: false,
+                    },
+                    5 => EntryKind::SubagentProgress,
+                    6 => EntryKind::System {
+                        subtype: Some("api_retry".into()),
+                        progress: false,
+                    },
+                    7 => EntryKind::Enqueue,
+                    8 => EntryKind::Prompt {
+                        human: true,
+                        interrupt: rng.below(3) == 0,
+                    },
+                    _ => EntryKind::Assistant {
+                        tools: Vec::new(),
+                        stop: Stop::EndTurn,
+                        api_error: false,
+                        max_tokens_error: false,
+                    },
+                };
+                entries.push(Entry { t, kind });
+            }
+            let a = analyse(Format::Transcript, &entries);
+            let secs = |n: u64| Duration::from_secs(n);
+            let limits = Limits::default()
+                .with_idle(secs(30 + rng.below(600)))
+                .and_then(|l| l.with_no_progress(secs(30 + rng.below(900))))
+                .and_then(|l| l.with_linger(secs(30 + rng.below(600))))
+                .and_then(|l| l.with_startup(secs(1 + rng.below(60))))
+                .unwrap();
+            let base = Instant::now();
+            let t0 = entries[0].t;
+            for (r, &start) in a.run_starts.iter().enumerate() {
+                let end = a.run_starts.get(r + 1).copied().unwrap_or(entries.len());
+                let first_settle = a
+                    .settles
+                    .iter()
+                    .find(|(i, _)| (start..end).contains(i))
+                    .map(|(i, _)| entries[*i].t);
+                if !cannot_be_killed(&entries[start..end], first_settle, &limits) {
+                    continue;
+                }
+                skipped += 1;
+                let mut sim = new_sim(&limits, base, t0, &a.spells, entries[start].t);
+                for (i, e) in entries.iter().enumerate().take(end).skip(start) {
+                    sim.advance(Some(e.t), false);
+                    let settle = a.settles.iter().find(|(si, _)| *si == i).map(|(_, e)| *e);
+                    feed(&mut sim, e, settle, &a.human_tools);
+                }
+                let now = sim.at(entries[end - 1].t);
+                let _ = sim.reg.end(now, sim.id);
+                sim.drain();
+                assert_eq!(sim.kill, None, "case {case}: {entries:?} under {limits:?}");
+            }
+        }
+        assert!(skipped > 3000, "{skipped}");
     }
 }
