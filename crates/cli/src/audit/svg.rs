@@ -53,7 +53,23 @@ fn escape(s: &str) -> String {
     o
 }
 
+/// Axis ticks: round durations rather than powers of ten.
+const TICKS_MS: [u64; 8] = [
+    10, 100, 1_000, 10_000, 60_000, 600_000, 3_600_000, 86_400_000,
+];
+
 const COLORS: [&str; 4] = ["#4e79a7", "#f28e2b", "#9c9c9c", "#59a14f"];
+
+fn range(k: usize, lo: u64, hi: u64, n: usize) -> String {
+    let d = |ms| format_duration(std::time::Duration::from_millis(ms));
+    if k == 0 {
+        format!("under {}", d(hi))
+    } else if k + 1 == n {
+        format!("of {} or more", d(lo))
+    } else {
+        format!("from {} to {}", d(lo), d(hi))
+    }
+}
 
 /// Render the plot as a standalone SVG document.
 pub fn render_svg(r: &AuditReport) -> String {
@@ -99,10 +115,9 @@ pub fn render_svg(r: &AuditReport) -> String {
         r#"<line x1="{left}" y1="{y0}" x2="{}" y2="{y0}" stroke="black"/><line x1="{left}" y1="{top}" x2="{left}" y2="{y0}" stroke="black"/>"#,
         left + pw
     );
-    for e in MIN_EXP..=MAX_EXP {
-        let ms = 10f64.powi(e as i32);
-        let x = x_of(ms);
-        let label = format_duration(std::time::Duration::from_millis(ms as u64));
+    for ms in TICKS_MS {
+        let x = x_of(ms as f64);
+        let label = format_duration(std::time::Duration::from_millis(ms));
         let _ = writeln!(
             s,
             r#"<line x1="{x:.1}" y1="{y0}" x2="{x:.1}" y2="{:.1}" stroke="black"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
@@ -141,10 +156,9 @@ pub fn render_svg(r: &AuditReport) -> String {
                 (x2 - x1 - 1.0).max(0.5),
                 COLORS[i],
                 escape(&format!(
-                    "{}: {c} spell(s) from {} to {}",
+                    "{}: {c} spell(s) {}",
                     kind.as_str(),
-                    format_duration(std::time::Duration::from_millis(bin.lo_ms)),
-                    format_duration(std::time::Duration::from_millis(bin.hi_ms))
+                    range(k, bin.lo_ms, bin.hi_ms, n)
                 ))
             );
         }
@@ -176,14 +190,19 @@ pub fn render_svg(r: &AuditReport) -> String {
     for (i, (ms, label, color, dash)) in lines.iter().enumerate() {
         let x = x_of(*ms as f64);
         let ty = top + 12.0 + 14.0 * i as f64;
+        // Labels of lines near the right edge go on their left.
+        let (tx, anchor) = if x > left + pw * 0.75 {
+            (x - 4.0, "end")
+        } else {
+            (x + 4.0, "start")
+        };
         let text = format!(
             "{label} {}",
             format_duration(std::time::Duration::from_millis(*ms))
         );
         let _ = writeln!(
             s,
-            r#"<line class="threshold" x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{y0}" stroke="{color}" stroke-width="2"{dash}/><text x="{:.1}" y="{ty:.1}" fill="{color}">{}</text>"#,
-            x + 4.0,
+            r#"<line class="threshold" x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{y0}" stroke="{color}" stroke-width="2"{dash}/><text x="{tx:.1}" y="{ty:.1}" fill="{color}" text-anchor="{anchor}">{}</text>"#,
             escape(&text)
         );
     }
