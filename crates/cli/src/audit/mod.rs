@@ -1,19 +1,12 @@
-//! `agent-watchdog audit`: choose thresholds from your own history, fast.
+#![doc = include_str!("README.md")]
 //!
-//! Reads Claude Code transcripts (`~/.claude/projects/**.jsonl`) and our captures, measures every
-//! quiet spell by kind ([`spells`]), replays every session through the core policy in virtual
-//! time ([`simulate`]), and recommends the smallest round `--idle` and `--no-progress` that kill
-//! none of the productive sessions, with a margin ([`recommend`]).
+//! ## Pieces
 //!
-//! Pieces: [`transcript`] (files → timed entries), [`spells`] (spell kinds, endings, runs),
+//! [`transcript`] (files → timed entries), [`spells`] (spell kinds, endings, runs),
 //! [`stats`] (percentiles), [`simulate`] (the core registry in virtual time), [`recommend`]
-//! (the ladder), [`report`] (text and JSON), [`svg`] (the plot), [`scan`] (parallel reading).
-//!
-//! Subagent transcripts (`isSidechain: true`, or under `<session>/subagents/`) are sessions of
-//! their own, marked as subagents. When their parent transcript (same `sessionId`) was read too,
-//! their activity is merged into the parent's timeline (in stream-json their lines interleave
-//! with the parent's, so a parent waiting on a subagent is not quiet), and their spells are
-//! counted there, not twice.
+//! (the ladder), [`report`] (text and JSON), [`svg`] (the plot), [`scan`] (parallel reading),
+//! [`timestamp`] (ISO-8601 by hand). The binary calls [`run_audit`] with [`AuditArgs`]; the pure
+//! pieces are [`audit_paths`], [`AuditReport::to_json`], [`render_text`] and [`render_svg`].
 
 pub(crate) mod json;
 pub mod recommend;
