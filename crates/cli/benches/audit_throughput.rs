@@ -282,8 +282,8 @@ fn generate(dir: &Path, total: u64, files: u64, seed: u64) -> u64 {
         let Ok(file) = File::create(&path) else {
             continue;
         };
-        // File sizes vary from a quarter to twice the mean.
-        let target = per_file / 4 + rng.below(per_file * 7 / 4);
+        // File sizes vary from a quarter to 1.75 times the mean.
+        let target = per_file / 4 + rng.below(per_file * 3 / 2);
         let big = 2_000 + rng.below(20_000) as usize;
         let mut g = Gen {
             t: 1_790_000_000_000 + rng.below(10_000_000_000) as i64,

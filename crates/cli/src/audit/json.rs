@@ -326,3 +326,55 @@ mod tests {
         assert!(!elements(b"[1,", |_| ()));
     }
 }
+
+#[cfg(test)]
+mod speed {
+    /// `AUDIT_SKIM_DIR=/tmp/audit-corpus cargo test --release -p agent-watchdog --lib skim_speed -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn skim_speed() {
+        let dir = std::env::var("AUDIT_SKIM_DIR").unwrap();
+        let mut data = Vec::new();
+        fn walk(d: &std::path::Path, out: &mut Vec<u8>) {
+            for e in std::fs::read_dir(d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out)
+                } else if out.len() < 300 << 20 {
+                    out.extend(std::fs::read(&p).unwrap());
+                }
+            }
+        }
+        walk(std::path::Path::new(&dir), &mut data);
+        let lines: Vec<&[u8]> = data
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        let cpu = || {
+            let s = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+            let f: Vec<&str> = s.rsplit_once(')').unwrap().1.split_whitespace().collect();
+            (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / 100.0
+        };
+        for _ in 0..3 {
+            let c0 = cpu();
+            let t = std::time::Instant::now();
+            let mut n = 0;
+            for _ in 0..5 {
+                for l in &lines {
+                    if super::line_fields(l, |_, _| {}) {
+                        n += 1;
+                    }
+                }
+            }
+            let _wall = t.elapsed().as_secs_f64();
+            let s = cpu() - c0;
+            let q = data.iter().filter(|b| **b == b'"').count();
+            println!(
+                "{} lines ok, {:.0} MB/s, {:.1} ns/quote",
+                n,
+                5.0 * data.len() as f64 / 1e6 / s,
+                s * 1e9 / (5 * q) as f64
+            );
+        }
+    }
+}
