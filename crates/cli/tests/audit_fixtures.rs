@@ -363,3 +363,87 @@ fn the_json_report_has_the_documented_schema() {
     assert_eq!(v["outcomes"]["result"], 6);
     assert_eq!(v["skipped"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn heartbeats_interrupts_and_questions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("p");
+    // G: a 40-minute Bash call that only sends heartbeats (`progress` entries) every 30 s.
+    let mut g = Fx::new("sess-g");
+    g.prompt(0).tool_use(1_000, "b1", "Bash");
+    for k in 1..=80 {
+        g.push(
+            json!({"type":"progress","data":{"type":"bash_progress","output":"."},"toolUseID":"b1"}),
+            Some(1_000 + k * 30_000),
+        );
+    }
+    g.tool_result(2_401_000, "b1", false)
+        .answer(2_402_000, "end_turn")
+        .write(&p.join("sess-g.jsonl"), "");
+    // H: the user interrupts a long Read; nothing follows.
+    Fx::new("sess-h")
+        .prompt(0)
+        .tool_use(1_000, "r1", "Read")
+        .tool_result(500_000, "r1", false)
+        .push(
+            json!({"type":"user","message":{"role":"user","content":[
+                {"type":"text","text":"[Request interrupted by user for tool use]"}]}}),
+            Some(500_001),
+        )
+        .write(&p.join("sess-h.jsonl"), "");
+    // I: the model asks the user a question (AskUserQuestion) who answers after 20 minutes; an
+    // API error message ends the session; the session is a sidechain outside any subagents
+    // folder.
+    let mut i = Fx::new("sess-i");
+    i.side = true;
+    i.prompt(0)
+        .tool_use(1_000, "q1", "AskUserQuestion")
+        .tool_result(1_201_000, "q1", false)
+        .push(
+            json!({"type":"assistant","isApiErrorMessage":true,"error":"rate_limit",
+                   "message":{"content":[{"type":"text","text":"API Error"}],"stop_reason":"stop_sequence"}}),
+            Some(1_202_000),
+        )
+        .write(&p.join("sess-i.jsonl"), "");
+
+    let r = audit_paths(std::slice::from_ref(&p), &Limits::default());
+    assert_eq!(r.sessions_scanned, 3);
+    assert_eq!(r.subagent_sessions, 1);
+    let outcomes: Vec<(Ending, u64)> = r.outcomes.iter().copied().filter(|o| o.1 > 0).collect();
+    assert_eq!(
+        outcomes,
+        [
+            (Ending::Result, 1),
+            (Ending::Error, 1),
+            (Ending::Interrupted, 1)
+        ]
+    );
+    // G's Bash call: 81 spells of 30 s without a line at all, but 40 minutes without progress
+    // (heartbeats are keep-alives).
+    let g_top = &r.longest_productive_silences[0];
+    assert_eq!(g_top.session_id, "sess-g");
+    assert_eq!((g_top.ms, g_top.quiet_ms), (2_400_000, 30_000));
+    // H's interrupted Read is not a productive silence; I's question is a human wait, and so is
+    // the millisecond before H's user typed the interrupt.
+    assert!(r
+        .longest_productive_silences
+        .iter()
+        .all(|s| s.ms < 499_000 || s.session_id == "sess-g"));
+    assert_eq!(
+        dist(&r, SpellKind::Human),
+        (2, 1, 1_200_000, 1_200_000, 1_200_000)
+    );
+    // The defaults: G's heartbeats keep the idle clock happy, the no-progress cap (30 min) ends
+    // it 30 min after its last progress line (the tool call at 1 s): productive work killed.
+    let kills: Vec<(&str, &str, u64, bool)> = r
+        .would_kill
+        .iter()
+        .map(|k| (k.session_id.as_str(), k.kind, k.at_ms, k.productive))
+        .collect();
+    assert_eq!(kills, [("sess-g", "no_progress", 1_801_000, true)]);
+    // The recommendation covers it: idle from the 30 s gaps (→ 1m), no-progress from the 40 min
+    // spell (× 1.25 = 50 min → 60m).
+    let rec = &r.recommended;
+    assert_eq!((rec.idle_ms, rec.no_progress_ms), (60_000, 3_600_000));
+    assert!(rec.verified);
+}
