@@ -361,6 +361,25 @@ fn the_json_report_has_the_documented_schema() {
         assert!(v["outcomes"][k].is_u64(), "outcomes.{k}");
     }
     assert_eq!(v["outcomes"]["result"], 6);
+    let sessions = v["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 8);
+    let a = sessions
+        .iter()
+        .find(|s| s["session_id"] == "sess-a")
+        .unwrap();
+    assert_eq!(a["ending"], "result");
+    assert_eq!(a["spells"], 4);
+    assert_eq!(a["longest_productive_ms"], 300_000);
+    assert_eq!(a["longest_productive_tool"], "Bash");
+    assert!(a["would_kill"].is_null() && a["subagent"] == false);
+    let sub = sessions
+        .iter()
+        .find(|s| s["file"].as_str().unwrap().ends_with("agent-x.jsonl"))
+        .unwrap();
+    assert_eq!(
+        (sub["subagent"].as_bool(), sub["spells"].as_u64()),
+        (Some(true), Some(0))
+    );
     assert_eq!(v["skipped"].as_array().unwrap().len(), 1);
 }
 

@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use watchdog_core::{KillKind, Limits};
 
-pub use report::{render_text, AuditReport, Bin, Recommendation, Settings, Silence, WouldKill};
+pub use report::{
+    render_text, AuditReport, Bin, Recommendation, SessionSummary, Settings, Silence, WouldKill,
+};
 pub use svg::render_svg;
 
 use scan::{Discovery, Skipped};
@@ -401,6 +403,7 @@ fn summarise(
             extend_factor: limits.extend_factor(),
         },
         histogram: Vec::new(),
+        sessions: Vec::new(),
     };
     for (s, ks) in sessions.iter().zip(kills) {
         let l = &s.log;
@@ -425,6 +428,26 @@ fn summarise(
                 productive: k.productive,
             });
         }
+        let best = s
+            .analysis
+            .spells
+            .iter()
+            .filter(|sp| sp.productive && counted(s))
+            .max_by_key(|sp| (sp.ms, std::cmp::Reverse(sp.start_ms)));
+        r.sessions.push(SessionSummary {
+            session_id: s.id(),
+            file: l.file.clone(),
+            subagent: l.subagent,
+            ending: s.analysis.ending.unwrap_or(Ending::NoResult),
+            spells: if counted(s) {
+                s.analysis.spells.len() as u64
+            } else {
+                0
+            },
+            longest_productive_ms: best.map(|sp| sp.ms),
+            longest_productive_tool: best.and_then(|sp| sp.tool.as_deref().map(str::to_owned)),
+            would_kill: ks.first().map(|k| (k.kind.as_str(), k.at_ms)),
+        });
         if !counted(s) {
             continue;
         }
@@ -439,12 +462,6 @@ fn summarise(
                 by_tool.entry(t).or_default().push(sp.ms);
             }
         }
-        let best = s
-            .analysis
-            .spells
-            .iter()
-            .filter(|sp| sp.productive)
-            .max_by_key(|sp| (sp.ms, std::cmp::Reverse(sp.start_ms)));
         if let Some(sp) = best {
             silences.push(Silence {
                 session_id: s.id(),
@@ -478,6 +495,7 @@ fn summarise(
     r.would_kill
         .sort_by(|a, b| a.file.cmp(&b.file).then(a.at_ms.cmp(&b.at_ms)));
     r.outcomes = Ending::ALL.iter().copied().zip(outcomes).collect();
+    r.sessions.sort_by(|a, b| a.file.cmp(&b.file));
     r.histogram = histogram;
     r
 }

@@ -45,6 +45,27 @@ pub struct WouldKill {
     pub productive: bool,
 }
 
+/// One session's figures (JSON only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    /// The session's id.
+    pub session_id: String,
+    /// The file.
+    pub file: PathBuf,
+    /// A subagent transcript.
+    pub subagent: bool,
+    /// How it ended.
+    pub ending: Ending,
+    /// Its quiet spells (0 for a subagent counted in its parent's timeline).
+    pub spells: u64,
+    /// Its longest productive silence, ms, and the tool if it was a tool call.
+    pub longest_productive_ms: Option<u64>,
+    /// The tool of that silence.
+    pub longest_productive_tool: Option<String>,
+    /// The first kill the given settings would make: kind and ms since the session began.
+    pub would_kill: Option<(&'static str, u64)>,
+}
+
 /// The recommended thresholds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recommendation {
@@ -116,6 +137,8 @@ pub struct AuditReport {
     pub settings: Settings,
     /// Spell lengths on a log scale (for the plot).
     pub histogram: Vec<Bin>,
+    /// Every session, in file order.
+    pub sessions: Vec<SessionSummary>,
 }
 
 /// The settings the report was computed with.
@@ -235,6 +258,16 @@ impl AuditReport {
                 "extend_factor": s.extend_factor,
             },
             "outcomes": outcomes,
+            "sessions": self.sessions.iter().map(|x| json!({
+                "session_id": x.session_id,
+                "file": x.file.display().to_string(),
+                "subagent": x.subagent,
+                "ending": x.ending.as_str(),
+                "spells": x.spells,
+                "longest_productive_ms": x.longest_productive_ms,
+                "longest_productive_tool": x.longest_productive_tool,
+                "would_kill": x.would_kill.map(|(kind, at_ms)| json!({"kind": kind, "at_ms": at_ms})),
+            })).collect::<Vec<_>>(),
         })
     }
 }
