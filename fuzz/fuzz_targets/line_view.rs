@@ -1,5 +1,6 @@
 //! The line view + classifier on arbitrary bytes: never panics, and accepts exactly the JSON
-//! objects serde_json accepts (unpaired surrogate escapes aside, which the view does not decode).
+//! objects serde_json accepts (unpaired surrogate escapes and numbers beyond f64's range aside:
+//! both are grammatical JSON that serde_json refuses to decode and the view never decodes).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use watchdog_core::{classify, classify_line, LineKind, LineView};
@@ -21,6 +22,11 @@ fuzz_target!(|data: &[u8]| {
     }
     if !data.windows(2).any(|w| w == b"\\u") {
         let theirs = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(data);
-        assert_eq!(ours.is_ok(), theirs.is_ok(), "view and serde_json disagree");
+        // serde_json also rejects numbers beyond f64's range; the grammar allows them, and the
+        // view (which never reads such numbers) accepts them.
+        let out_of_range = matches!(&theirs, Err(e) if e.to_string().contains("number out of range"));
+        if !out_of_range {
+            assert_eq!(ours.is_ok(), theirs.is_ok(), "view and serde_json disagree");
+        }
     }
 });

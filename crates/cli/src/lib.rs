@@ -3,5 +3,6 @@
 #![warn(missing_docs)]
 
 pub mod audit;
+pub mod continuation;
 pub mod duration;
 pub mod policy_args;

@@ -33,6 +33,30 @@ type R<T> = Result<T, ScanError>;
 
 const MAX_DEPTH: u32 = 128;
 
+/// Offset of the first quote, backslash or control byte: eight bytes at a time (SWAR), then
+/// byte by byte within the chunk that has one.
+#[inline]
+fn stop_offset(rest: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let zero = |v: u64| v.wrapping_sub(LO) & !v & HI;
+    let mut i = 0;
+    while let Some(chunk) = rest.get(i..i + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        let stop = zero(x ^ (LO * b'"' as u64))
+            | zero(x ^ (LO * b'\\' as u64))
+            | (x.wrapping_sub(LO * 0x20) & !x & HI);
+        if stop != 0 {
+            break;
+        }
+        i += 8;
+    }
+    rest[i..]
+        .iter()
+        .position(|&c| STOP[c as usize])
+        .map(|n| i + n)
+}
+
 /// Bytes that end the fast path inside a string: quote, backslash, control characters.
 static STOP: [bool; 256] = {
     let mut t = [false; 256];
@@ -84,12 +108,7 @@ impl<'a> Cursor<'a> {
         let mut escaped = false;
         loop {
             // Fast path: run to the next quote, backslash or control byte.
-            let rest = &self.b[self.i..];
-            let n = rest
-                .iter()
-                .position(|&c| STOP[c as usize])
-                .ok_or(ScanError::Eof)?;
-            self.i += n;
+            self.i += stop_offset(&self.b[self.i..]).ok_or(ScanError::Eof)?;
             match self.b[self.i] {
                 b'"' => {
                     self.i += 1;
@@ -302,6 +321,44 @@ pub(crate) fn for_each_member<'a>(text: &'a str, f: impl FnMut(&'a str, bool, &'
     members(text, f).is_ok()
 }
 
+/// The raw text of member `key` of the object `text` (already validated), scanning only as far
+/// as the first member with that key. Keys with escapes are compared after unescaping.
+pub(crate) fn find_member<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let mut c = Cursor {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    c.ws();
+    c.expect(b'{').ok()?;
+    loop {
+        c.ws();
+        match c.peek().ok()? {
+            b'}' => return None,
+            b',' => {
+                c.i += 1;
+                c.ws();
+            }
+            _ => {}
+        }
+        let k0 = c.i;
+        let esc = c.string().ok()?;
+        let quoted_key = &text[k0..c.i];
+        c.ws();
+        c.expect(b':').ok()?;
+        c.ws();
+        let v0 = c.i;
+        c.value().ok()?;
+        let hit = if esc {
+            serde_json::from_str::<String>(quoted_key).is_ok_and(|k| k == key)
+        } else {
+            &quoted_key[1..quoted_key.len() - 1] == key
+        };
+        if hit {
+            return Some(&text[v0..c.i]);
+        }
+    }
+}
+
 /// Call `f(element)` for every element of the array `text`, which must already be validated.
 /// Returns `false` when `text` is not an array.
 pub(crate) fn for_each_element<'a>(text: &'a str, mut f: impl FnMut(&'a str)) -> bool {
@@ -388,6 +445,34 @@ mod tests {
         }
         assert!(members(r#" {"a":[1,{"b":2}], "c":null} "#, |_, _, _| {}).is_ok());
         assert!(members("{}", |_, _, _| {}).is_ok());
+    }
+
+    #[test]
+    fn find_member_stops_at_the_first_match_and_unescapes_keys() {
+        let obj = r#"{"type":"a","x":{"type":"nested"},"t\u0079pe2":"b","type":"dup"}"#;
+        assert_eq!(find_member(obj, "type"), Some(r#""a""#));
+        assert_eq!(find_member(obj, "x"), Some(r#"{"type":"nested"}"#));
+        assert_eq!(find_member(obj, "type2"), Some(r#""b""#));
+        assert_eq!(find_member(obj, "missing"), None);
+        assert_eq!(find_member("[1]", "type"), None);
+        assert_eq!(find_member("{}", "type"), None);
+    }
+
+    #[test]
+    fn the_wide_string_scan_finds_every_stop_byte_at_every_offset() {
+        for stop in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+            for at in 0..40 {
+                let mut text = vec![b'a'; 40];
+                text[at] = stop;
+                // Bytes that must not stop it: space, DEL, UTF-8 continuation bytes.
+                if at > 0 {
+                    text[at - 1] = 0x80;
+                }
+                assert_eq!(stop_offset(&text), Some(at), "stop {stop:#x} at {at}");
+            }
+        }
+        assert_eq!(stop_offset(&[b' '; 17]), None);
+        assert_eq!(stop_offset("héllo wörld ünïcode".as_bytes()), None);
     }
 
     #[test]

@@ -140,6 +140,15 @@ impl<'a> Field<'a> {
         }
     }
 
+    /// Member `key` of this field when it is an object; for raw text, scans only as far as the
+    /// first member with that key.
+    pub fn member(&self, key: &str) -> Option<Field<'a>> {
+        match *self {
+            Field::Value(v) => v.get(key).map(Field::Value),
+            Field::Raw(r) => json_scan::find_member(r.get(), key).map(|t| Field::Raw(RawJson(t))),
+        }
+    }
+
     /// Read this field as an object with the lenient wire shape `T`.
     fn object<T: FromFields<'a>>(&self) -> Option<T> {
         match *self {
@@ -371,8 +380,7 @@ impl<'a> LineView<'a> {
     }
     /// `event.type` of a `stream_event` line.
     pub fn event_type(&self) -> Option<Cow<'a, str>> {
-        let ev: Event<'a> = self.top.event()?.object()?;
-        Self::s(ev.ty())
+        Self::s(self.top.event()?.member("type"))
     }
     /// Whether the line carries `abandoned_blocks` (the CLI closing a stream its own stall
     /// watchdog gave up on).
@@ -381,10 +389,8 @@ impl<'a> LineView<'a> {
     }
     /// `stop_reason`: the top-level one (on `result`), else `message.stop_reason`.
     pub fn stop_reason(&self) -> Option<Cow<'a, str>> {
-        Self::s(self.top.stop_reason()).or_else(|| {
-            let m: Message<'a> = self.top.message()?.object()?;
-            Self::s(m.stop_reason())
-        })
+        Self::s(self.top.stop_reason())
+            .or_else(|| Self::s(self.top.message()?.member("stop_reason")))
     }
     /// `is_error`.
     pub fn is_error(&self) -> Option<bool> {
@@ -439,29 +445,22 @@ impl<'a> LineView<'a> {
     }
     /// `request_id` of a `control_request`, or `response.request_id` of a `control_response`.
     pub fn request_id(&self) -> Option<Cow<'a, str>> {
-        Self::s(self.top.request_id()).or_else(|| {
-            let r: Response<'a> = self.top.response()?.object()?;
-            Self::s(r.request_id())
-        })
+        Self::s(self.top.request_id())
+            .or_else(|| Self::s(self.top.response()?.member("request_id")))
     }
     /// `request.subtype` of a `control_request`, e.g. `can_use_tool`, `interrupt`.
     pub fn request_subtype(&self) -> Option<Cow<'a, str>> {
-        let r: Request<'a> = self.top.request()?.object()?;
-        Self::s(r.subtype())
+        Self::s(self.top.request()?.member("subtype"))
     }
     /// `request.tool_name` of a `control_request` (a `can_use_tool` request).
     pub fn request_tool_name(&self) -> Option<Cow<'a, str>> {
-        let r: Request<'a> = self.top.request()?.object()?;
-        Self::s(r.tool_name())
+        Self::s(self.top.request()?.member("tool_name"))
     }
 
     /// Call `f` for every content block of `message.content` (assistant and user lines), in
     /// order. A content that is a plain string, or a block of an unexpected shape, is skipped.
     pub fn for_each_block(&self, mut f: impl FnMut(ContentBlock<'a>)) {
-        let Some(m) = self.top.message().and_then(|m| m.object::<Message<'a>>()) else {
-            return;
-        };
-        if let Some(content) = m.content() {
+        if let Some(content) = self.top.message().and_then(|m| m.member("content")) {
             content.for_each_element(|item| {
                 if let Some(b) = item.object::<Block<'a>>() {
                     f(ContentBlock::from_wire(&b));
