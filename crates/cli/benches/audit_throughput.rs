@@ -7,7 +7,11 @@
 //! (c) the audit (read, analyse, simulate, recommend).
 //!
 //! Environment: `AUDIT_BENCH_BYTES` (default 1 GiB), `AUDIT_BENCH_FILES` (default 2000),
-//! `AUDIT_BENCH_SEED` (default 7), `AUDIT_BENCH_DIR` (parent of the temporary corpus folder).
+//! `AUDIT_BENCH_SEED` (default 7), `AUDIT_BENCH_DIR` (parent of the temporary corpus folder),
+//! `AUDIT_BENCH_REPS` (best of, default 3), `AUDIT_BENCH_CORPUS` (keep or reuse the corpus in
+//! this folder), `AUDIT_BENCH_REPORT` (print the audit's text report).
+//! Entries follow the key order of the real transcripts in `shared/protocol/transcripts`
+//! (`type` first on API request records, after the payload on attachments and messages).
 //! The corpus is deleted afterwards. All figures are with a warm page cache (the corpus was just
 //! written, and a first untimed floor pass reads it once).
 #![forbid(unsafe_code)]
@@ -185,7 +189,7 @@ impl Gen<'_> {
             let body = text(self.rng, big / 4);
             let d = text(self.rng, 40);
             let line = format!(
-                r#"{{"parentUuid":"x",{c},"type":"attachment","attachment":{{"type":"skill_listing","content":"{body}","items":[{{"name":"a","d":"{d}"}}]}},"uuid":"a{}","timestamp":"{ts}"}}"#,
+                r#"{{"parentUuid":"x",{c},"attachment":{{"type":"skill_listing","content":"{body}","items":[{{"name":"a","d":"{d}"}}]}},"type":"attachment","uuid":"a{}","timestamp":"{ts}"}}"#,
                 self.t
             );
             self.line(&line);

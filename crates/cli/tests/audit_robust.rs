@@ -121,3 +121,22 @@ fn garbage_huge_lines_and_empty_files_never_panic() {
     assert!(r.bytes > 12 << 20);
     let _ = render_svg(&r);
 }
+
+#[test]
+fn bookkeeping_lines_are_read_up_to_their_type() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("s.jsonl");
+    let lines = [
+        // Read only to `type`: its odd payload is not looked at.
+        r#"{"type":"api-request-shape","shape":{"tools":[1,2,{"x":"]"}]},"sessionId":"s"}"#,
+        r#"{"type":"user","timestamp":"2026-11-30T09:00:00.000Z","sessionId":"s","message":{"content":"hi"}}"#,
+        r#"{"type":"assistant","timestamp":"2026-11-30T09:00:05.000Z","message":{"content":[],"stop_reason":"end_turn"}}"#,
+        // Cut while being written: no closing brace, no newline.
+        r#"{"type":"api-request","params":{"model":"m","tools":[{"na"#,
+    ];
+    fs::write(&p, lines.join("\n")).unwrap();
+    let r = audit_paths(&[p], &Limits::default());
+    assert_eq!((r.lines, r.bad_lines, r.truncated_lines), (4, 1, 1));
+    assert_eq!(r.sessions[0].session_id, "s");
+    assert_eq!(r.sessions[0].longest_productive_ms, Some(5_000));
+}

@@ -116,7 +116,13 @@ pub(crate) enum Val {
     Skip,
     /// It read the value in place; the value ends at this index.
     End(usize),
+    /// Stop the walk here: the rest of the object is not needed ([`object`] returns
+    /// [`STOPPED`]).
+    Stop,
 }
+
+/// What [`object`] returns when its callback stopped the walk.
+pub(crate) const STOPPED: usize = usize::MAX;
 
 /// Walk the object at `b[i..]` (leading whitespace allowed), calling `f(key, value_start)` for
 /// each member; `key` is the raw key text between the quotes. The callback may read the value
@@ -149,6 +155,7 @@ pub(crate) fn object<'a>(
         let ve = match f(key, i)? {
             Val::Skip => skip_value(b, i)?,
             Val::End(e) => e,
+            Val::Stop => return Some(STOPPED),
         };
         i = ws(b, ve);
         match *b.get(i)? {
@@ -173,6 +180,7 @@ pub(crate) fn array(b: &[u8], i: usize, mut f: impl FnMut(usize) -> Option<Val>)
         let e = match f(i)? {
             Val::Skip => skip_value(b, i)?,
             Val::End(e) => e,
+            Val::Stop => return Some(STOPPED),
         };
         i = ws(b, e);
         match *b.get(i)? {

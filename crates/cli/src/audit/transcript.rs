@@ -18,7 +18,9 @@
 //! A timing entry without a valid `timestamp` is skipped and counted (`untimed_entries`); a
 //! timestamp earlier than the previous one is a clock jump: the gap is taken as 0 and counted
 //! (`clock_jumps`). Lines that are not one JSON object are skipped and counted (`bad_lines`, and
-//! `truncated_lines` when it is the last line and has no newline).
+//! `truncated_lines` when it is the last line and has no newline). Timing entries are checked
+//! for structure to their end; a line of any other type (API request records, attachments,
+//! costs: often the biggest lines) is read only up to its `type` and must end with `}`.
 //!
 //! # Captures
 //! Our capture format (`t_ms` + `line` / `raw` / `stdin` / `exit` / …) is recognised by the file
@@ -445,7 +447,17 @@ fn transcript_line(log: &mut SessionLog, line: &[u8]) -> bool {
     let end = json::object(line, 0, |k, vi| {
         let slot = match k {
             b"message" => return read_message(line, vi, &mut top.message),
-            b"type" => &mut top.ty,
+            b"type" => {
+                let (v, e) = json::value_at(line, vi)?;
+                top.ty = Some(v);
+                // A bookkeeping entry (API request records, attachments, costs, …): nothing
+                // more is read from it.
+                return Some(if is_timing_type(v) {
+                    Val::End(e)
+                } else {
+                    Val::Stop
+                });
+            }
             b"timestamp" => &mut top.timestamp,
             b"sessionId" => &mut top.session_id,
             b"isSidechain" => &mut top.is_sidechain,
@@ -463,8 +475,12 @@ fn transcript_line(log: &mut SessionLog, line: &[u8]) -> bool {
         *slot = Some(v);
         Some(Val::End(e))
     });
-    if !end.is_some_and(|e| json::only_ws_after(line, e)) {
-        return false;
+    match end {
+        // Stopped early at a bookkeeping type: a closed object is enough (the line was
+        // trimmed; a cut last line has no `}`).
+        Some(json::STOPPED) => return line.last() == Some(&b'}'),
+        Some(e) if json::only_ws_after(line, e) => {}
+        _ => return false,
     }
     if log.session_id.is_none() {
         if let Some(s) = top.session_id.and_then(json::as_str) {
@@ -518,6 +534,24 @@ fn transcript_line(log: &mut SessionLog, line: &[u8]) -> bool {
     };
     log.push(t, kind);
     true
+}
+
+/// Whether a raw `type` value is one of the timing entry types.
+fn is_timing_type(v: &[u8]) -> bool {
+    matches!(
+        v,
+        br#""assistant""#
+            | br#""user""#
+            | br#""system""#
+            | br#""progress""#
+            | br#""queue-operation""#
+    ) || (v.contains(&b'\\')
+        && json::as_str(v).is_some_and(|s| {
+            matches!(
+                &*s,
+                "assistant" | "user" | "system" | "progress" | "queue-operation"
+            )
+        }))
 }
 
 /// The core's class of `system/<subtype>`.
