@@ -227,15 +227,21 @@ fn run_audit_writes_text_json_and_the_plot() {
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["sessions_scanned"], 2);
 
-    // Nothing readable at all: exit 1, the reason on stderr.
-    let args = AuditArgs {
+    // Nothing readable at all: exit 1; the reason in the report (and on stderr with --json).
+    let mut args = AuditArgs {
         paths: vec![tmp.path().join("missing")],
         quiet: true,
         ..Default::default()
     };
     let (mut out, mut err) = (Vec::new(), Vec::new());
     assert_eq!(run_audit(&args, &mut out, &mut err).unwrap(), 1);
+    assert!(String::from_utf8(out).unwrap().contains("skipped"));
+    args.json = true;
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    assert_eq!(run_audit(&args, &mut out, &mut err).unwrap(), 1);
     assert!(String::from_utf8(err).unwrap().contains("missing"));
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["files_skipped"], 1);
 
     // The text report renders for an empty audit too.
     let r = audit_paths(&[], &Limits::default());

@@ -21,7 +21,7 @@ pub mod transcript;
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use watchdog_core::{KillKind, Limits};
@@ -130,9 +130,12 @@ pub fn run_audit(
         let what = what.to_string();
         move |source| AuditError::Io { what, source }
     };
-    for (f, why) in &report.skipped {
-        writeln!(err, "agent-watchdog: audit: skipped {}: {why}", f.display())
-            .map_err(io("writing to stderr"))?;
+    // The text report lists skipped files itself; with --json they are also told on stderr.
+    if args.json {
+        for (f, why) in &report.skipped {
+            writeln!(err, "agent-watchdog: audit: skipped {}: {why}", f.display())
+                .map_err(io("writing to stderr"))?;
+        }
     }
     if args.json {
         writeln!(out, "{}", report.to_json()).map_err(io("writing the report"))?;
@@ -498,9 +501,4 @@ fn summarise(
     r.sessions.sort_by(|a, b| a.file.cmp(&b.file));
     r.histogram = histogram;
     r
-}
-
-/// Whether `path` names a capture (`*.capture.jsonl`).
-pub fn is_capture(path: &Path) -> bool {
-    transcript::is_capture_name(path)
 }
