@@ -172,6 +172,23 @@ fn fmt_ms(ms: u64) -> String {
     format_duration(Duration::from_millis(ms))
 }
 
+/// An instant within a session, to a tenth of a second: `1m0.3s`, `2h5m10.0s`, `850ms`.
+fn fmt_at(ms: u64) -> String {
+    if ms < 60_000 || ms.is_multiple_of(1000) {
+        return fmt_ms(ms);
+    }
+    let (h, m, s) = (
+        ms / 3_600_000,
+        ms / 60_000 % 60,
+        (ms % 60_000) as f64 / 1000.0,
+    );
+    if h > 0 {
+        format!("{h}h{m}m{s:.1}s")
+    } else {
+        format!("{m}m{s:.1}s")
+    }
+}
+
 fn fmt_bytes(b: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
     let mut v = b as f64;
@@ -349,7 +366,7 @@ pub fn render_text(r: &AuditReport, out: &mut dyn Write) -> io::Result<()> {
                 fmt_ms(s.ms),
                 what,
                 short_id(&s.session_id),
-                fmt_ms(s.start_ms)
+                fmt_at(s.start_ms)
             )?;
         }
     }
@@ -401,7 +418,7 @@ pub fn render_text(r: &AuditReport, out: &mut dyn Write) -> io::Result<()> {
                 "  session {} ({file}): {} at {}{}",
                 short_id(&k.session_id),
                 k.kind,
-                fmt_ms(k.at_ms),
+                fmt_at(k.at_ms),
                 if k.productive {
                     ", while productive"
                 } else {
@@ -446,4 +463,19 @@ pub fn render_text(r: &AuditReport, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_keep_a_tenth_of_a_second() {
+        assert_eq!(fmt_at(60_311), "1m0.3s");
+        assert_eq!(fmt_at(122_100), "2m2.1s");
+        assert_eq!(fmt_at(3_725_050), "1h2m5.0s");
+        assert_eq!(fmt_at(120_000), "2m");
+        assert_eq!(fmt_at(850), "850ms");
+        assert_eq!(fmt_bytes(316_762), "316.8 KB");
+    }
 }
