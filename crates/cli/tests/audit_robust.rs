@@ -140,3 +140,15 @@ fn bookkeeping_lines_are_read_up_to_their_type() {
     assert_eq!(r.sessions[0].session_id, "s");
     assert_eq!(r.sessions[0].longest_productive_ms, Some(5_000));
 }
+
+#[test]
+fn a_folder_given_as_a_file_is_reported_and_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("looks-like.jsonl");
+    fs::create_dir(&dir).unwrap();
+    let found = agent_watchdog::audit::scan::read_all(&[(dir.clone(), 0)], 1, &|_| {});
+    assert_eq!(found.len(), 1);
+    let err = found.into_iter().next().unwrap().unwrap_err();
+    assert_eq!(err.file, dir);
+    assert!(!err.reason.is_empty());
+}

@@ -300,10 +300,7 @@ pub fn is_capture_name(path: &Path) -> bool {
 
 /// Read one file. `progress` is called with byte counts as they are read.
 pub fn read_session(path: &Path, progress: &mut dyn FnMut(u64)) -> io::Result<SessionLog> {
-    let meta = std::fs::metadata(path)?;
-    if meta.is_dir() {
-        return Err(io::Error::other("is a directory"));
-    }
+    // A folder opens on some systems; its first read fails ("Is a directory").
     let mut file = File::open(path)?;
     let format = is_capture_name(path).then_some(Format::Capture);
     let mut reader = LineReader {
