@@ -132,22 +132,39 @@ pub fn render_svg(r: &AuditReport) -> String {
         left + pw / 2.0,
         y0 + 36.0
     );
+    // Counts on a log scale (1 + count), so the long, rare spells that decide thresholds stay
+    // visible next to thousands of sub-second ones.
+    let y_scale = |count: f64| (1.0 + count).log10() / (1.0 + max_total as f64).log10() * ph;
+    let mut tick = 1u64;
+    while tick <= max_total {
+        let y = y0 - y_scale(tick as f64);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{left}" y="{:.1}" text-anchor="end" dx="-6">{tick}</text>"##,
+            left + pw,
+            y + 4.0
+        );
+        tick *= 10;
+    }
     let _ = writeln!(
         s,
-        r#"<text x="{left}" y="{:.1}" text-anchor="end" dx="-6">{max_total}</text><text x="{left}" y="{y0}" text-anchor="end" dx="-6">0</text>"#,
-        top + 4.0
+        r#"<text x="{left}" y="{y0}" text-anchor="end" dx="-6">0</text><text transform="translate(14,{:.1}) rotate(-90)" text-anchor="middle">spells (log scale)</text>"#,
+        top + ph / 2.0
     );
     // Bars, stacked by kind.
     for (k, bin) in r.histogram.iter().enumerate().take(n) {
         let x1 = x_of(edge(k) as f64);
         let x2 = x_of(edge(k + 1) as f64);
         let mut y = y0;
+        let total: u64 = bin.counts.iter().sum();
+        let full = y_scale(total as f64);
         for (i, kind) in SpellKind::ALL.iter().enumerate() {
             let c = bin.counts[i];
             if c == 0 {
                 continue;
             }
-            let bh = c as f64 / max_total as f64 * ph;
+            // The stack's height is the log of the bin's total; kinds share it in proportion.
+            let bh = full * c as f64 / total as f64;
             y -= bh;
             let _ = writeln!(
                 s,
