@@ -5,7 +5,7 @@
 //! `/proc/self/stat` after each wait). Median of 3 runs each, interleaved.
 //!
 //! Run: `cargo build --release -p agent-watchdog && cargo bench -p watchdog-benches --bench
-//! passthrough` (`PASSTHROUGH_LINES`, default 2000000).
+//! passthrough` (`PASSTHROUGH_LINES`, default 1000000).
 
 use std::fs::File;
 use std::process::{Command, Stdio};
@@ -32,7 +32,7 @@ fn main() {
     let n: u64 = std::env::var("PASSTHROUGH_LINES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(2_000_000);
+        .unwrap_or(1_000_000);
     let gen = env!("CARGO_BIN_EXE_stream_gen");
     let watchdog = agent_watchdog_bin();
     let lines = capture_lines();
