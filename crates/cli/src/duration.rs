@@ -41,7 +41,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "m" | "min" | "mins" => 60.0,
             "h" | "hr" | "hrs" => 3600.0,
             "d" => 86400.0,
-            u => return Err(format!("unknown unit {u:?} in {s:?} (use ms, s, m, h or d)")),
+            u => {
+                return Err(format!(
+                    "unknown unit {u:?} in {s:?} (use ms, s, m, h or d)"
+                ))
+            }
         };
         total += n * scale;
         rest = &rest[unit_len..];

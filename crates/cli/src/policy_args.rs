@@ -17,7 +17,10 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn factor(s: &str) -> Result<f64, String> {
-    let f: f64 = s.trim().parse().map_err(|_| format!("must be a number >= 1, got {s:?}"))?;
+    let f: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("must be a number >= 1, got {s:?}"))?;
     if !(f.is_finite() && f >= 1.0) {
         return Err(format!("must be a number >= 1, got {s}"));
     }
@@ -69,7 +72,12 @@ pub struct PolicyArgs {
     pub ceiling: Option<Duration>,
     /// Comma-separated tools whose first completed call ends the pre-write extension
     /// [default: Write,Edit,MultiEdit,NotebookEdit]
-    #[arg(long, value_name = "TOOLS", env = "AGENT_WATCHDOG_WRITE_TOOLS", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "TOOLS",
+        env = "AGENT_WATCHDOG_WRITE_TOOLS",
+        value_delimiter = ','
+    )]
     pub write_tools: Option<Vec<String>>,
     /// Rate-limit utilization (0–1) at or above which patience is extended [default: 0.9]
     #[arg(long, value_name = "FRACTION", env = "AGENT_WATCHDOG_HIGH_UTILIZATION", value_parser = unit_interval)]

@@ -1,0 +1,3 @@
+//! placeholder
+#![forbid(unsafe_code)]
+fn main() {}
