@@ -50,12 +50,7 @@ pub struct RunArgs {
     #[arg(long, env = "AGENT_WATCHDOG_NO_STATUS")]
     pub no_status: bool,
     /// The command and its arguments (after `--`).
-    #[arg(
-        value_name = "COMMAND",
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
 }
 

@@ -4,11 +4,21 @@
 
 pub mod cli;
 pub mod demo;
+pub mod drop_in;
 pub mod duration;
 pub mod exit_code;
+pub mod find_claude;
+pub mod hint;
+pub mod lines;
 pub mod policy_args;
+pub mod process;
+pub mod record;
 pub mod replay;
 pub mod replay_cmd;
 pub mod run;
+pub mod status;
+pub mod stderr_filter;
+pub mod summary;
+pub mod synthetic;
 pub mod tally;
 pub mod verdict;

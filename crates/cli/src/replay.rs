@@ -128,15 +128,9 @@ impl Replayer {
     fn drain(&mut self, now: Instant) {
         while let Some(event) = self.reg.poll_event() {
             match &event {
-                Event::Killed(k) => {
-                    if self.kill.is_none() {
-                        self.kill = Some(k.clone());
-                    }
-                }
-                Event::Ended { outcome, .. } => {
-                    if self.ended.is_none() {
-                        self.ended = Some(outcome.clone());
-                    }
+                Event::Killed(k) if self.kill.is_none() => self.kill = Some(k.clone()),
+                Event::Ended { outcome, .. } if self.ended.is_none() => {
+                    self.ended = Some(outcome.clone());
                 }
                 _ => {}
             }
@@ -354,12 +348,7 @@ pub fn write_human(
                 },
                 format_duration(*remaining)
             ),
-            Event::Killed(k) => format!(
-                "KILL {}: {}",
-                k.kind,
-                crate::verdict::kill_sentence(k, "the run")
-                    .trim_start_matches("agent-watchdog killed the run ")
-            ),
+            Event::Killed(k) => format!("KILL {}: {}", k.kind, crate::verdict::kill_detail(k)),
             Event::Ended { outcome, .. } => format!("ended: {}", outcome.as_str()),
         };
         writeln!(out, "{}  {line}", secs(e.t_ms))?;

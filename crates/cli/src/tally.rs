@@ -76,6 +76,8 @@ pub struct Tally {
     pub rate_limit: Option<Value>,
     /// The current activity.
     pub activity: Activity,
+    /// Top-level `user` lines that answered tool calls (one model turn each).
+    pub tool_rounds: u64,
     /// Tool calls started and not yet answered: (id, name).
     open_tools: Vec<(String, String)>,
 }
@@ -89,6 +91,7 @@ impl Default for Tally {
             overlong: 0,
             rate_limit: None,
             activity: Activity::Starting,
+            tool_rounds: 0,
             open_tools: Vec::new(),
         }
     }
@@ -104,10 +107,8 @@ impl Tally {
     pub fn observe(&mut self, view: &LineView<'_>, class: Class) {
         self.counts[class.kind.index()] += 1;
         if let Some(sid) = view.session_id() {
-            if !sid.is_empty() {
-                if self.session_id.as_deref() != Some(&*sid) {
-                    self.session_id = Some(sid.into_owned());
-                }
+            if !sid.is_empty() && self.session_id.as_deref() != Some(&*sid) {
+                self.session_id = Some(sid.into_owned());
             }
         }
         let top_level = view.parent_tool_use_id().is_none();
@@ -144,18 +145,19 @@ impl Tally {
                 }
             }
             LineKind::User if top_level => {
+                let mut any = false;
                 for (id, _) in view.tool_results() {
                     self.open_tools.retain(|(open, _)| *open != id);
+                    any = true;
                 }
+                self.tool_rounds += u64::from(any);
                 self.activity = match self.open_tools.last() {
                     Some((_, name)) => Activity::Tool(name.clone()),
                     None => Activity::Requesting,
                 };
             }
-            LineKind::StreamEvent if top_level => {
-                if self.open_tools.is_empty() {
-                    self.activity = Activity::Writing;
-                }
+            LineKind::StreamEvent if top_level && self.open_tools.is_empty() => {
+                self.activity = Activity::Writing;
             }
             LineKind::System => match view.subtype().as_deref() {
                 Some("thinking_tokens") => self.activity = Activity::Thinking,
@@ -184,6 +186,16 @@ impl Tally {
             m.insert("overlong".into(), json!(self.overlong));
         }
         Value::Object(m)
+    }
+
+    /// Model turns so far: the last `result`'s `num_turns`, else one per tool round plus the
+    /// turn in progress.
+    pub fn num_turns(&self) -> u64 {
+        if let Some(n) = self.result.as_ref().and_then(|r| r.num_turns) {
+            return n;
+        }
+        let assistant = self.counts[LineKind::Assistant.index()] > 0;
+        self.tool_rounds + u64::from(assistant)
     }
 
     /// Total stdout lines.

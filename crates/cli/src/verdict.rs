@@ -106,8 +106,9 @@ pub fn kill_reason(kind: KillKind) -> &'static str {
     }
 }
 
-/// One sentence explaining a kill, e.g. for the synthetic `result` and stderr.
-pub fn kill_sentence(kill: &Kill, what: &str) -> String {
+/// What happened, e.g. `no output at all for 10m (last progress 10m ago)`, plus the
+/// extension that held, if any.
+pub fn kill_detail(kill: &Kill) -> String {
     let detail = match kill.kind {
         KillKind::Startup => format!("no output at all for {}", format_duration(kill.elapsed)),
         KillKind::Idle => format!(
@@ -129,13 +130,24 @@ pub fn kill_sentence(kill: &Kill, what: &str) -> String {
             format_duration(kill.elapsed)
         ),
     };
-    let ext = match kill.extension {
-        Some(e) => format!(", patience extended ({})", e.as_str()),
-        None => String::new(),
-    };
+    match kill.extension {
+        Some(e) => format!("{detail}, patience extended ({})", e.as_str()),
+        None => detail,
+    }
+}
+
+/// `killed <what> (<kind>) after <elapsed>: <detail>.`
+pub fn killed_clause(kill: &Kill, what: &str) -> String {
     format!(
-        "agent-watchdog killed {what} ({}) after {}: {detail}{ext}.",
+        "killed {what} ({}) after {}: {}.",
         kill.kind,
-        format_duration(kill.elapsed)
+        format_duration(kill.elapsed),
+        kill_detail(kill)
     )
+}
+
+/// One sentence explaining a kill, for the synthetic `result`:
+/// `agent-watchdog killed <what> (<kind>) after …: ….`
+pub fn kill_sentence(kill: &Kill, what: &str) -> String {
+    format!("agent-watchdog {}", killed_clause(kill, what))
 }

@@ -94,9 +94,9 @@ fn every_shared_capture_replays_to_its_verdict() {
             assert_eq!(k.kind, KillKind::Linger, "{name}");
             let result_t = entries
                 .iter()
-                .filter(|e| matches!(&e.record, Record::Line(l) if l["type"] == "result"))
+                .rev()
+                .find(|e| matches!(&e.record, Record::Line(l) if l["type"] == "result"))
                 .map(|e| e.t_ms)
-                .last()
                 .unwrap();
             let at = k.at.duration_since(v.base);
             assert_eq!(
