@@ -64,5 +64,8 @@ pub fn main(args: Vec<OsString>) -> i32 {
         hint: false,
         mode: Mode::DropIn,
         argv,
+        env: None,
+        cwd: None,
+        quiet_stdout: false,
     })
 }

@@ -57,6 +57,12 @@ pub struct RunConfig {
     pub mode: Mode,
     /// The command line.
     pub argv: Vec<OsString>,
+    /// The child's whole environment (`None`: inherit ours).
+    pub env: Option<Vec<(OsString, OsString)>>,
+    /// The child's working directory (`None`: ours).
+    pub cwd: Option<PathBuf>,
+    /// Discard the child's stdout instead of passing it through (for `demo`).
+    pub quiet_stdout: bool,
 }
 
 /// How long the interrupt request of the kill ladder gets before SIGTERM.
@@ -80,6 +86,9 @@ pub fn main(args: RunArgs, mode: Mode) -> i32 {
         hint: true,
         mode,
         argv: args.command,
+        env: None,
+        cwd: None,
+        quiet_stdout: false,
     })
 }
 
@@ -319,6 +328,12 @@ async fn run(cfg: RunConfig) -> i32 {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if let Some(env) = &cfg.env {
+        cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    }
+    if let Some(dir) = &cfg.cwd {
+        cmd.current_dir(dir);
+    }
     #[cfg(unix)]
     cmd.process_group(0);
     let spawn_wall = wall_ms();
@@ -350,12 +365,13 @@ async fn run(cfg: RunConfig) -> i32 {
 
     let (tx, mut rx) = mpsc::channel::<Msg>(256);
     // stdout: pass through first, then tell the policy.
+    let quiet = cfg.quiet_stdout;
     let stdout_task = child.stdout.take().map(|out| {
         let tx = tx.clone();
         tokio::spawn(async move {
             let mut reader = LineReader::new(BufReader::with_capacity(1 << 16, out), MAX_LINE);
             let mut sink = tokio::io::stdout();
-            let mut sink_ok = true;
+            let mut sink_ok = !quiet;
             let mut overlong = 0usize;
             while let Ok(Some(line)) = reader.next().await {
                 if sink_ok {

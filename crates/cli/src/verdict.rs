@@ -116,10 +116,14 @@ pub fn kill_detail(kill: &Kill) -> String {
             format_duration(kill.since_keepalive),
             format_duration(kill.since_progress)
         ),
-        KillKind::NoProgress => format!(
+        KillKind::NoProgress if kill.since_keepalive < kill.since_progress => format!(
             "no progress for {}, only keep-alives (last one {} ago)",
             format_duration(kill.since_progress),
             format_duration(kill.since_keepalive)
+        ),
+        KillKind::NoProgress => format!(
+            "no progress and no output at all for {}",
+            format_duration(kill.since_progress)
         ),
         KillKind::Linger => format!(
             "it printed its result but was still running {} later",
@@ -130,9 +134,10 @@ pub fn kill_detail(kill: &Kill) -> String {
             format_duration(kill.elapsed)
         ),
     };
-    match kill.extension {
-        Some(e) => format!("{detail}, patience extended ({})", e.as_str()),
-        None => detail,
+    // The extension only widens the idle patience.
+    match (kill.kind, kill.extension) {
+        (KillKind::Idle, Some(e)) => format!("{detail}, patience extended ({})", e.as_str()),
+        _ => detail,
     }
 }
 
