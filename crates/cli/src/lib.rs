@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod continuation;
 pub mod demo;
 pub mod drop_in;
 pub mod duration;

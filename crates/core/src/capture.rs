@@ -70,21 +70,25 @@ pub enum CaptureError {
 }
 
 fn as_i32(v: Option<&Value>) -> Option<i32> {
-    v.and_then(Value::as_i64).and_then(|n| i32::try_from(n).ok())
+    v.and_then(Value::as_i64)
+        .and_then(|n| i32::try_from(n).ok())
 }
 
 impl Entry {
     /// Read one capture line. `Ok(None)` for an object with a valid `t_ms` but none of the
     /// known keys (skipped, as other tools' extra records are).
     pub fn parse(line: &[u8]) -> Result<Option<Entry>, CaptureError> {
-        let v: Value = serde_json::from_slice(line)
-            .map_err(|e| CaptureError::NotAnObject(e.to_string()))?;
+        let v: Value =
+            serde_json::from_slice(line).map_err(|e| CaptureError::NotAnObject(e.to_string()))?;
         let Value::Object(mut m) = v else {
             return Err(CaptureError::NotAnObject("not an object".into()));
         };
         let t = m.get("t_ms").and_then(|t| {
-            t.as_u64()
-                .or_else(|| t.as_f64().filter(|f| *f >= 0.0 && f.is_finite()).map(|f| f as u64))
+            t.as_u64().or_else(|| {
+                t.as_f64()
+                    .filter(|f| *f >= 0.0 && f.is_finite())
+                    .map(|f| f as u64)
+            })
         });
         let t_ms = t.ok_or(CaptureError::NoTime)?;
         let record = if let Some(v) = m.remove("line") {

@@ -175,9 +175,9 @@ pub fn classify(view: &LineView<'_>) -> Class {
                         c(KeepAlive, K::SessionState)
                     }
                 }
-                Some(
-                    "init" | "status" | "thinking_tokens" | "compact_boundary",
-                ) => c(Progress, K::System),
+                Some("init" | "status" | "thinking_tokens" | "compact_boundary") => {
+                    c(Progress, K::System)
+                }
                 Some(s) if s.starts_with("task_") || s.starts_with("hook_") => {
                     c(Progress, K::System)
                 }
@@ -220,39 +220,142 @@ mod tests {
         use LineKind as K;
         use Signal::*;
         let cases: &[(&str, Signal, LineKind)] = &[
-            (r#"{"type":"assistant","message":{}}"#, Progress, K::Assistant),
+            (
+                r#"{"type":"assistant","message":{}}"#,
+                Progress,
+                K::Assistant,
+            ),
             (r#"{"type":"user","message":{}}"#, Progress, K::User),
             (r#"{"type":"system","subtype":"init"}"#, Progress, K::System),
-            (r#"{"type":"system","subtype":"status"}"#, Progress, K::System),
-            (r#"{"type":"system","subtype":"thinking_tokens"}"#, Progress, K::System),
-            (r#"{"type":"system","subtype":"task_started"}"#, Progress, K::System),
-            (r#"{"type":"system","subtype":"task_notification"}"#, Progress, K::System),
-            (r#"{"type":"system","subtype":"hook_response"}"#, Progress, K::System),
-            (r#"{"type":"system","subtype":"compact_boundary"}"#, Progress, K::System),
-            (r#"{"type":"tool_use_summary"}"#, Progress, K::ToolUseSummary),
-            (r#"{"type":"stream_event","event":{"type":"content_block_delta"}}"#, Progress, K::StreamEvent),
-            (r#"{"type":"stream_event","event":{"type":"message_start"},"parent_tool_use_id":"toolu_1"}"#, Progress, K::StreamEvent),
-            (r#"{"type":"stream_event","event":{"type":"ping"}}"#, KeepAlive, K::Ping),
-            (r#"{"type":"stream_event","event":{"type":"message_stop"},"abandoned_blocks":{"from_block_index":0}}"#, KeepAlive, K::Abandoned),
-            (r#"{"type":"tool_progress","heartbeat":true}"#, KeepAlive, K::ToolProgress),
-            (r#"{"type":"rate_limit_event","rate_limit_info":{}}"#, KeepAlive, K::RateLimit),
-            (r#"{"type":"system","subtype":"api_retry","retry_delay_ms":500}"#, KeepAlive, K::ApiRetry),
-            (r#"{"type":"system","subtype":"something_new"}"#, KeepAlive, K::System),
+            (
+                r#"{"type":"system","subtype":"status"}"#,
+                Progress,
+                K::System,
+            ),
+            (
+                r#"{"type":"system","subtype":"thinking_tokens"}"#,
+                Progress,
+                K::System,
+            ),
+            (
+                r#"{"type":"system","subtype":"task_started"}"#,
+                Progress,
+                K::System,
+            ),
+            (
+                r#"{"type":"system","subtype":"task_notification"}"#,
+                Progress,
+                K::System,
+            ),
+            (
+                r#"{"type":"system","subtype":"hook_response"}"#,
+                Progress,
+                K::System,
+            ),
+            (
+                r#"{"type":"system","subtype":"compact_boundary"}"#,
+                Progress,
+                K::System,
+            ),
+            (
+                r#"{"type":"tool_use_summary"}"#,
+                Progress,
+                K::ToolUseSummary,
+            ),
+            (
+                r#"{"type":"stream_event","event":{"type":"content_block_delta"}}"#,
+                Progress,
+                K::StreamEvent,
+            ),
+            (
+                r#"{"type":"stream_event","event":{"type":"message_start"},"parent_tool_use_id":"toolu_1"}"#,
+                Progress,
+                K::StreamEvent,
+            ),
+            (
+                r#"{"type":"stream_event","event":{"type":"ping"}}"#,
+                KeepAlive,
+                K::Ping,
+            ),
+            (
+                r#"{"type":"stream_event","event":{"type":"message_stop"},"abandoned_blocks":{"from_block_index":0}}"#,
+                KeepAlive,
+                K::Abandoned,
+            ),
+            (
+                r#"{"type":"tool_progress","heartbeat":true}"#,
+                KeepAlive,
+                K::ToolProgress,
+            ),
+            (
+                r#"{"type":"rate_limit_event","rate_limit_info":{}}"#,
+                KeepAlive,
+                K::RateLimit,
+            ),
+            (
+                r#"{"type":"system","subtype":"api_retry","retry_delay_ms":500}"#,
+                KeepAlive,
+                K::ApiRetry,
+            ),
+            (
+                r#"{"type":"system","subtype":"something_new"}"#,
+                KeepAlive,
+                K::System,
+            ),
             (r#"{"type":"system"}"#, KeepAlive, K::System),
-            (r#"{"type":"control_request","request":{"subtype":"hook_callback"}}"#, KeepAlive, K::ControlRequest),
-            (r#"{"type":"control_response","response":{}}"#, KeepAlive, K::ControlResponse),
-            (r#"{"type":"control_cancel_request"}"#, KeepAlive, K::ControlCancel),
+            (
+                r#"{"type":"control_request","request":{"subtype":"hook_callback"}}"#,
+                KeepAlive,
+                K::ControlRequest,
+            ),
+            (
+                r#"{"type":"control_response","response":{}}"#,
+                KeepAlive,
+                K::ControlResponse,
+            ),
+            (
+                r#"{"type":"control_cancel_request"}"#,
+                KeepAlive,
+                K::ControlCancel,
+            ),
             (r#"{"type":"brand_new_type"}"#, KeepAlive, K::Unknown),
             (r#"{"no_type":1}"#, KeepAlive, K::Unknown),
             ("garbage", KeepAlive, K::Unparseable),
-            (r#"{"type":"result","subtype":"success"}"#, Settle, K::Result),
-            (r#"{"type":"result","subtype":"error_max_turns"}"#, Settle, K::Result),
-            (r#"{"type":"system","subtype":"session_state_changed","state":"requires_action"}"#, HumanWait, K::SessionState),
-            (r#"{"type":"system","subtype":"session_state_changed","state":"running"}"#, KeepAlive, K::SessionState),
-            (r#"{"type":"control_request","request_id":"r","request":{"subtype":"can_use_tool"}}"#, HumanWait, K::ControlRequest),
+            (
+                r#"{"type":"result","subtype":"success"}"#,
+                Settle,
+                K::Result,
+            ),
+            (
+                r#"{"type":"result","subtype":"error_max_turns"}"#,
+                Settle,
+                K::Result,
+            ),
+            (
+                r#"{"type":"system","subtype":"session_state_changed","state":"requires_action"}"#,
+                HumanWait,
+                K::SessionState,
+            ),
+            (
+                r#"{"type":"system","subtype":"session_state_changed","state":"running"}"#,
+                KeepAlive,
+                K::SessionState,
+            ),
+            (
+                r#"{"type":"control_request","request_id":"r","request":{"subtype":"can_use_tool"}}"#,
+                HumanWait,
+                K::ControlRequest,
+            ),
         ];
         for (line, signal, kind) in cases {
-            assert_eq!(class(line), Class { signal: *signal, kind: *kind }, "{line}");
+            assert_eq!(
+                class(line),
+                Class {
+                    signal: *signal,
+                    kind: *kind
+                },
+                "{line}"
+            );
         }
     }
 }

@@ -200,9 +200,10 @@ impl Limits {
     pub fn warn_at(&self) -> f64 {
         self.warn_at
     }
-    /// The extended idle patience, `idle × extend_factor`.
+    /// The extended idle patience, `idle × extend_factor` (saturates at [`Duration::MAX`]).
     pub fn extended_idle(&self) -> Duration {
-        self.idle.mul_f64(self.extend_factor)
+        Duration::try_from_secs_f64(self.idle.as_secs_f64() * self.extend_factor)
+            .unwrap_or(Duration::MAX)
     }
 }
 

@@ -4,7 +4,8 @@ use std::time::{Duration, Instant};
 
 use crate::classify::Signal;
 
-/// Identifies one registered session. Ids are never reused within a registry.
+/// Identifies one registered session. Ids are never reused within a registry (the slot and a
+/// generation are encoded in it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SessionId(pub u64);
 
@@ -165,7 +166,8 @@ pub enum Event {
         /// The session.
         id: SessionId,
     },
-    /// The session ended (stream closed, or killed).
+    /// The session ended: emitted once, by [`crate::Registry::end`] (stream closed or process
+    /// exited). A session killed before has the outcome [`Outcome::Killed`].
     Ended {
         /// The session.
         id: SessionId,

@@ -5,11 +5,104 @@
 //! call takes `now`, and decisions come back as values and events.
 //!
 //! - [`view`]: a borrowed, lenient view of one stream-json line ([`LineView`]).
-//! - [`classify`]: what a line means for liveness (the classification contract).
+//! - [`classify`](mod@classify): what a line means for liveness (the classification contract).
 //! - [`config`]: validated limits with documented defaults ([`Limits`], [`SessionConfig`]).
 //! - [`registry`]: many sessions on one timer, exact deadlines ([`Registry`]).
 //! - [`event`]: kills, extensions, stalling warnings, outcomes.
 //! - [`capture`]: the capture format (recordings of runs).
+//! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window.
+//! - [`warning_filter`]: show a known repeated warning once, count the rest.
+//! - [`recovery`]: the continue-exactly-once decision, and the ledger that makes it durable.
+//!
+//! # Classification (the contract)
+//!
+//! | line | counts as |
+//! |---|---|
+//! | `assistant`, `user`, `system/init`, `system/status`, `system/thinking_tokens`, `system/task_*`, `system/hook_*`, `system/compact_boundary`, `tool_use_summary`, any `stream_event` whose `event.type` is not `ping` and that carries no `abandoned_blocks`; subagent lines (non-null `parent_tool_use_id`) alike | **progress** |
+//! | `stream_event` `ping` or with `abandoned_blocks`, `tool_progress`, `rate_limit_event`, `system/api_retry`, every other `system` subtype, `control_request` / `control_response` / `control_cancel_request` (except a human wait), any unknown `type`, an unparseable line (malformed, truncated, not UTF-8) | **keep-alive** |
+//! | `result` (any subtype) | **settle** |
+//! | `system/session_state_changed` with `state: "requires_action"`, or a `control_request` whose `request.subtype` is `can_use_tool` | **human wait** begins |
+//! | `assistant` `tool_use` block, then a `user` `tool_result` with the same id and no `is_error` | a **completed tool**; a write tool's is the first write |
+//!
+//! A human wait ends when the host's `control_response` for every pending request is seen
+//! through [`Registry::observe_input`] (or the CLI cancels it with `control_cancel_request`), or
+//! when a `session_state_changed` reports `running` or `idle` with no request pending. A
+//! `system/api_retry` at `t` with `retry_delay_ms` keeps the idle kill from coming before
+//! `t + retry_delay_ms + patience`.
+//!
+//! # Deadlines and defaults
+//!
+//! | deadline | default | kill when |
+//! |---|---|---|
+//! | `startup` | 3 min | no line at all since registration |
+//! | `idle` | 10 min | no line (progress or keep-alive) for the patience: `idle × extend_factor` (2) before the first completed write tool (`Write`, `Edit`, `MultiEdit`, `NotebookEdit`) and while utilization ≥ `high_utilization` (0.9); else `idle` |
+//! | `no_progress` | 30 min | no progress for this long, keep-alives or not |
+//! | `linger` | 11 min | a `result` came, then no progress, and the stream has not ended |
+//! | `ceiling` | none | total age (checked first; wins over everything) |
+//! | `warn_at` | 0.8 | not a kill: one [`Event::Stalling`] per quiet spell when the idle or no-progress clock passes this fraction of its limit |
+//!
+//! Every boundary is inclusive: the kill comes exactly at the deadline, not at a later tick.
+//! Before the first line only `startup` and `ceiling` apply; once settled only `linger` and
+//! `ceiling` (new progress un-settles; keep-alives do not). A human wait moves the idle and
+//! no-progress deadlines by the paused time; the ceiling and the linger keep running (startup
+//! cannot be pending: the wait begins with a line). When the base idle passes while patience is
+//! extended, [`Event::Extended`] is reported once per quiet spell (`high_utilization` wins over
+//! `pre_write`); when the extension is withdrawn (the first write lands, or
+//! [`Registry::set_utilization`] drops below the threshold) a session already past its base idle
+//! is killed at that instant. Ties on one instant go to the first of ceiling, startup, linger,
+//! idle, no_progress. Every option can be set per registry and overridden per session
+//! ([`SessionConfig`]).
+//!
+//! # Outcomes
+//!
+//! [`Registry::end`] (the stream ended or the process exited) emits one [`Event::Ended`] with:
+//!
+//! - [`Outcome::Success`]: the last `result` was a success;
+//! - [`Outcome::ErrorResult`]: the last `result` had `is_error: true` or a non-success subtype
+//!   (the exhausted `max_output_tokens` case has subtype `success` and `is_error: true`);
+//! - [`Outcome::Killed`]: the watchdog killed the session first (also when `end` comes after the
+//!   kill);
+//! - [`Outcome::NoResult`]: the stream ended without a `result`;
+//! - [`Outcome::Incomplete`]: a success `result` with `is_error: false` and
+//!   `stop_reason: "tool_use"` (exited mid-task).
+//!
+//! With several results (a multi-turn session) the last one decides. A kill itself emits
+//! [`Event::Killed`] once and is never reported again.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use watchdog_core::{Event, KillKind, Limits, LineView, Registry, SessionConfig};
+//!
+//! let t0 = Instant::now(); // any base instant: time is only ever passed in
+//! let mut registry = Registry::new(Limits::default());
+//! let id = registry.register(t0, SessionConfig::default());
+//!
+//! let line = br#"{"type":"system","subtype":"init","session_id":"abc"}"#;
+//! registry.observe(t0, id, &LineView::parse(line).unwrap());
+//!
+//! // Nothing but pings from now on: keep-alives, not progress.
+//! let ping = br#"{"type":"stream_event","event":{"type":"ping"}}"#;
+//! for s in (30..1800).step_by(30) {
+//!     registry.observe_line(t0 + Duration::from_secs(s), id, ping);
+//! }
+//!
+//! // The host sleeps until poll_timeout, then hands the instant back.
+//! while let Some(at) = registry.poll_timeout() {
+//!     registry.handle_timeout(at);
+//!     if registry.kill(id).is_some() {
+//!         break;
+//!     }
+//! }
+//! let mut kills = Vec::new();
+//! while let Some(event) = registry.poll_event() {
+//!     if let Event::Killed(kill) = event {
+//!         kills.push((kill.kind, kill.elapsed));
+//!     }
+//! }
+//! assert_eq!(kills, [(KillKind::NoProgress, Duration::from_secs(30 * 60))]);
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -17,11 +110,22 @@ pub mod capture;
 pub mod classify;
 pub mod config;
 pub mod event;
+mod json_scan;
 pub mod registry;
+mod session;
 pub mod view;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use config::{ConfigError, Limits, SessionConfig};
 pub use event::{Event, ExtendReason, Kill, KillKind, Outcome, SessionId, StallClock};
-pub use registry::Registry;
-pub use view::{ContentBlock, Field, LineView, Unparseable};
+pub use registry::{Registry, SessionSnapshot};
+pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
+
+pub mod rate_limit;
+pub use rate_limit::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
+
+pub mod warning_filter;
+pub use warning_filter::{StderrFilter, Verdict, WarningFilter};
+
+pub mod recovery;
+pub use recovery::{Decision, Ledger, Recovery, TerminalFacts};

@@ -2,24 +2,249 @@
 //!
 //! Time is a parameter: every call takes `now`. The caller sleeps until [`Registry::poll_timeout`],
 //! calls [`Registry::handle_timeout`], then drains [`Registry::poll_event`].
+//!
+//! # How deadlines are kept
+//!
+//! Each session knows its next timed event (a kill, an `Extended` or a `Stalling`). A binary heap
+//! of `(instant, slot, generation)` entries indexes them with lazy deletion: when a line moves a
+//! session's next event later, nothing is touched (O(1)); when it moves earlier, a new entry is
+//! pushed (O(log n)). When an entry pops, the session's true next event is recomputed and either
+//! fired or re-queued. `handle_timeout` therefore touches only due sessions, and a call with
+//! nothing due is a heap peek.
+//!
+//! # Human waits
+//!
+//! While a permission request is open (see the crate docs for how waits begin and end), the
+//! idle and no-progress clocks stand still: their deadlines move by the paused time. The
+//! ceiling keeps running, and so does the linger (a settled session is waiting on its host,
+//! not on a permission prompt). The startup clock cannot be pending, since a wait begins with a
+//! line.
+//!
+//! # Time
+//!
+//! Every call that takes `now` first processes what was due at or before `now`, so a line that
+//! arrives after a deadline never rescues the session, and a kill is dated at its exact
+//! deadline. Instants earlier than one already seen are treated as that one (time never runs
+//! backwards inside the registry). After the call, whatever its own effect made due at `now`
+//! (a withdrawn extension, a first line after an exceeded no-progress cap) is processed too,
+//! so `poll_timeout` is always later than the last `now`, or `None`.
 
-use std::time::Instant;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
 
-use crate::classify::Class;
+use crate::classify::{classify, Class, LineKind, Signal};
 use crate::config::{Limits, SessionConfig};
-use crate::event::{Event, Kill, Outcome, SessionId};
-use crate::view::LineView;
+use crate::event::{Event, ExtendReason, Kill, KillKind, Outcome, SessionId};
+use crate::session::{flag, Due, ErrorDetails, LastResult, LimitsNs, Session, NEVER};
+use crate::view::{ContentBlock, LineView};
+
+/// A hashable identity of a [`Limits`], to share one table entry between equal policies.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct LimitsKey {
+    durations: [Duration; 4],
+    ceiling: Option<Duration>,
+    floats: [u64; 3],
+    write_tools: Vec<Box<str>>,
+}
+
+impl LimitsKey {
+    fn new(l: &Limits) -> Self {
+        LimitsKey {
+            durations: [l.startup(), l.idle(), l.no_progress(), l.linger()],
+            ceiling: l.ceiling(),
+            floats: [
+                l.extend_factor().to_bits(),
+                l.high_utilization().to_bits(),
+                l.warn_at().to_bits(),
+            ],
+            write_tools: l.write_tools().to_vec(),
+        }
+    }
+}
+
+/// One deduplicated policy.
+#[derive(Debug)]
+struct PolicyEntry {
+    limits: Limits,
+    ns: LimitsNs,
+    /// The last instant the utilization fell below this policy's threshold.
+    drop_at: u64,
+    /// Sessions using it (the registry's own entry is never freed).
+    refs: u32,
+}
+
+/// Policies shared by sessions, deduplicated; a session stores an index.
+#[derive(Debug)]
+struct PolicyTable {
+    entries: Vec<Option<PolicyEntry>>,
+    index: HashMap<LimitsKey, u32>,
+    free: Vec<u32>,
+}
+
+impl PolicyTable {
+    fn new(limits: &Limits) -> Self {
+        let mut index = HashMap::new();
+        index.insert(LimitsKey::new(limits), 0);
+        PolicyTable {
+            entries: vec![Some(PolicyEntry {
+                limits: limits.clone(),
+                ns: LimitsNs::new(limits),
+                drop_at: 0,
+                refs: 1,
+            })],
+            index,
+            free: Vec::new(),
+        }
+    }
+
+    fn get(&self, i: u32) -> &PolicyEntry {
+        // Invariant: a live session's index is a live entry; entry 0 always exists.
+        match self.entries.get(i as usize) {
+            Some(Some(e)) => e,
+            _ => self.entries[0].as_ref().expect("entry 0 is permanent"),
+        }
+    }
+
+    fn acquire(&mut self, limits: Option<&Limits>) -> u32 {
+        let Some(limits) = limits else {
+            if let Some(Some(e)) = self.entries.get_mut(0) {
+                e.refs = e.refs.saturating_add(1);
+            }
+            return 0;
+        };
+        let key = LimitsKey::new(limits);
+        if let Some(&i) = self.index.get(&key) {
+            if let Some(Some(e)) = self.entries.get_mut(i as usize) {
+                e.refs = e.refs.saturating_add(1);
+            }
+            return i;
+        }
+        let entry = PolicyEntry {
+            limits: limits.clone(),
+            ns: LimitsNs::new(limits),
+            drop_at: 0,
+            refs: 1,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.entries[i as usize] = Some(entry);
+                i
+            }
+            None => {
+                self.entries.push(Some(entry));
+                (self.entries.len() - 1) as u32
+            }
+        };
+        self.index.insert(key, i);
+        i
+    }
+
+    fn release(&mut self, i: u32) {
+        let Some(Some(e)) = self.entries.get_mut(i as usize) else {
+            return;
+        };
+        e.refs = e.refs.saturating_sub(1);
+        if e.refs == 0 && i != 0 {
+            let key = LimitsKey::new(&e.limits);
+            self.index.remove(&key);
+            self.entries[i as usize] = None;
+            self.free.push(i);
+        }
+    }
+}
+
+/// A slot of the session arena.
+#[derive(Debug)]
+struct Slot {
+    generation: u32,
+    session: Option<Session>,
+}
+
+/// A read-only view of one session's state, for status displays.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSnapshot {
+    /// When the session was registered.
+    pub started: Instant,
+    /// The last line of any kind, if any.
+    pub last_line: Option<Instant>,
+    /// The last progress (or the registration instant).
+    pub last_progress: Instant,
+    /// The last tool boundary (or the registration instant).
+    pub last_tool: Instant,
+    /// The signal of the last line.
+    pub last_signal: Option<Signal>,
+    /// The CLI's `session_id`, as read from the lines.
+    pub cli_session_id: Option<String>,
+    /// Settled by a `result` and no progress since.
+    pub settled: bool,
+    /// A human wait is open (idle and no-progress clocks paused).
+    pub paused: bool,
+    /// The first write tool completed.
+    pub wrote: bool,
+    /// The idle extension that holds now, if any.
+    pub extension: Option<ExtendReason>,
+    /// The stream ended.
+    pub ended: bool,
+    /// The kill, if killed.
+    pub kill: Option<Kill>,
+    /// The session's next timed event (kill or warning), if any.
+    pub next_deadline: Option<Instant>,
+}
 
 /// The registry of supervised sessions.
 #[derive(Debug)]
 pub struct Registry {
     limits: Limits,
+    policies: PolicyTable,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    len: usize,
+    heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    events: VecDeque<Event>,
+    epoch: Option<Instant>,
+    now: u64,
+    utilization: Option<f64>,
+    counts: [u64; LineKind::ALL.len()],
+}
+
+/// At most this many unanswered permission requests or write calls are remembered per session
+/// (a hostile stream cannot grow a session without bound; extra ids are ignored).
+const MAX_PENDING: usize = 64;
+
+fn make_id(slot: u32, generation: u32) -> SessionId {
+    SessionId((u64::from(generation) << 32) | u64::from(slot))
+}
+
+fn split_id(id: SessionId) -> (u32, u32) {
+    ((id.0 & 0xffff_ffff) as u32, (id.0 >> 32) as u32)
+}
+
+fn ms_to_ns(ms: f64) -> u64 {
+    let ns = ms * 1e6;
+    if ns >= u64::MAX as f64 {
+        NEVER
+    } else {
+        ns as u64
+    }
 }
 
 impl Registry {
     /// A registry whose sessions use `limits` unless their [`SessionConfig`] overrides them.
     pub fn new(limits: Limits) -> Self {
-        Registry { limits }
+        Registry {
+            policies: PolicyTable::new(&limits),
+            limits,
+            slots: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+            heap: BinaryHeap::new(),
+            events: VecDeque::new(),
+            epoch: None,
+            now: 0,
+            utilization: None,
+            counts: [0; LineKind::ALL.len()],
+        }
     }
 
     /// The registry-wide limits.
@@ -27,94 +252,605 @@ impl Registry {
         &self.limits
     }
 
+    /// `now` as nanoseconds since the epoch, never earlier than an instant already seen.
+    fn clock(&mut self, now: Instant) -> u64 {
+        let epoch = *self.epoch.get_or_insert(now);
+        let t = now
+            .checked_duration_since(epoch)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(NEVER - 1));
+        self.now = self.now.max(t);
+        self.now
+    }
+
+    fn instant(&self, t: u64) -> Option<Instant> {
+        self.epoch?.checked_add(Duration::from_nanos(t))
+    }
+
+    fn instant_or_epoch(&self, t: u64) -> Instant {
+        self.instant(t)
+            .or(self.epoch)
+            .expect("an instant exists once a session is registered")
+    }
+
+    /// Move the clock to `now` and process everything due until then.
+    fn advance(&mut self, now: Instant) -> u64 {
+        let t = self.clock(now);
+        self.run_due(t);
+        t
+    }
+
+    fn slot_of(&self, id: SessionId) -> Option<u32> {
+        let (slot, generation) = split_id(id);
+        let s = self.slots.get(slot as usize)?;
+        (s.generation == generation && s.session.is_some()).then_some(slot)
+    }
+
+    fn session(&self, slot: u32) -> &Session {
+        self.slots[slot as usize]
+            .session
+            .as_ref()
+            .expect("slot_of checked it")
+    }
+
+    fn session_mut(&mut self, slot: u32) -> &mut Session {
+        self.slots[slot as usize]
+            .session
+            .as_mut()
+            .expect("slot_of checked it")
+    }
+
+    fn next_of(&self, slot: u32) -> Option<(u64, Due)> {
+        let s = self.session(slot);
+        let p = self.policies.get(s.limits);
+        s.next_due(&p.ns, p.ns.is_high(self.utilization), p.drop_at)
+    }
+
+    /// Queue the session's next event if it is earlier than its queued entry.
+    fn reschedule(&mut self, slot: u32) {
+        let Some((t, _)) = self.next_of(slot) else {
+            return;
+        };
+        let generation = self.slots[slot as usize].generation;
+        let s = self.session_mut(slot);
+        if t < s.heap_at {
+            s.heap_at = t;
+            self.heap.push(Reverse((t, slot, generation)));
+        }
+    }
+
+    /// Pop every heap entry due at or before `t`, firing events in time order.
+    fn run_due(&mut self, t: u64) {
+        while let Some(&Reverse((at, slot, generation))) = self.heap.peek() {
+            if at > t {
+                break;
+            }
+            self.heap.pop();
+            let live = self
+                .slots
+                .get(slot as usize)
+                .is_some_and(|s| s.generation == generation && s.session.is_some());
+            if !live || self.session(slot).heap_at != at {
+                continue; // superseded entry
+            }
+            self.session_mut(slot).heap_at = NEVER;
+            if let Some((due_at, due)) = self.next_of(slot) {
+                if due_at <= t {
+                    self.fire(slot, due_at, due);
+                }
+            }
+            self.reschedule(slot);
+        }
+    }
+
+    fn fire(&mut self, slot: u32, at: u64, due: Due) {
+        let id = make_id(slot, self.slots[slot as usize].generation);
+        match due {
+            Due::Extended(reason) => {
+                self.session_mut(slot).flags |= flag::EXT_NOTED;
+                self.events.push_back(Event::Extended { id, reason });
+            }
+            Due::Stalling(clock, kill_at) => {
+                let f = match clock {
+                    crate::event::StallClock::Idle => flag::STALL_IDLE,
+                    crate::event::StallClock::NoProgress => flag::STALL_NP,
+                };
+                self.session_mut(slot).flags |= f;
+                self.events.push_back(Event::Stalling {
+                    id,
+                    clock,
+                    remaining: Duration::from_nanos(kill_at.saturating_sub(at)),
+                });
+            }
+            Due::Kill(kind) => {
+                let kill = self.build_kill(slot, at, kind);
+                let s = self.session_mut(slot);
+                s.flags |= flag::KILLED;
+                s.rare().kill = Some(Box::new(kill.clone()));
+                self.events.push_back(Event::Killed(kill));
+            }
+        }
+    }
+
+    fn build_kill(&self, slot: u32, at: u64, kind: KillKind) -> Kill {
+        let s = self.session(slot);
+        let p = self.policies.get(s.limits);
+        let since = |x: u64| Duration::from_nanos(at.saturating_sub(x));
+        Kill {
+            id: make_id(slot, self.slots[slot as usize].generation),
+            kind,
+            at: self.instant_or_epoch(at),
+            elapsed: since(s.started),
+            since_progress: since(s.last_progress),
+            since_keepalive: since(s.last_line),
+            since_tool: since(s.last_tool),
+            last_signal: s.last_signal,
+            utilization: self.utilization,
+            extension: s.extension(p.ns.is_high(self.utilization)),
+        }
+    }
+
     /// Start supervising one session at `now`.
     pub fn register(&mut self, now: Instant, config: SessionConfig) -> SessionId {
-        let _ = (now, config);
-        todo!()
+        let t = self.advance(now);
+        let limits = self.policies.acquire(config.limits());
+        let session = Session::new(limits, t);
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize].session = Some(session);
+                slot
+            }
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    session: Some(session),
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.len += 1;
+        self.reschedule(slot);
+        make_id(slot, self.slots[slot as usize].generation)
     }
 
     /// Feed one parsed stdout line of session `id`; returns its class. Unknown ids are ignored
-    /// (the class is still returned).
+    /// (the class is still returned). Lines of an ended or killed session change nothing.
     pub fn observe(&mut self, now: Instant, id: SessionId, line: &LineView<'_>) -> Class {
-        let _ = (now, id, line);
-        todo!()
+        let class = classify(line);
+        self.feed(now, id, Some(line), class);
+        class
     }
 
     /// Parse and feed one raw stdout line; an unparseable line counts as a keep-alive.
     pub fn observe_line(&mut self, now: Instant, id: SessionId, line: &[u8]) -> Class {
-        let _ = (now, id, line);
-        todo!()
+        match LineView::parse(line) {
+            Ok(view) => self.observe(now, id, &view),
+            Err(_) => {
+                self.feed(now, id, None, Class::UNPARSEABLE);
+                Class::UNPARSEABLE
+            }
+        }
+    }
+
+    fn feed(&mut self, now: Instant, id: SessionId, line: Option<&LineView<'_>>, class: Class) {
+        self.counts[class.kind.index()] += 1;
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        if self.session(slot).is_done() {
+            return;
+        }
+        let policy = self.session(slot).limits;
+        let mut settled_now = false;
+        {
+            let entry = self.policies.get(policy);
+            let limits = &entry.limits;
+            let s = self.slots[slot as usize]
+                .session
+                .as_mut()
+                .expect("slot_of checked it");
+            s.first_line_floor(t, entry.ns.no_progress);
+            let was_paused = s.paused();
+            s.last_signal = Some(class.signal);
+            match class.signal {
+                Signal::Progress => s.note_progress(t),
+                Signal::KeepAlive | Signal::HumanWait | Signal::Settle => s.note_line(t),
+            }
+            if let Some(view) = line {
+                read_session_id(s, view);
+                match class.kind {
+                    LineKind::Assistant | LineKind::User => read_tools(s, view, limits, t),
+                    LineKind::ApiRetry => {
+                        if let Some(ms) = view.retry_delay_ms() {
+                            s.note_retry(t, ms_to_ns(ms));
+                        }
+                    }
+                    LineKind::SessionState => match view.state().as_deref() {
+                        Some("requires_action") => s.flags |= flag::STATE_WAIT,
+                        Some("running" | "idle") if !s.has_pending_requests() => {
+                            s.flags &= !flag::STATE_WAIT;
+                        }
+                        _ => {}
+                    },
+                    LineKind::ControlRequest if class.signal == Signal::HumanWait => {
+                        match view.request_id() {
+                            Some(rid) => {
+                                let pending = &mut s.rare().pending_requests;
+                                if pending.len() < MAX_PENDING {
+                                    pending.push(rid.into());
+                                }
+                            }
+                            None => s.flags |= flag::STATE_WAIT,
+                        }
+                    }
+                    LineKind::ControlCancel => {
+                        if let Some(rid) = view.request_id() {
+                            answer(s, &rid);
+                        }
+                    }
+                    LineKind::Result => read_result(s, view),
+                    _ => {}
+                }
+            }
+            if class.signal == Signal::HumanWait {
+                s.begin_wait(t, was_paused);
+            }
+            s.end_wait_if_clear(t, was_paused);
+            s.compact();
+            if class.signal == Signal::Settle && !s.has(flag::SETTLED) {
+                s.flags |= flag::SETTLED;
+                s.settled_at = t;
+                settled_now = true;
+            }
+        }
+        if settled_now {
+            self.events.push_back(Event::Settled { id });
+        }
+        self.reschedule(slot);
+        self.run_due(t);
     }
 
     /// Feed one line the host wrote to the child's stdin (a `control_response` that answers a
-    /// permission request ends that human wait).
+    /// permission request ends that human wait). Host lines are not signs of the child's life.
     pub fn observe_input(&mut self, now: Instant, id: SessionId, line: &LineView<'_>) {
-        let _ = (now, id, line);
-        todo!()
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        if self.session(slot).is_done() || line.kind().as_deref() != Some("control_response") {
+            return;
+        }
+        let Some(rid) = line.request_id() else {
+            return;
+        };
+        let s = self.session_mut(slot);
+        let was_paused = s.paused();
+        answer(s, &rid);
+        s.end_wait_if_clear(t, was_paused);
+        s.compact();
+        self.reschedule(slot);
+        self.run_due(t);
     }
 
     /// A tool boundary reported by a hook: `Some(name)` for a completed tool (a write tool ends
-    /// the pre-write extension), `None` for a boundary that is not a completed call.
+    /// the pre-write extension), `None` for a boundary that is not a completed call. Either
+    /// counts as progress.
     pub fn tool_boundary(&mut self, now: Instant, id: SessionId, tool: Option<&str>) {
-        let _ = (now, id, tool);
-        todo!()
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        if self.session(slot).is_done() {
+            return;
+        }
+        let is_write = {
+            let limits = &self.policies.get(self.session(slot).limits).limits;
+            tool.is_some_and(|name| limits.is_write_tool(name))
+        };
+        let s = self.session_mut(slot);
+        s.last_signal = Some(Signal::Progress);
+        s.note_progress(t);
+        s.last_tool = t;
+        if is_write {
+            wrote(s);
+            s.compact();
+        }
+        self.reschedule(slot);
+        self.run_due(t);
     }
 
-    /// Settle the session by hand, as a `result` would.
+    /// Settle the session by hand, as a `result` would (the last result is unchanged).
     pub fn settle(&mut self, now: Instant, id: SessionId) {
-        let _ = (now, id);
-        todo!()
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        let s = self.session_mut(slot);
+        if s.is_done() || s.has(flag::SETTLED) {
+            return;
+        }
+        s.flags |= flag::SETTLED | flag::FIRST_LINE;
+        s.settled_at = t;
+        self.events.push_back(Event::Settled { id });
+        self.reschedule(slot);
+        self.run_due(t);
     }
 
     /// The stream ended (or the process exited): stop all deadlines and emit
-    /// [`Event::Ended`] with the outcome, which is also returned. Idempotent.
+    /// [`Event::Ended`] with the outcome, which is also returned. Idempotent: a second call
+    /// returns the same outcome and emits nothing. A session killed before (even at this very
+    /// instant) ends as [`Outcome::Killed`].
     pub fn end(&mut self, now: Instant, id: SessionId) -> Option<Outcome> {
-        let _ = (now, id);
-        todo!()
+        self.advance(now);
+        let slot = self.slot_of(id)?;
+        let s = self.session_mut(slot);
+        let outcome = s.outcome();
+        if !s.has(flag::ENDED) {
+            s.flags |= flag::ENDED;
+            self.events.push_back(Event::Ended {
+                id,
+                outcome: outcome.clone(),
+            });
+        }
+        Some(outcome)
     }
 
     /// Forget the session. Its kill, if any, stays readable through the returned value.
     pub fn unregister(&mut self, id: SessionId) -> Option<Kill> {
-        let _ = id;
-        todo!()
+        let slot = self.slot_of(id)?;
+        let s = self.slots[slot as usize].session.take()?;
+        self.policies.release(s.limits);
+        self.len -= 1;
+        let entry = &mut self.slots[slot as usize];
+        entry.generation = entry.generation.wrapping_add(1);
+        if entry.generation != u32::MAX {
+            self.free.push(slot); // a slot whose generations ran out is retired
+        }
+        s.rare.and_then(|r| r.kill).map(|k| *k)
+    }
+
+    /// Forget every session (a "close"): nothing is due afterwards and no event of the old
+    /// sessions is reported any more. Ids stay unique: new sessions never reuse an old id.
+    pub fn clear(&mut self) {
+        let ids: Vec<SessionId> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.session.is_some())
+            .map(|(i, s)| make_id(i as u32, s.generation))
+            .collect();
+        for id in ids {
+            self.unregister(id);
+        }
+        self.heap.clear();
+        self.events.clear();
     }
 
     /// The current rate-limit utilization (highest active window), or `None` when unknown.
+    ///
+    /// When it falls below a session's `high_utilization`, that session's extension is
+    /// withdrawn at `now`: a session already past its base idle is killed at `now`. Such a
+    /// drop revisits every session (O(n)); a rise or an unchanged side touches none.
     pub fn set_utilization(&mut self, now: Instant, utilization: Option<f64>) {
-        let _ = (now, utilization);
-        todo!()
+        let t = self.advance(now);
+        let utilization = utilization.filter(|u| !u.is_nan());
+        let before = self.utilization;
+        self.utilization = utilization;
+        let mut dropped = Vec::new();
+        for (i, e) in self.policies.entries.iter_mut().enumerate() {
+            if let Some(e) = e {
+                if e.ns.is_high(before) && !e.ns.is_high(utilization) {
+                    e.drop_at = t;
+                    dropped.push(i as u32);
+                }
+            }
+        }
+        if dropped.is_empty() {
+            return;
+        }
+        for slot in 0..self.slots.len() as u32 {
+            let affected = self.slots[slot as usize]
+                .session
+                .as_ref()
+                .is_some_and(|s| !s.is_done() && dropped.contains(&s.limits));
+            if affected {
+                self.reschedule(slot);
+            }
+        }
+        // A withdrawal can make a kill due at this very instant.
+        self.run_due(t);
     }
 
-    /// The earliest instant at which [`Registry::handle_timeout`] has work, if any.
+    /// The utilization last set.
+    pub fn utilization(&self) -> Option<f64> {
+        self.utilization
+    }
+
+    /// The earliest instant at which [`Registry::handle_timeout`] has work, if any. It may be
+    /// early (a wake-up that finds nothing due is a cheap no-op); it is never later than a
+    /// deadline. After `handle_timeout(now)` it is later than `now`, or `None`.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        todo!()
+        let &Reverse((t, _, _)) = self.heap.peek()?;
+        self.instant(t)
     }
 
     /// Process every deadline due at or before `now`. Cheap when nothing is due.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let _ = now;
-        todo!()
+        self.advance(now);
     }
 
     /// The next pending event.
     pub fn poll_event(&mut self) -> Option<Event> {
-        todo!()
+        self.events.pop_front()
     }
 
     /// The kill of a session, if it was killed.
     pub fn kill(&self, id: SessionId) -> Option<&Kill> {
-        let _ = id;
-        todo!()
+        let slot = self.slot_of(id)?;
+        self.session(slot).rare.as_ref()?.kill.as_deref()
+    }
+
+    /// The CLI's `session_id` read from the session's lines, if any.
+    pub fn session_id_str(&self, id: SessionId) -> Option<&str> {
+        let slot = self.slot_of(id)?;
+        self.session(slot).cli_session.as_deref()
+    }
+
+    /// A read-only snapshot of one session.
+    pub fn snapshot(&self, id: SessionId) -> Option<SessionSnapshot> {
+        let slot = self.slot_of(id)?;
+        let s = self.session(slot);
+        let p = self.policies.get(s.limits);
+        Some(SessionSnapshot {
+            started: self.instant_or_epoch(s.started),
+            last_line: s
+                .has(flag::FIRST_LINE)
+                .then(|| self.instant_or_epoch(s.last_line)),
+            last_progress: self.instant_or_epoch(s.last_progress),
+            last_tool: self.instant_or_epoch(s.last_tool),
+            last_signal: s.last_signal,
+            cli_session_id: s.cli_session.as_deref().map(str::to_owned),
+            settled: s.has(flag::SETTLED),
+            paused: s.paused(),
+            wrote: s.has(flag::WROTE),
+            extension: s.extension(p.ns.is_high(self.utilization)),
+            ended: s.has(flag::ENDED),
+            kill: s.rare.as_ref().and_then(|r| r.kill.as_deref().cloned()),
+            next_deadline: self.next_of(slot).and_then(|(t, _)| self.instant(t)),
+        })
+    }
+
+    /// How many lines of each [`LineKind`] were observed (all sessions), indexed by
+    /// [`LineKind::index`].
+    pub fn line_counts(&self) -> &[u64; LineKind::ALL.len()] {
+        &self.counts
     }
 
     /// Number of registered sessions.
     pub fn len(&self) -> usize {
-        todo!()
+        self.len
     }
 
     /// Whether no session is registered.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Keep the first CLI `session_id` seen (a `system/init` may replace it).
+fn read_session_id(s: &mut Session, view: &LineView<'_>) {
+    if s.cli_session.is_some() && view.subtype().as_deref() != Some("init") {
+        return;
+    }
+    if let Some(sid) = view.session_id() {
+        if !sid.is_empty() && s.cli_session.as_deref() != Some(&*sid) {
+            s.cli_session = Some(sid.into());
+        }
+    }
+}
+
+/// The first write landed: the pre-write extension ends.
+fn wrote(s: &mut Session) {
+    s.flags |= flag::WROTE;
+    if let Some(r) = s.rare.as_mut() {
+        r.pending_writes = Vec::new();
+    }
+}
+
+/// A permission request was answered (or cancelled).
+fn answer(s: &mut Session, rid: &str) {
+    let Some(r) = s.rare.as_mut() else {
+        return;
+    };
+    let before = r.pending_requests.len();
+    r.pending_requests.retain(|p| &**p != rid);
+    if before > 0 && r.pending_requests.is_empty() {
+        s.flags &= !flag::STATE_WAIT;
+    }
+}
+
+/// Tool boundaries and write completion from `assistant` / `user` content blocks.
+fn read_tools(s: &mut Session, view: &LineView<'_>, limits: &Limits, t: u64) {
+    view.for_each_block(|b| match b {
+        ContentBlock::ToolUse { id, name } => {
+            s.last_tool = t;
+            if !s.has(flag::WROTE) && limits.is_write_tool(&name) {
+                let pending = &mut s.rare().pending_writes;
+                if pending.len() < MAX_PENDING {
+                    pending.push(id.into());
+                }
+            }
+        }
+        ContentBlock::ToolResult {
+            tool_use_id,
+            is_error,
+        } => {
+            s.last_tool = t;
+            if s.has(flag::WROTE) {
+                return;
+            }
+            let Some(r) = s.rare.as_mut() else {
+                return;
+            };
+            if let Some(i) = r.pending_writes.iter().position(|p| **p == *tool_use_id) {
+                r.pending_writes.swap_remove(i);
+                if !is_error {
+                    wrote(s);
+                }
+            }
+        }
+        ContentBlock::Other => {}
+    });
+}
+
+/// Remember the last `result`'s verdict.
+fn read_result(s: &mut Session, view: &LineView<'_>) {
+    let subtype = view.subtype();
+    let is_error =
+        view.is_error() == Some(true) || subtype.as_deref().is_some_and(|st| st != "success");
+    let stop_reason = view.stop_reason();
+    if is_error {
+        s.last_result = LastResult::Error;
+        s.rare().error = Some(Box::new(ErrorDetails {
+            subtype: subtype.map(String::from),
+            terminal_reason: view.terminal_reason().map(String::from),
+            stop_reason: stop_reason.map(String::from),
+            api_error: view.api_error().map(String::from),
+            api_error_status: view.api_error_status(),
+        }));
+    } else {
+        s.last_result = if stop_reason.as_deref() == Some("tool_use") {
+            LastResult::Incomplete
+        } else {
+            LastResult::Success
+        };
+        if let Some(r) = s.rare.as_mut() {
+            r.error = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_encode_slot_and_generation() {
+        let id = make_id(7, 3);
+        assert_eq!(split_id(id), (7, 3));
+    }
+
+    #[test]
+    fn equal_overrides_share_one_policy_entry() {
+        let mut r = Registry::new(Limits::default());
+        let t0 = Instant::now();
+        let l = Limits::default().with_idle(Duration::from_secs(5)).unwrap();
+        let a = r.register(t0, SessionConfig::default().with_limits(l.clone()));
+        let _b = r.register(t0, SessionConfig::default().with_limits(l));
+        let _c = r.register(t0, SessionConfig::default());
+        assert_eq!(r.policies.entries.len(), 2);
+        r.unregister(a);
+        assert_eq!(r.policies.free.len(), 0);
     }
 }

@@ -10,16 +10,32 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{DeserializeSeed, Deserializer, SeqAccess, Visitor};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
+
+use crate::json_scan;
+
+/// The raw JSON text of one value, borrowed from a line that was checked to be well-formed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct RawJson<'a>(&'a str);
+
+impl<'a> RawJson<'a> {
+    /// The JSON text, exactly as it appeared in the line.
+    pub fn get(&self) -> &'a str {
+        self.0
+    }
+}
+
+impl fmt::Debug for RawJson<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
 
 /// A JSON field borrowed either from raw line text or from an already parsed [`Value`].
 #[derive(Clone, Copy)]
 pub enum Field<'a> {
     /// Raw JSON text of the field, borrowed from the line.
-    Raw(&'a RawValue),
+    Raw(RawJson<'a>),
     /// A field of a caller's [`Value`].
     Value(&'a Value),
 }
@@ -88,14 +104,66 @@ impl<'a> Field<'a> {
         }
     }
 
-    /// Read this field as an object with the lenient [`Wire`] shape `T`.
+    /// Call `f(key, value)` for every member when the field is an object (keys unescaped only
+    /// when they contain escapes, which allocates).
+    pub fn for_each_member(&self, mut f: impl FnMut(&str, Field<'a>)) {
+        match *self {
+            Field::Value(Value::Object(m)) => {
+                for (k, v) in m {
+                    f(k, Field::Value(v));
+                }
+            }
+            Field::Value(_) => {}
+            Field::Raw(r) => {
+                json_scan::for_each_member(r.get(), |k, esc, v| {
+                    let v = Field::Raw(RawJson(v));
+                    if esc {
+                        if let Some(k) = unescape_key(k) {
+                            f(&k, v);
+                        }
+                    } else {
+                        f(k, v);
+                    }
+                });
+            }
+        }
+    }
+
+    /// Call `f(element)` for every element when the field is an array.
+    pub fn for_each_element(&self, mut f: impl FnMut(Field<'a>)) {
+        match *self {
+            Field::Value(Value::Array(a)) => a.iter().for_each(|v| f(Field::Value(v))),
+            Field::Value(_) => {}
+            Field::Raw(r) => {
+                json_scan::for_each_element(r.get(), |v| f(Field::Raw(RawJson(v))));
+            }
+        }
+    }
+
+    /// Member `key` of this field when it is an object; for raw text, scans only as far as the
+    /// first member with that key.
+    pub fn member(&self, key: &str) -> Option<Field<'a>> {
+        match *self {
+            Field::Value(v) => v.get(key).map(Field::Value),
+            Field::Raw(r) => json_scan::find_member(r.get(), key).map(|t| Field::Raw(RawJson(t))),
+        }
+    }
+
+    /// Read this field as an object with the lenient wire shape `T`.
     fn object<T: FromFields<'a>>(&self) -> Option<T> {
         match *self {
-            Field::Raw(r) => T::from_raw(r),
+            Field::Raw(r) => T::from_raw(r.get()),
             Field::Value(v @ Value::Object(_)) => Some(T::from_value(v)),
             Field::Value(_) => None,
         }
     }
+}
+
+/// Unescape an object key given as the raw text between its quotes (allocates; rare).
+fn unescape_key(inner: &str) -> Option<Cow<'static, str>> {
+    serde_json::from_str::<String>(&format!("\"{inner}\""))
+        .ok()
+        .map(Cow::Owned)
 }
 
 /// Read a raw JSON token as a string: borrowed if it has no escapes.
@@ -108,45 +176,57 @@ fn raw_str(t: &str) -> Option<Cow<'_, str>> {
     }
 }
 
-/// A shape that can be read leniently from a raw JSON object or from a [`Value`].
+/// A shape that can be read leniently from raw JSON object text or from a [`Value`].
 trait FromFields<'a>: Sized {
-    fn from_raw(raw: &'a RawValue) -> Option<Self>;
+    fn from_raw(raw: &'a str) -> Option<Self>;
     fn from_value(v: &'a Value) -> Self;
 }
 
 /// Declares a lenient wire struct: every field is an optional raw JSON value, so a field of an
-/// unexpected type never fails the line; unknown fields are skipped.
+/// unexpected type never fails the line; unknown fields are skipped; the last duplicate wins.
 macro_rules! wire {
     ($name:ident { $($field:ident $(= $rename:literal)?),* $(,)? }) => {
-        #[derive(Deserialize, Default)]
+        #[derive(Default)]
         struct $name<'a> {
-            $(
-                #[serde(borrow, default $(, rename = $rename)?)]
-                $field: Option<&'a RawValue>,
-            )*
-            #[serde(skip)]
-            _v: Option<&'a Value>,
+            $( $field: Option<&'a str>, )*
+            value: Option<&'a Value>,
         }
 
         impl<'a> $name<'a> {
             $(
                 #[allow(dead_code)]
                 fn $field(&self) -> Option<Field<'a>> {
-                    if let Some(v) = self._v {
-                        let key = wire!(@key $field $(= $rename)?);
-                        return v.get(key).map(Field::Value);
+                    if let Some(v) = self.value {
+                        return v.get(wire!(@key $field $(= $rename)?)).map(Field::Value);
                     }
-                    self.$field.map(Field::Raw)
+                    self.$field.map(|t| Field::Raw(RawJson(t)))
                 }
             )*
+
+            fn set(&mut self, key: &str, value: &'a str) {
+                match key {
+                    $( wire!(@key $field $(= $rename)?) => self.$field = Some(value), )*
+                    _ => {}
+                }
+            }
         }
 
         impl<'a> FromFields<'a> for $name<'a> {
-            fn from_raw(raw: &'a RawValue) -> Option<Self> {
-                serde_json::from_str(raw.get()).ok()
+            fn from_raw(raw: &'a str) -> Option<Self> {
+                let mut out = $name::default();
+                let is_object = json_scan::for_each_member(raw, |k, esc, v| {
+                    if esc {
+                        if let Some(k) = unescape_key(k) {
+                            out.set(&k, v);
+                        }
+                    } else {
+                        out.set(k, v);
+                    }
+                });
+                is_object.then_some(out)
             }
             fn from_value(v: &'a Value) -> Self {
-                $name { _v: Some(v), ..Default::default() }
+                $name { value: Some(v), ..Default::default() }
             }
         }
     };
@@ -181,9 +261,20 @@ wire!(Top {
 });
 
 wire!(Event { ty = "type" });
-wire!(Message { content, stop_reason, role });
-wire!(Request { subtype, tool_name, tool_use_id });
-wire!(Response { request_id, subtype });
+wire!(Message {
+    content,
+    stop_reason,
+    role
+});
+wire!(Request {
+    subtype,
+    tool_name,
+    tool_use_id
+});
+wire!(Response {
+    request_id,
+    subtype
+});
 wire!(Block { ty = "type", id, name, tool_use_id, is_error });
 
 /// A line that is not a JSON object (malformed, truncated, not UTF-8, or another JSON type).
@@ -231,12 +322,23 @@ impl<'a> LineView<'a> {
                 },
             });
         }
-        match serde_json::from_slice::<Top<'a>>(line) {
-            Ok(top) => Ok(LineView { top }),
-            Err(e) => Err(Unparseable {
-                reason: e.to_string(),
-            }),
-        }
+        let text = std::str::from_utf8(line).map_err(|e| Unparseable {
+            reason: format!("not UTF-8: {e}"),
+        })?;
+        let mut top = Top::default();
+        json_scan::members(text, |k, esc, v| {
+            if esc {
+                if let Some(k) = unescape_key(k) {
+                    top.set(&k, v);
+                }
+            } else {
+                top.set(k, v);
+            }
+        })
+        .map_err(|e| Unparseable {
+            reason: e.to_string(),
+        })?;
+        Ok(LineView { top })
     }
 
     /// Parse one line given as text.
@@ -278,8 +380,7 @@ impl<'a> LineView<'a> {
     }
     /// `event.type` of a `stream_event` line.
     pub fn event_type(&self) -> Option<Cow<'a, str>> {
-        let ev: Event<'a> = self.top.event()?.object()?;
-        Self::s(ev.ty())
+        Self::s(self.top.event()?.member("type"))
     }
     /// Whether the line carries `abandoned_blocks` (the CLI closing a stream its own stall
     /// watchdog gave up on).
@@ -288,10 +389,8 @@ impl<'a> LineView<'a> {
     }
     /// `stop_reason`: the top-level one (on `result`), else `message.stop_reason`.
     pub fn stop_reason(&self) -> Option<Cow<'a, str>> {
-        Self::s(self.top.stop_reason()).or_else(|| {
-            let m: Message<'a> = self.top.message()?.object()?;
-            Self::s(m.stop_reason())
-        })
+        Self::s(self.top.stop_reason())
+            .or_else(|| Self::s(self.top.message()?.member("stop_reason")))
     }
     /// `is_error`.
     pub fn is_error(&self) -> Option<bool> {
@@ -335,7 +434,10 @@ impl<'a> LineView<'a> {
     }
     /// `total_cost_usd` (on `result`).
     pub fn total_cost_usd(&self) -> Option<f64> {
-        self.top.total_cost_usd()?.as_f64().filter(|n| n.is_finite())
+        self.top
+            .total_cost_usd()?
+            .as_f64()
+            .filter(|n| n.is_finite())
     }
     /// `tool_name` (on `tool_progress`).
     pub fn tool_name(&self) -> Option<Cow<'a, str>> {
@@ -343,41 +445,27 @@ impl<'a> LineView<'a> {
     }
     /// `request_id` of a `control_request`, or `response.request_id` of a `control_response`.
     pub fn request_id(&self) -> Option<Cow<'a, str>> {
-        Self::s(self.top.request_id()).or_else(|| {
-            let r: Response<'a> = self.top.response()?.object()?;
-            Self::s(r.request_id())
-        })
+        Self::s(self.top.request_id())
+            .or_else(|| Self::s(self.top.response()?.member("request_id")))
     }
     /// `request.subtype` of a `control_request`, e.g. `can_use_tool`, `interrupt`.
     pub fn request_subtype(&self) -> Option<Cow<'a, str>> {
-        let r: Request<'a> = self.top.request()?.object()?;
-        Self::s(r.subtype())
+        Self::s(self.top.request()?.member("subtype"))
     }
     /// `request.tool_name` of a `control_request` (a `can_use_tool` request).
     pub fn request_tool_name(&self) -> Option<Cow<'a, str>> {
-        let r: Request<'a> = self.top.request()?.object()?;
-        Self::s(r.tool_name())
+        Self::s(self.top.request()?.member("tool_name"))
     }
 
     /// Call `f` for every content block of `message.content` (assistant and user lines), in
     /// order. A content that is a plain string, or a block of an unexpected shape, is skipped.
     pub fn for_each_block(&self, mut f: impl FnMut(ContentBlock<'a>)) {
-        let Some(m) = self.top.message().and_then(|m| m.object::<Message<'a>>()) else {
-            return;
-        };
-        match m.content() {
-            Some(Field::Raw(raw)) => {
-                let mut de = serde_json::Deserializer::from_str(raw.get());
-                let _ = de.deserialize_seq(BlockSeq(&mut f));
-            }
-            Some(Field::Value(Value::Array(items))) => {
-                for item in items {
-                    if item.is_object() {
-                        f(ContentBlock::from_wire(&Block::from_value(item)));
-                    }
+        if let Some(content) = self.top.message().and_then(|m| m.member("content")) {
+            content.for_each_element(|item| {
+                if let Some(b) = item.object::<Block<'a>>() {
+                    f(ContentBlock::from_wire(&b));
                 }
-            }
-            _ => {}
+            });
         }
     }
 
@@ -449,31 +537,6 @@ impl<'a> ContentBlock<'a> {
     }
 }
 
-/// Streams the elements of a content array to a callback without collecting them.
-struct BlockSeq<'f, F>(&'f mut F);
-
-impl<'de, F: FnMut(ContentBlock<'de>)> Visitor<'de> for BlockSeq<'_, F> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array of content blocks")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(raw) = seq.next_element::<&'de RawValue>()? {
-            if let Some(b) = Block::from_raw(raw) {
-                (self.0)(ContentBlock::from_wire(&b));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl<'de, F: FnMut(ContentBlock<'de>)> DeserializeSeed<'de> for BlockSeq<'_, F> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,7 +584,11 @@ mod tests {
             b"{\"type\":\"\xff\xfe\"}",
             b"not json",
         ] {
-            assert!(LineView::parse(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+            assert!(
+                LineView::parse(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
@@ -554,7 +621,10 @@ mod tests {
         assert_eq!(q.request_id().as_deref(), Some("r1"));
         assert_eq!(q.request_subtype().as_deref(), Some("can_use_tool"));
         assert_eq!(q.request_tool_name().as_deref(), Some("Write"));
-        assert_eq!(LineView::parse(resp).unwrap().request_id().as_deref(), Some("r1"));
+        assert_eq!(
+            LineView::parse(resp).unwrap().request_id().as_deref(),
+            Some("r1")
+        );
     }
 
     #[test]

@@ -1,2 +1,35 @@
-//! A scripted mock of the Anthropic Messages API.
+//! A scripted mock of the Anthropic Messages API, for driving the real Claude Code
+//! CLI offline.
+//!
+//! The server speaks just enough HTTP/1.1 on `127.0.0.1` for the CLI's fetch client:
+//! `POST /v1/messages` answers with a server-sent-event stream (or a JSON message for
+//! `stream: false`) scripted by a [`Scenario`]; `HEAD /api/hello`,
+//! `/v1/messages/count_tokens` and `/v1/models` are answered harmlessly; everything
+//! else is a 404. Every request is recorded ([`RecordedRequest`]).
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use mock_api::{MockServer, Scenario, Turn};
+//!
+//! let scenario = Scenario::new("write then answer")
+//!     .turn(Turn::new().text("Writing.").write("toolu_1", "hello.txt", "hi\n"))
+//!     .turn(Turn::answer("Done."));
+//! let server = MockServer::start(scenario).await?;
+//! // ... run `claude` with ANTHROPIC_BASE_URL = server.base_url() ...
+//! assert_eq!(server.main_request_count(), 2);
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod harness;
+mod http;
+mod scenario;
+mod server;
+
+pub use scenario::{
+    Block, Matcher, RateLimitHeaders, Scenario, ScenarioOptions, Stall, StopReason, Turn,
+    BASH_TOOL_ID, FINAL_TEXT, WRITE_TOOL_ID,
+};
+pub use server::{BlockingMockServer, MockServer, RecordedRequest, RequestLog, RequestSummary};

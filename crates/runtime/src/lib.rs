@@ -1,7 +1,84 @@
 //! # agent-sdk-watchdog
 //!
-//! The tokio runtime layer: a driver for the core policy and a supervisor for child processes.
+//! Makes every Claude Code / Agent SDK session end, for a reason its owner can read. The
+//! policy (when to stop a session, and why) is the sans-IO core, re-exported as [`core`];
+//! this crate runs it on tokio:
+//!
+//! - [`Watchdog`] and [`Session`]: one timer task for any number of in-process sessions
+//!   (SDK users), a [`CancellationToken`](tokio_util::sync::CancellationToken) per session,
+//!   callbacks, and [`supervise`], a stream combinator that ends an SDK message stream with
+//!   [`Killed`] the moment its session is killed, even if the stream never yields again.
+//! - [`Supervisor`] (Unix): runs a `claude` child in its own process group, delivers every
+//!   output line unchanged, feeds the policy, and stops the whole process tree with a kill
+//!   ladder (interrupt request, SIGTERM, SIGKILL of every descendant, reap).
+//!   See [`supervisor`] for what differs between Linux and macOS.
+//! - [`FileLedger`]: the durable, at-most-once recovery ledger.
+//!
+//! All times come from tokio's clock, so tests can run under `tokio::time::pause()`.
+//! The library prints nothing: it reports through values, events and callbacks.
+//!
+//! ## Wrapping an SDK message stream
+//!
+//! ```
+//! use std::time::Duration;
+//! use agent_sdk_watchdog::core::{Limits, SessionConfig};
+//! use agent_sdk_watchdog::{supervise, Killed, Watchdog, WatchdogConfig};
+//! # struct Never; // stands in for an SDK stream that hangs
+//! # impl futures_core::Stream for Never { type Item = String;
+//! #   fn poll_next(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>)
+//! #     -> std::task::Poll<Option<String>> { std::task::Poll::Pending } }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+//! let limits = Limits::default().with_startup(Duration::from_secs(30)).unwrap();
+//! let watchdog = Watchdog::new(WatchdogConfig::new(limits).on_kill(|k| eprintln!("killed: {}", k.kind)));
+//! let session = watchdog.register(SessionConfig::default());
+//! let mut messages = supervise(Never, session);
+//! while let Some(item) = messages.next().await {
+//!     match item {
+//!         Ok(line) => println!("{line}"),
+//!         Err(Killed(kill)) => { assert_eq!(kill.kind.as_str(), "startup"); break }
+//!     }
+//! }
+//! # }
+//! ```
+//!
+//! ## Supervising a `claude -p` child
+//!
+//! ```no_run
+//! use agent_sdk_watchdog::{Output, Supervisor, SupervisorConfig};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut cmd = tokio::process::Command::new("claude");
+//! cmd.args(["-p", "Fix the failing test", "--output-format", "stream-json", "--verbose"]);
+//! let config = SupervisorConfig { pipe_stdin: false, ..SupervisorConfig::default() };
+//! let mut child = Supervisor::spawn(cmd, config)?; // fails at once if `claude` is missing
+//! let _signals = agent_sdk_watchdog::forward_signals(child.handle())?;
+//! while let Some(out) = child.next_output().await {
+//!     if let Output::Stdout(line) = out { println!("{}", String::from_utf8_lossy(&line.bytes)) }
+//! }
+//! let report = child.wait().await?; // outcome, kill (kind, ladder stage), exit status, counts
+//! println!("{:?} {:?} {:?}", report.outcome, report.kill.map(|k| k.stage), report.status);
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub use watchdog_core as core;
+
+mod clock;
+mod driver;
+pub mod ledger;
+mod session;
+mod supervise;
+#[cfg(unix)]
+pub mod supervisor;
+
+pub use driver::{CallbackError, Watchdog, WatchdogConfig};
+pub use ledger::FileLedger;
+pub use session::Session;
+pub use supervise::{supervise, AsLine, Killed, LineRef, Supervised};
+#[cfg(unix)]
+pub use supervisor::{
+    forward_signals, KillCause, KillReport, Line, LineCounts, Output, Report, SignalForwarder,
+    SpawnError, Stage, StdinWriter, Supervisor, SupervisorConfig, SupervisorHandle, WaitError,
+};

@@ -1,0 +1,410 @@
+//! Per-session state and its next deadline (crate-private).
+//!
+//! Times are `u64` nanoseconds since the registry's epoch; [`NEVER`] means "no such instant".
+//! Everything here is pure: the registry feeds lines and asks [`Session::next_due`] for the
+//! earliest timed event.
+
+use std::time::Duration;
+
+use crate::classify::Signal;
+use crate::config::Limits;
+use crate::event::{ExtendReason, Kill, KillKind, Outcome, StallClock};
+
+/// "No such instant".
+pub(crate) const NEVER: u64 = u64::MAX;
+
+/// A duration in saturating nanoseconds.
+pub(crate) fn dur_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(NEVER)
+}
+
+/// `fraction × d` in nanoseconds, saturating; used for `warn_at`.
+pub(crate) fn frac_ns(d: u64, fraction: f64) -> u64 {
+    let x = d as f64 * fraction;
+    if x >= u64::MAX as f64 {
+        NEVER
+    } else {
+        x as u64
+    }
+}
+
+/// A [`Limits`] converted once to nanoseconds.
+#[derive(Debug, Clone)]
+pub(crate) struct LimitsNs {
+    pub startup: u64,
+    pub idle: u64,
+    pub extended: u64,
+    pub no_progress: u64,
+    pub linger: u64,
+    pub ceiling: u64,
+    pub warn_at: f64,
+    pub high_utilization: f64,
+}
+
+impl LimitsNs {
+    pub(crate) fn new(l: &Limits) -> Self {
+        LimitsNs {
+            startup: dur_ns(l.startup()),
+            idle: dur_ns(l.idle()),
+            extended: dur_ns(l.extended_idle()).max(dur_ns(l.idle())),
+            no_progress: dur_ns(l.no_progress()),
+            linger: dur_ns(l.linger()),
+            ceiling: l.ceiling().map_or(NEVER, dur_ns),
+            warn_at: l.warn_at(),
+            high_utilization: l.high_utilization(),
+        }
+    }
+
+    /// Whether `utilization` is at or above this policy's threshold.
+    pub(crate) fn is_high(&self, utilization: Option<f64>) -> bool {
+        utilization.is_some_and(|u| u >= self.high_utilization)
+    }
+}
+
+/// Session flags (bits of [`Session::flags`]).
+pub(crate) mod flag {
+    /// At least one line (or tool boundary) was seen.
+    pub const FIRST_LINE: u16 = 1 << 0;
+    /// A `result` (or `settle`) came and no progress since.
+    pub const SETTLED: u16 = 1 << 1;
+    /// The first write tool completed.
+    pub const WROTE: u16 = 1 << 2;
+    /// `session_state_changed: requires_action` (or an id-less permission request) is open.
+    pub const STATE_WAIT: u16 = 1 << 3;
+    /// `Extended` was reported in this quiet spell.
+    pub const EXT_NOTED: u16 = 1 << 4;
+    /// `Stalling{Idle}` was reported in this quiet spell.
+    pub const STALL_IDLE: u16 = 1 << 5;
+    /// `Stalling{NoProgress}` was reported in this spell without progress.
+    pub const STALL_NP: u16 = 1 << 6;
+    /// The stream ended (`end`).
+    pub const ENDED: u16 = 1 << 7;
+    /// The session was killed.
+    pub const KILLED: u16 = 1 << 8;
+}
+
+/// The last `result` of a session, compactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LastResult {
+    None,
+    Success,
+    Incomplete,
+    /// Details in [`Rare::error`].
+    Error,
+}
+
+/// Details of an error result (rare: allocated only for error results).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ErrorDetails {
+    pub subtype: Option<String>,
+    pub terminal_reason: Option<String>,
+    pub stop_reason: Option<String>,
+    pub api_error: Option<String>,
+    pub api_error_status: Option<u16>,
+}
+
+/// State that most sessions never need, boxed on first use.
+#[derive(Debug, Default)]
+pub(crate) struct Rare {
+    /// `tool_use` ids of write tools not yet answered (only before the first write).
+    pub pending_writes: Vec<Box<str>>,
+    /// Open permission requests (`can_use_tool`) by `request_id`.
+    pub pending_requests: Vec<Box<str>>,
+    /// The last error result.
+    pub error: Option<Box<ErrorDetails>>,
+    /// The kill, once killed.
+    pub kill: Option<Box<Kill>>,
+}
+
+impl Rare {
+    fn is_empty(&self) -> bool {
+        self.pending_writes.is_empty()
+            && self.pending_requests.is_empty()
+            && self.error.is_none()
+            && self.kill.is_none()
+    }
+}
+
+/// A timed event of one session.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Due {
+    Kill(KillKind),
+    Extended(ExtendReason),
+    /// A clock passed `warn_at`; the second field is that clock's kill instant.
+    Stalling(StallClock, u64),
+}
+
+/// One supervised session.
+#[derive(Debug)]
+pub(crate) struct Session {
+    /// Index into the registry's limits table.
+    pub limits: u32,
+    pub flags: u16,
+    pub last_signal: Option<Signal>,
+    pub last_result: LastResult,
+    /// Registration instant.
+    pub started: u64,
+    /// Idle clock anchor: the last line, moved forward by human-wait pauses.
+    pub idle_anchor: u64,
+    /// No-progress clock anchor: the last progress, moved forward by pauses.
+    pub progress_anchor: u64,
+    /// End of the last announced `api_retry` back-off (moved by pauses).
+    pub retry_end: u64,
+    /// The last line, real time.
+    pub last_line: u64,
+    /// The last progress, real time.
+    pub last_progress: u64,
+    /// The last tool boundary.
+    pub last_tool: u64,
+    /// When the session settled (valid while `SETTLED`).
+    pub settled_at: u64,
+    /// When the current human wait began (valid while paused).
+    pub pause_start: u64,
+    /// The time of this session's authoritative entry in the deadline heap, or [`NEVER`].
+    pub heap_at: u64,
+    /// The CLI's `session_id`, read from the lines.
+    pub cli_session: Option<Box<str>>,
+    pub rare: Option<Box<Rare>>,
+}
+
+/// Moves an anchor by the paused time that lies after it: a pause over `[b, e)`.
+fn shift(x: u64, b: u64, e: u64) -> u64 {
+    if x >= e {
+        x
+    } else if x <= b {
+        x.saturating_add(e - b)
+    } else {
+        e
+    }
+}
+
+impl Session {
+    pub(crate) fn new(limits: u32, now: u64) -> Self {
+        Session {
+            limits,
+            flags: 0,
+            last_signal: None,
+            last_result: LastResult::None,
+            started: now,
+            idle_anchor: now,
+            progress_anchor: now,
+            retry_end: 0,
+            last_line: now,
+            last_progress: now,
+            last_tool: now,
+            settled_at: 0,
+            pause_start: 0,
+            heap_at: NEVER,
+            cli_session: None,
+            rare: None,
+        }
+    }
+
+    pub(crate) fn has(&self, f: u16) -> bool {
+        self.flags & f != 0
+    }
+
+    /// Ended or killed: no more deadlines, lines are ignored.
+    pub(crate) fn is_done(&self) -> bool {
+        self.has(flag::ENDED | flag::KILLED)
+    }
+
+    pub(crate) fn rare(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Free the rare state once nothing in it is needed any more.
+    pub(crate) fn compact(&mut self) {
+        if self.rare.as_ref().is_some_and(|r| r.is_empty()) {
+            self.rare = None;
+        }
+    }
+
+    /// Whether a permission request is unanswered.
+    pub(crate) fn has_pending_requests(&self) -> bool {
+        self.rare
+            .as_ref()
+            .is_some_and(|r| !r.pending_requests.is_empty())
+    }
+
+    /// Whether a human wait is open.
+    pub(crate) fn paused(&self) -> bool {
+        self.has(flag::STATE_WAIT) || self.has_pending_requests()
+    }
+
+    /// The extension of idle patience that holds now, if any.
+    pub(crate) fn extension(&self, high: bool) -> Option<ExtendReason> {
+        if high {
+            Some(ExtendReason::HighUtilization)
+        } else if !self.has(flag::WROTE) {
+            Some(ExtendReason::PreWrite)
+        } else {
+            None
+        }
+    }
+
+    /// Before the first line only startup and the ceiling apply. The no-progress clock runs
+    /// from registration, but a cap it passed before it applied kills no earlier than the
+    /// first line (only possible when `no_progress` is shorter than `startup`).
+    pub(crate) fn first_line_floor(&mut self, now: u64, no_progress: u64) {
+        if !self.has(flag::FIRST_LINE) {
+            self.progress_anchor = self.progress_anchor.max(now.saturating_sub(no_progress));
+        }
+    }
+
+    /// Any line (or boundary): a sign of life; starts a new idle spell.
+    pub(crate) fn note_line(&mut self, now: u64) {
+        self.flags |= flag::FIRST_LINE;
+        self.flags &= !(flag::EXT_NOTED | flag::STALL_IDLE);
+        self.idle_anchor = now;
+        self.last_line = now;
+    }
+
+    /// Progress: also starts a new no-progress spell and un-settles.
+    pub(crate) fn note_progress(&mut self, now: u64) {
+        self.note_line(now);
+        self.flags &= !(flag::STALL_NP | flag::SETTLED);
+        self.progress_anchor = now;
+        self.last_progress = now;
+    }
+
+    /// An announced back-off: the idle kill cannot come before `now + delay + patience`.
+    pub(crate) fn note_retry(&mut self, now: u64, delay: u64) {
+        self.retry_end = self.retry_end.max(now.saturating_add(delay));
+    }
+
+    /// Begin a human wait (if none is open) at `now`.
+    pub(crate) fn begin_wait(&mut self, now: u64, was_paused: bool) {
+        if !was_paused {
+            self.pause_start = now;
+        }
+    }
+
+    /// If a wait was open and none is now, end the pause: the idle and no-progress clocks
+    /// move by the paused time.
+    pub(crate) fn end_wait_if_clear(&mut self, now: u64, was_paused: bool) {
+        if was_paused && !self.paused() {
+            let b = self.pause_start;
+            let e = now.max(b);
+            self.idle_anchor = shift(self.idle_anchor, b, e);
+            self.progress_anchor = shift(self.progress_anchor, b, e);
+            if self.retry_end != 0 {
+                self.retry_end = shift(self.retry_end, b, e);
+            }
+        }
+    }
+
+    /// The earliest timed event of this session, with its instant.
+    ///
+    /// `high`: the utilization is at or above this session's threshold; `drop_at`: the last
+    /// instant the utilization fell below it (an extension withdrawn then kills no earlier
+    /// than then).
+    pub(crate) fn next_due(&self, l: &LimitsNs, high: bool, drop_at: u64) -> Option<(u64, Due)> {
+        if self.is_done() {
+            return None;
+        }
+        let mut kill = (self.started.saturating_add(l.ceiling), KillKind::Ceiling);
+        let mut take = |t: u64, k: KillKind| {
+            if (t, k) < kill {
+                kill = (t, k);
+            }
+        };
+        if !self.has(flag::FIRST_LINE) {
+            take(self.started.saturating_add(l.startup), KillKind::Startup);
+        } else if self.has(flag::SETTLED) {
+            take(self.settled_at.saturating_add(l.linger), KillKind::Linger);
+        } else if !self.paused() {
+            let ext = self.extension(high);
+            let patience = if ext.is_some() { l.extended } else { l.idle };
+            let base = self.idle_anchor.max(self.retry_end);
+            let idle_kill = base.saturating_add(patience).max(drop_at);
+            let np_kill = self.progress_anchor.saturating_add(l.no_progress);
+            take(idle_kill, KillKind::Idle);
+            take(np_kill, KillKind::NoProgress);
+            let kill_t = kill.0;
+            let mut warn: Option<(u64, Due)> = None;
+            let mut offer = |t: u64, d: Due| {
+                let earlier = match warn {
+                    Some((w, _)) => t < w,
+                    None => true,
+                };
+                if t < kill_t && earlier {
+                    warn = Some((t, d));
+                }
+            };
+            if let Some(reason) = ext {
+                if !self.has(flag::EXT_NOTED) {
+                    offer(base.saturating_add(l.idle), Due::Extended(reason));
+                }
+            }
+            if !self.has(flag::STALL_IDLE) {
+                let t = base
+                    .saturating_add(frac_ns(patience, l.warn_at))
+                    .max(drop_at);
+                offer(t, Due::Stalling(StallClock::Idle, idle_kill));
+            }
+            if !self.has(flag::STALL_NP) {
+                let t = self
+                    .progress_anchor
+                    .saturating_add(frac_ns(l.no_progress, l.warn_at));
+                offer(t, Due::Stalling(StallClock::NoProgress, np_kill));
+            }
+            if warn.is_some() {
+                return warn;
+            }
+        }
+        (kill.0 != NEVER).then_some((kill.0, Due::Kill(kill.1)))
+    }
+
+    /// The terminal outcome as of now.
+    pub(crate) fn outcome(&self) -> Outcome {
+        if let Some(k) = self.rare.as_ref().and_then(|r| r.kill.as_ref()) {
+            return Outcome::Killed { kind: k.kind };
+        }
+        match self.last_result {
+            LastResult::None => Outcome::NoResult,
+            LastResult::Success => Outcome::Success,
+            LastResult::Incomplete => Outcome::Incomplete,
+            LastResult::Error => {
+                let d = self
+                    .rare
+                    .as_ref()
+                    .and_then(|r| r.error.as_deref().cloned())
+                    .unwrap_or_default();
+                Outcome::ErrorResult {
+                    subtype: d.subtype,
+                    terminal_reason: d.terminal_reason,
+                    stop_reason: d.stop_reason,
+                    api_error: d.api_error,
+                    api_error_status: d.api_error_status,
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shift_moves_anchors_by_the_paused_time_after_them() {
+        assert_eq!(shift(10, 20, 50), 40);
+        assert_eq!(shift(30, 20, 50), 50);
+        assert_eq!(shift(60, 20, 50), 60);
+    }
+
+    #[test]
+    fn a_session_is_small() {
+        assert!(
+            std::mem::size_of::<Session>() <= 112,
+            "{}",
+            std::mem::size_of::<Session>()
+        );
+        assert!(
+            std::mem::size_of::<Rare>() <= 64,
+            "{}",
+            std::mem::size_of::<Rare>()
+        );
+    }
+}

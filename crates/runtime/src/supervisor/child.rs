@@ -1,0 +1,319 @@
+//! Spawning the child and the tasks that read it and watch it.
+
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::io::BufReader;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
+use watchdog_core::{Limits, Registry};
+
+use super::kill::{self, Exit};
+use super::lines::LineReader;
+use super::shared::{dispatch, Shared};
+use super::tree::{Tree, TREE_MARKER_VAR};
+use super::{
+    signals, Control, KillCause, Output, Report, SpawnError, Stage, StdinWriter, Supervisor,
+    SupervisorConfig, SupervisorHandle,
+};
+use crate::clock;
+
+static TREES: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Supervisor, SpawnError> {
+    tokio::runtime::Handle::try_current().map_err(|_| SpawnError::NoRuntime)?;
+    let program = cmd.as_std().get_program().to_string_lossy().into_owned();
+    if let Some(dir) = cmd.as_std().get_current_dir() {
+        if !dir.is_dir() {
+            return Err(SpawnError::Cwd {
+                program,
+                cwd: dir.to_path_buf(),
+            });
+        }
+    }
+    if cfg.become_subreaper {
+        signals::become_subreaper().map_err(SpawnError::Subreaper)?;
+    }
+    let marker = format!(
+        "{}.{}",
+        std::process::id(),
+        TREES.fetch_add(1, Ordering::Relaxed)
+    );
+    let stdin = if cfg.pipe_stdin {
+        std::process::Stdio::piped()
+    } else {
+        std::process::Stdio::null()
+    };
+    cmd.env(TREE_MARKER_VAR, &marker)
+        .process_group(0)
+        .stdin(stdin)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let started = tokio::time::Instant::now();
+    let mut child = cmd.spawn().map_err(|source| SpawnError::Program {
+        program: program.clone(),
+        source,
+    })?;
+    let pid = child.id().unwrap_or(0);
+    let tree = Tree::new(pid as i32, &marker);
+
+    let policy = cfg.policy.clone().map(|session| {
+        let mut reg = Registry::new(Limits::default());
+        let id = reg.register(started.into_std(), session);
+        (reg, id)
+    });
+    let shared = Arc::new(Shared::new(policy));
+    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let (ctrl_tx, ctrl_rx) = mpsc::unbounded_channel();
+    let (report_tx, report_rx) = oneshot::channel();
+    let pipe = Arc::new(AsyncMutex::new(child.stdin.take()));
+
+    let mut readers = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        readers.push(tokio::spawn(read_stdout(
+            stdout,
+            cfg.max_line,
+            shared.clone(),
+            out_tx.clone(),
+            ctrl_tx.clone(),
+        )));
+    }
+    if let Some(stderr) = child.stderr.take() {
+        readers.push(tokio::spawn(read_stderr(
+            stderr,
+            cfg.max_line,
+            shared.clone(),
+            out_tx.clone(),
+        )));
+    }
+    let stdin = cfg.pipe_stdin.then(|| StdinWriter {
+        pipe: pipe.clone(),
+        shared: shared.clone(),
+    });
+    let watch = Watch {
+        child,
+        tree,
+        pid: pid as i32,
+        program,
+        started,
+        cfg,
+        shared,
+        out: out_tx,
+        ctrl: ctrl_rx,
+        pipe,
+        readers,
+    };
+    tokio::spawn(watch.run(report_tx));
+    Ok(Supervisor {
+        handle: SupervisorHandle { ctrl: ctrl_tx, pid },
+        stdin,
+        output: Some(out_rx),
+        report: Some(report_rx),
+    })
+}
+
+async fn read_stdout(
+    pipe: tokio::process::ChildStdout,
+    max_line: usize,
+    shared: Arc<Shared>,
+    out: mpsc::UnboundedSender<Output>,
+    ctrl: mpsc::UnboundedSender<Control>,
+) {
+    let mut reader = LineReader::new(BufReader::with_capacity(64 << 10, pipe), max_line);
+    let mut in_long = false;
+    while let Ok(Some(line)) = reader.next().await {
+        if line.continues && !in_long {
+            shared.overlong();
+            let _ = out.send(Output::Overlong { max_line });
+        }
+        let events = shared.observe_stdout(&line.bytes, in_long || line.continues);
+        in_long = line.continues;
+        let _ = out.send(Output::Stdout(line));
+        if let Some(kill) = dispatch(&out, events) {
+            let _ = ctrl.send(Control::Kill(KillCause::Watchdog(kill)));
+        }
+    }
+}
+
+async fn read_stderr(
+    pipe: tokio::process::ChildStderr,
+    max_line: usize,
+    shared: Arc<Shared>,
+    out: mpsc::UnboundedSender<Output>,
+) {
+    let mut reader = LineReader::new(BufReader::with_capacity(16 << 10, pipe), max_line);
+    while let Ok(Some(line)) = reader.next().await {
+        shared.observe_stderr();
+        let _ = out.send(Output::Stderr(line));
+    }
+}
+
+/// The task that owns the child: deadlines, control messages, the ladder, the report.
+struct Watch {
+    child: Child,
+    tree: Tree,
+    pid: i32,
+    program: String,
+    started: tokio::time::Instant,
+    cfg: SupervisorConfig,
+    shared: Arc<Shared>,
+    out: mpsc::UnboundedSender<Output>,
+    ctrl: mpsc::UnboundedReceiver<Control>,
+    pipe: Arc<AsyncMutex<Option<ChildStdin>>>,
+    readers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+enum End {
+    Exited(Option<ExitStatus>),
+    Kill(KillCause, Stage),
+}
+
+impl Watch {
+    async fn run(mut self, report: oneshot::Sender<Report>) {
+        let end = self.watch().await;
+        let (status, kill, leftovers) = match end {
+            End::Exited(status) => (status, None, self.clean_leftovers().await),
+            End::Kill(cause, from) => {
+                let decided_after = self.started.elapsed();
+                let (report, exit) = kill::ladder(
+                    kill::Ladder {
+                        child: &mut self.child,
+                        tree: &mut self.tree,
+                        pgid: self.pid,
+                        stdin: &self.pipe,
+                        cfg: &self.cfg,
+                        out: &self.out,
+                        ctrl: &mut self.ctrl,
+                    },
+                    cause,
+                    from,
+                    decided_after,
+                )
+                .await;
+                (exit.status(), Some(report), 0)
+            }
+        };
+        self.pipe.lock().await.take();
+        let pipe_left_open = self.drain().await;
+        let (outcome, events) = self.shared.end();
+        dispatch(&self.out, events);
+        let st = self.shared.lock();
+        let _ = report.send(Report {
+            program: std::mem::take(&mut self.program),
+            pid: self.pid as u32,
+            outcome,
+            kill,
+            status,
+            session_id: st.session_id.clone(),
+            counts: st.counts.clone(),
+            stdout_lines: st.stdout_lines,
+            stderr_lines: st.stderr_lines,
+            overlong_lines: st.overlong_lines,
+            leftovers_killed: leftovers,
+            pipe_left_open,
+            tree_known: Tree::KNOWN,
+            duration: self.started.elapsed(),
+        });
+    }
+
+    /// Until the child exits or a kill is decided.
+    async fn watch(&mut self) -> End {
+        let mut sleep = Box::pin(tokio::time::sleep_until(clock::far_future()));
+        let scan_every = self.cfg.tree_scan.filter(|_| Tree::KNOWN);
+        let mut scan = Box::pin(tokio::time::sleep_until(match scan_every {
+            Some(every) => tokio::time::Instant::now() + every,
+            None => clock::far_future(),
+        }));
+        let mut ctrl_open = true;
+        loop {
+            let deadline = self.shared.arm();
+            if let Some(d) = deadline {
+                sleep.as_mut().reset(clock::to_tokio(d));
+            }
+            tokio::select! {
+                biased;
+                status = self.child.wait() => return End::Exited(status.ok()),
+                msg = self.ctrl.recv(), if ctrl_open => match msg {
+                    None => ctrl_open = false,
+                    Some(Control::Kill(cause)) => return End::Kill(cause, Stage::Interrupt),
+                    Some(Control::KillTree(cause)) => return End::Kill(cause, Stage::Kill),
+                    Some(Control::Signal(sig)) => {
+                        let _ = signals::group(self.pid, sig);
+                    }
+                    Some(Control::Utilization(u)) => {
+                        let events = self.shared.set_utilization(u);
+                        if let Some(kill) = dispatch(&self.out, events) {
+                            return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
+                        }
+                    }
+                },
+                () = &mut sleep, if deadline.is_some() => {
+                    let events = self.shared.timeout();
+                    if let Some(kill) = dispatch(&self.out, events) {
+                        return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
+                    }
+                }
+                () = self.shared.notify.notified() => {
+                    let events = self.shared.events();
+                    if let Some(kill) = dispatch(&self.out, events) {
+                        return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
+                    }
+                }
+                () = &mut scan, if scan_every.is_some() => {
+                    self.tree.scan(false);
+                    if let Some(every) = scan_every {
+                        scan.as_mut().reset(tokio::time::Instant::now() + every);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The child exited by itself: stop whatever it left running (SIGTERM, then SIGKILL).
+    async fn clean_leftovers(&mut self) -> usize {
+        if !self.cfg.kill_leftovers {
+            self.tree.reap();
+            return 0;
+        }
+        let left = self.tree.scan(true);
+        if !Tree::KNOWN {
+            let _ = signals::group(self.pid, rustix::process::Signal::KILL);
+            return 0;
+        }
+        if left.is_empty() {
+            self.tree.reap();
+            return 0;
+        }
+        kill::stop_procs(&mut self.tree, &left, self.cfg.term_grace).await;
+        left.len()
+    }
+
+    /// Wait for both pipes to close, at most `drain_timeout`; true if they did not.
+    async fn drain(&mut self) -> bool {
+        let readers = std::mem::take(&mut self.readers);
+        let aborts: Vec<_> = readers.iter().map(|r| r.abort_handle()).collect();
+        let all = async {
+            for r in readers {
+                let _ = r.await;
+            }
+        };
+        match tokio::time::timeout(self.cfg.drain_timeout, all).await {
+            Ok(()) => false,
+            Err(_) => {
+                aborts.iter().for_each(|a| a.abort());
+                true
+            }
+        }
+    }
+}
+
+impl Exit {
+    fn status(&self) -> Option<ExitStatus> {
+        match self {
+            Exit::Exited(s) => *s,
+            Exit::Running => None,
+        }
+    }
+}

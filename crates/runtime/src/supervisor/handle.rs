@@ -1,0 +1,100 @@
+//! Handles to a running supervisor: stop or signal it, feed it, write to the child's stdin.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, Mutex as AsyncMutex};
+
+use super::shared::Shared;
+use super::KillCause;
+
+/// Control messages from handles to the supervising task.
+#[derive(Debug)]
+pub(crate) enum Control {
+    /// Run the ladder.
+    Kill(KillCause),
+    /// Forward a signal to the group.
+    Signal(rustix::process::Signal),
+    /// SIGKILL the whole tree now.
+    KillTree(KillCause),
+    /// New rate-limit utilization for the policy.
+    Utilization(Option<f64>),
+}
+
+/// A cheap, cloneable handle to a running supervisor: stop it or signal it.
+#[derive(Debug, Clone)]
+pub struct SupervisorHandle {
+    pub(crate) ctrl: mpsc::UnboundedSender<Control>,
+    pub(crate) pid: u32,
+}
+
+impl SupervisorHandle {
+    /// Start the kill ladder now (no effect once it runs or the child has exited).
+    pub fn kill_now(&self) {
+        let _ = self.ctrl.send(Control::Kill(KillCause::Requested));
+    }
+    /// SIGKILL the child's group and every known descendant now, skipping the graces.
+    pub fn kill_tree_now(&self) {
+        let _ = self.ctrl.send(Control::KillTree(KillCause::Requested));
+    }
+    /// Send SIGINT to the child's process group.
+    pub fn interrupt(&self) {
+        let _ = self
+            .ctrl
+            .send(Control::Signal(rustix::process::Signal::INT));
+    }
+    /// Send SIGTERM to the child's process group.
+    pub fn terminate(&self) {
+        let _ = self
+            .ctrl
+            .send(Control::Signal(rustix::process::Signal::TERM));
+    }
+    /// Feed the current rate-limit utilization (0–1, highest window; `None` when unknown):
+    /// high utilization extends the idle patience.
+    pub fn set_utilization(&self, utilization: Option<f64>) {
+        let _ = self.ctrl.send(Control::Utilization(utilization));
+    }
+    /// The child's pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+}
+
+/// Writes lines to the child's stdin and reports them to the policy (a `control_response`
+/// that answers a permission request ends that human wait). Cloneable.
+#[derive(Clone)]
+pub struct StdinWriter {
+    pub(crate) pipe: Arc<AsyncMutex<Option<tokio::process::ChildStdin>>>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for StdinWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdinWriter").finish_non_exhaustive()
+    }
+}
+
+impl StdinWriter {
+    /// Write one line (a `\n` is appended when missing) and flush it.
+    pub async fn write_line(&self, line: &[u8]) -> std::io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        let mut guard = self.pipe.lock().await;
+        let Some(pipe) = guard.as_mut() else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "stdin is closed",
+            ));
+        };
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        pipe.write_all(body).await?;
+        pipe.write_all(b"\n").await?;
+        pipe.flush().await?;
+        drop(guard);
+        self.shared.observe_input(body);
+        Ok(())
+    }
+
+    /// Close stdin (the child sees end of input).
+    pub async fn close(&self) {
+        self.pipe.lock().await.take();
+    }
+}

@@ -1,0 +1,189 @@
+//! The kill ladder: interrupt request, SIGTERM to the group, SIGKILL to every descendant, reap.
+
+use std::collections::HashSet;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use rustix::process::Signal;
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::{mpsc, Mutex as AsyncMutex};
+
+use super::tree::{Proc, Tree};
+use super::{signals, Control, KillCause, KillReport, Output, Stage, SupervisorConfig};
+
+/// Whether the child has been reaped.
+pub(crate) enum Exit {
+    /// Reaped, with its status (`None` if waiting failed).
+    Exited(Option<ExitStatus>),
+    /// Still running (or unreapable).
+    Running,
+}
+
+pub(crate) struct Ladder<'a> {
+    pub(crate) child: &'a mut Child,
+    pub(crate) tree: &'a mut Tree,
+    pub(crate) pgid: i32,
+    pub(crate) stdin: &'a AsyncMutex<Option<ChildStdin>>,
+    pub(crate) cfg: &'a SupervisorConfig,
+    pub(crate) out: &'a mpsc::UnboundedSender<Output>,
+    pub(crate) ctrl: &'a mut mpsc::UnboundedReceiver<Control>,
+}
+
+/// How often the tree is polled while waiting for it to die.
+const POLL: Duration = Duration::from_millis(20);
+
+impl Ladder<'_> {
+    /// Wait up to `grace` for the child to exit; a `KillTree` request cuts the wait short
+    /// (then the second value is true).
+    async fn wait_child(&mut self, grace: Duration) -> (Exit, bool) {
+        let sleep = tokio::time::sleep(grace);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                biased;
+                status = self.child.wait() => return (Exit::Exited(status.ok()), false),
+                msg = self.ctrl.recv() => match msg {
+                    Some(Control::KillTree(_)) => return (Exit::Running, true),
+                    Some(_) => {}
+                    None => {
+                        // No handle left: only the child and the clock matter now.
+                        tokio::select! {
+                            status = self.child.wait() => return (Exit::Exited(status.ok()), false),
+                            () = &mut sleep => return (Exit::Running, false),
+                        }
+                    }
+                },
+                () = &mut sleep => return (Exit::Running, false),
+            }
+        }
+    }
+
+    /// Write the interrupt control request and close stdin. False if stdin was unusable.
+    async fn interrupt(&mut self) -> bool {
+        use tokio::io::AsyncWriteExt;
+        let line = format!(
+            "{{\"type\":\"control_request\",\"request_id\":\"watchdog_interrupt_{}\",\"request\":{{\"subtype\":\"interrupt\"}}}}\n",
+            self.pgid
+        );
+        let write = async {
+            let mut guard = self.stdin.lock().await;
+            let Some(pipe) = guard.as_mut() else {
+                return false;
+            };
+            let ok = pipe.write_all(line.as_bytes()).await.is_ok() && pipe.flush().await.is_ok();
+            guard.take();
+            ok
+        };
+        tokio::time::timeout(self.cfg.interrupt_grace, write)
+            .await
+            .unwrap_or(false)
+    }
+}
+
+/// Run the ladder from stage `from` until the child is reaped and no descendant runs.
+pub(crate) async fn ladder(
+    mut l: Ladder<'_>,
+    cause: KillCause,
+    from: Stage,
+    decided_after: Duration,
+) -> (KillReport, Exit) {
+    let t0 = tokio::time::Instant::now();
+    let mut stage = from;
+    let mut exit = Exit::Running;
+    let mut escalate = from == Stage::Kill;
+    l.tree.scan(true);
+
+    if from == Stage::Interrupt && l.cfg.stream_json_input && l.interrupt().await {
+        stage = Stage::Interrupt;
+        let _ = l.out.send(Output::Stage(stage));
+        (exit, escalate) = l.wait_child(l.cfg.interrupt_grace).await;
+    }
+    let mut term_deadline = tokio::time::Instant::now();
+    if matches!(exit, Exit::Running) && !escalate {
+        l.tree.scan(true);
+        stage = Stage::Term;
+        let _ = l.out.send(Output::Stage(stage));
+        let _ = signals::group(l.pgid, Signal::TERM);
+        term_deadline += l.cfg.term_grace;
+        (exit, escalate) = l.wait_child(l.cfg.term_grace).await;
+    }
+    // The child is gone: give its tree the rest of the grace to finish cleaning up.
+    if matches!(exit, Exit::Exited(_)) && !escalate {
+        while !l.tree.scan(false).is_empty() && tokio::time::Instant::now() < term_deadline {
+            tokio::time::sleep(POLL).await;
+        }
+    }
+    let mut killed: HashSet<Proc> = HashSet::new();
+    let rest = l.tree.scan(true);
+    if matches!(exit, Exit::Running) || !rest.is_empty() || escalate {
+        stage = Stage::Kill;
+        let _ = l.out.send(Output::Stage(stage));
+        exit = kill_all(&mut l, exit, &mut killed).await;
+    }
+    l.tree.reap();
+    let survivors = l.tree.scan(false).len();
+    let report = KillReport {
+        cause,
+        stage,
+        decided_after,
+        took: t0.elapsed(),
+        descendants_killed: killed.len(),
+        survivors,
+    };
+    (report, exit)
+}
+
+/// SIGKILL the group (while the child lives, or always where the tree is unknown) and every
+/// known descendant, until the child is reaped and the tree is empty.
+async fn kill_all(l: &mut Ladder<'_>, mut exit: Exit, killed: &mut HashSet<Proc>) -> Exit {
+    for round in 0..250 {
+        if matches!(exit, Exit::Running) || !Tree::KNOWN {
+            let _ = signals::group(l.pgid, Signal::KILL);
+        }
+        // Marker processes found once stay known: only the first round reads environments.
+        let live = l.tree.scan(round == 0);
+        for p in &live {
+            let _ = signals::process(p.pid, Signal::KILL);
+            killed.insert(*p);
+        }
+        l.tree.reap();
+        if matches!(exit, Exit::Running) {
+            if let Ok(status) = tokio::time::timeout(POLL, l.child.wait()).await {
+                exit = Exit::Exited(status.ok());
+            }
+        } else if live.is_empty() {
+            break;
+        } else {
+            tokio::time::sleep(POLL).await;
+        }
+        if matches!(exit, Exit::Exited(_)) && l.tree.scan(false).is_empty() {
+            break;
+        }
+    }
+    exit
+}
+
+/// Stop processes the child left behind when it exited by itself: SIGTERM, up to `grace`
+/// for them to go, then SIGKILL whatever remains.
+pub(crate) async fn stop_procs(tree: &mut Tree, procs: &[Proc], grace: Duration) {
+    for p in procs {
+        let _ = signals::process(p.pid, Signal::TERM);
+    }
+    let deadline = tokio::time::Instant::now() + grace;
+    while procs.iter().any(Tree::alive) && tokio::time::Instant::now() < deadline {
+        tree.reap();
+        tokio::time::sleep(POLL).await;
+    }
+    for _ in 0..250 {
+        let live = tree.scan(true);
+        if live.is_empty() {
+            break;
+        }
+        for p in &live {
+            let _ = signals::process(p.pid, Signal::KILL);
+        }
+        tree.reap();
+        tokio::time::sleep(POLL).await;
+    }
+    tree.reap();
+}

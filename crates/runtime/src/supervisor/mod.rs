@@ -1,0 +1,194 @@
+//! A supervisor for one child process (a Claude Code CLI): lines in, liveness policy, and a
+//! kill ladder that leaves no descendant running.
+//!
+//! # Platforms
+//!
+//! Linux is the tested platform. There the supervisor knows every descendant of the child
+//! (from `/proc` parent chains, start times, and a marker variable in the environment) and
+//! SIGKILLs each one at the last stage of the ladder, even those that called `setsid` (as
+//! Claude Code's Bash tool does) and those orphaned to PID 1. With
+//! [`SupervisorConfig::become_subreaper`] the host process becomes a child subreaper, so
+//! orphans re-parent to it and are reaped by the supervisor.
+//!
+//! Limits on Linux: a descendant that is started and orphaned between two scans
+//! ([`SupervisorConfig::tree_scan`]) and that cleared the marker variable from its
+//! environment is not known; with the subreaper it re-parents to the host instead of PID 1,
+//! and the host must reap it (the supervisor reaps only descendants it knows).
+//!
+//! On macOS and other Unixes there is no `/proc` and no subreaper: the ladder signals the
+//! child's process group only, so a descendant that left the group (`setsid`) and ignores
+//! SIGTERM can survive. [`Report::tree_known`] says which case applied.
+
+mod child;
+mod handle;
+mod kill;
+mod lines;
+mod report;
+mod shared;
+mod signals;
+mod tree;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use watchdog_core::SessionConfig;
+
+pub(crate) use handle::Control;
+pub use handle::{StdinWriter, SupervisorHandle};
+pub use lines::Line;
+pub use report::{KillCause, KillReport, LineCounts, Output, Report, Stage, WaitError};
+pub use signals::{forward_signals, SignalForwarder};
+pub use tree::TREE_MARKER_VAR;
+
+/// How to run and stop a supervised child.
+#[derive(Debug, Clone)]
+pub struct SupervisorConfig {
+    /// The liveness policy, or `None` to only supervise (explicit kills, signals, tree
+    /// cleanup, counts) with no watchdog deadlines.
+    pub policy: Option<SessionConfig>,
+    /// The child reads stream-json on stdin (`--input-format stream-json`): the ladder
+    /// starts with an `interrupt` control request. Default false.
+    pub stream_json_input: bool,
+    /// Wait after the interrupt request before SIGTERM. Default 2 s.
+    pub interrupt_grace: Duration,
+    /// Wait after SIGTERM before SIGKILL. Default 5 s.
+    pub term_grace: Duration,
+    /// Make the host process a child subreaper (Linux only) before spawning. This changes the
+    /// host process for good: every orphaned descendant of it, from any source, re-parents to
+    /// it and must be reaped by it. Default false.
+    pub become_subreaper: bool,
+    /// Longest line delivered in one piece; longer lines come in pieces of this size
+    /// (see [`Line::continues`]) and count as keep-alives. Default 64 MiB.
+    pub max_line: usize,
+    /// Pipe stdin (true, default) or give the child `/dev/null` (for `claude -p "prompt"`,
+    /// which otherwise waits for stdin to close).
+    pub pipe_stdin: bool,
+    /// How often to rescan the process tree while the child runs, so descendants that lose
+    /// their parent stay known. `None` scans only when stopping. Default 1 s.
+    pub tree_scan: Option<Duration>,
+    /// When the child exits by itself, stop the descendants it left running (SIGTERM, then
+    /// SIGKILL after `term_grace`), so nothing outlives the session. Default true.
+    pub kill_leftovers: bool,
+    /// After the child and its tree are gone, how long to wait for stdout/stderr to close
+    /// (a process outside the tree may hold them) before giving up. Default 2 s.
+    pub drain_timeout: Duration,
+}
+
+impl Default for SupervisorConfig {
+    fn default() -> Self {
+        SupervisorConfig {
+            policy: Some(SessionConfig::default()),
+            stream_json_input: false,
+            interrupt_grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(5),
+            become_subreaper: false,
+            max_line: 64 << 20,
+            pipe_stdin: true,
+            tree_scan: Some(Duration::from_secs(1)),
+            kill_leftovers: true,
+            drain_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The child could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// The program could not be executed (missing binary, no permission, ...).
+    #[error("cannot start `{program}`: {source}")]
+    Program {
+        /// The program as given.
+        program: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The working directory does not exist or is not a directory.
+    #[error("cannot start `{program}`: working directory {} is not a directory", cwd.display())]
+    Cwd {
+        /// The program as given.
+        program: String,
+        /// The directory.
+        cwd: PathBuf,
+    },
+    /// Becoming a child subreaper failed.
+    #[error("cannot become a child subreaper: {0}")]
+    Subreaper(#[source] std::io::Error),
+    /// Called outside a tokio runtime.
+    #[error("Supervisor::spawn needs a tokio runtime")]
+    NoRuntime,
+}
+
+/// A running child under supervision. Dropping it without [`Supervisor::wait`] starts the
+/// kill ladder (finished in the background while the runtime lives).
+#[derive(Debug)]
+pub struct Supervisor {
+    handle: SupervisorHandle,
+    stdin: Option<StdinWriter>,
+    output: Option<mpsc::UnboundedReceiver<Output>>,
+    report: Option<oneshot::Receiver<Report>>,
+}
+
+impl Supervisor {
+    /// Start `command` in its own process group with piped stdio and supervise it.
+    ///
+    /// Fails at once, naming the program, when it cannot be started. Must be called inside a
+    /// tokio runtime.
+    pub fn spawn(
+        command: impl Into<tokio::process::Command>,
+        config: SupervisorConfig,
+    ) -> Result<Supervisor, SpawnError> {
+        child::spawn(command.into(), config)
+    }
+
+    /// The next output (stdout/stderr lines, events, ladder stages), in order; `None` once
+    /// the child is gone and both pipes are closed.
+    ///
+    /// Output is buffered without bound until read, so the child never waits on the caller;
+    /// [`Supervisor::wait`] discards what is not read.
+    pub async fn next_output(&mut self) -> Option<Output> {
+        self.output.as_mut()?.recv().await
+    }
+
+    /// A writer to the child's stdin (`None` when [`SupervisorConfig::pipe_stdin`] is false).
+    pub fn stdin(&self) -> Option<StdinWriter> {
+        self.stdin.clone()
+    }
+
+    /// A handle to stop or signal the child.
+    pub fn handle(&self) -> SupervisorHandle {
+        self.handle.clone()
+    }
+
+    /// The child's pid (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.handle.pid
+    }
+
+    /// Start the kill ladder now.
+    pub fn kill_now(&self) {
+        self.handle.kill_now();
+    }
+
+    /// Wait for the end: the child reaped, its tree gone, the pipes drained. Unread output is
+    /// discarded (and no longer buffered).
+    ///
+    /// Fails only if the supervising task was dropped (its runtime shut down).
+    pub async fn wait(mut self) -> Result<Report, WaitError> {
+        self.output.take();
+        let pid = self.handle.pid;
+        match self.report.take() {
+            Some(rx) => rx.await.map_err(|_| WaitError { pid }),
+            None => Err(WaitError { pid }),
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        if self.report.is_some() {
+            self.handle.kill_now();
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! What the supervisor tells: outputs while the child runs, the report at the end.
+
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use watchdog_core::{Event, Kill, LineKind, Outcome};
+
+use super::Line;
+
+/// The supervising task is gone (its runtime shut down) before it could report; the child
+/// was killed when the task was dropped (`kill_on_drop`), its descendants maybe not.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the supervisor of pid {pid} stopped before it could report")]
+pub struct WaitError {
+    /// The child's pid.
+    pub pid: u32,
+}
+
+/// How far the kill ladder went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stage {
+    /// An `interrupt` control request was written to stdin (and stdin closed).
+    Interrupt,
+    /// SIGTERM was sent to the process group.
+    Term,
+    /// SIGKILL was sent to the group and every remaining descendant.
+    Kill,
+}
+
+impl Stage {
+    /// `interrupt`, `term` or `kill`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Interrupt => "interrupt",
+            Stage::Term => "term",
+            Stage::Kill => "kill",
+        }
+    }
+}
+
+/// Why the ladder ran.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KillCause {
+    /// The watchdog decided.
+    Watchdog(Kill),
+    /// [`SupervisorHandle::kill_now`](super::SupervisorHandle::kill_now) (or dropping the [`Supervisor`](super::Supervisor)).
+    Requested,
+    /// A forwarded host signal escalated ([`forward_signals`](super::forward_signals)).
+    Signal,
+}
+
+/// What the kill ladder did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KillReport {
+    /// Why.
+    pub cause: KillCause,
+    /// The last stage reached.
+    pub stage: Stage,
+    /// From spawn to the kill decision.
+    pub decided_after: Duration,
+    /// From the decision to the end of the ladder (child reaped, tree gone).
+    pub took: Duration,
+    /// Descendants that received SIGKILL (not counting the child).
+    pub descendants_killed: usize,
+    /// Descendants still alive after the ladder (0 unless a process was unkillable).
+    pub survivors: usize,
+}
+
+/// A supervisor output, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// A stdout line, unchanged.
+    Stdout(Line),
+    /// A stderr line, unchanged.
+    Stderr(Line),
+    /// A core event (kill decision, extension, stalling warning, settle, end).
+    Event(Event),
+    /// A stdout line longer than [`SupervisorConfig::max_line`](super::SupervisorConfig::max_line) began; it is delivered in
+    /// pieces and counted as a keep-alive.
+    Overlong {
+        /// The maximum line length in force.
+        max_line: usize,
+    },
+    /// The kill ladder entered a stage.
+    Stage(Stage),
+}
+
+/// Stdout lines counted by kind ([`LineKind`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LineCounts([u64; LineKind::ALL.len()]);
+
+impl LineCounts {
+    /// The count of one kind.
+    pub fn get(&self, kind: LineKind) -> u64 {
+        self.0[kind.index()]
+    }
+    /// All lines counted.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+    pub(crate) fn add(&mut self, kind: LineKind) {
+        self.0[kind.index()] += 1;
+    }
+    /// Non-zero counts, in [`LineKind::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (LineKind, u64)> + '_ {
+        LineKind::ALL
+            .iter()
+            .map(|&k| (k, self.get(k)))
+            .filter(|&(_, n)| n > 0)
+    }
+}
+
+/// The end of a supervised run.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The program, as given.
+    pub program: String,
+    /// The child's pid (also its process group id).
+    pub pid: u32,
+    /// How the session ended by the core's rules (`None` without a policy).
+    pub outcome: Option<Outcome>,
+    /// The kill ladder, if it ran.
+    pub kill: Option<KillReport>,
+    /// The child's exit status (`code()` or, on Unix, `signal()`); `None` if it could not
+    /// be reaped.
+    pub status: Option<ExitStatus>,
+    /// The `session_id` of the first stdout line that carried one.
+    pub session_id: Option<String>,
+    /// Stdout lines by kind (each piece of an over-long line counts once as `Unparseable`).
+    pub counts: LineCounts,
+    /// Stdout lines (pieces of over-long lines count once each).
+    pub stdout_lines: u64,
+    /// Stderr lines.
+    pub stderr_lines: u64,
+    /// Over-long stdout lines.
+    pub overlong_lines: u64,
+    /// Descendants still running when the child exited by itself, then stopped.
+    pub leftovers_killed: usize,
+    /// stdout or stderr stayed open after the tree was gone (held by an unknown process);
+    /// output after [`SupervisorConfig::drain_timeout`](super::SupervisorConfig::drain_timeout) was not read.
+    pub pipe_left_open: bool,
+    /// Whether the descendants were known (Linux) or only the process group (elsewhere).
+    pub tree_known: bool,
+    /// From spawn to the end.
+    pub duration: Duration,
+}

@@ -1,0 +1,218 @@
+//! Knowing every descendant of the child, so a kill can reach all of them.
+//!
+//! On Linux the tree is read from `/proc/<pid>/stat` (parent chains, with start times so a
+//! reused pid is never mistaken for a descendant). Descendants seen once stay known after
+//! their parent dies (they may have been re-parented to PID 1 or to us as a subreaper), and
+//! every process whose environment carries this tree's marker variable is counted too (a
+//! daemon that double-forked before any scan still inherits the environment).
+//! Elsewhere the tree is unknown and only the process group is signalled.
+
+/// The environment variable that marks every process started under a supervisor.
+pub const TREE_MARKER_VAR: &str = "AGENT_SDK_WATCHDOG_TREE";
+
+/// One process, identified by pid and start time (immune to pid reuse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Proc {
+    pub(crate) pid: i32,
+    pub(crate) start: u64,
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use super::Proc;
+    use std::collections::{HashMap, HashSet};
+
+    #[derive(Debug, Clone, Copy)]
+    struct Stat {
+        pid: i32,
+        ppid: i32,
+        zombie: bool,
+        start: u64,
+    }
+
+    fn parse_stat(pid: i32, text: &str) -> Option<Stat> {
+        // `pid (comm) state ppid ...`; comm may contain spaces and parentheses.
+        let rest = &text[text.rfind(')')? + 1..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        Some(Stat {
+            pid,
+            zombie: matches!(*f.first()?, "Z" | "X"),
+            ppid: f.get(1)?.parse().ok()?,
+            start: f.get(19)?.parse().ok()?,
+        })
+    }
+
+    fn stat(pid: i32) -> Option<Stat> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        parse_stat(pid, &text)
+    }
+
+    fn all() -> Vec<Stat> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter_map(stat)
+            .collect()
+    }
+
+    fn has_marker(pid: i32, needle: &[u8]) -> bool {
+        std::fs::read(format!("/proc/{pid}/environ"))
+            .map(|env| env.split(|&b| b == 0).any(|kv| kv == needle))
+            .unwrap_or(false)
+    }
+
+    /// The known descendants of one child.
+    #[derive(Debug)]
+    pub(crate) struct Tree {
+        root: Option<Proc>,
+        needle: Vec<u8>,
+        known: HashSet<Proc>,
+    }
+
+    impl Tree {
+        pub(crate) fn new(root_pid: i32, marker: &str) -> Self {
+            Tree {
+                root: stat(root_pid).map(|s| Proc {
+                    pid: s.pid,
+                    start: s.start,
+                }),
+                needle: format!("{}={marker}", super::TREE_MARKER_VAR).into_bytes(),
+                known: HashSet::new(),
+            }
+        }
+
+        /// Rescan: returns the live (non-zombie) descendants, not counting the child itself.
+        /// `deep` also looks for the marker in every process's environment.
+        pub(crate) fn scan(&mut self, deep: bool) -> Vec<Proc> {
+            let procs = all();
+            let by_pid: HashMap<i32, Stat> = procs.iter().map(|s| (s.pid, *s)).collect();
+            let same = |p: &Proc| by_pid.get(&p.pid).is_some_and(|s| s.start == p.start);
+            let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+            for s in &procs {
+                children.entry(s.ppid).or_default().push(s.pid);
+            }
+            let me = std::process::id() as i32;
+            let mut stack: Vec<i32> = self
+                .known
+                .iter()
+                .filter(|p| same(p))
+                .map(|p| p.pid)
+                .collect();
+            if let Some(root) = self.root.filter(|r| same(r)) {
+                stack.push(root.pid);
+            }
+            if deep {
+                stack.extend(
+                    procs
+                        .iter()
+                        .filter(|s| s.pid != me && has_marker(s.pid, &self.needle))
+                        .map(|s| s.pid),
+                );
+            }
+            let mut seen: HashSet<i32> = HashSet::new();
+            while let Some(pid) = stack.pop() {
+                if pid == me || !seen.insert(pid) {
+                    continue;
+                }
+                if let Some(kids) = children.get(&pid) {
+                    stack.extend(kids);
+                }
+            }
+            let root_pid = self.root.map(|r| r.pid);
+            self.known = seen
+                .into_iter()
+                .filter(|&pid| Some(pid) != root_pid)
+                .filter_map(|pid| by_pid.get(&pid))
+                .map(|s| Proc {
+                    pid: s.pid,
+                    start: s.start,
+                })
+                .collect();
+            self.known
+                .iter()
+                .filter(|p| by_pid.get(&p.pid).is_some_and(|s| !s.zombie))
+                .copied()
+                .collect()
+        }
+
+        /// Reap known descendants that are our zombies (re-parented to us as a subreaper).
+        /// Never touches the child itself (tokio owns it) nor any other child of this process.
+        pub(crate) fn reap(&mut self) -> usize {
+            let me = std::process::id() as i32;
+            let mut reaped = 0;
+            for p in &self.known {
+                let Some(s) = stat(p.pid) else { continue };
+                if s.start == p.start && s.zombie && s.ppid == me {
+                    if let Some(pid) = rustix::process::Pid::from_raw(p.pid) {
+                        if let Ok(Some(_)) = rustix::process::waitpid(
+                            Some(pid),
+                            rustix::process::WaitOptions::NOHANG,
+                        ) {
+                            reaped += 1;
+                        }
+                    }
+                }
+            }
+            reaped
+        }
+
+        /// Whether `p` is still the same live process.
+        pub(crate) fn alive(p: &Proc) -> bool {
+            stat(p.pid).is_some_and(|s| s.start == p.start && !s.zombie)
+        }
+
+        /// Whether the tree is really known on this platform.
+        pub(crate) const KNOWN: bool = true;
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn parses_comm_with_parens() {
+            let s = parse_stat(
+                7,
+                "7 (a (b) c) S 3 7 7 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 0 0",
+            )
+            .unwrap();
+            assert_eq!(s.ppid, 3);
+            assert_eq!(s.start, 12345);
+            assert!(!s.zombie);
+            assert!(parse_stat(1, "garbage").is_none());
+        }
+
+        #[test]
+        fn finds_itself() {
+            assert!(stat(std::process::id() as i32).is_some());
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use super::Proc;
+
+    /// Without `/proc` the tree is unknown: only the process group is signalled.
+    #[derive(Debug)]
+    pub(crate) struct Tree;
+
+    impl Tree {
+        pub(crate) fn new(_root_pid: i32, _marker: &str) -> Self {
+            Tree
+        }
+        pub(crate) fn scan(&mut self, _deep: bool) -> Vec<Proc> {
+            Vec::new()
+        }
+        pub(crate) fn reap(&mut self) -> usize {
+            0
+        }
+        pub(crate) fn alive(_p: &Proc) -> bool {
+            false
+        }
+        pub(crate) const KNOWN: bool = false;
+    }
+}
+
+pub(crate) use imp::Tree;

@@ -1,0 +1,154 @@
+//! Real-process tests with the liveness policy on: the watchdog decides, the ladder stops.
+//! Small limits (hundreds of ms); timings asserted only loosely.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::time::Duration;
+
+use agent_sdk_watchdog::core::{Event, KillKind, Limits, LineKind, Outcome, SessionConfig};
+use agent_sdk_watchdog::{KillCause, Output, Stage, Supervisor, SupervisorConfig};
+use common::{dead, quick, run_all, sh};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn policy(limits: Limits) -> SupervisorConfig {
+    SupervisorConfig {
+        policy: Some(SessionConfig::default().with_limits(limits)),
+        ..quick()
+    }
+}
+
+fn small() -> Limits {
+    Limits::default()
+        .with_startup(Duration::from_secs(10))
+        .unwrap()
+        .with_idle(Duration::from_millis(400))
+        .unwrap()
+        .with_extend_factor(1.0)
+        .unwrap()
+}
+
+const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"sess-1"}"#;
+
+fn killed_kind(report: &agent_sdk_watchdog::Report) -> Option<KillKind> {
+    match &report.kill.as_ref()?.cause {
+        KillCause::Watchdog(k) => Some(k.kind),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn a_child_that_goes_silent_is_killed_for_idle() {
+    let script = format!("echo '{INIT}'; exec sleep 1000");
+    let sup = Supervisor::spawn(sh(&script), policy(small())).unwrap();
+    let pid = sup.pid() as i32;
+    let (c, report) = run_all(sup, LIMIT).await;
+    assert_eq!(killed_kind(&report), Some(KillKind::Idle));
+    assert_eq!(
+        report.outcome,
+        Some(Outcome::Killed {
+            kind: KillKind::Idle
+        })
+    );
+    assert_eq!(report.session_id.as_deref(), Some("sess-1"));
+    let kill = report.kill.unwrap();
+    assert!(kill.decided_after >= Duration::from_millis(400), "{kill:?}");
+    assert_eq!(kill.survivors, 0);
+    assert!(c
+        .other
+        .iter()
+        .any(|o| matches!(o, Output::Event(Event::Killed(_)))));
+    assert!(dead(pid));
+}
+
+#[tokio::test]
+async fn heartbeats_alone_end_in_a_no_progress_kill() {
+    let limits = small()
+        .with_no_progress(Duration::from_millis(800))
+        .unwrap();
+    let script = format!(
+        "echo '{INIT}'; while :; do echo '{{\"type\":\"tool_progress\",\"heartbeat\":true}}'; sleep 0.05; done"
+    );
+    let sup = Supervisor::spawn(sh(&script), policy(limits)).unwrap();
+    let (_, report) = run_all(sup, LIMIT).await;
+    assert_eq!(killed_kind(&report), Some(KillKind::NoProgress));
+    assert!(report.counts.get(LineKind::ToolProgress) > 3);
+}
+
+#[tokio::test]
+async fn a_child_with_no_output_is_killed_at_startup() {
+    let limits = small().with_startup(Duration::from_millis(300)).unwrap();
+    let sup = Supervisor::spawn(sh("exec sleep 1000"), policy(limits)).unwrap();
+    let (_, report) = run_all(sup, LIMIT).await;
+    assert_eq!(killed_kind(&report), Some(KillKind::Startup));
+    assert!(report.kill.unwrap().stage >= Stage::Term);
+}
+
+#[tokio::test]
+async fn exit_zero_without_a_result_is_no_result() {
+    let script = format!("echo '{INIT}'; exit 0");
+    let sup = Supervisor::spawn(sh(&script), policy(small())).unwrap();
+    let (_, report) = run_all(sup, LIMIT).await;
+    assert!(report.kill.is_none());
+    assert_eq!(report.status.unwrap().code(), Some(0));
+    assert_eq!(report.outcome, Some(Outcome::NoResult));
+}
+
+#[tokio::test]
+async fn a_result_just_before_exit_is_seen() {
+    let script = format!(
+        "echo '{INIT}'; printf '%s' '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"stop_reason\":\"end_turn\"}}'"
+    );
+    let sup = Supervisor::spawn(sh(&script), policy(small())).unwrap();
+    let (c, report) = run_all(sup, LIMIT).await;
+    assert_eq!(report.outcome, Some(Outcome::Success));
+    assert_eq!(report.counts.get(LineKind::Result), 1);
+    assert!(!c.stdout.last().unwrap().newline);
+    // The end event comes after every line.
+    assert!(matches!(
+        c.other.last(),
+        Some(Output::Event(Event::Ended { .. }))
+    ));
+}
+
+#[tokio::test]
+async fn lines_written_after_the_kill_decision_are_still_delivered() {
+    let script = format!("trap 'echo bye-term; exit 1' TERM; echo '{INIT}'; sleep 1000 & wait");
+    let sup = Supervisor::spawn(sh(&script), policy(small())).unwrap();
+    let (c, report) = run_all(sup, LIMIT).await;
+    assert_eq!(killed_kind(&report), Some(KillKind::Idle));
+    assert_eq!(c.stdout_text().last().map(String::as_str), Some("bye-term"));
+}
+
+/// A permission request pauses the idle clock; the host's answer (written through the
+/// supervisor's stdin) resumes it.
+#[tokio::test]
+async fn a_permission_wait_pauses_idle_until_the_host_answers() {
+    let script = format!(
+        "echo '{INIT}'; echo '{{\"type\":\"control_request\",\"request_id\":\"r1\",\"request\":{{\"subtype\":\"can_use_tool\",\"tool_name\":\"Write\"}}}}'; exec cat >/dev/null"
+    );
+    let mut sup = Supervisor::spawn(sh(&script), policy(small())).unwrap();
+    let stdin = sup.stdin().unwrap();
+    let start = tokio::time::Instant::now();
+    let mut lines = 0;
+    let waited = tokio::time::timeout(Duration::from_millis(1500), async {
+        while let Some(o) = sup.next_output().await {
+            match o {
+                Output::Stdout(_) => lines += 1,
+                Output::Event(Event::Killed(k)) => panic!("killed during the wait: {k:?}"),
+                _ => {}
+            }
+        }
+    })
+    .await;
+    assert!(waited.is_err(), "still running after 3× the idle limit");
+    assert_eq!(lines, 2);
+    stdin
+        .write_line(br#"{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"allow"}}}"#)
+        .await
+        .unwrap();
+    let (_, report) = run_all(sup, LIMIT).await;
+    assert_eq!(killed_kind(&report), Some(KillKind::Idle));
+    assert!(start.elapsed() >= Duration::from_millis(1500));
+}

@@ -1,0 +1,325 @@
+//! Real-process tests of the supervisor mechanics (no policy needed): spawn errors, output
+//! fidelity, the kill ladder, and trees that try to escape.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::time::Duration;
+
+use agent_sdk_watchdog::{KillCause, Output, SpawnError, Stage, Supervisor, SupervisorConfig};
+use common::{dead, quick, run_all, sh};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn missing_binary_is_an_immediate_error_naming_it() {
+    let err = Supervisor::spawn(
+        tokio::process::Command::new("/nonexistent/claude-xyz"),
+        quick(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, SpawnError::Program { .. }), "{err:?}");
+    assert!(err.to_string().contains("/nonexistent/claude-xyz"), "{err}");
+}
+
+#[tokio::test]
+async fn bad_cwd_is_an_immediate_error_naming_it() {
+    let mut cmd = sh("true");
+    cmd.current_dir("/nonexistent/dir-xyz");
+    let err = Supervisor::spawn(cmd, quick()).unwrap_err();
+    assert!(matches!(err, SpawnError::Cwd { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("sh") && text.contains("/nonexistent/dir-xyz"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn output_is_byte_identical_and_ordered() {
+    let sup = Supervisor::spawn(
+        sh("printf 'a\\n\\nb\\r\\nlast'; printf 'err\\n' >&2"),
+        quick(),
+    )
+    .unwrap();
+    let (c, report) = run_all(sup, LIMIT).await;
+    let mut joined = Vec::new();
+    for l in &c.stdout {
+        joined.extend_from_slice(&l.bytes);
+        if l.newline {
+            joined.push(b'\n');
+        }
+    }
+    assert_eq!(joined, b"a\n\nb\r\nlast");
+    assert!(!c.stdout.last().unwrap().newline);
+    assert_eq!(c.stderr.len(), 1);
+    assert_eq!(c.stderr[0].bytes, b"err");
+    assert_eq!(report.status.unwrap().code(), Some(0));
+    assert!(report.kill.is_none());
+    assert_eq!(report.stdout_lines, 4);
+    assert_eq!(report.stderr_lines, 1);
+}
+
+#[tokio::test]
+async fn exit_code_is_reported() {
+    let sup = Supervisor::spawn(sh("exit 7"), quick()).unwrap();
+    let (_, report) = run_all(sup, LIMIT).await;
+    assert_eq!(report.status.unwrap().code(), Some(7));
+    assert!(report.kill.is_none());
+}
+
+#[tokio::test]
+async fn session_id_and_counts_come_from_the_lines() {
+    let script = r#"echo '{"type":"system","subtype":"init","session_id":"abc"}'
+echo '{"type":"stream_event","event":{"type":"ping"},"session_id":"zzz"}'
+echo 'not json'"#;
+    let sup = Supervisor::spawn(sh(script), quick()).unwrap();
+    let (_, report) = run_all(sup, LIMIT).await;
+    use agent_sdk_watchdog::core::LineKind;
+    assert_eq!(report.session_id.as_deref(), Some("abc"));
+    assert_eq!(report.counts.get(LineKind::System), 1);
+    assert_eq!(report.counts.get(LineKind::Ping), 1);
+    assert_eq!(report.counts.get(LineKind::Unparseable), 1);
+    assert_eq!(report.counts.total(), 3);
+}
+
+#[tokio::test]
+async fn sigterm_ends_a_cooperative_child_at_the_term_stage() {
+    let sup = Supervisor::spawn(sh("echo up; sleep 30 & wait"), quick()).unwrap();
+    let handle = sup.handle();
+    let task = tokio::spawn(run_all(sup, LIMIT));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    handle.kill_now();
+    let (c, report) = task.await.unwrap();
+    let kill = report.kill.expect("ladder ran");
+    assert_eq!(kill.cause, KillCause::Requested);
+    assert!(kill.stage >= Stage::Term);
+    assert_eq!(kill.survivors, 0);
+    assert!(c.other.contains(&Output::Stage(Stage::Term)));
+    assert_eq!(c.stdout_text(), ["up"]);
+}
+
+#[tokio::test]
+async fn a_child_ignoring_sigterm_reaches_sigkill() {
+    let sup = Supervisor::spawn(
+        sh("trap '' TERM; echo up; while :; do sleep 0.05; done"),
+        quick(),
+    )
+    .unwrap();
+    let pid = sup.pid() as i32;
+    let handle = sup.handle();
+    let task = tokio::spawn(run_all(sup, LIMIT));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    handle.kill_now();
+    let (c, report) = task.await.unwrap();
+    let kill = report.kill.expect("ladder ran");
+    assert_eq!(kill.stage, Stage::Kill);
+    assert!(c.other.contains(&Output::Stage(Stage::Term)));
+    assert!(c.other.contains(&Output::Stage(Stage::Kill)));
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(report.status.unwrap().signal(), Some(9));
+    assert!(dead(pid));
+}
+
+/// Grandchildren in their own sessions (as Claude Code's Bash tool runs), ignoring SIGTERM:
+/// a group kill misses them; the ladder must still leave none running.
+#[tokio::test]
+async fn setsid_grandchildren_ignoring_sigterm_do_not_survive() {
+    let script = r#"trap '' TERM
+setsid sh -c 'trap "" TERM; sleep 1000' &
+echo $!
+setsid sh -c 'trap "" TERM; sh -c "sleep 1000" & echo $!; wait' &
+echo $!
+while :; do sleep 0.05; done"#;
+    let sup = Supervisor::spawn(sh(script), quick()).unwrap();
+    let pid = sup.pid() as i32;
+    let handle = sup.handle();
+    let task = tokio::spawn(run_all(sup, LIMIT));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    handle.kill_now();
+    let (c, report) = task.await.unwrap();
+    let pids: Vec<i32> = c.stdout_text().iter().map(|s| s.parse().unwrap()).collect();
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    let kill = report.kill.expect("ladder ran");
+    assert_eq!(kill.stage, Stage::Kill);
+    assert!(kill.descendants_killed >= 3, "{kill:?}");
+    assert_eq!(kill.survivors, 0);
+    assert!(dead(pid));
+    for p in pids {
+        assert!(dead(p), "descendant {p} survived");
+    }
+}
+
+/// The child itself exits on SIGTERM at once, leaving a setsid grandchild that ignores it.
+#[tokio::test]
+async fn orphans_left_after_sigterm_are_killed() {
+    let script = r#"setsid sh -c 'trap "" TERM; exec sleep 1000' &
+echo $!
+while :; do sleep 0.05; done"#;
+    let sup = Supervisor::spawn(sh(script), quick()).unwrap();
+    let handle = sup.handle();
+    let task = tokio::spawn(run_all(sup, LIMIT));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    handle.kill_now();
+    let (c, report) = task.await.unwrap();
+    let grandchild: i32 = c.stdout_text()[0].parse().unwrap();
+    let kill = report.kill.expect("ladder ran");
+    assert_eq!(kill.stage, Stage::Kill, "the orphan needed SIGKILL");
+    assert!(dead(grandchild));
+}
+
+#[tokio::test]
+async fn leftovers_of_a_clean_exit_are_stopped() {
+    let script = r#"setsid sh -c 'exec sleep 1000' >/dev/null 2>&1 &
+echo $!
+exit 0"#;
+    let sup = Supervisor::spawn(sh(script), quick()).unwrap();
+    let (c, report) = run_all(sup, LIMIT).await;
+    let grandchild: i32 = c.stdout_text()[0].parse().unwrap();
+    assert!(report.kill.is_none());
+    assert_eq!(report.status.unwrap().code(), Some(0));
+    assert_eq!(report.leftovers_killed, 1);
+    assert!(dead(grandchild));
+}
+
+#[tokio::test]
+async fn stream_json_children_get_an_interrupt_request_first() {
+    let script = r#"while read -r line; do
+  echo "$line"
+  case "$line" in *'"subtype":"interrupt"'*) exit 0;; esac
+done"#;
+    let cfg = SupervisorConfig {
+        stream_json_input: true,
+        ..quick()
+    };
+    let sup = Supervisor::spawn(sh(script), cfg).unwrap();
+    let stdin = sup.stdin().unwrap();
+    stdin
+        .write_line(br#"{"type":"user","message":{"role":"user","content":"hi"}}"#)
+        .await
+        .unwrap();
+    let handle = sup.handle();
+    let task = tokio::spawn(run_all(sup, LIMIT));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    handle.kill_now();
+    let (c, report) = task.await.unwrap();
+    let kill = report.kill.expect("ladder ran");
+    assert_eq!(kill.stage, Stage::Interrupt);
+    assert_eq!(report.status.unwrap().code(), Some(0));
+    let lines = c.stdout_text();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].contains(r#""type":"user""#));
+    let v: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
+    assert_eq!(v["type"], "control_request");
+    assert_eq!(v["request"]["subtype"], "interrupt");
+    assert!(v["request_id"].is_string());
+}
+
+#[tokio::test]
+async fn signals_are_forwarded_to_the_group() {
+    let sup = Supervisor::spawn(
+        sh("trap 'exit 3' TERM; echo up; while :; do sleep 0.05; done"),
+        quick(),
+    )
+    .unwrap();
+    let handle = sup.handle();
+    let task = tokio::spawn(run_all(sup, LIMIT));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    handle.terminate();
+    let (_, report) = task.await.unwrap();
+    assert!(report.kill.is_none());
+    assert_eq!(report.status.unwrap().code(), Some(3));
+}
+
+#[tokio::test]
+async fn kill_tree_now_skips_the_graces() {
+    let cfg = SupervisorConfig {
+        term_grace: Duration::from_secs(30),
+        ..quick()
+    };
+    let sup = Supervisor::spawn(sh("trap '' TERM; while :; do sleep 0.05; done"), cfg).unwrap();
+    let handle = sup.handle();
+    let task = tokio::spawn(run_all(sup, LIMIT));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    handle.kill_tree_now();
+    let (c, report) = task.await.unwrap();
+    assert_eq!(report.kill.unwrap().stage, Stage::Kill);
+    assert!(!c.other.contains(&Output::Stage(Stage::Term)));
+}
+
+#[tokio::test]
+async fn dropping_the_supervisor_stops_the_child() {
+    let sup = Supervisor::spawn(sh("echo $$; while :; do sleep 0.05; done"), quick()).unwrap();
+    let pid = sup.pid() as i32;
+    drop(sup);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !dead(pid) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(dead(pid));
+}
+
+#[tokio::test]
+async fn a_hundred_mib_line_is_delivered_intact() {
+    const N: usize = 100 << 20;
+    let script = format!("head -c {N} /dev/zero | tr '\\0' 'a'; echo; echo after");
+    // Default max_line (64 MiB): two pieces, reported as over-long.
+    let sup = Supervisor::spawn(sh(&script), quick()).unwrap();
+    let (c, report) = run_all(sup, LIMIT).await;
+    assert_eq!(c.stdout.len(), 3);
+    assert!(c.stdout[0].continues && !c.stdout[0].newline);
+    assert_eq!(c.stdout[0].bytes.len(), 64 << 20);
+    assert!(!c.stdout[1].continues && c.stdout[1].newline);
+    let total: usize = c.stdout[..2].iter().map(|l| l.bytes.len()).sum();
+    assert_eq!(total, N);
+    assert!(c.stdout[..2]
+        .iter()
+        .all(|l| l.bytes.iter().all(|&b| b == b'a')));
+    assert_eq!(c.stdout[2].bytes, b"after");
+    assert!(c.other.iter().any(|o| matches!(o, Output::Overlong { .. })));
+    assert_eq!(report.overlong_lines, 1);
+    drop(c);
+    // A larger max_line: one piece.
+    let cfg = SupervisorConfig {
+        max_line: 128 << 20,
+        ..quick()
+    };
+    let sup = Supervisor::spawn(sh(&script), cfg).unwrap();
+    let (c, report) = run_all(sup, LIMIT).await;
+    assert_eq!(c.stdout.len(), 2);
+    assert_eq!(c.stdout[0].bytes.len(), N);
+    assert!(c.stdout[0].newline && !c.stdout[0].continues);
+    assert_eq!(report.overlong_lines, 0);
+}
+
+#[tokio::test]
+async fn a_million_short_lines_arrive_complete_and_in_order() {
+    let sup = Supervisor::spawn(sh("seq 1 1000000"), quick()).unwrap();
+    let (c, report) = run_all(sup, Duration::from_secs(300)).await;
+    assert_eq!(c.stdout.len(), 1_000_000);
+    for (i, l) in c.stdout.iter().enumerate() {
+        assert_eq!(l.bytes, (i + 1).to_string().as_bytes());
+        assert!(l.newline);
+    }
+    assert_eq!(report.stdout_lines, 1_000_000);
+}
+
+#[tokio::test]
+async fn leftovers_can_be_left_alone() {
+    let script = r#"setsid sh -c 'exec sleep 1000' >/dev/null 2>&1 &
+echo $!"#;
+    let cfg = SupervisorConfig {
+        kill_leftovers: false,
+        ..quick()
+    };
+    let sup = Supervisor::spawn(sh(script), cfg).unwrap();
+    let (c, report) = run_all(sup, LIMIT).await;
+    let grandchild: i32 = c.stdout_text()[0].parse().unwrap();
+    assert_eq!(report.leftovers_killed, 0);
+    assert!(!dead(grandchild));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(grandchild).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+}
