@@ -3,8 +3,10 @@
 //!
 //! Rules (the same the live `run` follows):
 //! - virtual time is a base `Instant` plus each entry's `t_ms` (never going backwards);
-//! - before an entry at `t` is delivered, every deadline strictly before `t` fires; a line
-//!   whose `t_ms` equals a deadline is delivered first;
+//! - before an entry at `t` is delivered, every deadline strictly before `t` fires; an entry
+//!   whose `t_ms` equals a pending deadline is delivered first (captures round times down to
+//!   the millisecond, so such a line may well have come first live; the core fires a deadline
+//!   before a line of the very same instant, so the entry is fed one nanosecond earlier);
 //! - `line` and `raw` entries are stdout lines (`raw` ones are unparseable keep-alives), `stdin`
 //!   entries go to `observe_input`, `stderr` entries move no clock, `exit` ends the session;
 //! - a capture without `exit` means the child stayed silent from its last entry on: deadlines
@@ -207,8 +209,14 @@ pub fn replay(entries: &[Entry], limits: Limits) -> Verdict {
             continue;
         }
         t_ms = t_ms.max(entry.t_ms.min(MAX_T_MS));
-        let now = r.at(t_ms);
-        r.fire_until(Some(now));
+        let at = r.at(t_ms);
+        r.fire_until(Some(at));
+        // An entry exactly at a pending deadline comes first (see the module docs).
+        let now = if r.reg.poll_timeout() == Some(at) {
+            at.checked_sub(Duration::from_nanos(1)).unwrap_or(at)
+        } else {
+            at
+        };
         if r.kill.is_some() {
             after_kill += 1;
             if let Record::Exit { code, signal } = entry.record {

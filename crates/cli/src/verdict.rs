@@ -8,9 +8,9 @@ use watchdog_core::{Event, Kill, KillKind, Outcome, StallClock};
 
 use crate::duration::format_duration;
 
-/// Milliseconds of a duration, saturating.
+/// Milliseconds of a duration, rounded to the nearest, saturating.
 pub fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+    u64::try_from(d.as_nanos().saturating_add(500_000) / 1_000_000).unwrap_or(u64::MAX)
 }
 
 /// Milliseconds from `base` to `at` (0 if `at` is earlier).

@@ -11,10 +11,13 @@ use watchdog_core::capture::{Entry, Record};
 use watchdog_core::{classify, KillKind, Limits, LineView, Outcome, Signal};
 
 fn captures_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/protocol/captures");
+    let shared = std::env::var_os("AGENT_WATCHDOG_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+    let dir = shared.join("protocol/captures");
     assert!(
         dir.is_dir(),
-        "the shared captures are missing: expected {} (shared/ beside the repository)",
+        "the shared captures are missing: expected {} (shared/ beside the repository, or set AGENT_WATCHDOG_SHARED)",
         dir.display()
     );
     dir
