@@ -1,11 +1,11 @@
-//! The `claude-watchdog` drop-in under the real TypeScript Agent SDK
-//! (`@anthropic-ai/claude-agent-sdk`, pinned by `scripts/install-sdk-test-deps`): `query()`
-//! with `pathToClaudeCodeExecutable` set to the drop-in, against a mock that hangs. The
-//! `for await` loop must end within the thresholds plus a margin, and its last message must
-//! be our synthetic `result`.
+//! The `claude-watchdog` drop-in under the real Agent SDKs, pinned and installed by
+//! `scripts/install-sdk-test-deps`: TypeScript (`@anthropic-ai/claude-agent-sdk`, `query()` with
+//! `pathToClaudeCodeExecutable`) and Python (`claude-agent-sdk`, `query()` with `cli_path`),
+//! each against a mock that hangs. The message loop must end within the thresholds plus a
+//! margin, and its last message must be our synthetic `result`.
 //!
-//! Needs node, the SDK in `.tools/sdk` and the real `claude`; a missing prerequisite fails
-//! with the command that installs it, never a skip.
+//! Needs node, python3, the SDKs in `.tools/sdk` and the real `claude`; a missing prerequisite
+//! fails with the command that installs it, never a skip.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -19,6 +19,23 @@ use serde_json::Value;
 const DROP_IN: &str = env!("CARGO_BIN_EXE_claude-watchdog");
 
 static SERIAL: Mutex<()> = Mutex::new(());
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Sdk {
+    TypeScript,
+    Python,
+}
+
+fn python() -> PathBuf {
+    let root = repo_root().expect("the repository root");
+    let py = root.join(".tools/sdk/py/bin/python");
+    assert!(
+        py.is_file(),
+        "\n\nThe Python SDK test needs claude-agent-sdk in {}.\nRun `scripts/install-sdk-test-deps`.\n",
+        py.display()
+    );
+    py
+}
 
 fn sdk_modules() -> PathBuf {
     let root = repo_root().expect("the repository root");
@@ -36,8 +53,10 @@ fn sdk_modules() -> PathBuf {
     modules
 }
 
-fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/query.mjs")
+fn script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/sdk")
+        .join(name)
 }
 
 struct SdkRun {
@@ -46,9 +65,8 @@ struct SdkRun {
     took: Duration,
 }
 
-fn sdk_query(scenario: &str, policy: &[(&str, &str)]) -> SdkRun {
+fn sdk_query(sdk: Sdk, scenario: &str, policy: &[(&str, &str)]) -> SdkRun {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let modules = sdk_modules();
     let claude = find_claude().unwrap_or_else(|e| panic!("\n\n{e}\n"));
     let options = ScenarioOptions {
         ping_every: Duration::from_secs(1),
@@ -63,11 +81,21 @@ fn sdk_query(scenario: &str, policy: &[(&str, &str)]) -> SdkRun {
     )
     .unwrap();
     let cmd = run.command();
-    let mut node = Command::new("node");
-    node.arg(script())
-        .env_clear()
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .env("SDK_NODE_MODULES", &modules)
+    let mut node = match sdk {
+        Sdk::TypeScript => {
+            let mut c = Command::new("node");
+            c.arg(script("query.mjs"))
+                .env_clear()
+                .env("SDK_NODE_MODULES", sdk_modules());
+            c
+        }
+        Sdk::Python => {
+            let mut c = Command::new(python());
+            c.arg(script("query.py")).env_clear();
+            c
+        }
+    };
+    node.envs(cmd.env.iter().map(|(k, v)| (k, v)))
         .env("DROP_IN", DROP_IN)
         .env("WORK_DIR", &cmd.cwd)
         .env("PROMPT", "Write hello.txt, then say hello.")
@@ -78,7 +106,7 @@ fn sdk_query(scenario: &str, policy: &[(&str, &str)]) -> SdkRun {
         node.env(format!("AGENT_WATCHDOG_{k}"), v);
     }
     let t = Instant::now();
-    let out = node.output().expect("run node");
+    let out = node.output().expect("run the SDK script");
     let took = t.elapsed();
     server.shutdown();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -107,7 +135,13 @@ fn sdk_query(scenario: &str, policy: &[(&str, &str)]) -> SdkRun {
     }
 }
 
-fn assert_ends_with_our_result(r: &SdkRun, kind: &str, budget: Duration) {
+fn assert_ends_with_our_result(sdk: Sdk, r: &SdkRun, kind: &str, budget: Duration) {
+    eprintln!(
+        "{sdk:?}: {} messages in {:?}, then {}",
+        r.messages.len(),
+        r.took,
+        r.done
+    );
     assert!(
         r.took < budget,
         "the query took {:?} (budget {budget:?})",
@@ -131,24 +165,29 @@ fn assert_ends_with_our_result(r: &SdkRun, kind: &str, budget: Duration) {
         .messages
         .iter()
         .any(|m| m["type"] == "system" && m["subtype"] == "init"));
-    // Exit code 1 after an error result: the SDK yields the message, then throws with its text.
+    // Exit code 1 after an error result: both SDKs yield the message, then raise an error
+    // carrying its text ("Claude Code returned an error result: agent-watchdog killed …").
     let err = r.done["error"].as_str().unwrap_or("");
-    assert!(err.contains("agent-watchdog killed"), "done: {}", r.done);
+    assert!(
+        err.contains("agent-watchdog killed"),
+        "{sdk:?} done: {}",
+        r.done
+    );
 }
 
-#[test]
-fn silent_after_tool_result_ends_the_for_await_loop_with_our_result() {
+fn silent_after_tool_result(sdk: Sdk) {
     let r = sdk_query(
+        sdk,
         "silent_after_tool_result",
         &[("IDLE", "4s"), ("EXTEND_FACTOR", "1"), ("GRACE", "3s")],
     );
     // startup (a few s on a busy machine) + idle 4 s + interrupt 2 s + SIGTERM, plus margin.
-    assert_ends_with_our_result(&r, "idle", Duration::from_secs(45));
+    assert_ends_with_our_result(sdk, &r, "idle", Duration::from_secs(45));
 }
 
-#[test]
-fn ping_only_stall_ends_the_for_await_loop_with_our_result() {
+fn ping_only_stall(sdk: Sdk) {
     let r = sdk_query(
+        sdk,
         "ping_only_stall",
         &[
             ("IDLE", "25s"),
@@ -157,5 +196,25 @@ fn ping_only_stall_ends_the_for_await_loop_with_our_result() {
             ("GRACE", "3s"),
         ],
     );
-    assert_ends_with_our_result(&r, "no_progress", Duration::from_secs(50));
+    assert_ends_with_our_result(sdk, &r, "no_progress", Duration::from_secs(50));
+}
+
+#[test]
+fn typescript_silent_after_tool_result_ends_the_loop_with_our_result() {
+    silent_after_tool_result(Sdk::TypeScript);
+}
+
+#[test]
+fn typescript_ping_only_stall_ends_the_loop_with_our_result() {
+    ping_only_stall(Sdk::TypeScript);
+}
+
+#[test]
+fn python_silent_after_tool_result_ends_the_loop_with_our_result() {
+    silent_after_tool_result(Sdk::Python);
+}
+
+#[test]
+fn python_ping_only_stall_ends_the_loop_with_our_result() {
+    ping_only_stall(Sdk::Python);
 }
