@@ -17,7 +17,7 @@ pub struct Summary<'a> {
     pub outcome: &'a Outcome,
     /// The kill, if any.
     pub kill: Option<&'a Kill>,
-    /// How far the kill ladder went: `interrupt`, `sigterm` or `sigkill`.
+    /// How far the kill ladder went: `interrupt`, `term` or `kill`.
     pub ladder: Option<&'static str>,
     /// The child's exit code and signal.
     pub exit: Option<(Option<i32>, Option<i32>)>,
@@ -29,6 +29,8 @@ pub struct Summary<'a> {
     pub tally: &'a Tally,
     /// Stderr lines seen and suppressed (repeated warnings).
     pub stderr: (u64, u64),
+    /// Suppressed repeats per warning code.
+    pub suppressed: Value,
     /// Signal we forwarded from the user, if any (`SIGINT`/`SIGTERM`).
     pub interrupted: Option<&'static str>,
     /// The events, as JSON.
@@ -64,7 +66,11 @@ impl Summary<'_> {
             "duration_ms": self.duration_ms,
             "rate_limits": self.tally.rate_limit_windows(),
             "lines": self.tally.counts_json(),
-            "stderr": {"lines": self.stderr.0, "suppressed_warnings": self.stderr.1},
+            "stderr": {
+                "lines": self.stderr.0,
+                "suppressed_warnings": self.stderr.1,
+                "suppressed_by_code": self.suppressed,
+            },
             "interrupted": self.interrupted,
             "events": self.events,
             "command": self.argv,

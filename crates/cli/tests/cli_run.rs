@@ -267,7 +267,7 @@ fn a_child_ignoring_sigterm_and_its_setsid_grandchild_are_all_killed() {
         &["--idle", "1s", "--extend-factor", "1"],
     );
     assert_eq!(k.out.status.code(), Some(124));
-    assert_eq!(k.summary["kill"]["ladder"], "sigkill");
+    assert_eq!(k.summary["kill"]["ladder"], "kill");
     std::thread::sleep(Duration::from_millis(300));
     let left = Command::new("pgrep")
         .args(["-f", &marker])
