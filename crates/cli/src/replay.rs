@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use watchdog_core::capture::{Entry, Record};
-use watchdog_core::{Event, Kill, Limits, LineView, Outcome, Registry, SessionConfig, SessionId};
+use watchdog_core::rate_limit::{RateLimitConfig, RateLimitMonitor};
+use watchdog_core::{
+    Event, Kill, Limits, LineKind, LineView, Outcome, Registry, SessionConfig, SessionId,
+};
 
 use crate::duration::format_duration;
 use crate::tally::Tally;
@@ -120,6 +123,7 @@ struct Replayer {
     ended: Option<Outcome>,
     tally: Tally,
     wall_ms: Option<u64>,
+    monitor: RateLimitMonitor,
 }
 
 impl Replayer {
@@ -169,11 +173,14 @@ impl Replayer {
         }
     }
 
+    /// Wall-clock epoch ms at `t_ms`; without a `start` record 0, so that no window's reset
+    /// has passed.
+    fn wall_now(&self, t_ms: u64) -> u64 {
+        self.wall_ms.map_or(0, |w| w.saturating_add(t_ms))
+    }
+
     fn utilization_now(&self, t_ms: u64) -> Option<f64> {
-        let now_s = self
-            .wall_ms
-            .map(|w| (w.saturating_add(t_ms)) as f64 / 1000.0);
-        self.tally.utilization(now_s)
+        self.monitor.utilization(self.wall_now(t_ms))
     }
 }
 
@@ -191,6 +198,7 @@ pub fn replay(entries: &[Entry], limits: Limits) -> Verdict {
         ended: None,
         tally: Tally::default(),
         wall_ms: None,
+        monitor: RateLimitMonitor::new(RateLimitConfig::default()),
     };
     let mut first_line = None;
     let mut exit = None;
@@ -231,6 +239,10 @@ pub fn replay(entries: &[Entry], limits: Limits) -> Verdict {
                     Ok(view) => {
                         let class = r.reg.observe(now, r.id, &view);
                         r.tally.observe(&view, class);
+                        if class.kind == LineKind::RateLimit {
+                            let wall = r.wall_now(t_ms);
+                            let _ = r.monitor.observe(wall, &view);
+                        }
                         if first_line.is_none() {
                             let mut name = view.kind().map(|k| k.into_owned()).unwrap_or_default();
                             if let Some(s) = view.subtype() {
@@ -272,7 +284,7 @@ pub fn replay(entries: &[Entry], limits: Limits) -> Verdict {
         }
         r.drain(now);
         // A window whose reset passed lowers the utilization even without a new line.
-        if r.wall_ms.is_some() && r.tally.rate_limit.is_some() {
+        if r.wall_ms.is_some() && r.monitor.latest().is_some() {
             let u = r.utilization_now(t_ms);
             if u != util {
                 util = u;

@@ -241,43 +241,6 @@ impl Tally {
         }
         json!(m)
     }
-
-    /// The highest utilization among the current rate-limit windows whose reset lies after
-    /// `now_epoch_s` (all windows when the wall clock is unknown).
-    pub fn utilization(&self, now_epoch_s: Option<f64>) -> Option<f64> {
-        let windows = self.rate_limit_windows();
-        let obj = windows.as_object()?;
-        obj.values()
-            .filter(
-                |w| match (now_epoch_s, w.get("resetsAt").and_then(Value::as_f64)) {
-                    (Some(now), Some(reset)) => reset > now,
-                    _ => true,
-                },
-            )
-            .filter_map(|w| w.get("utilization").and_then(Value::as_f64))
-            .filter(|u| u.is_finite())
-            .map(|u| u.clamp(0.0, 1.0))
-            .reduce(f64::max)
-    }
-
-    /// A one-line rate-limit summary, e.g. `5h 91% · 7d 42%`.
-    pub fn rate_limit_summary(&self) -> Option<String> {
-        let windows = self.rate_limit_windows();
-        let obj = windows.as_object()?;
-        let parts: Vec<String> = obj
-            .iter()
-            .filter_map(|(name, w)| {
-                let u = w.get("utilization").and_then(Value::as_f64)?;
-                let short = match name.as_str() {
-                    "five_hour" => "5h",
-                    "seven_day" => "7d",
-                    other => other,
-                };
-                Some(format!("{short} {:.0}%", u * 100.0))
-            })
-            .collect();
-        (!parts.is_empty()).then(|| parts.join(" · "))
-    }
 }
 
 #[cfg(test)]
@@ -322,15 +285,14 @@ mod tests {
     }
 
     #[test]
-    fn rate_limit_windows_and_utilization() {
+    fn rate_limit_windows() {
         let mut t = Tally::default();
         feed(
             &mut t,
             r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","unifiedWindows":{"five_hour":{"utilization":0.91,"resetsAt":100},"seven_day":{"utilization":0.42,"resetsAt":200}}}}"#,
         );
-        assert_eq!(t.utilization(None), Some(0.91));
-        assert_eq!(t.utilization(Some(150.0)), Some(0.42));
-        assert_eq!(t.utilization(Some(300.0)), None);
-        assert_eq!(t.rate_limit_summary().unwrap(), "5h 91% · 7d 42%");
+        let w = t.rate_limit_windows();
+        assert_eq!(w["five_hour"]["utilization"], 0.91);
+        assert_eq!(w["seven_day"]["resetsAt"], 200);
     }
 }

@@ -369,3 +369,32 @@ fn missing_file_is_an_error_and_bad_flags_are_usage_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn rate_limit_utilization_extends_the_idle_patience() {
+    // Cut s3_ratelimit_warning_gwjwt right after its rate_limit_event (5-hour window at 95 %):
+    // the silent tail is killed `idle` with the high-utilization extension. No `start` record,
+    // so the window never expires during the replay.
+    let text = std::fs::read_to_string(capture("s3_ratelimit_warning_gwjwt")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let cut = lines
+        .iter()
+        .position(|l| l.contains("\"rate_limit_event\""))
+        .expect("a rate_limit_event")
+        + 1;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.capture.jsonl");
+    std::fs::write(&path, lines[..cut].join("\n")).unwrap();
+    let p = path.to_str().unwrap();
+    let v = replay_json(&[p, "--idle", "10s"]);
+    assert_eq!(v["kill"]["kind"], "idle", "{v}");
+    assert_eq!(v["kill"]["extension"], "high_utilization", "{v}");
+    // Above the threshold: only the pre-write extension holds.
+    let v = replay_json(&[p, "--idle", "10s", "--high-utilization", "0.99"]);
+    assert_eq!(v["kill"]["extension"], "pre_write", "{v}");
+    // A start record whose wall clock is past the window's reset: the window has expired.
+    let start = r#"{"t_ms":0,"start":{"wall_ms":4102444800000,"argv":["claude"],"version":1}}"#;
+    std::fs::write(&path, format!("{start}\n{}", lines[..cut].join("\n"))).unwrap();
+    let v = replay_json(&[p, "--idle", "10s"]);
+    assert_eq!(v["kill"]["extension"], "pre_write", "{v}");
+}
