@@ -25,6 +25,9 @@ pub enum Command {
     Run(RunArgs),
     /// Replay a capture (see `run --record`) and show what the watchdog would have done.
     Replay(ReplayArgs),
+    /// Audit past sessions (Claude Code transcripts or captures): how they ended, and what a
+    /// policy would have done to them.
+    Audit(crate::audit::AuditArgs),
     /// Show the watchdog at work: three short sessions of a real `claude` against a local mock
     /// of the Messages API (healthy, silent after a tool result, pings only).
     Demo(DemoArgs),

@@ -23,7 +23,22 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Run(args) => agent_watchdog::run::main(args, agent_watchdog::run::Mode::Run),
         Command::Replay(args) => agent_watchdog::replay_cmd::main(args),
+        Command::Audit(args) => audit(&args),
         Command::Demo(args) => agent_watchdog::demo::main(args),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(exit_code::INTERNAL as u8))
+}
+
+fn audit(args: &agent_watchdog::audit::AuditArgs) -> i32 {
+    use agent_watchdog::audit::{run_audit, AuditError};
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    match run_audit(args, &mut out, &mut err) {
+        Ok(code) => code,
+        Err(AuditError::Config(e)) => agent_watchdog::replay_cmd::policy_error(&e),
+        Err(e) => {
+            eprintln!("agent-watchdog: audit: {e}");
+            exit_code::INTERNAL
+        }
+    }
 }

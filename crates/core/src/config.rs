@@ -82,7 +82,8 @@ fn positive(option: &'static str, d: Duration) -> Result<Duration, ConfigError> 
     }
 }
 
-fn unit(option: &'static str, x: f64) -> Result<f64, ConfigError> {
+/// Validate a fraction in [0, 1] (NaN is rejected).
+pub(crate) fn unit(option: &'static str, x: f64) -> Result<f64, ConfigError> {
     if (0.0..=1.0).contains(&x) {
         Ok(x)
     } else {

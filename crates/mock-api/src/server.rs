@@ -263,6 +263,46 @@ impl RequestLog {
     }
 }
 
+/// Read access shared by [`MockServer`] and [`BlockingMockServer`].
+macro_rules! server_accessors {
+    ($ty:ident) => {
+        impl $ty {
+            /// The bound address (always `127.0.0.1`).
+            pub fn addr(&self) -> SocketAddr {
+                self.addr
+            }
+
+            /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.
+            pub fn base_url(&self) -> String {
+                format!("http://{}", self.addr)
+            }
+
+            /// Every request so far, in arrival order.
+            pub fn requests(&self) -> Vec<RecordedRequest> {
+                self.log.requests()
+            }
+
+            /// The main requests (`POST /v1/messages`) so far.
+            pub fn main_requests(&self) -> Vec<RecordedRequest> {
+                self.log.main_requests()
+            }
+
+            /// How many main requests arrived so far.
+            pub fn main_request_count(&self) -> usize {
+                self.log.main_request_count()
+            }
+
+            /// A cloneable handle on the request log.
+            pub fn log(&self) -> RequestLog {
+                self.log.clone()
+            }
+        }
+    };
+}
+
+server_accessors!(MockServer);
+server_accessors!(BlockingMockServer);
+
 /// A running mock server on `127.0.0.1`, driven by the caller's tokio runtime.
 ///
 /// Dropping it stops the server too; [`MockServer::shutdown`] also waits for that.
@@ -299,36 +339,6 @@ impl MockServer {
             stop: Some(stop),
             task: Some(task),
         })
-    }
-
-    /// The bound address (always `127.0.0.1`).
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Every request so far, in arrival order.
-    pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.log.requests()
-    }
-
-    /// The main requests (`POST /v1/messages`) so far.
-    pub fn main_requests(&self) -> Vec<RecordedRequest> {
-        self.log.main_requests()
-    }
-
-    /// How many main requests arrived so far.
-    pub fn main_request_count(&self) -> usize {
-        self.log.main_request_count()
-    }
-
-    /// A cloneable handle on the request log.
-    pub fn log(&self) -> RequestLog {
-        self.log.clone()
     }
 
     /// Stops accepting, ends every connection (stalls included) and waits for that.
@@ -406,36 +416,6 @@ impl BlockingMockServer {
                 Err(e)
             }
         }
-    }
-
-    /// The bound address (always `127.0.0.1`).
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Every request so far, in arrival order.
-    pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.log.requests()
-    }
-
-    /// The main requests (`POST /v1/messages`) so far.
-    pub fn main_requests(&self) -> Vec<RecordedRequest> {
-        self.log.main_requests()
-    }
-
-    /// How many main requests arrived so far.
-    pub fn main_request_count(&self) -> usize {
-        self.log.main_request_count()
-    }
-
-    /// A cloneable handle on the request log.
-    pub fn log(&self) -> RequestLog {
-        self.log.clone()
     }
 
     /// Stops the server and joins its thread.

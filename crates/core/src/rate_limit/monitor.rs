@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::format::{format_iso_ms, percent_half_up, window_part};
 use super::reading::{Frame, Given, Reading, Status, Window, WindowFrame};
 use super::WallMs;
-use crate::config::ConfigError;
+use crate::config::{unit, ConfigError};
 use crate::view::LineView;
 
 /// The rate-limit monitor's policy: validated plain data.
@@ -42,18 +42,6 @@ impl Default for RateLimitConfig {
             hysteresis: 0.05,
             fallback_window: "five_hour".into(),
         }
-    }
-}
-
-fn unit(option: &'static str, x: f64) -> Result<f64, ConfigError> {
-    if (0.0..=1.0).contains(&x) {
-        Ok(x)
-    } else {
-        Err(ConfigError {
-            option,
-            allowed: "a number in [0, 1]",
-            value: format!("{x}"),
-        })
     }
 }
 

@@ -1,0 +1,504 @@
+#![doc = include_str!("README.md")]
+//!
+//! ## Pieces
+//!
+//! [`transcript`] (files → timed entries), [`spells`] (spell kinds, endings, runs),
+//! [`stats`] (percentiles), [`simulate`] (the core registry in virtual time), [`recommend`]
+//! (the ladder), [`report`] (text and JSON), [`svg`] (the plot), [`scan`] (parallel reading),
+//! [`timestamp`] (ISO-8601 by hand). The binary calls [`run_audit`] with [`AuditArgs`]; the pure
+//! pieces are [`audit_paths`], [`AuditReport::to_json`], [`render_text`] and [`render_svg`].
+
+pub(crate) mod json;
+pub mod recommend;
+pub mod report;
+pub mod scan;
+pub mod simulate;
+pub mod spells;
+pub mod stats;
+pub mod svg;
+pub mod timestamp;
+pub mod transcript;
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use watchdog_core::{KillKind, Limits};
+
+pub use report::{
+    render_text, AuditReport, Bin, Recommendation, SessionSummary, Settings, Silence, WouldKill,
+};
+pub use svg::render_svg;
+
+use scan::{Discovery, Skipped};
+use simulate::SimKill;
+use spells::{Analysis, SpellKind};
+use stats::Distribution;
+use transcript::{Ending, Entry, EntryKind, Format, SessionLog};
+
+/// `agent-watchdog audit [PATHS…] [policy flags] [--json] [--plot FILE.svg]`
+#[derive(Debug, Clone, Default, Args)]
+pub struct AuditArgs {
+    /// The settings to check (the recommendation is computed regardless).
+    #[command(flatten)]
+    pub policy: crate::policy_args::PolicyArgs,
+    /// Transcript folders (searched recursively for `*.jsonl`), transcript files or captures
+    /// [default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects]
+    #[arg(value_name = "PATHS")]
+    pub paths: Vec<PathBuf>,
+    /// Print one JSON object instead of the text report.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write an SVG histogram of quiet spells with the thresholds to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Why `audit` could not run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// A policy flag is invalid.
+    #[error("{0}")]
+    Config(#[from] watchdog_core::ConfigError),
+    /// No path given and no Claude Code projects folder found.
+    #[error("no transcripts folder: pass PATHS, or set CLAUDE_CONFIG_DIR or HOME")]
+    NoDefaultPath,
+    /// Writing the report or the plot failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being written.
+        what: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The default folder: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`.
+pub fn default_projects_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d).join("projects"));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".claude").join("projects"))
+}
+
+/// Run `audit`: the report goes to `out` (text, or JSON with `--json`), notes to `err`.
+/// Returns the exit code: 0, or 1 when no file could be read. A progress bar is drawn on
+/// the terminal's stderr (through indicatif) when stderr is a terminal, more than a few files
+/// are scanned, and `--quiet` is not given.
+pub fn run_audit(
+    args: &AuditArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, AuditError> {
+    let limits = args.policy.limits()?;
+    let paths = if args.paths.is_empty() {
+        vec![default_projects_dir().ok_or(AuditError::NoDefaultPath)?]
+    } else {
+        args.paths.clone()
+    };
+    let discovery = scan::discover(&paths);
+    let total: u64 = discovery.files.iter().map(|f| f.1).sum();
+    let show_bar = !args.quiet && discovery.files.len() > 4 && std::io::stderr().is_terminal();
+    let bar = if show_bar {
+        let pb = indicatif::ProgressBar::new(total);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "agent-watchdog: audit {bar:30} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {eta}",
+        ) {
+            pb.set_style(style);
+        }
+        Some(pb)
+    } else {
+        None
+    };
+    let on_bytes = |n: u64| {
+        if let Some(pb) = &bar {
+            pb.inc(n);
+        }
+    };
+    let report = audit_files(discovery, &limits, scan::threads(), &on_bytes);
+    if let Some(pb) = bar {
+        pb.finish_and_clear();
+    }
+    let io = |what: &str| {
+        let what = what.to_string();
+        move |source| AuditError::Io { what, source }
+    };
+    // The text report lists skipped files itself; with --json they are also told on stderr.
+    if args.json {
+        for (f, why) in &report.skipped {
+            writeln!(err, "agent-watchdog: audit: skipped {}: {why}", f.display())
+                .map_err(io("writing to stderr"))?;
+        }
+    }
+    if args.json {
+        writeln!(out, "{}", report.to_json()).map_err(io("writing the report"))?;
+    } else {
+        render_text(&report, out).map_err(io("writing the report"))?;
+    }
+    if let Some(plot) = &args.plot {
+        std::fs::write(plot, render_svg(&report))
+            .map_err(io(&format!("writing {}", plot.display())))?;
+        if !args.json {
+            writeln!(out, "\nPlot written to {}", plot.display())
+                .map_err(io("writing the report"))?;
+        }
+    }
+    Ok(
+        if report.sessions_scanned == 0 && report.files_skipped > 0 {
+            1
+        } else {
+            0
+        },
+    )
+}
+
+/// Audit these paths (folders recursively, files as given) with these settings, on every core.
+pub fn audit_paths(paths: &[PathBuf], limits: &Limits) -> AuditReport {
+    audit_files(scan::discover(paths), limits, scan::threads(), &|_| {})
+}
+
+/// One session, ready for the simulation.
+struct Session {
+    log: SessionLog,
+    /// Entries with merged subagent activity (transcripts with subagents), else `None`.
+    merged: Option<Vec<Entry>>,
+    /// A subagent whose parent was read: its spells live in the parent's timeline.
+    in_parent: bool,
+    analysis: Analysis,
+}
+
+impl Session {
+    fn entries(&self) -> &[Entry] {
+        self.merged.as_deref().unwrap_or(&self.log.entries)
+    }
+    fn id(&self) -> String {
+        self.log.session_id.clone().unwrap_or_else(|| {
+            self.log
+                .file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+    }
+}
+
+/// Audit the discovered files.
+pub fn audit_files(
+    discovery: Discovery,
+    limits: &Limits,
+    threads: usize,
+    on_bytes: &(dyn Fn(u64) + Sync),
+) -> AuditReport {
+    let Discovery { files, mut skipped } = discovery;
+    let mut logs = Vec::with_capacity(files.len());
+    for r in scan::read_all(&files, threads, on_bytes) {
+        match r {
+            Ok(log) => logs.push(log),
+            Err(s) => skipped.push(s),
+        }
+    }
+    let sessions = build_sessions(logs, threads);
+    let given = simulate_all(&sessions, limits, threads);
+    let recommended = recommend(&sessions, limits, threads);
+    summarise(&sessions, &given, recommended, skipped, limits)
+}
+
+fn build_sessions(logs: Vec<SessionLog>, threads: usize) -> Vec<Session> {
+    // Subagent activity by parent session id.
+    let mut parents: HashMap<&str, usize> = HashMap::new();
+    for (i, l) in logs.iter().enumerate() {
+        if !l.subagent && l.format == Format::Transcript {
+            if let Some(id) = &l.session_id {
+                parents.entry(id.as_str()).or_insert(i);
+            }
+        }
+    }
+    let mut ticks: HashMap<usize, Vec<i64>> = HashMap::new();
+    let mut in_parent = vec![false; logs.len()];
+    for (i, l) in logs.iter().enumerate() {
+        if !l.subagent || l.format != Format::Transcript {
+            continue;
+        }
+        if let Some(&p) = l.session_id.as_deref().and_then(|id| parents.get(id)) {
+            in_parent[i] = true;
+            ticks.entry(p).or_default().extend(
+                l.entries
+                    .iter()
+                    .filter(|e| e.kind.is_progress())
+                    .map(|e| e.t),
+            );
+        }
+    }
+    let merged: Vec<Option<Vec<Entry>>> = logs
+        .iter()
+        .enumerate()
+        .map(|(i, l)| ticks.remove(&i).map(|t| merge(&l.entries, t)))
+        .collect();
+    let inputs: Vec<(SessionLog, Option<Vec<Entry>>, bool)> = logs
+        .into_iter()
+        .zip(merged)
+        .zip(in_parent)
+        .map(|((l, m), p)| (l, m, p))
+        .collect();
+    let analyses = scan::par_map(&inputs, threads, |(l, m, _)| {
+        spells::analyse(l.format, m.as_deref().unwrap_or(&l.entries))
+    });
+    inputs
+        .into_iter()
+        .zip(analyses)
+        .map(|((log, merged, in_parent), analysis)| Session {
+            log,
+            merged,
+            in_parent,
+            analysis,
+        })
+        .collect()
+}
+
+/// Merge subagent activity times into a parent's entries (only within the parent's span).
+fn merge(entries: &[Entry], mut ticks: Vec<i64>) -> Vec<Entry> {
+    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+        return entries.to_vec();
+    };
+    ticks.retain(|t| *t >= first.t && *t <= last.t);
+    ticks.sort_unstable();
+    let mut out = Vec::with_capacity(entries.len() + ticks.len());
+    let mut ti = ticks.into_iter().peekable();
+    for e in entries {
+        while let Some(t) = ti.next_if(|t| *t < e.t) {
+            out.push(Entry {
+                t,
+                kind: EntryKind::SubagentProgress,
+            });
+        }
+        out.push(e.clone());
+    }
+    out
+}
+
+fn simulate_all(sessions: &[Session], limits: &Limits, threads: usize) -> Vec<Vec<SimKill>> {
+    scan::par_map(sessions, threads, |s| {
+        if s.in_parent {
+            Vec::new()
+        } else {
+            simulate::simulate(&s.log, s.entries(), &s.analysis, limits)
+        }
+    })
+}
+
+fn counted(s: &Session) -> bool {
+    !s.in_parent
+}
+
+fn recommend(sessions: &[Session], limits: &Limits, threads: usize) -> Recommendation {
+    let productive = || {
+        sessions
+            .iter()
+            .filter(|s| counted(s))
+            .flat_map(|s| s.analysis.spells.iter())
+            .filter(|sp| sp.productive)
+    };
+    let longest_quiet_ms = productive().map(|s| s.quiet_ms).max();
+    let longest_spell_ms = productive().map(|s| s.ms).max();
+    let (Some(longest_quiet_ms), Some(longest_spell_ms)) = (longest_quiet_ms, longest_spell_ms)
+    else {
+        return Recommendation {
+            idle_ms: limits.idle().as_millis() as u64,
+            no_progress_ms: limits.no_progress().as_millis() as u64,
+            longest_quiet_ms: 0,
+            longest_spell_ms: 0,
+            margin: recommend::MARGIN,
+            verified: true,
+            raised: 0,
+            no_data: true,
+        };
+    };
+    let mut idle = recommend::with_margin(longest_quiet_ms);
+    let mut no_progress = recommend::with_margin(longest_spell_ms).max(idle);
+    let mut raised = 0;
+    let mut verified = false;
+    for _ in 0..40 {
+        let l = limits
+            .clone()
+            .with_idle(std::time::Duration::from_millis(idle))
+            .and_then(|l| l.with_no_progress(std::time::Duration::from_millis(no_progress)));
+        let Ok(l) = l else { break };
+        let kills = simulate_all(sessions, &l, threads);
+        let bad: Vec<&SimKill> = kills.iter().flatten().filter(|k| k.productive).collect();
+        if bad.is_empty() {
+            verified = true;
+            break;
+        }
+        let idle_bad = bad.iter().any(|k| k.kind == KillKind::Idle);
+        let np_bad = bad.iter().any(|k| k.kind == KillKind::NoProgress);
+        if !idle_bad && !np_bad {
+            break; // startup, linger or ceiling: not ours to fix
+        }
+        if idle_bad {
+            idle = recommend::next_rung(idle);
+            no_progress = no_progress.max(idle);
+        }
+        if np_bad {
+            no_progress = recommend::next_rung(no_progress);
+        }
+        raised += 1;
+    }
+    Recommendation {
+        idle_ms: idle,
+        no_progress_ms: no_progress,
+        longest_quiet_ms,
+        longest_spell_ms,
+        margin: recommend::MARGIN,
+        verified,
+        raised,
+        no_data: false,
+    }
+}
+
+fn summarise(
+    sessions: &[Session],
+    kills: &[Vec<SimKill>],
+    recommended: Recommendation,
+    skipped: Vec<Skipped>,
+    limits: &Limits,
+) -> AuditReport {
+    let mut by_kind: Vec<Vec<u64>> = vec![Vec::new(); SpellKind::ALL.len()];
+    let mut by_tool: HashMap<&str, Vec<u64>> = HashMap::new();
+    let mut histogram: Vec<Bin> = (0..svg::bin_count())
+        .map(|k| Bin {
+            lo_ms: svg::edge(k),
+            hi_ms: svg::edge(k + 1),
+            counts: [0; 4],
+        })
+        .collect();
+    let mut silences = Vec::new();
+    let mut outcomes = [0u64; Ending::ALL.len()];
+    let mut r = AuditReport {
+        sessions_scanned: sessions.len() as u64,
+        subagent_sessions: 0,
+        files_skipped: skipped.len() as u64,
+        skipped: skipped.into_iter().map(|s| (s.file, s.reason)).collect(),
+        bytes: 0,
+        lines: 0,
+        bad_lines: 0,
+        truncated_lines: 0,
+        untimed_entries: 0,
+        clock_jumps: 0,
+        quiet_spells: Vec::new(),
+        tools: Vec::new(),
+        longest_productive_silences: Vec::new(),
+        would_kill: Vec::new(),
+        recommended,
+        outcomes: Vec::new(),
+        settings: Settings {
+            idle_ms: limits.idle().as_millis() as u64,
+            no_progress_ms: limits.no_progress().as_millis() as u64,
+            startup_ms: limits.startup().as_millis() as u64,
+            linger_ms: limits.linger().as_millis() as u64,
+            ceiling_ms: limits.ceiling().map(|c| c.as_millis() as u64),
+            extend_factor: limits.extend_factor(),
+        },
+        histogram: Vec::new(),
+        sessions: Vec::new(),
+    };
+    for (s, ks) in sessions.iter().zip(kills) {
+        let l = &s.log;
+        r.subagent_sessions += u64::from(l.subagent);
+        r.bytes += l.bytes;
+        r.lines += l.lines;
+        r.bad_lines += l.bad_lines;
+        r.truncated_lines += l.truncated_lines;
+        r.untimed_entries += l.untimed_entries;
+        r.clock_jumps += l.clock_jumps;
+        if let Some(e) = s.analysis.ending {
+            if let Some(i) = Ending::ALL.iter().position(|x| *x == e) {
+                outcomes[i] += 1;
+            }
+        }
+        for k in ks {
+            r.would_kill.push(WouldKill {
+                session_id: s.id(),
+                file: l.file.clone(),
+                kind: k.kind.as_str(),
+                at_ms: k.at_ms,
+                productive: k.productive,
+            });
+        }
+        let best = s
+            .analysis
+            .spells
+            .iter()
+            .filter(|sp| sp.productive && counted(s))
+            .max_by_key(|sp| (sp.ms, std::cmp::Reverse(sp.start_ms)));
+        r.sessions.push(SessionSummary {
+            session_id: s.id(),
+            file: l.file.clone(),
+            subagent: l.subagent,
+            ending: s.analysis.ending.unwrap_or(Ending::NoResult),
+            spells: if counted(s) {
+                s.analysis.spells.len() as u64
+            } else {
+                0
+            },
+            longest_productive_ms: best.map(|sp| sp.ms),
+            longest_productive_tool: best.and_then(|sp| sp.tool.as_deref().map(str::to_owned)),
+            would_kill: ks.first().map(|k| (k.kind.as_str(), k.at_ms)),
+        });
+        if !counted(s) {
+            continue;
+        }
+        for sp in &s.analysis.spells {
+            let ki = SpellKind::ALL
+                .iter()
+                .position(|k| *k == sp.kind)
+                .unwrap_or(0);
+            by_kind[ki].push(sp.ms);
+            histogram[svg::bin_of(sp.ms)].counts[ki] += 1;
+            if let (SpellKind::Tool, Some(t)) = (sp.kind, &sp.tool) {
+                by_tool.entry(t).or_default().push(sp.ms);
+            }
+        }
+        if let Some(sp) = best {
+            silences.push(Silence {
+                session_id: s.id(),
+                file: l.file.clone(),
+                ms: sp.ms,
+                quiet_ms: sp.quiet_ms,
+                kind: sp.kind,
+                tool: sp.tool.as_deref().map(str::to_owned),
+                start_ms: sp.start_ms,
+            });
+        }
+    }
+    r.quiet_spells = SpellKind::ALL
+        .iter()
+        .zip(by_kind.iter_mut())
+        .map(|(k, v)| (*k, Distribution::of(v)))
+        .collect();
+    let mut tools: Vec<(String, Distribution)> = by_tool
+        .into_iter()
+        .map(|(t, mut v)| (t.to_string(), Distribution::of(&mut v)))
+        .collect();
+    tools.sort_by(|a, b| b.1.max_ms.cmp(&a.1.max_ms).then_with(|| a.0.cmp(&b.0)));
+    r.tools = tools;
+    silences.sort_by(|a, b| {
+        b.ms.cmp(&a.ms)
+            .then_with(|| a.session_id.cmp(&b.session_id))
+            .then_with(|| a.file.cmp(&b.file))
+    });
+    silences.truncate(10);
+    r.longest_productive_silences = silences;
+    r.would_kill
+        .sort_by(|a, b| a.file.cmp(&b.file).then(a.at_ms.cmp(&b.at_ms)));
+    r.outcomes = Ending::ALL.iter().copied().zip(outcomes).collect();
+    r.sessions.sort_by(|a, b| a.file.cmp(&b.file));
+    r.histogram = histogram;
+    r
+}

@@ -1,0 +1,799 @@
+//! Reading one file (a Claude Code transcript or one of our captures) into timed entries.
+//!
+//! # Transcripts
+//! One JSON object per line. Only entries with a stream-json meaning are *timing entries*; the
+//! others (attachments, API request records, cost and prompt bookkeeping, …) are skipped, because
+//! a watchdog reading the CLI's stdout would have seen nothing at their time:
+//!
+//! | transcript entry | entry kind | stream-json equivalent |
+//! |---|---|---|
+//! | `assistant` | [`EntryKind::Assistant`] (tool_use blocks, `stop_reason`, API error flag) | `assistant` (progress) |
+//! | `user` with `tool_result` blocks | [`EntryKind::ToolResults`] | `user` (progress) |
+//! | other `user` | [`EntryKind::Prompt`] (`isMeta` ones are the CLI's own notes) | `user` (progress) |
+//! | `queue-operation` `enqueue` | [`EntryKind::Enqueue`] (a human's prompt arrives) | a line on stdin |
+//! | `system` | [`EntryKind::System`] | `system/<subtype>` (classified by the core) |
+//! | `progress` (`agent_progress`) | [`EntryKind::SubagentProgress`] | a subagent line (progress) |
+//! | other `progress` | [`EntryKind::KeepAlive`] | `tool_progress` (keep-alive) |
+//!
+//! A timing entry without a valid `timestamp` is skipped and counted (`untimed_entries`); a
+//! timestamp earlier than the previous one is a clock jump: the gap is taken as 0 and counted
+//! (`clock_jumps`). Lines that are not one JSON object are skipped and counted (`bad_lines`, and
+//! `truncated_lines` when it is the last line and has no newline). Timing entries are checked
+//! for structure to their end; a line of any other type (API request records, attachments,
+//! costs: often the biggest lines) is read only up to its `type` and must end with `}`.
+//!
+//! # Captures
+//! Our capture format (`t_ms` + `line` / `raw` / `stdin` / `exit` / …) is recognised by the file
+//! name (`*.capture.jsonl`) or by a first object with `t_ms`. `line` records are classified by the
+//! core; `raw` ones are keep-alives; a `stdin` `control_response` ends a human wait; `exit` ends
+//! the stream. The records are also kept verbatim for the simulation.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use watchdog_core::{classify, classify_line, LineKind, LineView, Signal};
+
+use super::json::{self, Val};
+use super::timestamp::parse_iso8601_ms;
+
+/// How an assistant message stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// No or null `stop_reason` (stream-json assistant lines carry `null`).
+    None,
+    /// `end_turn`.
+    EndTurn,
+    /// `tool_use`.
+    ToolUse,
+    /// `max_tokens`.
+    MaxTokens,
+    /// `stop_sequence`.
+    StopSequence,
+    /// Anything else.
+    Other,
+}
+
+impl Stop {
+    fn parse(s: &str) -> Stop {
+        match s {
+            "end_turn" => Stop::EndTurn,
+            "tool_use" => Stop::ToolUse,
+            "max_tokens" => Stop::MaxTokens,
+            "stop_sequence" => Stop::StopSequence,
+            _ => Stop::Other,
+        }
+    }
+}
+
+/// How a turn (and, for the last one, a session) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Ending {
+    /// A final answer (a `result` in stream-json).
+    Result,
+    /// The final answer was an API error message, or an error `result`.
+    Error,
+    /// The final answer stopped on the output token limit.
+    MaxTokens,
+    /// A success `result` with `stop_reason: tool_use` (captures only).
+    Incomplete,
+    /// The user interrupted the turn and nothing followed.
+    Interrupted,
+    /// The session ended without a final answer.
+    NoResult,
+}
+
+impl Ending {
+    /// Every ending, in report order.
+    pub const ALL: [Ending; 6] = [
+        Ending::Result,
+        Ending::Error,
+        Ending::MaxTokens,
+        Ending::Incomplete,
+        Ending::Interrupted,
+        Ending::NoResult,
+    ];
+    /// Snake-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ending::Result => "result",
+            Ending::Error => "error",
+            Ending::MaxTokens => "max_tokens",
+            Ending::Incomplete => "incomplete",
+            Ending::Interrupted => "interrupted",
+            Ending::NoResult => "no_result",
+        }
+    }
+}
+
+/// One tool call started by an assistant message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolUse {
+    /// `tool_use` block id.
+    pub id: Box<str>,
+    /// Tool name.
+    pub name: Box<str>,
+}
+
+/// What a timing entry is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryKind {
+    /// An assistant message.
+    Assistant {
+        /// Tool calls it starts.
+        tools: Vec<ToolUse>,
+        /// Its `stop_reason`.
+        stop: Stop,
+        /// An API error message written in the assistant's place (`isApiErrorMessage`).
+        api_error: bool,
+        /// The error was the output token limit (`max_output_tokens`).
+        max_tokens_error: bool,
+    },
+    /// Tool results (a `user` entry with `tool_result` blocks).
+    ToolResults {
+        /// The `tool_use_id`s answered.
+        ids: Vec<Box<str>>,
+        /// A person answered the permission prompt (`permissionDecision.source == "user"`).
+        human: bool,
+    },
+    /// A user message without tool results.
+    Prompt {
+        /// Typed by a person (not `isMeta`, the CLI's own notes such as max-tokens recovery).
+        human: bool,
+        /// `[Request interrupted by user…]`.
+        interrupt: bool,
+    },
+    /// A human prompt was queued (`queue-operation` `enqueue`).
+    Enqueue,
+    /// A `system` entry.
+    System {
+        /// Its subtype.
+        subtype: Option<Box<str>>,
+        /// Whether the core counts it as progress (else keep-alive).
+        progress: bool,
+    },
+    /// A subagent's activity (progress in the parent's stream).
+    SubagentProgress,
+    /// Another progress line (captures: stream events, system lines, …).
+    Progress,
+    /// A sign of life that is not progress (heartbeats, pings, unparseable lines).
+    KeepAlive,
+    /// A `result` line (captures).
+    Result(Ending),
+    /// A human wait began (captures: `can_use_tool`, `requires_action`).
+    HumanWaitStart,
+    /// A human wait was answered (captures: a `control_response` on stdin).
+    HumanWaitEnd,
+}
+
+impl EntryKind {
+    /// Whether the entry is progress for the no-progress clock (keep-alives are not).
+    pub fn is_progress(&self) -> bool {
+        match self {
+            EntryKind::System { progress, .. } => *progress,
+            EntryKind::KeepAlive | EntryKind::HumanWaitStart | EntryKind::HumanWaitEnd => false,
+            _ => true,
+        }
+    }
+}
+
+/// One timing entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Milliseconds: since the epoch (transcripts) or since spawn (captures). Never decreasing.
+    pub t: i64,
+    /// What it is.
+    pub kind: EntryKind,
+}
+
+/// A capture record kept verbatim for the simulation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaptureRecord {
+    /// A stdout line (JSON text).
+    Out(Box<[u8]>),
+    /// A stdout line that did not parse.
+    Raw,
+    /// A line written to the child's stdin (JSON text).
+    In(Box<[u8]>),
+}
+
+/// The file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A Claude Code transcript.
+    Transcript,
+    /// One of our captures.
+    Capture,
+}
+
+/// One file, read.
+#[derive(Debug, Clone)]
+pub struct SessionLog {
+    /// The file.
+    pub file: PathBuf,
+    /// Its format.
+    pub format: Format,
+    /// The first `sessionId` (transcripts) or `session_id` (captures) seen.
+    pub session_id: Option<String>,
+    /// A subagent transcript (`isSidechain: true`, or under a `subagents` folder).
+    pub subagent: bool,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Lines read (non-empty).
+    pub lines: u64,
+    /// Lines that were not one JSON object (including truncated ones).
+    pub bad_lines: u64,
+    /// Of those, a last line without its newline.
+    pub truncated_lines: u64,
+    /// Timing entries without a usable timestamp.
+    pub untimed_entries: u64,
+    /// Timestamps earlier than the previous one.
+    pub clock_jumps: u64,
+    /// Timing entries in order.
+    pub entries: Vec<Entry>,
+    /// Capture records with their times (captures only).
+    pub records: Vec<(i64, CaptureRecord)>,
+    /// Time of the capture's `exit`, if any.
+    pub exit_t: Option<i64>,
+}
+
+impl SessionLog {
+    fn new(file: PathBuf, format: Format) -> Self {
+        let subagent = file.components().any(|c| c.as_os_str() == "subagents");
+        SessionLog {
+            file,
+            format,
+            session_id: None,
+            subagent,
+            bytes: 0,
+            lines: 0,
+            bad_lines: 0,
+            truncated_lines: 0,
+            untimed_entries: 0,
+            clock_jumps: 0,
+            entries: Vec::new(),
+            records: Vec::new(),
+            exit_t: None,
+        }
+    }
+
+    /// Time of the first timing entry (or record).
+    pub fn start(&self) -> Option<i64> {
+        let e = self.entries.first().map(|e| e.t);
+        let r = self.records.first().map(|r| r.0);
+        match (e, r) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Push an entry, keeping time monotonic.
+    fn push(&mut self, t: i64, kind: EntryKind) {
+        let t = self.clamp(t);
+        self.entries.push(Entry { t, kind });
+    }
+
+    fn last_t(&self) -> Option<i64> {
+        let e = self.entries.last().map(|e| e.t);
+        let r = self.records.last().map(|r| r.0);
+        e.max(r)
+    }
+
+    fn clamp(&mut self, t: i64) -> i64 {
+        match self.last_t() {
+            Some(prev) if t < prev => {
+                self.clock_jumps += 1;
+                prev
+            }
+            _ => t,
+        }
+    }
+}
+
+/// Whether a file name looks like one of our captures.
+pub fn is_capture_name(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".capture.jsonl"))
+}
+
+/// Read one file. `progress` is called with byte counts as they are read.
+pub fn read_session(path: &Path, progress: &mut dyn FnMut(u64)) -> io::Result<SessionLog> {
+    // A folder opens on some systems; its first read fails ("Is a directory").
+    let mut file = File::open(path)?;
+    let format = is_capture_name(path).then_some(Format::Capture);
+    let mut reader = LineReader {
+        log: SessionLog::new(path.to_path_buf(), format.unwrap_or(Format::Transcript)),
+        format_known: format.is_some(),
+    };
+    // Lines are handled in place in one 1 MiB buffer; only a line cut by the buffer's end is
+    // moved to its front (and the buffer grows for a line longer than itself).
+    let mut buf = READ_BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    if buf.len() < READ_BUF {
+        buf = vec![0u8; READ_BUF];
+    }
+    let result = read_lines(&mut file, &mut buf, &mut reader, progress);
+    // Keep the (zeroed once) buffer for this thread's next file.
+    buf.truncate(READ_BUF);
+    READ_BUFFER.with(|b| *b.borrow_mut() = buf);
+    result.map(|()| reader.log)
+}
+
+thread_local! {
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn read_lines(
+    file: &mut File,
+    buf: &mut Vec<u8>,
+    reader: &mut LineReader,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<()> {
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = match file.read(&mut buf[filled..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            if filled > 0 {
+                reader.line(&buf[..filled], false);
+            }
+            break;
+        }
+        progress(n as u64);
+        reader.log.bytes += n as u64;
+        let scan_from = filled;
+        filled += n;
+        let mut start = 0;
+        let mut at = scan_from;
+        while let Some(p) = memchr::memchr(b'\n', &buf[at..filled]) {
+            let end = at + p;
+            reader.line(&buf[start..end], true);
+            start = end + 1;
+            at = start;
+        }
+        buf.copy_within(start..filled, 0);
+        filled -= start;
+        if buf.len() > READ_BUF && filled < READ_BUF / 2 {
+            buf.truncate(READ_BUF);
+            buf.shrink_to_fit();
+        }
+    }
+    Ok(())
+}
+
+const READ_BUF: usize = 1 << 20;
+
+struct LineReader {
+    log: SessionLog,
+    format_known: bool,
+}
+
+impl LineReader {
+    fn line(&mut self, raw: &[u8], has_newline: bool) {
+        let line = trim(raw);
+        if line.is_empty() {
+            return;
+        }
+        let log = &mut self.log;
+        log.lines += 1;
+        if !self.format_known {
+            self.format_known = true;
+            if looks_like_capture(line) {
+                log.format = Format::Capture;
+            }
+        }
+        let ok = match log.format {
+            Format::Transcript => transcript_line(log, line),
+            Format::Capture => capture_line(log, line),
+        };
+        if !ok {
+            log.bad_lines += 1;
+            if !has_newline {
+                log.truncated_lines += 1;
+            }
+        }
+    }
+}
+
+fn trim(b: &[u8]) -> &[u8] {
+    let mut end = b.len();
+    while end > 0 && matches!(b[end - 1], b'\n' | b'\r' | b' ' | b'\t') {
+        end -= 1;
+    }
+    let mut start = 0;
+    while start < end && matches!(b[start], b' ' | b'\t') {
+        start += 1;
+    }
+    &b[start..end]
+}
+
+fn looks_like_capture(line: &[u8]) -> bool {
+    let mut t = false;
+    json::line_fields(line, |k, _| t |= k == b"t_ms") && t
+}
+
+/// The top-level fields of a transcript line that `audit` reads.
+#[derive(Default)]
+struct Top<'a> {
+    ty: Option<&'a [u8]>,
+    timestamp: Option<&'a [u8]>,
+    session_id: Option<&'a [u8]>,
+    is_sidechain: Option<&'a [u8]>,
+    is_meta: Option<&'a [u8]>,
+    is_api_error: Option<&'a [u8]>,
+    error: Option<&'a [u8]>,
+    api_error: Option<&'a [u8]>,
+    operation: Option<&'a [u8]>,
+    subtype: Option<&'a [u8]>,
+    permission: Option<&'a [u8]>,
+    message: Message<'a>,
+    data: Option<&'a [u8]>,
+}
+
+const INTERRUPT: &str = "[Request interrupted by user";
+
+fn transcript_line(log: &mut SessionLog, line: &[u8]) -> bool {
+    let mut top = Top::default();
+    let end = json::object(line, 0, |k, vi| {
+        let slot = match k {
+            b"message" => return read_message(line, vi, &mut top.message),
+            b"type" => {
+                let (v, e) = json::value_at(line, vi)?;
+                top.ty = Some(v);
+                // A bookkeeping entry (API request records, attachments, costs, …): nothing
+                // more is read from it.
+                return Some(if is_timing_type(v) {
+                    Val::End(e)
+                } else {
+                    Val::Stop
+                });
+            }
+            b"timestamp" => &mut top.timestamp,
+            b"sessionId" => &mut top.session_id,
+            b"isSidechain" => &mut top.is_sidechain,
+            b"isMeta" => &mut top.is_meta,
+            b"isApiErrorMessage" => &mut top.is_api_error,
+            b"error" => &mut top.error,
+            b"apiError" => &mut top.api_error,
+            b"operation" => &mut top.operation,
+            b"subtype" => &mut top.subtype,
+            b"permissionDecision" => &mut top.permission,
+            b"data" => &mut top.data,
+            _ => return Some(Val::Skip),
+        };
+        let (v, e) = json::value_at(line, vi)?;
+        *slot = Some(v);
+        Some(Val::End(e))
+    });
+    match end {
+        // Stopped early at a bookkeeping type: a closed object is enough (the line was
+        // trimmed; a cut last line has no `}`).
+        Some(json::STOPPED) => return line.last() == Some(&b'}'),
+        Some(e) if json::only_ws_after(line, e) => {}
+        _ => return false,
+    }
+    if log.session_id.is_none() {
+        if let Some(s) = top.session_id.and_then(json::as_str) {
+            log.session_id = Some(s.into_owned());
+        }
+    }
+    if top.is_sidechain.and_then(json::as_bool) == Some(true) {
+        log.subagent = true;
+    }
+    let ty = top.ty.and_then(json::as_str);
+    let kind = match ty.as_deref() {
+        Some("assistant") => assistant_entry(&top),
+        Some("user") => user_entry(&top),
+        Some("queue-operation")
+            if top.operation.and_then(json::as_str).as_deref() == Some("enqueue") =>
+        {
+            EntryKind::Enqueue
+        }
+        Some("system") => {
+            let subtype = top.subtype.and_then(json::as_str);
+            let progress = system_is_progress(subtype.as_deref());
+            EntryKind::System {
+                subtype: subtype.map(|s| s.into()),
+                progress,
+            }
+        }
+        Some("progress") => {
+            let mut sub = false;
+            if let Some(d) = top.data {
+                json::fields(d, 0, |k, v| {
+                    if k == b"type" && json::as_str(v).as_deref() == Some("agent_progress") {
+                        sub = true;
+                    }
+                });
+            }
+            if sub {
+                EntryKind::SubagentProgress
+            } else {
+                EntryKind::KeepAlive
+            }
+        }
+        _ => return true,
+    };
+    let Some(t) = top
+        .timestamp
+        .and_then(json::as_str)
+        .and_then(|s| parse_iso8601_ms(&s))
+    else {
+        log.untimed_entries += 1;
+        return true;
+    };
+    log.push(t, kind);
+    true
+}
+
+/// Whether a raw `type` value is one of the timing entry types.
+fn is_timing_type(v: &[u8]) -> bool {
+    matches!(
+        v,
+        br#""assistant""#
+            | br#""user""#
+            | br#""system""#
+            | br#""progress""#
+            | br#""queue-operation""#
+    ) || (v.contains(&b'\\')
+        && json::as_str(v).is_some_and(|s| {
+            matches!(
+                &*s,
+                "assistant" | "user" | "system" | "progress" | "queue-operation"
+            )
+        }))
+}
+
+/// The core's class of `system/<subtype>`.
+fn system_is_progress(subtype: Option<&str>) -> bool {
+    let line = match subtype {
+        Some(s) => serde_json::json!({"type": "system", "subtype": s}).to_string(),
+        None => r#"{"type":"system"}"#.to_string(),
+    };
+    classify_line(line.as_bytes()).signal == Signal::Progress
+}
+
+/// The parts of `message` that `audit` reads, read in place (its content is scanned once).
+#[derive(Default)]
+struct Message<'a> {
+    stop_reason: Option<&'a [u8]>,
+    /// `content` when it is a plain string.
+    content_str: Option<&'a [u8]>,
+    /// `content` blocks when it is an array.
+    blocks: Vec<Block<'a>>,
+}
+
+/// Read `message` at `line[vi]` in place. A `message` that is not an object is skipped.
+fn read_message<'a>(line: &'a [u8], vi: usize, m: &mut Message<'a>) -> Option<Val> {
+    if line.get(vi) != Some(&b'{') {
+        return Some(Val::Skip);
+    }
+    let end = json::object(line, vi, |k, ci| match k {
+        b"stop_reason" => {
+            let (v, e) = json::value_at(line, ci)?;
+            m.stop_reason = Some(v);
+            Some(Val::End(e))
+        }
+        b"content" if line.get(ci) == Some(&b'[') => {
+            let e = json::array(line, ci, |bi| {
+                if line.get(bi) != Some(&b'{') {
+                    return Some(Val::Skip);
+                }
+                let mut b = Block::default();
+                let e = json::fields(line, bi, |k, v| match k {
+                    b"type" => b.ty = Some(v),
+                    b"id" => b.id = Some(v),
+                    b"name" => b.name = Some(v),
+                    b"tool_use_id" => b.tool_use_id = Some(v),
+                    b"text" => b.text = Some(v),
+                    _ => {}
+                })?;
+                m.blocks.push(b);
+                Some(Val::End(e))
+            })?;
+            Some(Val::End(e))
+        }
+        b"content" => {
+            let (v, e) = json::value_at(line, ci)?;
+            m.content_str = Some(v);
+            Some(Val::End(e))
+        }
+        _ => Some(Val::Skip),
+    })?;
+    Some(Val::End(end))
+}
+
+/// The fields of one content block that `audit` reads.
+#[derive(Default)]
+struct Block<'a> {
+    ty: Option<&'a [u8]>,
+    id: Option<&'a [u8]>,
+    name: Option<&'a [u8]>,
+    tool_use_id: Option<&'a [u8]>,
+    text: Option<&'a [u8]>,
+}
+
+fn owned(v: Option<&[u8]>) -> Box<str> {
+    v.and_then(json::as_str)
+        .map(|s| Box::from(&*s))
+        .unwrap_or_default()
+}
+
+fn assistant_entry(top: &Top<'_>) -> EntryKind {
+    let m = &top.message;
+    let stop = match m.stop_reason.and_then(json::as_str) {
+        Some(s) => Stop::parse(&s),
+        None => Stop::None,
+    };
+    let tools = m
+        .blocks
+        .iter()
+        .filter(|b| b.ty.and_then(json::as_str).as_deref() == Some("tool_use"))
+        .map(|b| ToolUse {
+            id: owned(b.id),
+            name: owned(b.name),
+        })
+        .collect();
+    let is_max = |v: Option<&[u8]>| {
+        v.and_then(json::as_str)
+            .is_some_and(|s| s == "max_output_tokens")
+    };
+    EntryKind::Assistant {
+        tools,
+        stop,
+        api_error: top.is_api_error.and_then(json::as_bool) == Some(true),
+        max_tokens_error: is_max(top.error) || is_max(top.api_error),
+    }
+}
+
+fn user_entry(top: &Top<'_>) -> EntryKind {
+    let m = &top.message;
+    let mut ids = Vec::new();
+    let mut interrupt = m
+        .content_str
+        .and_then(json::as_str)
+        .is_some_and(|s| s.starts_with(INTERRUPT));
+    for b in &m.blocks {
+        match b.ty.and_then(json::as_str).as_deref() {
+            Some("tool_result") => ids.push(owned(b.tool_use_id)),
+            Some("text") => {
+                interrupt |= b
+                    .text
+                    .and_then(json::as_str)
+                    .is_some_and(|t| t.starts_with(INTERRUPT))
+            }
+            _ => {}
+        }
+    }
+    if !ids.is_empty() {
+        let mut human = false;
+        if let Some(p) = top.permission {
+            json::fields(p, 0, |k, v| {
+                if k == b"source" && json::as_str(v).as_deref() == Some("user") {
+                    human = true;
+                }
+            });
+        }
+        return EntryKind::ToolResults { ids, human };
+    }
+    EntryKind::Prompt {
+        human: top.is_meta.and_then(json::as_bool) != Some(true),
+        interrupt,
+    }
+}
+
+fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
+    let (mut t_ms, mut out, mut raw, mut stdin, mut exit) = (None, None, false, None, false);
+    let ok = json::line_fields(line, |k, v| match k {
+        b"t_ms" => t_ms = json::as_u64(v),
+        b"line" => out = Some(v),
+        b"raw" => raw = true,
+        b"stdin" => stdin = Some(v),
+        b"exit" => exit = true,
+        _ => {}
+    });
+    if !ok {
+        return false;
+    }
+    let Some(t) = t_ms.and_then(|t| i64::try_from(t).ok()) else {
+        log.untimed_entries += 1;
+        return true;
+    };
+    if let Some(v) = out {
+        let t = log.clamp(t);
+        log.records.push((t, CaptureRecord::Out(v.into())));
+        let kind = match LineView::parse(v) {
+            Ok(view) => {
+                if log.session_id.is_none() {
+                    log.session_id = view.session_id().map(Cow::into_owned);
+                }
+                if view.parent_tool_use_id().is_some() {
+                    EntryKind::SubagentProgress
+                } else {
+                    capture_kind(&view)
+                }
+            }
+            Err(_) => EntryKind::KeepAlive,
+        };
+        log.entries.push(Entry { t, kind });
+    } else if raw {
+        let t = log.clamp(t);
+        log.records.push((t, CaptureRecord::Raw));
+        log.entries.push(Entry {
+            t,
+            kind: EntryKind::KeepAlive,
+        });
+    } else if let Some(v) = stdin {
+        let t = log.clamp(t);
+        log.records.push((t, CaptureRecord::In(v.into())));
+        if let Ok(view) = LineView::parse(v) {
+            if view.kind().as_deref() == Some("control_response") {
+                log.entries.push(Entry {
+                    t,
+                    kind: EntryKind::HumanWaitEnd,
+                });
+            }
+        }
+    } else if exit {
+        let t = log.clamp(t);
+        log.exit_t = Some(t);
+    }
+    true
+}
+
+fn capture_kind(view: &LineView<'_>) -> EntryKind {
+    let class = classify(view);
+    match (class.kind, class.signal) {
+        (LineKind::Assistant, _) => EntryKind::Assistant {
+            tools: view
+                .tool_uses()
+                .map(|(id, name)| ToolUse {
+                    id: Box::from(&*id),
+                    name: Box::from(&*name),
+                })
+                .collect(),
+            stop: view.stop_reason().map_or(Stop::None, |s| Stop::parse(&s)),
+            api_error: false,
+            max_tokens_error: view.error().as_deref() == Some("max_output_tokens"),
+        },
+        (LineKind::User, _) => {
+            let ids: Vec<Box<str>> = view.tool_results().map(|(id, _)| Box::from(&*id)).collect();
+            if ids.is_empty() {
+                EntryKind::Prompt {
+                    human: false,
+                    interrupt: false,
+                }
+            } else {
+                EntryKind::ToolResults { ids, human: false }
+            }
+        }
+        (LineKind::Result, _) => EntryKind::Result(result_ending(view)),
+        (_, Signal::HumanWait) => EntryKind::HumanWaitStart,
+        (_, Signal::Progress) => EntryKind::Progress,
+        _ => EntryKind::KeepAlive,
+    }
+}
+
+fn result_ending(view: &LineView<'_>) -> Ending {
+    let stop = view.stop_reason();
+    let success = view.subtype().as_deref() == Some("success");
+    let error = view.is_error() == Some(true) || !success;
+    if view.api_error().as_deref() == Some("max_output_tokens")
+        || stop.as_deref() == Some("max_tokens")
+    {
+        Ending::MaxTokens
+    } else if error {
+        Ending::Error
+    } else if stop.as_deref() == Some("tool_use") {
+        Ending::Incomplete
+    } else {
+        Ending::Result
+    }
+}
