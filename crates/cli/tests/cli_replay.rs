@@ -398,3 +398,51 @@ fn rate_limit_utilization_extends_the_idle_patience() {
     let v = replay_json(&[p, "--idle", "10s"]);
     assert_eq!(v["kill"]["extension"], "pre_write", "{v}");
 }
+
+#[test]
+fn hostile_captures_never_panic() {
+    let cases: &[&str] = &[
+        "",
+        "\n\n",
+        r#"{"t_ms":18446744073709551615,"line":{"type":"assistant"}}"#,
+        "{\"t_ms\":5,\"line\":[1,2,3]}\n{\"t_ms\":6,\"line\":\"text\"}\n{\"t_ms\":7,\"line\":null}",
+        "{\"t_ms\":9,\"line\":{\"type\":\"result\"}}\n{\"t_ms\":3,\"line\":{\"type\":\"user\"}}",
+        "{\"t_ms\":1,\"stdin\":[1]}\n{\"t_ms\":2,\"stdin\":\"x\"}\n{\"t_ms\":3,\"exit\":{}}\n{\"t_ms\":4,\"exit\":7}",
+        "{\"t_ms\":1,\"boundary\":{}}\n{\"t_ms\":1e300,\"raw\":\"x\"}\n{\"t_ms\":-5,\"raw\":\"y\"}",
+        "{\"t_ms\":1,\"start\":{\"wall_ms\":-1}}\n{\"t_ms\":2,\"line\":{\"type\":\"rate_limit_event\",\"rate_limit_info\":{\"unifiedWindows\":{\"x\":{\"utilization\":1e308,\"resetsAt\":-1}}}}}",
+        "\u{0}\u{1}garbage\u{ff}",
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        let cap = read_capture(text.as_bytes()).unwrap();
+        for limits in [
+            Limits::default(),
+            Limits::default()
+                .with_idle(Duration::from_millis(1))
+                .unwrap(),
+        ] {
+            let v = replay(&cap.entries, limits);
+            let _ = v.to_json();
+            let mut out = Vec::new();
+            agent_watchdog::replay::write_human(&v, "x", &Limits::default(), &mut out).unwrap();
+            assert!(!out.is_empty(), "case {i}");
+        }
+    }
+    // And through the binary, from stdin.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-watchdog"))
+        .args(["replay", "-", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"t_ms\":1,\"line\":{\"type\":\"system\",\"subtype\":\"init\"}}\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kill"]["kind"], "idle");
+}
