@@ -26,7 +26,7 @@ use crate::status::{self, Status};
 use crate::stderr_filter::StderrFilter;
 use crate::summary::{self, Summary};
 use crate::tally::Tally;
-use crate::verdict::{event_json, kill_sentence, killed_clause, ms, offset_ms};
+use crate::verdict::{event_json, for_display, kill_sentence, killed_clause, ms, offset_ms};
 
 /// The longest stdout line handled as one line (64 MiB, the supervisor's default); longer
 /// ones come in pieces and count as keep-alives.
@@ -161,6 +161,7 @@ struct Live {
     monitor: RateLimitMonitor,
     utilization: Option<f64>,
     what: String,
+    limits: Limits,
 }
 
 impl Live {
@@ -210,7 +211,8 @@ impl Live {
         self.events.push(event_json(&ev, at, self.start));
         match ev {
             Event::Killed(k) if self.kill.is_none() => {
-                self.status.say(&killed_clause(&k, &self.what));
+                self.status
+                    .say(&killed_clause(&for_display(&k, &self.limits), &self.what));
                 self.kill = Some(k);
             }
             Event::Stalling {
@@ -357,6 +359,7 @@ async fn run(cfg: RunConfig) -> i32 {
         monitor: RateLimitMonitor::new(RateLimitConfig::default()),
         utilization: None,
         what: program_name,
+        limits: cfg.limits.clone(),
     };
     let mut sigint = signal_stream(SigKind::Int);
     let mut sigterm = signal_stream(SigKind::Term);
@@ -479,7 +482,7 @@ async fn run(cfg: RunConfig) -> i32 {
     // The synthetic result goes after everything the child printed.
     let emit = cfg.emit_result || cfg.mode == Mode::DropIn;
     if let (true, Some(k)) = (emit, live.kill.as_ref()) {
-        let sentence = kill_sentence(k, &live.what);
+        let sentence = kill_sentence(&for_display(k, &cfg.limits), &live.what);
         let line = crate::synthetic::result_line(
             k,
             &sentence,

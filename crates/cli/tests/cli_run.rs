@@ -478,6 +478,18 @@ fn a_claude_command_without_stream_json_gets_one_hint() {
     assert!(!stderr(&out).contains("hint:"));
 }
 
+/// Wait for the child's first stdout line: by then the watchdog handles signals.
+fn first_line(child: &mut std::process::Child) {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().unwrap();
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.contains("init"), "{line}");
+    // Keep draining so the child never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+}
+
 fn kill_cmd(sig: &str, pid: u32) {
     let ok = Command::new("kill")
         .args([sig, &pid.to_string()])
@@ -505,7 +517,7 @@ fn sigterm_is_forwarded_and_a_second_one_escalates() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    first_line(&mut child);
     kill_cmd("-TERM", child.id());
     let t = Instant::now();
     let status = child.wait().unwrap();
@@ -528,7 +540,7 @@ fn sigterm_is_forwarded_and_a_second_one_escalates() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    first_line(&mut child);
     kill_cmd("-INT", child.id());
     std::thread::sleep(Duration::from_millis(500));
     assert!(
