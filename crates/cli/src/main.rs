@@ -1,7 +1,44 @@
 //! The `agent-watchdog` command.
 #![forbid(unsafe_code)]
 
-fn main() {
-    eprintln!("agent-watchdog: not built yet");
-    std::process::exit(1);
+use std::process::ExitCode;
+
+use agent_watchdog::cli::{Cli, Command};
+use agent_watchdog::exit_code;
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // `--help` and `--version` print to stdout and exit 0; real errors exit 2.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                exit_code::USAGE as u8
+            } else {
+                0
+            });
+        }
+    };
+    let code = match cli.command {
+        Command::Run(args) => agent_watchdog::run::main(args, agent_watchdog::run::Mode::Run),
+        Command::Replay(args) => agent_watchdog::replay_cmd::main(args),
+        Command::Audit(args) => audit(&args),
+        Command::Demo(args) => agent_watchdog::demo::main(args),
+    };
+    ExitCode::from(u8::try_from(code).unwrap_or(exit_code::INTERNAL as u8))
+}
+
+fn audit(args: &agent_watchdog::audit::AuditArgs) -> i32 {
+    use agent_watchdog::audit::{run_audit, AuditError};
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    match run_audit(args, &mut out, &mut err) {
+        Ok(code) => code,
+        Err(AuditError::Config(e)) => agent_watchdog::replay_cmd::policy_error(&e),
+        Err(e) => {
+            eprintln!("agent-watchdog: audit: {e}");
+            exit_code::INTERNAL
+        }
+    }
 }

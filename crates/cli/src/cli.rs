@@ -1,0 +1,81 @@
+//! The command line: subcommands and their flags.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::policy_args::PolicyArgs;
+
+/// Make every Claude Code run end, for a reason you can read.
+#[derive(Debug, Parser)]
+#[command(name = "agent-watchdog", version, after_help = crate::exit_code::HELP)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a command (usually `claude -p … --output-format stream-json --verbose`) under the
+    /// watchdog: pass its output through untouched, stop it when it hangs, say why.
+    #[command(after_help = crate::exit_code::HELP)]
+    Run(RunArgs),
+    /// Replay a capture (see `run --record`) and show what the watchdog would have done.
+    Replay(ReplayArgs),
+    /// Audit past sessions (Claude Code transcripts or captures): how they ended, and what a
+    /// policy would have done to them.
+    Audit(crate::audit::AuditArgs),
+    /// Show the watchdog at work: three short sessions of a real `claude` against a local mock
+    /// of the Messages API (healthy, silent after a tool result, pings only).
+    Demo(DemoArgs),
+}
+
+/// Flags of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Policy flags.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Write one JSON summary of the run to FILE when it ends (`-` for stderr).
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+    /// Record the run as a capture (JSON Lines, flushed line by line) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// On a kill, first write one synthetic final `result` line to stdout (what the Agent SDKs
+    /// read as an error result), and exit 1 like the CLI after an error result.
+    #[arg(long)]
+    pub emit_result: bool,
+    /// Never show the live status line, even on a terminal.
+    #[arg(long, env = "AGENT_WATCHDOG_NO_STATUS")]
+    pub no_status: bool,
+    /// The command and its arguments (after `--`).
+    #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
+    pub command: Vec<OsString>,
+}
+
+/// Flags of `replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The capture to replay (`-` for stdin).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Policy flags.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Print one JSON object instead of the timeline.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// The `claude` binary to use [default: `CLAUDE_BIN`, the project's `.tools/claude`, then
+    /// `PATH`].
+    #[arg(long, value_name = "PATH", env = "CLAUDE_BIN")]
+    pub claude: Option<PathBuf>,
+}

@@ -1,0 +1,92 @@
+//! `run --summary`: one JSON object describing how the run ended.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use watchdog_core::{Kill, Outcome};
+
+use crate::tally::Tally;
+use crate::verdict::{kill_json, outcome_fields};
+
+/// Everything the summary reports.
+#[derive(Debug)]
+pub struct Summary<'a> {
+    /// The command line.
+    pub argv: Vec<String>,
+    /// How the run ended.
+    pub outcome: &'a Outcome,
+    /// The kill, if any.
+    pub kill: Option<&'a Kill>,
+    /// How far the kill ladder went: `interrupt`, `term` or `kill`.
+    pub ladder: Option<&'static str>,
+    /// The child's exit code and signal.
+    pub exit: Option<(Option<i32>, Option<i32>)>,
+    /// Our exit code.
+    pub exit_code: i32,
+    /// Milliseconds from spawn to the end.
+    pub duration_ms: u64,
+    /// What stdout said.
+    pub tally: &'a Tally,
+    /// Stderr lines seen and suppressed (repeated warnings).
+    pub stderr: (u64, u64),
+    /// Suppressed repeats per warning code.
+    pub suppressed: Value,
+    /// Signal we forwarded from the user, if any (`SIGINT`/`SIGTERM`).
+    pub interrupted: Option<&'static str>,
+    /// The events, as JSON.
+    pub events: Vec<Value>,
+    /// The spawn instant (for `at_ms`).
+    pub base: std::time::Instant,
+}
+
+impl Summary<'_> {
+    /// The JSON object.
+    pub fn to_json(&self) -> Value {
+        let mut kill = self.kill.map(|k| kill_json(k, self.base));
+        if let (Some(k), Some(stage)) = (kill.as_mut(), self.ladder) {
+            k["ladder"] = json!(stage);
+        }
+        let result = self.tally.result.as_ref();
+        json!({
+            "outcome": self.outcome.as_str(),
+            "outcome_detail": outcome_fields(self.outcome),
+            "kill": kill,
+            "exit": self.exit.map(|(code, signal)| json!({"code": code, "signal": signal})),
+            "exit_code": self.exit_code,
+            "session_id": self.tally.session_id,
+            "result": {
+                "subtype": result.and_then(|r| r.subtype.clone()),
+                "is_error": result.and_then(|r| r.is_error),
+                "stop_reason": result.and_then(|r| r.stop_reason.clone()),
+                "terminal_reason": result.and_then(|r| r.terminal_reason.clone()),
+                "api_error": result.and_then(|r| r.api_error.clone()),
+                "num_turns": result.and_then(|r| r.num_turns),
+                "total_cost_usd": result.and_then(|r| r.total_cost_usd),
+            },
+            "duration_ms": self.duration_ms,
+            "rate_limits": self.tally.rate_limit_windows(),
+            "lines": self.tally.counts_json(),
+            "stderr": {
+                "lines": self.stderr.0,
+                "suppressed_warnings": self.stderr.1,
+                "suppressed_by_code": self.suppressed,
+            },
+            "interrupted": self.interrupted,
+            "events": self.events,
+            "command": self.argv,
+        })
+    }
+}
+
+/// Write `summary` to `path` (`-` for stderr).
+pub fn write(path: &Path, summary: &Value) -> std::io::Result<()> {
+    let text = format!("{summary}\n");
+    if path.as_os_str() == "-" {
+        use std::io::Write;
+        let mut e = std::io::stderr().lock();
+        e.write_all(text.as_bytes())?;
+        e.flush()
+    } else {
+        std::fs::write(path, text)
+    }
+}

@@ -1,0 +1,298 @@
+//! What a run printed, tallied for the summary, the replay report and the status line: the
+//! session id, the last `result`'s fields, line counts by kind, the current activity.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+use watchdog_core::{Class, LineKind, LineView};
+
+/// The fields of the last `result` line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResultInfo {
+    /// `subtype`, e.g. `success`, `error_during_execution`.
+    pub subtype: Option<String>,
+    /// `is_error`.
+    pub is_error: Option<bool>,
+    /// `stop_reason`.
+    pub stop_reason: Option<String>,
+    /// `terminal_reason`.
+    pub terminal_reason: Option<String>,
+    /// `api_error`, e.g. `max_output_tokens`.
+    pub api_error: Option<String>,
+    /// `num_turns`.
+    pub num_turns: Option<u64>,
+    /// `total_cost_usd`.
+    pub total_cost_usd: Option<f64>,
+}
+
+/// What the status line shows as the current activity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Activity {
+    /// Nothing printed yet.
+    Starting,
+    /// Thinking (thinking deltas or `thinking_tokens`).
+    Thinking,
+    /// Writing text or a tool call.
+    Writing,
+    /// Waiting on the API (a request went out).
+    Requesting,
+    /// A tool runs: its name.
+    Tool(String),
+    /// Retrying the API after an error.
+    Retrying,
+    /// Waiting on a human (a permission request).
+    HumanWait,
+    /// A `result` came.
+    Settled,
+}
+
+impl std::fmt::Display for Activity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Activity::Starting => f.write_str("starting"),
+            Activity::Thinking => f.write_str("thinking"),
+            Activity::Writing => f.write_str("writing"),
+            Activity::Requesting => f.write_str("requesting"),
+            Activity::Tool(name) => write!(f, "tool {name}"),
+            Activity::Retrying => f.write_str("retrying the API"),
+            Activity::HumanWait => f.write_str("waiting on a human"),
+            Activity::Settled => f.write_str("settled"),
+        }
+    }
+}
+
+/// The running tally of one run's stdout.
+#[derive(Debug, Clone)]
+pub struct Tally {
+    /// The session id, as last printed.
+    pub session_id: Option<String>,
+    /// The last `result`, if any.
+    pub result: Option<ResultInfo>,
+    /// Lines counted by kind, in [`LineKind::ALL`] order.
+    pub counts: [u64; LineKind::ALL.len()],
+    /// Lines over the maximum length, counted as keep-alives.
+    pub overlong: u64,
+    /// The last `rate_limit_info` seen.
+    pub rate_limit: Option<Value>,
+    /// The current activity.
+    pub activity: Activity,
+    /// Top-level `user` lines that answered tool calls (one model turn each).
+    pub tool_rounds: u64,
+    /// Tool calls started and not yet answered: (id, name).
+    open_tools: Vec<(String, String)>,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            session_id: None,
+            result: None,
+            counts: [0; LineKind::ALL.len()],
+            overlong: 0,
+            rate_limit: None,
+            activity: Activity::Starting,
+            tool_rounds: 0,
+            open_tools: Vec::new(),
+        }
+    }
+}
+
+impl Tally {
+    /// Count one stdout line that did not parse.
+    pub fn unparseable(&mut self) {
+        self.counts[LineKind::Unparseable.index()] += 1;
+    }
+
+    /// Count one parsed stdout line of class `class`.
+    pub fn observe(&mut self, view: &LineView<'_>, class: Class) {
+        self.counts[class.kind.index()] += 1;
+        if let Some(sid) = view.session_id() {
+            if !sid.is_empty() && self.session_id.as_deref() != Some(&*sid) {
+                self.session_id = Some(sid.into_owned());
+            }
+        }
+        let top_level = view.parent_tool_use_id().is_none();
+        match class.kind {
+            LineKind::Result => {
+                self.result = Some(ResultInfo {
+                    subtype: view.subtype().map(Into::into),
+                    is_error: view.is_error(),
+                    stop_reason: view.stop_reason().map(Into::into),
+                    terminal_reason: view.terminal_reason().map(Into::into),
+                    api_error: view.api_error().map(Into::into),
+                    num_turns: view.num_turns(),
+                    total_cost_usd: view.total_cost_usd(),
+                });
+                self.open_tools.clear();
+                self.activity = Activity::Settled;
+            }
+            LineKind::RateLimit => {
+                if let Some(info) = view.rate_limit_info().and_then(|f| f.to_value()) {
+                    self.rate_limit = Some(info);
+                }
+            }
+            LineKind::ApiRetry => self.activity = Activity::Retrying,
+            LineKind::Assistant if top_level => {
+                let mut any = false;
+                for (id, name) in view.tool_uses() {
+                    self.open_tools.push((id.into_owned(), name.into_owned()));
+                    any = true;
+                }
+                if let Some((_, name)) = self.open_tools.last().filter(|_| any) {
+                    self.activity = Activity::Tool(name.clone());
+                } else {
+                    self.activity = Activity::Writing;
+                }
+            }
+            LineKind::User if top_level => {
+                let mut any = false;
+                for (id, _) in view.tool_results() {
+                    self.open_tools.retain(|(open, _)| *open != id);
+                    any = true;
+                }
+                self.tool_rounds += u64::from(any);
+                self.activity = match self.open_tools.last() {
+                    Some((_, name)) => Activity::Tool(name.clone()),
+                    None => Activity::Requesting,
+                };
+            }
+            LineKind::StreamEvent if top_level && self.open_tools.is_empty() => {
+                self.activity = Activity::Writing;
+            }
+            LineKind::System => match view.subtype().as_deref() {
+                Some("thinking_tokens") => self.activity = Activity::Thinking,
+                Some("status") => self.activity = Activity::Requesting,
+                _ => {}
+            },
+            LineKind::ControlRequest | LineKind::SessionState
+                if class.signal == watchdog_core::Signal::HumanWait =>
+            {
+                self.activity = Activity::HumanWait;
+            }
+            _ => {}
+        }
+    }
+
+    /// Line counts by kind, as a JSON object (kinds with zero lines left out).
+    pub fn counts_json(&self) -> Value {
+        let mut m = Map::new();
+        for kind in LineKind::ALL {
+            let n = self.counts[kind.index()];
+            if n > 0 {
+                m.insert(kind.as_str().into(), json!(n));
+            }
+        }
+        if self.overlong > 0 {
+            m.insert("overlong".into(), json!(self.overlong));
+        }
+        Value::Object(m)
+    }
+
+    /// Model turns so far: the last `result`'s `num_turns`, else one per tool round plus the
+    /// turn in progress.
+    pub fn num_turns(&self) -> u64 {
+        if let Some(n) = self.result.as_ref().and_then(|r| r.num_turns) {
+            return n;
+        }
+        let assistant = self.counts[LineKind::Assistant.index()] > 0;
+        self.tool_rounds + u64::from(assistant)
+    }
+
+    /// Total stdout lines.
+    pub fn total_lines(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The last `result` as JSON (`null` when none came).
+    pub fn result_json(&self) -> Value {
+        match &self.result {
+            None => Value::Null,
+            Some(r) => json!({
+                "subtype": r.subtype,
+                "is_error": r.is_error,
+                "stop_reason": r.stop_reason,
+                "terminal_reason": r.terminal_reason,
+                "api_error": r.api_error,
+                "num_turns": r.num_turns,
+                "total_cost_usd": r.total_cost_usd,
+            }),
+        }
+    }
+
+    /// The rate-limit windows of the last `rate_limit_event` (`unifiedWindows` when present),
+    /// as `{name: {utilization, resetsAt, status}}`.
+    pub fn rate_limit_windows(&self) -> Value {
+        let Some(info) = &self.rate_limit else {
+            return Value::Null;
+        };
+        if let Some(w) = info.get("unifiedWindows").filter(|w| w.is_object()) {
+            return w.clone();
+        }
+        let mut m = BTreeMap::new();
+        if let Some(kind) = info.get("rateLimitType").and_then(Value::as_str) {
+            m.insert(
+                kind.to_owned(),
+                json!({
+                    "utilization": info.get("utilization"),
+                    "resetsAt": info.get("resetsAt"),
+                    "status": info.get("status"),
+                }),
+            );
+        }
+        json!(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use watchdog_core::classify;
+
+    fn feed(t: &mut Tally, line: &str) {
+        let v = LineView::parse_str(line).unwrap();
+        let c = classify(&v);
+        t.observe(&v, c);
+    }
+
+    #[test]
+    fn tracks_tools_results_and_session() {
+        let mut t = Tally::default();
+        feed(
+            &mut t,
+            r#"{"type":"system","subtype":"init","session_id":"s1"}"#,
+        );
+        feed(
+            &mut t,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash"}]},"session_id":"s1"}"#,
+        );
+        assert_eq!(t.activity, Activity::Tool("Bash".into()));
+        feed(
+            &mut t,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1"}]}}"#,
+        );
+        assert_eq!(t.activity, Activity::Requesting);
+        feed(
+            &mut t,
+            r#"{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn","session_id":"s1"}"#,
+        );
+        assert_eq!(t.session_id.as_deref(), Some("s1"));
+        assert_eq!(
+            t.result.as_ref().unwrap().stop_reason.as_deref(),
+            Some("end_turn")
+        );
+        assert_eq!(t.total_lines(), 4);
+        assert_eq!(t.counts_json()["result"], 1);
+    }
+
+    #[test]
+    fn rate_limit_windows() {
+        let mut t = Tally::default();
+        feed(
+            &mut t,
+            r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","unifiedWindows":{"five_hour":{"utilization":0.91,"resetsAt":100},"seven_day":{"utilization":0.42,"resetsAt":200}}}}"#,
+        );
+        let w = t.rate_limit_windows();
+        assert_eq!(w["five_hour"]["utilization"], 0.91);
+        assert_eq!(w["seven_day"]["resetsAt"], 200);
+    }
+}

@@ -1,0 +1,168 @@
+//! JSON and prose renderings of the core's events, kills and outcomes, shared by `replay`,
+//! `run --summary` and the synthetic `result` of `claude-watchdog`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use watchdog_core::{Event, Kill, KillKind, Outcome, StallClock};
+
+use crate::duration::format_duration;
+
+/// Milliseconds of a duration, rounded to the nearest, saturating.
+pub fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos().saturating_add(500_000) / 1_000_000).unwrap_or(u64::MAX)
+}
+
+/// Milliseconds from `base` to `at` (0 if `at` is earlier).
+pub fn offset_ms(base: Instant, at: Instant) -> u64 {
+    ms(at.saturating_duration_since(base))
+}
+
+/// `{"kind", "at_ms", "since_progress_ms", …}` for a kill; `at_ms` counts from `base`.
+pub fn kill_json(kill: &Kill, base: Instant) -> Value {
+    json!({
+        "kind": kill.kind.as_str(),
+        "at_ms": offset_ms(base, kill.at),
+        "since_progress_ms": ms(kill.since_progress),
+        "since_keepalive_ms": ms(kill.since_keepalive),
+        "since_tool_ms": ms(kill.since_tool),
+        "elapsed_ms": ms(kill.elapsed),
+        "last_signal": kill.last_signal.map(|s| s.as_str()),
+        "utilization": kill.utilization,
+        "extension": kill.extension.map(|e| e.as_str()),
+    })
+}
+
+/// The outcome's details: `{"outcome": name}` plus the error fields of an error result.
+pub fn outcome_fields(outcome: &Outcome) -> Value {
+    match outcome {
+        Outcome::ErrorResult {
+            subtype,
+            terminal_reason,
+            stop_reason,
+            api_error,
+            api_error_status,
+        } => json!({
+            "outcome": outcome.as_str(),
+            "subtype": subtype,
+            "terminal_reason": terminal_reason,
+            "stop_reason": stop_reason,
+            "api_error": api_error,
+            "api_error_status": api_error_status,
+        }),
+        Outcome::Killed { kind } => json!({"outcome": outcome.as_str(), "kind": kind.as_str()}),
+        _ => json!({"outcome": outcome.as_str()}),
+    }
+}
+
+fn clock_name(c: StallClock) -> &'static str {
+    match c {
+        StallClock::Idle => "idle",
+        StallClock::NoProgress => "no_progress",
+    }
+}
+
+/// One event as JSON, stamped with `t_ms` (milliseconds from `base` to `at`).
+pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
+    let t_ms = offset_ms(base, at);
+    match event {
+        Event::Killed(k) => {
+            let mut v = kill_json(k, base);
+            v["t_ms"] = json!(t_ms);
+            v["event"] = json!("killed");
+            v
+        }
+        Event::Extended { reason, .. } => {
+            json!({"t_ms": t_ms, "event": "extended", "reason": reason.as_str()})
+        }
+        Event::Stalling {
+            clock, remaining, ..
+        } => json!({
+            "t_ms": t_ms,
+            "event": "stalling",
+            "clock": clock_name(*clock),
+            "remaining_ms": ms(*remaining),
+        }),
+        Event::Settled { .. } => json!({"t_ms": t_ms, "event": "settled"}),
+        Event::Ended { outcome, .. } => {
+            let mut v = outcome_fields(outcome);
+            v["t_ms"] = json!(t_ms);
+            v["event"] = json!("ended");
+            v
+        }
+    }
+}
+
+/// What a kill kind means, in a few words.
+pub fn kill_reason(kind: KillKind) -> &'static str {
+    match kind {
+        KillKind::Startup => "it printed nothing at all since it started",
+        KillKind::Idle => "it printed nothing at all for the idle limit",
+        KillKind::NoProgress => {
+            "it made no progress for the no-progress limit (only keep-alives: pings, heartbeats, retries)"
+        }
+        KillKind::Linger => "it printed its result but did not exit within the linger limit",
+        KillKind::Ceiling => "it reached the total time limit (ceiling)",
+    }
+}
+
+/// What happened, e.g. `no output at all for 10m (last progress 10m ago)`, plus the
+/// extension that held, if any.
+pub fn kill_detail(kill: &Kill) -> String {
+    let detail = match kill.kind {
+        KillKind::Startup => format!("no output at all for {}", format_duration(kill.elapsed)),
+        KillKind::Idle => format!(
+            "no output at all for {} (last progress {} ago)",
+            format_duration(kill.since_keepalive),
+            format_duration(kill.since_progress)
+        ),
+        KillKind::NoProgress if kill.since_keepalive < kill.since_progress => format!(
+            "no progress for {}, only keep-alives (last one {} ago)",
+            format_duration(kill.since_progress),
+            format_duration(kill.since_keepalive)
+        ),
+        KillKind::NoProgress => format!(
+            "no progress and no output at all for {}",
+            format_duration(kill.since_progress)
+        ),
+        KillKind::Linger => format!(
+            "it printed its result but was still running {} later",
+            format_duration(kill.since_progress)
+        ),
+        KillKind::Ceiling => format!(
+            "it reached the ceiling of {}",
+            format_duration(kill.elapsed)
+        ),
+    };
+    // The extension only widens the idle patience.
+    match (kill.kind, kill.extension) {
+        (KillKind::Idle, Some(e)) => format!("{detail}, patience extended ({})", e.as_str()),
+        _ => detail,
+    }
+}
+
+/// The kill as shown to people: an "extension" by a factor of 1 changed nothing, so it is not
+/// mentioned.
+pub fn for_display(kill: &Kill, limits: &watchdog_core::Limits) -> Kill {
+    let mut k = kill.clone();
+    if limits.extend_factor() <= 1.0 {
+        k.extension = None;
+    }
+    k
+}
+
+/// `killed <what> (<kind>) after <elapsed>: <detail>.`
+pub fn killed_clause(kill: &Kill, what: &str) -> String {
+    format!(
+        "killed {what} ({}) after {}: {}.",
+        kill.kind,
+        format_duration(kill.elapsed),
+        kill_detail(kill)
+    )
+}
+
+/// One sentence explaining a kill, for the synthetic `result`:
+/// `agent-watchdog killed <what> (<kind>) after …: ….`
+pub fn kill_sentence(kill: &Kill, what: &str) -> String {
+    format!("agent-watchdog {}", killed_clause(kill, what))
+}

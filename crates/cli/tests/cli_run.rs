@@ -1,0 +1,555 @@
+//! `agent-watchdog run` with small shell-script children: pass-through, exit codes, summary,
+//! record → replay, environment configuration, bad flags, stdin, signals.
+//!
+//! Real processes: outcomes are asserted, timings only with generous tolerances.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agent-watchdog");
+
+const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"sess-1"}"#;
+const ASSISTANT: &str = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]},"session_id":"sess-1"}"#;
+const RESULT_OK: &str = r#"{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn","terminal_reason":"completed","session_id":"sess-1","num_turns":1}"#;
+const RESULT_ERR: &str = r#"{"type":"result","subtype":"error_max_turns","is_error":true,"stop_reason":"tool_use","terminal_reason":"max_turns","session_id":"sess-1"}"#;
+const RESULT_MIDTASK: &str = r#"{"type":"result","subtype":"success","is_error":false,"stop_reason":"tool_use","session_id":"sess-1"}"#;
+const PING: &str = r#"{"type":"stream_event","event":{"type":"ping"},"session_id":"sess-1"}"#;
+
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    path
+}
+
+/// `echo` a JSON line from a shell script (single-quoted).
+fn say(line: &str) -> String {
+    format!("printf '%s\\n' '{line}'")
+}
+
+fn watchdog() -> Command {
+    let mut c = Command::new(BIN);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("AGENT_WATCHDOG_") {
+            c.env_remove(k);
+        }
+    }
+    c.stdin(Stdio::null());
+    c
+}
+
+fn run(args: &[&str], child: &Path) -> Output {
+    watchdog()
+        .arg("run")
+        .args(args)
+        .arg("--")
+        .arg(child)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn stdout_is_passed_through_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = Vec::new();
+    data.extend_from_slice(INIT.as_bytes());
+    data.push(b'\n');
+    data.extend_from_slice(b"invalid utf-8: \xff\xfe\xc3\x28 and a NUL \0 byte\r\n");
+    data.extend_from_slice(b"\n\n");
+    // A 10 MiB line.
+    data.extend((0..10 << 20).map(|i| b'a' + (i % 26) as u8));
+    data.push(b'\n');
+    data.extend_from_slice(RESULT_OK.as_bytes());
+    data.push(b'\n');
+    data.extend_from_slice(b"no final newline");
+    let file = dir.path().join("data.bin");
+    std::fs::write(&file, &data).unwrap();
+    let child = script(dir.path(), "cat.sh", &format!("cat '{}'", file.display()));
+    let summary = dir.path().join("summary.json");
+    let out = run(&["--summary", summary.to_str().unwrap()], &child);
+    assert!(
+        out.stdout == data,
+        "stdout differs ({} vs {} bytes)",
+        out.stdout.len(),
+        data.len()
+    );
+    // A result came, then the child exited 0 by itself: its own code.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = read_json(&summary);
+    assert_eq!(s["outcome"], "success");
+    assert_eq!(s["lines"]["unparseable"], 5, "{s}");
+}
+
+#[test]
+fn exit_codes_follow_the_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, String, i32)] = &[
+        (
+            "ok",
+            format!("{}\n{}\nexit 0", say(INIT), say(RESULT_OK)),
+            0,
+        ),
+        (
+            "ok_own_code",
+            format!("{}\n{}\nexit 5", say(INIT), say(RESULT_OK)),
+            5,
+        ),
+        (
+            "error_result",
+            format!("{}\n{}\nexit 1", say(INIT), say(RESULT_ERR)),
+            1,
+        ),
+        (
+            "no_result",
+            format!("{}\n{}\nexit 0", say(INIT), say(ASSISTANT)),
+            3,
+        ),
+        (
+            "incomplete",
+            format!("{}\n{}\nexit 0", say(INIT), say(RESULT_MIDTASK)),
+            3,
+        ),
+        ("crash", format!("{}\nkill -9 $$", say(INIT)), 3),
+    ];
+    for (name, body, code) in cases {
+        let child = script(dir.path(), &format!("{name}.sh"), body);
+        let out = run(&[], &child);
+        assert_eq!(out.status.code(), Some(*code), "{name}: {}", stderr(&out));
+    }
+}
+
+struct Killed {
+    out: Output,
+    summary: Value,
+    capture: PathBuf,
+    took: Duration,
+}
+
+fn killed(dir: &Path, name: &str, body: &str, flags: &[&str]) -> Killed {
+    let child = script(dir, &format!("{name}.sh"), body);
+    let summary = dir.join(format!("{name}.summary.json"));
+    let capture = dir.join(format!("{name}.capture.jsonl"));
+    let mut args = vec![
+        "--grace",
+        "1s",
+        "--summary",
+        summary.to_str().unwrap(),
+        "--record",
+        capture.to_str().unwrap(),
+    ];
+    args.extend_from_slice(flags);
+    let t = Instant::now();
+    let out = run(&args, &child);
+    let took = t.elapsed();
+    Killed {
+        summary: read_json(&summary),
+        out,
+        capture,
+        took,
+    }
+}
+
+fn replay_verdict(capture: &Path, flags: &[&str]) -> Value {
+    let out = watchdog()
+        .arg("replay")
+        .arg(capture)
+        .args(flags)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn each_kill_kind_has_its_code_summary_and_same_replay_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let pings = format!("while :; do {}; sleep 0.1; done", say(PING));
+    let progress = format!("while :; do {}; sleep 0.1; done", say(ASSISTANT));
+    let cases: Vec<(&str, String, Vec<&str>, &str, i32)> = vec![
+        (
+            "idle",
+            format!("{}\nsleep 30", say(INIT)),
+            vec!["--idle", "1s", "--extend-factor", "1"],
+            "idle",
+            124,
+        ),
+        (
+            "startup",
+            "sleep 30".into(),
+            vec!["--startup", "1s"],
+            "startup",
+            125,
+        ),
+        (
+            "no_progress",
+            format!("{}\n{pings}", say(INIT)),
+            vec!["--no-progress", "1500ms"],
+            "no_progress",
+            124,
+        ),
+        (
+            "linger",
+            format!("{}\n{}\nsleep 30", say(INIT), say(RESULT_OK)),
+            vec!["--linger", "1s"],
+            "linger",
+            124,
+        ),
+        (
+            "ceiling",
+            format!("{}\n{progress}", say(INIT)),
+            vec!["--ceiling", "1500ms"],
+            "ceiling",
+            137,
+        ),
+    ];
+    for (name, body, flags, kind, code) in cases {
+        let k = killed(dir.path(), name, &body, &flags);
+        assert_eq!(
+            k.out.status.code(),
+            Some(code),
+            "{name}: {}",
+            stderr(&k.out)
+        );
+        assert!(k.took < Duration::from_secs(15), "{name} took {:?}", k.took);
+        let s = &k.summary;
+        assert_eq!(s["outcome"], "killed", "{name}: {s}");
+        assert_eq!(s["kill"]["kind"], kind, "{name}: {s}");
+        assert!(s["kill"]["ladder"].is_string(), "{name}: {s}");
+        assert_eq!(s["exit_code"], code);
+        let err = stderr(&k.out);
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with("agent-watchdog: killed") && l.contains(kind)),
+            "{name}: {err}"
+        );
+        // The recording replays to the same verdict.
+        let v = replay_verdict(&k.capture, &flags);
+        assert_eq!(v["outcome"], "killed", "{name}: {v}");
+        assert_eq!(v["kill"]["kind"], kind, "{name}: {v}");
+        let live_at = s["kill"]["at_ms"].as_u64().unwrap();
+        let replay_at = v["kill"]["at_ms"].as_u64().unwrap();
+        assert!(
+            live_at.abs_diff(replay_at) < 500,
+            "{name}: live {live_at} replay {replay_at}"
+        );
+    }
+}
+
+#[test]
+fn a_child_ignoring_sigterm_and_its_setsid_grandchild_are_all_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("agent-watchdog-test-{}", std::process::id());
+    let body = format!(
+        "trap '' TERM\n{}\nsetsid sh -c \"trap '' TERM; exec sleep 1000 # {marker}\" &\nsleep 1000",
+        say(INIT)
+    );
+    let k = killed(
+        dir.path(),
+        "stubborn",
+        &body,
+        &["--idle", "1s", "--extend-factor", "1"],
+    );
+    assert_eq!(k.out.status.code(), Some(124));
+    assert_eq!(k.summary["kill"]["ladder"], "kill");
+    std::thread::sleep(Duration::from_millis(300));
+    let left = Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "left running: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
+
+#[test]
+fn summary_json_has_the_documented_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let rl = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","unifiedWindows":{"five_hour":{"utilization":0.5,"resetsAt":4102444800,"status":"allowed"}}},"session_id":"sess-1"}"#;
+    let child = script(
+        dir.path(),
+        "c.sh",
+        &format!(
+            "{}\n{}\necho oops >&2\n{}\nexit 0",
+            say(INIT),
+            say(rl),
+            say(RESULT_OK)
+        ),
+    );
+    let summary = dir.path().join("s.json");
+    let out = run(&["--summary", summary.to_str().unwrap()], &child);
+    assert_eq!(out.status.code(), Some(0));
+    let s = read_json(&summary);
+    for key in [
+        "outcome",
+        "kill",
+        "exit",
+        "exit_code",
+        "session_id",
+        "result",
+        "duration_ms",
+        "rate_limits",
+        "lines",
+        "stderr",
+        "events",
+        "command",
+    ] {
+        assert!(s.get(key).is_some(), "missing {key}: {s}");
+    }
+    assert_eq!(s["session_id"], "sess-1");
+    assert_eq!(s["result"]["subtype"], "success");
+    assert_eq!(s["result"]["stop_reason"], "end_turn");
+    assert_eq!(s["result"]["terminal_reason"], "completed");
+    assert_eq!(s["exit"]["code"], 0);
+    assert_eq!(s["rate_limits"]["five_hour"]["utilization"], 0.5);
+    assert_eq!(s["lines"]["rate_limit_event"], 1);
+    assert_eq!(s["stderr"]["lines"], 1);
+    assert!(stderr(&out).contains("oops"));
+
+    // `--summary -` writes it to stderr.
+    let out = run(&["--summary", "-"], &child);
+    let err = stderr(&out);
+    let last = err.lines().last().unwrap();
+    let s: Value = serde_json::from_str(last).unwrap();
+    assert_eq!(s["outcome"], "success");
+}
+
+#[test]
+fn policy_is_read_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = script(dir.path(), "c.sh", &format!("{}\nsleep 30", say(INIT)));
+    let summary = dir.path().join("s.json");
+    let out = watchdog()
+        .env("AGENT_WATCHDOG_IDLE", "1s")
+        .env("AGENT_WATCHDOG_EXTEND_FACTOR", "1")
+        .env("AGENT_WATCHDOG_GRACE", "1s")
+        .args(["run", "--summary", summary.to_str().unwrap(), "--"])
+        .arg(&child)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    assert_eq!(read_json(&summary)["kill"]["kind"], "idle");
+}
+
+#[test]
+fn bad_flags_are_usage_errors_naming_the_flag() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["--idle", "0s"], &["--idle", "0s", "> 0"]),
+        (&["--idle", "ten"], &["--idle", "ten"]),
+        (
+            &["--extend-factor", "0.5"],
+            &["--extend-factor", "0.5", ">= 1"],
+        ),
+        (
+            &["--high-utilization", "1.5"],
+            &["--high-utilization", "1.5", "[0, 1]"],
+        ),
+        (&["--warn-at", "0"], &["--warn-at", "(0, 1]"]),
+        (&["--no-such-flag"], &["--no-such-flag"]),
+    ];
+    for (args, needles) in cases {
+        let out = watchdog()
+            .arg("run")
+            .args(*args)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        for n in *needles {
+            assert!(err.contains(n), "{args:?}: {n} not in {err}");
+        }
+    }
+    let out = watchdog()
+        .env("AGENT_WATCHDOG_LINGER", "-3s")
+        .args(["run", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--linger"));
+    let out = watchdog().arg("run").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "a command is required");
+    let out = watchdog().arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("124"));
+}
+
+#[test]
+fn a_command_that_cannot_start_is_an_error_naming_it() {
+    let out = watchdog()
+        .args(["run", "--", "/nonexistent/agent-watchdog-test-binary"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.starts_with("agent-watchdog: "), "{err}");
+    assert!(
+        err.contains("/nonexistent/agent-watchdog-test-binary"),
+        "{err}"
+    );
+}
+
+#[test]
+fn stdin_is_forwarded_in_order_and_eof_closes_the_childs_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("c.jsonl");
+    let mut child = watchdog()
+        .args(["run", "--record", capture.to_str().unwrap(), "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = Vec::new();
+    input.extend_from_slice(INIT.as_bytes());
+    input.push(b'\n');
+    let answer = r#"{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{}}}"#;
+    input.extend_from_slice(answer.as_bytes());
+    input.push(b'\n');
+    input.extend_from_slice(b"plain text \xff line\n");
+    input.extend_from_slice(RESULT_OK.as_bytes());
+    input.push(b'\n');
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.stdout, input);
+    // `cat` printed a result and exited 0 when its stdin closed.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let cap = std::fs::read_to_string(&capture).unwrap();
+    assert!(
+        cap.contains(r#""stdin":{"response""#)
+            || cap.contains(r#""stdin":{"type":"control_response""#),
+        "{cap}"
+    );
+    assert!(cap.contains("stdin closed"), "{cap}");
+}
+
+#[test]
+fn a_claude_command_without_stream_json_gets_one_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = script(
+        dir.path(),
+        "claude",
+        &format!("{}\n{}", say(INIT), say(RESULT_OK)),
+    );
+    let out = watchdog()
+        .args(["run", "--"])
+        .arg(&claude)
+        .args(["-p", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = stderr(&out);
+    assert_eq!(err.matches("hint:").count(), 1, "{err}");
+    assert!(
+        err.contains("--output-format stream-json --verbose --include-partial-messages"),
+        "{err}"
+    );
+    let out = watchdog()
+        .args(["run", "--"])
+        .arg(&claude)
+        .args([
+            "-p",
+            "hi",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+        ])
+        .output()
+        .unwrap();
+    assert!(!stderr(&out).contains("hint:"));
+}
+
+/// Wait for the child's first stdout line: by then the watchdog handles signals.
+fn first_line(child: &mut std::process::Child) {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().unwrap();
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.contains("init"), "{line}");
+    // Keep draining so the child never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+}
+
+fn kill_cmd(sig: &str, pid: u32) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+#[test]
+fn sigterm_is_forwarded_and_a_second_one_escalates() {
+    let dir = tempfile::tempdir().unwrap();
+    // Exits on SIGTERM without a result.
+    let polite = script(
+        dir.path(),
+        "polite.sh",
+        &format!(
+            "trap 'exit 0' TERM\n{}\nwhile :; do sleep 0.1; done",
+            say(INIT)
+        ),
+    );
+    let mut child = watchdog()
+        .args(["run", "--"])
+        .arg(&polite)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    first_line(&mut child);
+    kill_cmd("-TERM", child.id());
+    let t = Instant::now();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    assert!(t.elapsed() < Duration::from_secs(5));
+
+    // Ignores SIGTERM: the second signal kills it.
+    let stubborn = script(
+        dir.path(),
+        "stubborn.sh",
+        &format!(
+            "trap '' TERM INT\n{}\nwhile :; do sleep 0.1; done",
+            say(INIT)
+        ),
+    );
+    let mut child = watchdog()
+        .args(["run", "--"])
+        .arg(&stubborn)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    first_line(&mut child);
+    kill_cmd("-INT", child.id());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the first signal must not kill it"
+    );
+    kill_cmd("-INT", child.id());
+    let t = Instant::now();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
