@@ -145,7 +145,10 @@ impl Harness {
                     assert!(!b.ended, "kill after end: {k:?}");
                     let at = ms_of(self.base, k.at);
                     assert!(at <= now, "kill dated after the call: {at:?} > {now:?}");
-                    assert!(at >= prev, "kill dated before the previous call: {at:?} < {prev:?}");
+                    assert!(
+                        at >= prev,
+                        "kill dated before the previous call: {at:?} < {prev:?}"
+                    );
                     let l = &self.limits[b.variant as usize];
                     let d = Duration::from_millis;
                     match k.kind {
@@ -344,7 +347,10 @@ fuzz_target!(|data: &[u8]| {
                 let old = h.books[i];
                 let kill = h.reg.unregister(old.id);
                 assert_eq!(kill.is_some(), old.killed, "unregister returns the kill");
-                assert!(h.reg.kill(old.id).is_none(), "an unregistered id is forgotten");
+                assert!(
+                    h.reg.kill(old.id).is_none(),
+                    "an unregistered id is forgotten"
+                );
                 h.register(i, b >> 2);
                 h.check(h.now);
             }
