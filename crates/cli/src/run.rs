@@ -1,31 +1,32 @@
-//! `agent-watchdog run` and the `claude-watchdog` drop-in: spawn a command in its own process
-//! group, pass its stdout through byte for byte and its stderr line by line, feed every line to
-//! the core policy, and stop the whole process tree when the policy says so.
+//! `agent-watchdog run` and the `claude-watchdog` drop-in: a presenter on top of the runtime's
+//! [`Supervisor`], which spawns the command in its own process group, feeds the core policy and
+//! stops the whole process tree. Here: stdout passed through byte for byte, stderr through the
+//! warning filter, host stdin forwarded, our own messages and the status line, `--record`,
+//! `--summary`, the exit code, and (for `run`) recovery after the first run ends.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
-use tokio::io::{AsyncWriteExt, BufReader};
+use agent_sdk_watchdog::{Output, Report, Stage, Supervisor, SupervisorConfig, SupervisorHandle};
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use watchdog_core::capture::Record;
 use watchdog_core::{
-    Event, Kill, Limits, LineView, Outcome, Registry, SessionConfig, Signal, StallClock,
+    classify, Event, Kill, LineKind, LineView, Outcome, RateLimitConfig, RateLimitMonitor,
+    SessionConfig, Signal, StallClock,
 };
 
 use crate::cli::RunArgs;
 use crate::duration::format_duration;
 use crate::exit_code;
-use crate::lines::{LineReader, MAX_LINE};
-use crate::process::{self, Sig};
 use crate::record::{trim_cr, Recorder};
 use crate::status::{self, Status};
 use crate::stderr_filter::StderrFilter;
 use crate::summary::{self, Summary};
 use crate::tally::Tally;
-use crate::verdict::{event_json, kill_sentence, killed_clause, ms, offset_ms};
+use crate::verdict::{event_json, kill_sentence, killed_clause, ms};
 
 /// How the run presents itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +41,7 @@ pub enum Mode {
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     /// The policy.
-    pub limits: Limits,
+    pub limits: watchdog_core::Limits,
     /// Time between SIGTERM and SIGKILL.
     pub grace: Duration,
     /// Where to write the summary (`-` for stderr).
@@ -69,6 +70,8 @@ pub struct RunConfig {
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// After the child exited, how long its pipes may stay open (held by descendants).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+/// The longest stdout line handled as one line (64 MiB); longer ones come in pieces.
+const MAX_LINE: usize = 64 << 20;
 
 /// Run `run`; returns the exit code.
 pub fn main(args: RunArgs, mode: Mode) -> i32 {
@@ -106,41 +109,141 @@ pub fn execute(cfg: RunConfig) -> i32 {
         }
     };
     let code = rt.block_on(run(cfg));
-    // The stdin reader may be blocked in a read; do not wait for it.
+    // The host stdin reader may be blocked in a read; do not wait for it.
     rt.shutdown_background();
     code
 }
 
-enum Msg {
-    Stdout(Vec<u8>),
-    Overlong(usize),
-    StdoutClosed,
-    Stderr(Vec<u8>, bool),
-    StderrClosed,
-    StdinWritten(Vec<u8>),
-    StdinClosed,
-}
-
-enum StdinCmd {
-    Host(Vec<u8>),
-    Interrupt,
-    HostEof,
-}
-
+/// A signal the user sent us.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stage {
-    Interrupt,
+pub(crate) enum UserSig {
+    /// SIGINT.
+    Int,
+    /// SIGTERM.
     Term,
-    Kill,
 }
 
-impl Stage {
+impl UserSig {
     fn name(self) -> &'static str {
         match self {
-            Stage::Interrupt => "interrupt",
-            Stage::Term => "sigterm",
-            Stage::Kill => "sigkill",
+            UserSig::Int => "SIGINT",
+            UserSig::Term => "SIGTERM",
         }
+    }
+}
+
+/// The host's SIGINT and SIGTERM, for every run of one invocation and the waits between.
+pub(crate) struct UserSignals {
+    int: Option<tokio::signal::unix::Signal>,
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl UserSignals {
+    fn new() -> Self {
+        use tokio::signal::unix::{signal, SignalKind};
+        UserSignals {
+            int: signal(SignalKind::interrupt()).ok(),
+            term: signal(SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// The next signal (pending forever when none can be received).
+    pub(crate) async fn recv(&mut self) -> UserSig {
+        async fn one(s: &mut Option<tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    if s.recv().await.is_none() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            () = one(&mut self.int) => UserSig::Int,
+            () = one(&mut self.term) => UserSig::Term,
+        }
+    }
+}
+
+/// What one invocation shares between its runs: our stderr, the capture, the user's signals,
+/// and the host's stdin (forwarded to the first run only).
+pub(crate) struct Host {
+    pub(crate) status: Status,
+    pub(crate) recorder: Recorder,
+    pub(crate) signals: UserSignals,
+    stdin: Option<mpsc::Receiver<Option<Vec<u8>>>>,
+}
+
+/// One finished supervised run.
+#[allow(dead_code)] // the recovery facts are read by the next commit
+pub(crate) struct Finished {
+    /// The command line.
+    pub(crate) argv: Vec<OsString>,
+    /// How it ended.
+    pub(crate) outcome: Outcome,
+    /// The watchdog's kill, if any.
+    pub(crate) kill: Option<Kill>,
+    /// How far the kill ladder went.
+    ladder: Option<Stage>,
+    /// The child's exit code and signal.
+    exit: Option<(Option<i32>, Option<i32>)>,
+    /// Our exit code for this run.
+    pub(crate) code: i32,
+    /// From spawn to the end.
+    pub(crate) duration: Duration,
+    /// What stdout said.
+    pub(crate) tally: Tally,
+    /// Stderr lines seen and suppressed.
+    stderr: (u64, u64),
+    /// The user's signal, if one came.
+    pub(crate) interrupted: Option<UserSig>,
+    /// The events, as JSON.
+    events: Vec<Value>,
+    /// The spawn instant.
+    start: Instant,
+    /// The last top-level `result` line, as printed.
+    pub(crate) last_result: Option<Vec<u8>>,
+    /// The rate-limit readings.
+    pub(crate) monitor: RateLimitMonitor,
+    /// When it ended, epoch ms.
+    pub(crate) ended_wall_ms: u64,
+    /// The `system/init` session id when it differed from the one expected (continuations).
+    pub(crate) session_mismatch: Option<String>,
+}
+
+impl Finished {
+    /// The summary of this run, with the process exit code `exit_code`.
+    fn summary(&self, exit_code: i32, recovery: Option<Value>) -> Value {
+        Summary {
+            argv: self
+                .argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            outcome: &self.outcome,
+            kill: self.kill.as_ref(),
+            ladder: self.ladder.map(ladder_name),
+            exit: self.exit,
+            exit_code,
+            duration_ms: ms(self.duration),
+            tally: &self.tally,
+            stderr: self.stderr,
+            interrupted: self.interrupted.map(UserSig::name),
+            events: self.events.clone(),
+            base: self.start,
+            recovery,
+        }
+        .to_json()
+    }
+}
+
+/// The summary's names for the ladder stages.
+fn ladder_name(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Interrupt => "interrupt",
+        Stage::Term => "sigterm",
+        Stage::Kill => "sigkill",
     }
 }
 
@@ -152,14 +255,17 @@ fn has_stream_json_input(argv: &[OsString]) -> bool {
     })
 }
 
-fn wall_ms() -> u64 {
+/// Now, epoch milliseconds.
+pub(crate) fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(ms)
         .unwrap_or(0)
 }
 
-fn spawn_stdin_reader(tx: mpsc::Sender<StdinCmd>) {
+/// Read the host's stdin line by line on a thread (`None` at its end).
+fn spawn_stdin_reader() -> mpsc::Receiver<Option<Vec<u8>>> {
+    let (tx, rx) = mpsc::channel(64);
     std::thread::spawn(move || {
         use std::io::BufRead;
         let stdin = std::io::stdin();
@@ -168,147 +274,34 @@ fn spawn_stdin_reader(tx: mpsc::Sender<StdinCmd>) {
             let mut buf = Vec::new();
             match lock.read_until(b'\n', &mut buf) {
                 Ok(0) | Err(_) => {
-                    let _ = tx.blocking_send(StdinCmd::HostEof);
+                    let _ = tx.blocking_send(None);
                     return;
                 }
                 Ok(_) => {
-                    if tx.blocking_send(StdinCmd::Host(buf)).is_err() {
+                    if tx.blocking_send(Some(buf)).is_err() {
                         return;
                     }
                 }
             }
         }
     });
-}
-
-struct Live {
-    reg: Registry,
-    id: watchdog_core::SessionId,
-    start: Instant,
-    tally: Tally,
-    recorder: Recorder,
-    status: Status,
-    events: Vec<Value>,
-    kill: Option<Kill>,
-    last_progress: Option<Instant>,
-    activity: String,
-    activity_since: Instant,
-    utilization: Option<f64>,
-    start_wall_ms: u64,
-    what: String,
-}
-
-impl Live {
-    fn t_ms(&self, now: Instant) -> u64 {
-        offset_ms(self.start, now)
-    }
-
-    fn stdout_line(&mut self, now: Instant, bytes: &[u8]) {
-        let t = self.t_ms(now);
-        self.recorder.stdout_line(t, bytes);
-        let class = match LineView::parse(bytes) {
-            Ok(view) => {
-                let class = self.reg.observe(now, self.id, &view);
-                self.tally.observe(&view, class);
-                class
-            }
-            Err(_) => {
-                let class = self.reg.observe_line(now, self.id, bytes);
-                self.tally.unparseable();
-                class
-            }
-        };
-        if matches!(class.signal, Signal::Progress | Signal::Settle) {
-            self.last_progress = Some(now);
-        }
-        let activity = self.tally.activity.to_string();
-        if activity != self.activity {
-            self.activity = activity;
-            self.activity_since = now;
-        }
-        self.update_utilization(now);
-    }
-
-    fn update_utilization(&mut self, now: Instant) {
-        if self.tally.rate_limit.is_none() {
-            return;
-        }
-        let wall_s = (self.start_wall_ms + self.t_ms(now)) as f64 / 1000.0;
-        let u = self.tally.utilization(Some(wall_s));
-        if u != self.utilization {
-            self.utilization = u;
-            self.reg.set_utilization(now, u);
-        }
-    }
-
-    /// Drain the registry's events; returns a new kill, if any.
-    fn drain(&mut self, now: Instant) -> Option<Kill> {
-        let mut new_kill = None;
-        while let Some(ev) = self.reg.poll_event() {
-            let at = match &ev {
-                Event::Killed(k) => k.at,
-                _ => now,
-            };
-            self.events.push(event_json(&ev, at, self.start));
-            match ev {
-                Event::Killed(k) if self.kill.is_none() => {
-                    self.status.say(&killed_clause(&k, &self.what));
-                    self.kill = Some(k.clone());
-                    new_kill = Some(k);
-                }
-                Event::Stalling {
-                    clock, remaining, ..
-                } => {
-                    let (what, kind) = match clock {
-                        StallClock::Idle => ("no output at all", "idle"),
-                        StallClock::NoProgress => ("no progress (keep-alives only)", "no_progress"),
-                    };
-                    self.status.say(&format!(
-                        "warning: {what} for a while; it will be stopped ({kind}) in {} unless it \
-                         moves",
-                        format_duration(remaining)
-                    ));
-                }
-                _ => {}
-            }
-        }
-        new_kill
-    }
-
-    fn refresh_status(&self, now: Instant) {
-        if !self.status.is_live() {
-            return;
-        }
-        let rate = self.tally.rate_limit_summary();
-        self.status.set(status::render(
-            now,
-            self.start,
-            &self.activity,
-            self.activity_since,
-            self.last_progress,
-            rate.as_deref(),
-        ));
-    }
+    rx
 }
 
 async fn run(cfg: RunConfig) -> i32 {
     let status = Status::new(cfg.status);
-    let Some((program, args)) = cfg.argv.split_first() else {
+    if cfg.argv.is_empty() {
         status.say(
             "error: no command given (usage: agent-watchdog run [FLAGS] -- COMMAND [ARGS...])",
         );
         return exit_code::USAGE;
-    };
-    let program_name = std::path::Path::new(program)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| program.to_string_lossy().into_owned());
+    }
     if cfg.hint {
         if let Some(h) = crate::hint::missing_flags_hint(&cfg.argv) {
             status.say(&h);
         }
     }
-    let mut recorder = match &cfg.record {
+    let recorder = match &cfg.record {
         Some(p) => match Recorder::create(p) {
             Ok(r) => r,
             Err(e) => {
@@ -321,352 +314,36 @@ async fn run(cfg: RunConfig) -> i32 {
         },
         None => Recorder::none(),
     };
-    process::become_subreaper();
-
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(env) = &cfg.env {
-        cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
-    }
-    if let Some(dir) = &cfg.cwd {
-        cmd.current_dir(dir);
-    }
-    #[cfg(unix)]
-    cmd.process_group(0);
-    let spawn_wall = wall_ms();
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            status.say(&format!(
-                "error: cannot run {}: {e}",
-                program.to_string_lossy()
-            ));
-            return exit_code::INTERNAL;
-        }
-    };
-    let start = Instant::now();
-    let pid = child.id().unwrap_or(0);
-    recorder.write(
-        0,
-        Record::Start {
-            wall_ms: Some(spawn_wall),
-            argv: cfg
-                .argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-        },
-    );
-    let mut reg = Registry::new(cfg.limits.clone());
-    let id = reg.register(start, SessionConfig::default());
-
-    let (tx, mut rx) = mpsc::channel::<Msg>(256);
-    // stdout: pass through first, then tell the policy.
-    let quiet = cfg.quiet_stdout;
-    let stdout_task = child.stdout.take().map(|out| {
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let mut reader = LineReader::new(BufReader::with_capacity(1 << 16, out), MAX_LINE);
-            let mut sink = tokio::io::stdout();
-            let mut sink_ok = !quiet;
-            let mut overlong = 0usize;
-            while let Ok(Some(line)) = reader.next().await {
-                if sink_ok {
-                    let mut r = sink.write_all(&line.bytes).await;
-                    if r.is_ok() && line.newline {
-                        r = sink.write_all(b"\n").await;
-                    }
-                    if r.is_ok() {
-                        r = sink.flush().await;
-                    }
-                    // A closed stdout (e.g. `| head`) must not stall the child: keep reading.
-                    sink_ok = r.is_ok();
-                }
-                if line.continues || overlong > 0 {
-                    overlong += line.bytes.len();
-                    if !line.continues {
-                        let _ = tx.send(Msg::Overlong(overlong)).await;
-                        overlong = 0;
-                    }
-                    continue;
-                }
-                if tx.send(Msg::Stdout(line.bytes)).await.is_err() {
-                    break;
-                }
-            }
-            let _ = sink.flush().await;
-            let _ = tx.send(Msg::StdoutClosed).await;
-        })
-    });
-    if let Some(err) = child.stderr.take() {
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let mut reader = LineReader::new(BufReader::new(err), 1 << 20);
-            while let Ok(Some(line)) = reader.next().await {
-                if tx
-                    .send(Msg::Stderr(line.bytes, line.newline))
-                    .await
-                    .is_err()
-                {
-                    break;
-                }
-            }
-            let _ = tx.send(Msg::StderrClosed).await;
-        });
-    }
-    // stdin: host lines → child, in order; EOF closes the child's stdin.
-    let (stdin_tx, mut stdin_rx) = mpsc::channel::<StdinCmd>(64);
-    if let Some(mut child_in) = child.stdin.take() {
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            while let Some(cmd) = stdin_rx.recv().await {
-                let bytes = match cmd {
-                    StdinCmd::Host(b) => b,
-                    StdinCmd::Interrupt => {
-                        let req = format!(
-                            "{{\"type\":\"control_request\",\"request_id\":\"agent_watchdog_interrupt_{}\",\"request\":{{\"subtype\":\"interrupt\"}}}}\n",
-                            std::process::id()
-                        );
-                        req.into_bytes()
-                    }
-                    StdinCmd::HostEof => break,
-                };
-                if child_in.write_all(&bytes).await.is_err() || child_in.flush().await.is_err() {
-                    break;
-                }
-                if tx.send(Msg::StdinWritten(bytes)).await.is_err() {
-                    break;
-                }
-            }
-            drop(child_in);
-            let _ = tx.send(Msg::StdinClosed).await;
-        });
-        spawn_stdin_reader(stdin_tx.clone());
-    }
-    drop(tx);
-
-    let stream_json_input = has_stream_json_input(&cfg.argv);
-    let mut live = Live {
-        reg,
-        id,
-        start,
-        tally: Tally::default(),
-        recorder,
+    let mut host = Host {
         status,
-        events: Vec::new(),
-        kill: None,
-        last_progress: None,
-        activity: "starting".into(),
-        activity_since: start,
-        utilization: None,
-        start_wall_ms: spawn_wall,
-        what: program_name.clone(),
+        recorder,
+        signals: UserSignals::new(),
+        stdin: Some(spawn_stdin_reader()),
     };
-
-    let mut sigint = signal_stream(SigKind::Int);
-    let mut sigterm = signal_stream(SigKind::Term);
-    let mut interrupted: Option<Sig> = None;
-    let mut ladder: Option<(Stage, tokio::time::Instant)> = None;
-    let mut ladder_reached: Option<Stage> = None;
-    let mut stdin_open = true;
-    let mut stdout_open = stdout_task.is_some();
-    let mut stderr_open = true;
-    let mut exit: Option<std::process::ExitStatus> = None;
-    let mut exited_at: Option<Instant> = None;
-    let mut outcome: Option<Outcome> = None;
-    let mut stderr_filter = StderrFilter::default();
-    let mut tick = tokio::time::interval(Duration::from_millis(500));
-    let mut rx_open = true;
-
-    loop {
-        // The stream ended: the child exited and its stdout closed (or stayed open too long).
-        if outcome.is_none() {
-            if let Some(at) = exited_at {
-                let drained = !stdout_open || at.elapsed() >= DRAIN_AFTER_EXIT;
-                if drained {
-                    let now = Instant::now();
-                    let (code, signal) = exit.map_or((None, None), split_status);
-                    live.recorder
-                        .write(live.t_ms(now), Record::Exit { code, signal });
-                    outcome = Some(match &live.kill {
-                        Some(k) => Outcome::Killed { kind: k.kind },
-                        None => live.reg.end(now, live.id).unwrap_or(Outcome::NoResult),
-                    });
-                    live.drain(now);
-                }
-            }
-        }
-        if outcome.is_some()
-            && (!stderr_open || exited_at.is_some_and(|a| a.elapsed() >= DRAIN_AFTER_EXIT))
-        {
-            break;
-        }
-        let timer = if outcome.is_none() && live.kill.is_none() {
-            live.reg.poll_timeout()
-        } else {
-            None
-        };
-        let drain_at = exited_at.map(|a| tokio::time::Instant::from_std(a + DRAIN_AFTER_EXIT));
-        tokio::select! {
-            biased;
-            msg = rx.recv(), if rx_open => {
-                let now = Instant::now();
-                match msg {
-                    Some(Msg::Stdout(bytes)) => live.stdout_line(now, &bytes),
-                    Some(Msg::Overlong(n)) => {
-                        live.tally.overlong += 1;
-                        live.status.say(&format!("warning: a stdout line of {n} bytes is over the {} MiB limit; counted as a keep-alive", MAX_LINE >> 20));
-                        let t = live.t_ms(now);
-                        live.recorder.write(t, Record::Raw(format!("<over-long line: {n} bytes>")));
-                        live.reg.observe_line(now, live.id, b"");
-                    }
-                    Some(Msg::StdoutClosed) => stdout_open = false,
-                    Some(Msg::Stderr(bytes, newline)) => {
-                        let t = live.t_ms(now);
-                        live.recorder.write(t, Record::Stderr(String::from_utf8_lossy(trim_cr(&bytes)).into_owned()));
-                        if stderr_filter.admit(&bytes) {
-                            let mut b = bytes;
-                            if newline {
-                                b.push(b'\n');
-                            }
-                            live.status.write_raw(&b);
-                        }
-                    }
-                    Some(Msg::StderrClosed) => stderr_open = false,
-                    Some(Msg::StdinWritten(bytes)) => {
-                        let t = live.t_ms(now);
-                        if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
-                            if let Ok(view) = LineView::from_value(&v) {
-                                live.reg.observe_input(now, live.id, &view);
-                            }
-                            live.recorder.write(t, Record::Stdin(v));
-                        }
-                    }
-                    Some(Msg::StdinClosed) => {
-                        if stdin_open {
-                            stdin_open = false;
-                            let t = live.t_ms(now);
-                            live.recorder.write(t, Record::Stdin(serde_json::json!({"note": "stdin closed"})));
-                        }
-                    }
-                    None => {
-                        rx_open = false;
-                        stdout_open = false;
-                        stderr_open = false;
-                    }
-                }
-                // A flood of lines must not starve the deadlines.
-                if live.kill.is_none() && outcome.is_none() && live.reg.poll_timeout().is_some_and(|d| d <= now) {
-                    live.reg.handle_timeout(now);
-                }
-                if let Some(k) = live.drain(now) {
-                    ladder = Some(start_ladder(&k, stream_json_input && stdin_open, &stdin_tx, pid, cfg.grace));
-                    ladder_reached = ladder.map(|l| l.0);
-                }
-            }
-            status = child.wait(), if exit.is_none() => {
-                let now = Instant::now();
-                exit = status.ok();
-                exited_at = Some(now);
-                if live.kill.is_some() || interrupted.is_some() {
-                    // Nothing the child started may outlive a kill.
-                    process::kill_all_descendants();
-                }
-            }
-            _ = sleep_until(timer), if timer.is_some() => {
-                let now = Instant::now();
-                live.reg.handle_timeout(now);
-                if let Some(k) = live.drain(now) {
-                    ladder = Some(start_ladder(&k, stream_json_input && stdin_open, &stdin_tx, pid, cfg.grace));
-                    ladder_reached = ladder.map(|l| l.0);
-                }
-            }
-            _ = tokio::time::sleep_until(ladder.map_or_else(tokio::time::Instant::now, |l| l.1)), if ladder.is_some() && exit.is_none() => {
-                let (stage, _) = ladder.unwrap_or((Stage::Kill, tokio::time::Instant::now()));
-                let next = match stage {
-                    Stage::Interrupt => {
-                        process::signal_group(pid, Sig::Term);
-                        (Stage::Term, cfg.grace)
-                    }
-                    Stage::Term | Stage::Kill => {
-                        process::signal_group(pid, Sig::Kill);
-                        process::kill_all_descendants();
-                        (Stage::Kill, Duration::from_secs(1))
-                    }
-                };
-                ladder = Some((next.0, tokio::time::Instant::now() + next.1));
-                ladder_reached = Some(next.0);
-            }
-            Some(sig) = recv_signal(&mut sigint, Sig::Int) => on_user_signal(sig, &mut interrupted, pid, &live.status),
-            Some(sig) = recv_signal(&mut sigterm, Sig::Term) => on_user_signal(sig, &mut interrupted, pid, &live.status),
-            _ = tokio::time::sleep_until(drain_at.unwrap_or_else(tokio::time::Instant::now)), if drain_at.is_some() => {}
-            _ = tick.tick() => {
-                let now = Instant::now();
-                live.update_utilization(now);
-                live.refresh_status(now);
-            }
-        }
-    }
-    live.status.finish();
-    let end = Instant::now();
-    let outcome = outcome.unwrap_or(Outcome::NoResult);
-    let (code, signal) = exit.map_or((None, None), split_status);
-    let child_code = code.or(signal.map(|s| 128 + s));
+    let first = match supervise(&cfg, &cfg.argv, &mut host, None).await {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    let code = first.code;
+    let final_run = &first;
 
     // The synthetic result goes after everything the child printed.
-    let emit = cfg.emit_result || cfg.mode == Mode::DropIn;
-    if let Some(task) = stdout_task {
-        let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
-    }
-    if let (true, Some(k)) = (emit, live.kill.as_ref()) {
-        let sentence = kill_sentence(k, &live.what);
+    if let (true, Some(k)) = (emits_result(&cfg), final_run.kill.as_ref()) {
+        let what = program_name(&final_run.argv);
         let line = crate::synthetic::result_line(
             k,
-            &sentence,
-            live.tally.session_id.as_deref(),
-            ms(end.saturating_duration_since(start)),
-            live.tally.num_turns(),
+            &kill_sentence(k, &what),
+            final_run.tally.session_id.as_deref(),
+            ms(final_run.duration),
+            final_run.tally.num_turns(),
         );
         let mut out = tokio::io::stdout();
         let _ = out.write_all(format!("{line}\n").as_bytes()).await;
         let _ = out.flush().await;
     }
 
-    let code = match (cfg.mode, &live.kill) {
-        (_, Some(_)) if emit => exit_code::INTERNAL,
-        (Mode::DropIn, None) => child_code.unwrap_or(exit_code::INTERNAL),
-        (Mode::Run, None) if interrupted.is_some() && matches!(outcome, Outcome::NoResult) => {
-            match interrupted {
-                Some(Sig::Int) => exit_code::INTERRUPTED,
-                _ => exit_code::TERMINATED,
-            }
-        }
-        _ => exit_code::for_outcome(&outcome, child_code),
-    };
-
     if let Some(path) = &cfg.summary {
-        let s = Summary {
-            argv: cfg
-                .argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-            outcome: &outcome,
-            kill: live.kill.as_ref(),
-            ladder: ladder_reached.map(Stage::name),
-            exit: exit.map(split_status),
-            exit_code: code,
-            duration_ms: ms(end.saturating_duration_since(start)),
-            tally: &live.tally,
-            stderr: (stderr_filter.lines(), stderr_filter.suppressed()),
-            interrupted: interrupted.map(|s| if s == Sig::Int { "SIGINT" } else { "SIGTERM" }),
-            events: std::mem::take(&mut live.events),
-            base: start,
-        };
-        if let Err(e) = summary::write(path, &s.to_json()) {
+        if let Err(e) = summary::write(path, &first.summary(code, None)) {
             eprintln!(
                 "agent-watchdog: cannot write the summary {}: {e}",
                 path.display()
@@ -677,88 +354,420 @@ async fn run(cfg: RunConfig) -> i32 {
     code
 }
 
-fn split_status(s: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        (s.code(), s.signal())
-    }
-    #[cfg(not(unix))]
-    {
-        (s.code(), None)
-    }
+fn emits_result(cfg: &RunConfig) -> bool {
+    cfg.emit_result || cfg.mode == Mode::DropIn
 }
 
-fn start_ladder(
-    kill: &Kill,
-    can_interrupt: bool,
-    stdin: &mpsc::Sender<StdinCmd>,
-    pid: u32,
-    grace: Duration,
-) -> (Stage, tokio::time::Instant) {
-    let _ = kill;
-    let now = tokio::time::Instant::now();
-    if can_interrupt && stdin.try_send(StdinCmd::Interrupt).is_ok() {
-        return (Stage::Interrupt, now + INTERRUPT_GRACE);
+fn program_name(argv: &[OsString]) -> String {
+    let program = argv.first().cloned().unwrap_or_default();
+    std::path::Path::new(&program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| program.to_string_lossy().into_owned())
+}
+
+/// What a run shows and keeps while it runs.
+struct Live<'h> {
+    host: &'h mut Host,
+    handle: SupervisorHandle,
+    start: Instant,
+    what: String,
+    quiet: bool,
+    stdout: tokio::io::Stdout,
+    stdout_ok: bool,
+    tally: Tally,
+    monitor: RateLimitMonitor,
+    utilization: Option<f64>,
+    stderr_filter: StderrFilter,
+    events: Vec<Value>,
+    kill: Option<Kill>,
+    ladder: Option<Stage>,
+    last_progress: Option<Instant>,
+    activity: String,
+    activity_since: Instant,
+    last_result: Option<Vec<u8>>,
+    /// Bytes of the over-long line being read, if one is.
+    overlong: Option<usize>,
+    expect_session: Option<String>,
+    session_mismatch: Option<String>,
+}
+
+impl Live<'_> {
+    fn t_ms(&self, now: Instant) -> u64 {
+        ms(now.saturating_duration_since(self.start))
     }
-    process::signal_group(pid, Sig::Term);
-    (Stage::Term, now + grace)
-}
 
-fn on_user_signal(sig: Sig, interrupted: &mut Option<Sig>, pid: u32, status: &Status) {
-    if interrupted.is_some() {
-        status.say("second signal: killing the command's whole process tree");
-        process::signal_group(pid, Sig::Kill);
-        process::kill_all_descendants();
-    } else {
-        *interrupted = Some(sig);
-        process::signal_group(pid, sig);
+    async fn on_output(&mut self, out: Output) {
+        let now = Instant::now();
+        match out {
+            Output::Stdout(line) => {
+                if self.stdout_ok && !self.quiet {
+                    let mut r = self.stdout.write_all(&line.bytes).await;
+                    if r.is_ok() && line.newline {
+                        r = self.stdout.write_all(b"\n").await;
+                    }
+                    if r.is_ok() {
+                        r = self.stdout.flush().await;
+                    }
+                    // A closed stdout (e.g. `| head`) must not stop the run: keep reading.
+                    self.stdout_ok = r.is_ok();
+                }
+                if line.continues || self.overlong.is_some() {
+                    let n = self.overlong.unwrap_or(0) + line.bytes.len();
+                    self.overlong = Some(n);
+                    if !line.continues {
+                        self.overlong = None;
+                        self.end_overlong(now, n);
+                    }
+                    return;
+                }
+                self.stdout_line(now, &line.bytes);
+            }
+            Output::Stderr(line) => {
+                let t = self.t_ms(now);
+                self.host.recorder.write(
+                    t,
+                    Record::Stderr(String::from_utf8_lossy(trim_cr(&line.bytes)).into_owned()),
+                );
+                if self.stderr_filter.admit(&line.bytes) {
+                    let mut b = line.bytes;
+                    if line.newline {
+                        b.push(b'\n');
+                    }
+                    self.host.status.write_raw(&b);
+                }
+            }
+            Output::Event(ev) => self.on_event(now, ev),
+            Output::Overlong { .. } => {}
+            Output::Stage(stage) => self.ladder = Some(stage),
+        }
     }
-}
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-        None => std::future::pending().await,
+    fn end_overlong(&mut self, now: Instant, n: usize) {
+        self.tally.overlong += 1;
+        self.host.status.say(&format!(
+            "warning: a stdout line of {n} bytes is over the {} MiB limit; counted as a keep-alive",
+            MAX_LINE >> 20
+        ));
+        let t = self.t_ms(now);
+        self.host
+            .recorder
+            .write(t, Record::Raw(format!("<over-long line: {n} bytes>")));
     }
-}
 
-enum SigKind {
-    Int,
-    Term,
-}
-
-#[cfg(unix)]
-type SignalStream = Option<tokio::signal::unix::Signal>;
-#[cfg(not(unix))]
-type SignalStream = Option<()>;
-
-fn signal_stream(kind: SigKind) -> SignalStream {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let k = match kind {
-            SigKind::Int => SignalKind::interrupt(),
-            SigKind::Term => SignalKind::terminate(),
+    fn stdout_line(&mut self, now: Instant, bytes: &[u8]) {
+        let t = self.t_ms(now);
+        self.host.recorder.stdout_line(t, bytes);
+        let Ok(view) = LineView::parse(bytes) else {
+            self.tally.unparseable();
+            return;
         };
-        signal(k).ok()
+        let class = classify(&view);
+        self.tally.observe(&view, class);
+        if matches!(class.signal, Signal::Progress | Signal::Settle) {
+            self.last_progress = Some(now);
+        }
+        let top_level = view.parent_tool_use_id().is_none();
+        match class.kind {
+            LineKind::Result if top_level => self.last_result = Some(bytes.to_vec()),
+            LineKind::RateLimit => {
+                self.monitor.observe(wall_ms(), &view);
+                self.update_utilization();
+            }
+            LineKind::System if top_level && view.subtype().as_deref() == Some("init") => {
+                self.check_session(view.session_id().map(|s| s.into_owned()));
+            }
+            _ => {}
+        }
+        let activity = self.tally.activity.to_string();
+        if activity != self.activity {
+            self.activity = activity;
+            self.activity_since = now;
+        }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = kind;
-        None
+
+    /// A continuation must go on with the same session: stop it when its id differs.
+    fn check_session(&mut self, got: Option<String>) {
+        let Some(expected) = &self.expect_session else {
+            return;
+        };
+        if got.as_deref() == Some(expected.as_str()) || self.session_mismatch.is_some() {
+            return;
+        }
+        let got = got.unwrap_or_default();
+        self.host.status.say(&format!(
+            "recovery: the continuation runs session {got:?}, not {expected}; stopping it"
+        ));
+        self.session_mismatch = Some(got);
+        self.handle.kill_now();
+    }
+
+    fn update_utilization(&mut self) {
+        let u = self.monitor.utilization(wall_ms());
+        if u != self.utilization {
+            self.utilization = u;
+            self.handle.set_utilization(u);
+        }
+    }
+
+    fn on_event(&mut self, now: Instant, ev: Event) {
+        let at = match &ev {
+            Event::Killed(k) => k.at,
+            _ => now,
+        };
+        self.events.push(event_json(&ev, at, self.start));
+        match ev {
+            Event::Killed(k) if self.kill.is_none() => {
+                self.host.status.say(&killed_clause(&k, &self.what));
+                self.kill = Some(k);
+            }
+            Event::Stalling {
+                clock, remaining, ..
+            } => {
+                let (what, kind) = match clock {
+                    StallClock::Idle => ("no output at all", "idle"),
+                    StallClock::NoProgress => ("no progress (keep-alives only)", "no_progress"),
+                };
+                self.host.status.say(&format!(
+                    "warning: {what} for a while; it will be stopped ({kind}) in {} unless it \
+                     moves",
+                    format_duration(remaining)
+                ));
+            }
+            _ => {}
+        }
+    }
+
+    fn refresh_status(&self, now: Instant) {
+        if !self.host.status.is_live() {
+            return;
+        }
+        let wall = wall_ms();
+        let rate = self
+            .monitor
+            .active_windows(wall)
+            .next()
+            .map(|_| self.monitor.summary(wall));
+        self.host.status.set(status::render(
+            now,
+            self.start,
+            &self.activity,
+            self.activity_since,
+            self.last_progress,
+            rate.as_deref(),
+        ));
     }
 }
 
-async fn recv_signal(s: &mut SignalStream, sig: Sig) -> Option<Sig> {
-    #[cfg(unix)]
-    match s {
-        Some(s) => s.recv().await.map(|()| sig),
+/// Forward the host's stdin to the child (in order; its end closes the child's stdin) and
+/// report what was written, for the capture.
+fn forward_stdin(
+    mut host_stdin: mpsc::Receiver<Option<Vec<u8>>>,
+    writer: agent_sdk_watchdog::StdinWriter,
+) -> mpsc::UnboundedReceiver<Option<Vec<u8>>> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(Some(line)) = host_stdin.recv().await {
+            if writer.write_line(&line).await.is_err() {
+                break;
+            }
+            if tx.send(Some(line)).is_err() {
+                return;
+            }
+        }
+        writer.close().await;
+        let _ = tx.send(None);
+    });
+    rx
+}
+
+/// Run `argv` under the supervisor to its end. `expect_session`: the session id its
+/// `system/init` must carry (a continuation). `Err` holds the exit code when it cannot start.
+pub(crate) async fn supervise(
+    cfg: &RunConfig,
+    argv: &[OsString],
+    host: &mut Host,
+    expect_session: Option<&str>,
+) -> Result<Finished, i32> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(exit_code::USAGE);
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args);
+    if let Some(env) = &cfg.env {
+        cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    }
+    if let Some(dir) = &cfg.cwd {
+        cmd.current_dir(dir);
+    }
+    // Only the first run reads the host's stdin; a continuation gets /dev/null.
+    let host_stdin = host.stdin.take();
+    if expect_session.is_some() {
+        // A fresh status line for the continuation (the first run's is finished).
+        host.status = Status::new(cfg.status);
+    }
+    let config = SupervisorConfig {
+        policy: Some(SessionConfig::default().with_limits(cfg.limits.clone())),
+        stream_json_input: has_stream_json_input(argv),
+        interrupt_grace: INTERRUPT_GRACE,
+        term_grace: cfg.grace,
+        become_subreaper: true,
+        max_line: MAX_LINE,
+        pipe_stdin: host_stdin.is_some(),
+        drain_timeout: DRAIN_AFTER_EXIT,
+        ..SupervisorConfig::default()
+    };
+    let spawn_wall = wall_ms();
+    let mut sup = match Supervisor::spawn(cmd, config) {
+        Ok(s) => s,
+        Err(e) => {
+            host.status.say(&format!("error: {e}"));
+            return Err(exit_code::INTERNAL);
+        }
+    };
+    let start = Instant::now();
+    host.recorder.write(
+        0,
+        Record::Start {
+            wall_ms: Some(spawn_wall),
+            argv: argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        },
+    );
+    let mut written = match (host_stdin, sup.stdin()) {
+        (Some(h), Some(w)) => Some(forward_stdin(h, w)),
+        _ => None,
+    };
+    let mut live = Live {
+        handle: sup.handle(),
+        host,
+        start,
+        what: program_name(argv),
+        quiet: cfg.quiet_stdout,
+        stdout: tokio::io::stdout(),
+        stdout_ok: true,
+        tally: Tally::default(),
+        monitor: RateLimitMonitor::new(RateLimitConfig::default()),
+        utilization: None,
+        stderr_filter: StderrFilter::default(),
+        events: Vec::new(),
+        kill: None,
+        ladder: None,
+        last_progress: None,
+        activity: "starting".into(),
+        activity_since: start,
+        last_result: None,
+        overlong: None,
+        expect_session: expect_session.map(str::to_owned),
+        session_mismatch: None,
+    };
+    let mut interrupted: Option<UserSig> = None;
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            biased;
+            out = sup.next_output() => match out {
+                Some(out) => live.on_output(out).await,
+                None => break,
+            },
+            note = recv_written(&mut written) => {
+                let t = live.t_ms(Instant::now());
+                match note {
+                    Some(bytes) => {
+                        if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+                            live.host.recorder.write(t, Record::Stdin(v));
+                        }
+                    }
+                    None => {
+                        written = None;
+                        live.host.recorder.write(t, Record::Stdin(json!({"note": "stdin closed"})));
+                    }
+                }
+            }
+            sig = live.host.signals.recv() => {
+                if interrupted.is_some() {
+                    live.host.status.say("second signal: killing the command's whole process tree");
+                    live.handle.kill_tree_now();
+                } else {
+                    interrupted = Some(sig);
+                    match sig {
+                        UserSig::Int => live.handle.interrupt(),
+                        UserSig::Term => live.handle.terminate(),
+                    }
+                }
+            }
+            _ = tick.tick() => {
+                live.update_utilization();
+                live.refresh_status(Instant::now());
+            }
+        }
+    }
+    live.host.status.finish();
+    let _ = live.stdout.flush().await;
+    if let Some(n) = live.overlong.take() {
+        live.end_overlong(Instant::now(), n);
+    }
+    let report: Option<Report> = sup.wait().await.ok();
+    let end = Instant::now();
+    let exit = report.as_ref().and_then(|r| r.status).map(split_status);
+    let (code, signal) = exit.unwrap_or((None, None));
+    let t = live.t_ms(end);
+    live.host.recorder.write(t, Record::Exit { code, signal });
+    let outcome = match &live.kill {
+        Some(k) => Outcome::Killed { kind: k.kind },
+        None => report
+            .as_ref()
+            .and_then(|r| r.outcome.clone())
+            .unwrap_or(Outcome::NoResult),
+    };
+    let child_code = code.or(signal.map(|s| 128 + s));
+    let our_code = match (cfg.mode, &live.kill) {
+        (_, Some(_)) if emits_result(cfg) => exit_code::INTERNAL,
+        (Mode::DropIn, None) => child_code.unwrap_or(exit_code::INTERNAL),
+        (Mode::Run, None) if interrupted.is_some() && matches!(outcome, Outcome::NoResult) => {
+            match interrupted {
+                Some(UserSig::Int) => exit_code::INTERRUPTED,
+                _ => exit_code::TERMINATED,
+            }
+        }
+        _ => exit_code::for_outcome(&outcome, child_code),
+    };
+    let stderr = (live.stderr_filter.lines(), live.stderr_filter.suppressed());
+    let ladder = live.ladder.or(report
+        .as_ref()
+        .and_then(|r| r.kill.as_ref().map(|k| k.stage)));
+    Ok(Finished {
+        argv: argv.to_vec(),
+        outcome,
+        kill: live.kill,
+        ladder,
+        exit,
+        code: our_code,
+        duration: end.saturating_duration_since(start),
+        tally: live.tally,
+        stderr,
+        interrupted,
+        events: live.events,
+        start,
+        last_result: live.last_result,
+        monitor: live.monitor,
+        ended_wall_ms: wall_ms(),
+        session_mismatch: live.session_mismatch,
+    })
+}
+
+async fn recv_written(
+    rx: &mut Option<mpsc::UnboundedReceiver<Option<Vec<u8>>>>,
+) -> Option<Vec<u8>> {
+    match rx {
+        Some(rx) => rx.recv().await.flatten(),
         None => std::future::pending().await,
     }
-    #[cfg(not(unix))]
-    {
-        let _ = (s, sig);
-        std::future::pending().await
-    }
+}
+
+fn split_status(s: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    (s.code(), s.signal())
 }

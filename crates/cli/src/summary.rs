@@ -35,6 +35,8 @@ pub struct Summary<'a> {
     pub events: Vec<Value>,
     /// The spawn instant (for `at_ms`).
     pub base: std::time::Instant,
+    /// What recovery did (`run` only): `{trigger, marker, continued_outcome, notice, …}`.
+    pub recovery: Option<Value>,
 }
 
 impl Summary<'_> {
@@ -45,7 +47,7 @@ impl Summary<'_> {
             k["ladder"] = json!(stage);
         }
         let result = self.tally.result.as_ref();
-        json!({
+        let mut v = json!({
             "outcome": self.outcome.as_str(),
             "outcome_detail": outcome_fields(self.outcome),
             "kill": kill,
@@ -68,7 +70,11 @@ impl Summary<'_> {
             "interrupted": self.interrupted,
             "events": self.events,
             "command": self.argv,
-        })
+        });
+        if let Some(r) = &self.recovery {
+            v["recovery"] = r.clone();
+        }
+        v
     }
 }
 
