@@ -49,6 +49,9 @@ pub struct RunArgs {
     /// Never show the live status line, even on a terminal.
     #[arg(long, env = "AGENT_WATCHDOG_NO_STATUS")]
     pub no_status: bool,
+    /// Recovery flags.
+    #[command(flatten)]
+    pub recovery: crate::recover::RecoveryArgs,
     /// The command and its arguments (after `--`).
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,

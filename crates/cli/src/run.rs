@@ -22,6 +22,7 @@ use crate::cli::RunArgs;
 use crate::duration::format_duration;
 use crate::exit_code;
 use crate::record::{trim_cr, Recorder};
+use crate::recover;
 use crate::status::{self, Status};
 use crate::stderr_filter::StderrFilter;
 use crate::summary::{self, Summary};
@@ -79,24 +80,40 @@ pub fn main(args: RunArgs, mode: Mode) -> i32 {
         Ok(l) => l,
         Err(e) => return crate::replay_cmd::policy_error(&e),
     };
-    execute(RunConfig {
-        limits,
-        grace: args.policy.grace(),
-        summary: args.summary,
-        record: args.record,
-        emit_result: args.emit_result,
-        status: !args.no_status,
-        hint: true,
-        mode,
-        argv: args.command,
-        env: None,
-        cwd: None,
-        quiet_stdout: false,
-    })
+    let recovery = match args.recovery.settings() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("agent-watchdog: {e}");
+            return exit_code::USAGE;
+        }
+    };
+    execute_with(
+        RunConfig {
+            limits,
+            grace: args.policy.grace(),
+            summary: args.summary,
+            record: args.record,
+            emit_result: args.emit_result,
+            status: !args.no_status,
+            hint: true,
+            mode,
+            argv: args.command,
+            env: None,
+            cwd: None,
+            quiet_stdout: false,
+        },
+        Some(recovery),
+    )
 }
 
-/// Run a command under the watchdog; returns the exit code.
+/// Run a command under the watchdog, without recovery; returns the exit code.
 pub fn execute(cfg: RunConfig) -> i32 {
+    execute_with(cfg, None)
+}
+
+/// Run a command under the watchdog and, with `recovery` (in [`Mode::Run`]), continue its
+/// session once when the recovery policy says so; returns the exit code of the last run.
+pub fn execute_with(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -108,7 +125,7 @@ pub fn execute(cfg: RunConfig) -> i32 {
             return exit_code::INTERNAL;
         }
     };
-    let code = rt.block_on(run(cfg));
+    let code = rt.block_on(run(cfg, recovery));
     // The host stdin reader may be blocked in a read; do not wait for it.
     rt.shutdown_background();
     code
@@ -176,7 +193,6 @@ pub(crate) struct Host {
 }
 
 /// One finished supervised run.
-#[allow(dead_code)] // the recovery facts are read by the next commit
 pub(crate) struct Finished {
     /// The command line.
     pub(crate) argv: Vec<OsString>,
@@ -288,7 +304,7 @@ fn spawn_stdin_reader() -> mpsc::Receiver<Option<Vec<u8>>> {
     rx
 }
 
-async fn run(cfg: RunConfig) -> i32 {
+async fn run(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
     let status = Status::new(cfg.status);
     if cfg.argv.is_empty() {
         status.say(
@@ -324,8 +340,18 @@ async fn run(cfg: RunConfig) -> i32 {
         Ok(f) => f,
         Err(code) => return code,
     };
-    let code = first.code;
-    let final_run = &first;
+    let (last, recovery_json, code) = match recovery.filter(|_| cfg.mode == Mode::Run) {
+        Some(settings) => {
+            let r = recover::after(&cfg, &settings, &first, &mut host).await;
+            let code = r
+                .code
+                .or(r.continued.as_ref().map(|c| c.code))
+                .unwrap_or(first.code);
+            (r.continued, Some(r.json), code)
+        }
+        None => (None, None, first.code),
+    };
+    let final_run = last.as_ref().unwrap_or(&first);
 
     // The synthetic result goes after everything the child printed.
     if let (true, Some(k)) = (emits_result(&cfg), final_run.kill.as_ref()) {
@@ -343,7 +369,7 @@ async fn run(cfg: RunConfig) -> i32 {
     }
 
     if let Some(path) = &cfg.summary {
-        if let Err(e) = summary::write(path, &first.summary(code, None)) {
+        if let Err(e) = summary::write(path, &first.summary(code, recovery_json)) {
             eprintln!(
                 "agent-watchdog: cannot write the summary {}: {e}",
                 path.display()

@@ -36,6 +36,7 @@ pub struct Summary<'a> {
     /// The spawn instant (for `at_ms`).
     pub base: std::time::Instant,
     /// What recovery did (`run` only): `{trigger, marker, continued_outcome, notice, …}`.
+    /// The other fields describe the first run; `exit_code` is the final run's.
     pub recovery: Option<Value>,
 }
 
