@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use agent_sdk_watchdog::FileLedger;
+use clap::builder::BoolishValueParser;
 use clap::Args;
 use serde_json::{json, Value};
 use watchdog_core::capture::Record;
@@ -33,18 +34,19 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// Recovery flags of `run`. Every flag has an `AGENT_WATCHDOG_<NAME>` environment variable.
+/// Recovery flags of `run`. Every flag has an `AGENT_WATCHDOG_<NAME>` environment variable (the
+/// switches accept `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct RecoveryArgs {
     /// Do not continue a session cut off by the output token limit (continued once by default)
-    #[arg(long, env = "AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT")]
+    #[arg(long, env = "AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT", value_parser = BoolishValueParser::new())]
     pub no_recover_output_limit: bool,
     /// Continue the session once after our own idle, no_progress or linger kill
-    #[arg(long, env = "AGENT_WATCHDOG_RESUME_AFTER_KILL")]
+    #[arg(long, env = "AGENT_WATCHDOG_RESUME_AFTER_KILL", value_parser = BoolishValueParser::new())]
     pub resume_after_kill: bool,
     /// After a rejected rate limit with a known reset time, wait for the reset, then continue
     /// the session once
-    #[arg(long, env = "AGENT_WATCHDOG_WAIT_FOR_RESET")]
+    #[arg(long, env = "AGENT_WATCHDOG_WAIT_FOR_RESET", value_parser = BoolishValueParser::new())]
     pub wait_for_reset: bool,
     /// The longest rate-limit wait [default: 6h]
     #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_MAX_WAIT", value_parser = positive_duration)]

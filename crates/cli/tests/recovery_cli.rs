@@ -354,3 +354,38 @@ fn a_run_the_user_interrupted_is_never_continued() {
         .as_str()
         .is_some_and(|r| r.contains("interrupted")));
 }
+
+#[test]
+fn recovery_is_configured_from_the_environment_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fake_claude(d, &[init(SID), cut_off(SID)], &[init(SID), OK.into()]);
+    let state = d.join("env-state");
+    let out = watchdog(d, &[])
+        .env("AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT", "1")
+        .env("AGENT_WATCHDOG_STATE_DIR", &state)
+        .arg("--")
+        .arg(d.join("claude"))
+        .args(P)
+        .output()
+        .unwrap();
+    assert_eq!(runs(d).len(), 1, "turned off: {}", stderr(&out));
+    let out = watchdog(d, &[])
+        .env("AGENT_WATCHDOG_STATE_DIR", &state)
+        .arg("--")
+        .arg(d.join("claude"))
+        .args(P)
+        .output()
+        .unwrap();
+    assert_eq!(runs(d).len(), 3, "continued once: {}", stderr(&out));
+    let marker = state.join("continued").read_dir().unwrap().count();
+    assert_eq!(marker, 1, "the marker lives in AGENT_WATCHDOG_STATE_DIR");
+    let out = watchdog(d, &[])
+        .env("AGENT_WATCHDOG_MAX_WAIT", "0s")
+        .arg("--")
+        .arg("true")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--max-wait"), "{}", stderr(&out));
+}
