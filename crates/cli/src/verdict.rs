@@ -141,16 +141,6 @@ pub fn kill_detail(kill: &Kill) -> String {
     }
 }
 
-/// The kill as shown to people: an "extension" by a factor of 1 changed nothing, so it is not
-/// mentioned.
-pub fn for_display(kill: &Kill, limits: &watchdog_core::Limits) -> Kill {
-    let mut k = kill.clone();
-    if limits.extend_factor() <= 1.0 {
-        k.extension = None;
-    }
-    k
-}
-
 /// `killed <what> (<kind>) after <elapsed>: <detail>.`
 pub fn killed_clause(kill: &Kill, what: &str) -> String {
     format!(
