@@ -93,19 +93,6 @@ pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
     }
 }
 
-/// What a kill kind means, in a few words.
-pub fn kill_reason(kind: KillKind) -> &'static str {
-    match kind {
-        KillKind::Startup => "it printed nothing at all since it started",
-        KillKind::Idle => "it printed nothing at all for the idle limit",
-        KillKind::NoProgress => {
-            "it made no progress for the no-progress limit (only keep-alives: pings, heartbeats, retries)"
-        }
-        KillKind::Linger => "it printed its result but did not exit within the linger limit",
-        KillKind::Ceiling => "it reached the total time limit (ceiling)",
-    }
-}
-
 /// What happened, e.g. `no output at all for 10m (last progress 10m ago)`, plus the
 /// extension that held, if any.
 pub fn kill_detail(kill: &Kill) -> String {
