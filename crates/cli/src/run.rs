@@ -26,7 +26,7 @@ use crate::recover;
 use crate::status::{self, Status};
 use crate::stderr_filter::StderrFilter;
 use crate::summary::{self, Summary};
-use crate::tally::Tally;
+use crate::tally::{Activity, Tally};
 use crate::verdict::{event_json, kill_sentence, killed_clause, ms};
 
 /// How the run presents itself.
@@ -66,6 +66,9 @@ pub struct RunConfig {
     /// Discard the child's stdout instead of passing it through (for `demo`).
     pub quiet_stdout: bool,
 }
+
+/// Buffered child stdout is written at once past this size.
+const OUT_BUF_FLUSH: usize = 256 * 1024;
 
 /// How long the interrupt request of the kill ladder gets before SIGTERM.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
@@ -395,6 +398,9 @@ struct Live<'h> {
     quiet: bool,
     stdout: tokio::io::Stdout,
     stdout_ok: bool,
+    /// Child stdout not yet written: flushed when no more output is ready, or when large, so
+    /// a burst of lines costs one write and a quiet child's line goes out at once.
+    out_buf: Vec<u8>,
     tally: Tally,
     monitor: RateLimitMonitor,
     utilization: Option<f64>,
@@ -403,7 +409,7 @@ struct Live<'h> {
     kill: Option<Kill>,
     ladder: Option<Stage>,
     last_progress: Option<Instant>,
-    activity: String,
+    activity: Activity,
     activity_since: Instant,
     last_result: Option<Vec<u8>>,
     /// Bytes of the over-long line being read, if one is.
@@ -413,6 +419,22 @@ struct Live<'h> {
 }
 
 impl Live<'_> {
+    /// Write the buffered child stdout. A closed stdout (e.g. `| head`) must not stop the run:
+    /// the run keeps reading and stops writing.
+    async fn flush_stdout(&mut self) {
+        if self.out_buf.is_empty() {
+            return;
+        }
+        if self.stdout_ok {
+            let mut r = self.stdout.write_all(&self.out_buf).await;
+            if r.is_ok() {
+                r = self.stdout.flush().await;
+            }
+            self.stdout_ok = r.is_ok();
+        }
+        self.out_buf.clear();
+    }
+
     /// Record a line written to the child's stdin (`None`: its stdin was closed).
     fn record_written(&mut self, note: Option<Vec<u8>>) {
         let t = self.t_ms(Instant::now());
@@ -438,15 +460,13 @@ impl Live<'_> {
         match out {
             Output::Stdout(line) => {
                 if self.stdout_ok && !self.quiet {
-                    let mut r = self.stdout.write_all(&line.bytes).await;
-                    if r.is_ok() && line.newline {
-                        r = self.stdout.write_all(b"\n").await;
+                    self.out_buf.extend_from_slice(&line.bytes);
+                    if line.newline {
+                        self.out_buf.push(b'\n');
                     }
-                    if r.is_ok() {
-                        r = self.stdout.flush().await;
+                    if self.out_buf.len() >= OUT_BUF_FLUSH {
+                        self.flush_stdout().await;
                     }
-                    // A closed stdout (e.g. `| head`) must not stop the run: keep reading.
-                    self.stdout_ok = r.is_ok();
                 }
                 if line.continues || self.overlong.is_some() {
                     let n = self.overlong.unwrap_or(0) + line.bytes.len();
@@ -515,9 +535,8 @@ impl Live<'_> {
             }
             _ => {}
         }
-        let activity = self.tally.activity.to_string();
-        if activity != self.activity {
-            self.activity = activity;
+        if self.tally.activity != self.activity {
+            self.activity = self.tally.activity.clone();
             self.activity_since = now;
         }
     }
@@ -587,7 +606,7 @@ impl Live<'_> {
         self.host.status.set(status::render(
             now,
             self.start,
-            &self.activity,
+            &self.activity.to_string(),
             self.activity_since,
             self.last_progress,
             rate.as_deref(),
@@ -661,7 +680,9 @@ pub(crate) async fn supervise(
             return Err(exit_code::INTERNAL);
         }
     };
-    let start = Instant::now();
+    // The capture's time zero is the policy's: the spawn instant (a later one would record a
+    // kill's exit before its own deadline, and a replay would disagree with the live run).
+    let start = sup.started();
     host.recorder.write(
         0,
         Record::Start {
@@ -684,6 +705,7 @@ pub(crate) async fn supervise(
         quiet: cfg.quiet_stdout,
         stdout: tokio::io::stdout(),
         stdout_ok: true,
+        out_buf: Vec::new(),
         tally: Tally::default(),
         monitor: RateLimitMonitor::new(RateLimitConfig::default()),
         utilization: None,
@@ -692,7 +714,7 @@ pub(crate) async fn supervise(
         kill: None,
         ladder: None,
         last_progress: None,
-        activity: "starting".into(),
+        activity: Activity::Starting,
         activity_since: start,
         last_result: None,
         overlong: None,
@@ -715,6 +737,8 @@ pub(crate) async fn supervise(
                 Some(out) => live.on_output(out).await,
                 None => break,
             },
+            // Nothing else is ready: write what the child printed.
+            () = std::future::ready(()), if !live.out_buf.is_empty() => live.flush_stdout().await,
             sig = live.host.signals.recv() => {
                 if interrupted.is_some() {
                     live.host.status.say("second signal: killing the command's whole process tree");
@@ -740,7 +764,7 @@ pub(crate) async fn supervise(
         }
     }
     live.host.status.finish();
-    let _ = live.stdout.flush().await;
+    live.flush_stdout().await;
     if let Some(n) = live.overlong.take() {
         live.end_overlong(Instant::now(), n);
     }
