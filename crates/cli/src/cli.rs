@@ -50,8 +50,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub emit_result: bool,
     /// Never show the live status line, even on a terminal.
-    #[arg(long, env = "AGENT_WATCHDOG_NO_STATUS")]
+    #[arg(long, env = "AGENT_WATCHDOG_NO_STATUS", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_status: bool,
+    /// Recovery flags.
+    #[command(flatten)]
+    pub recovery: crate::recover::RecoveryArgs,
     /// The command and its arguments (after `--`).
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,

@@ -13,6 +13,7 @@ pub mod find_claude;
 pub mod hint;
 pub mod policy_args;
 pub mod record;
+pub mod recover;
 pub mod replay;
 pub mod replay_cmd;
 pub mod run;

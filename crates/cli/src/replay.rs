@@ -368,11 +368,7 @@ pub fn write_human(
                 },
                 format_duration(*remaining)
             ),
-            Event::Killed(k) => format!(
-                "KILL {}: {}",
-                k.kind,
-                crate::verdict::kill_detail(&crate::verdict::for_display(k, limits))
-            ),
+            Event::Killed(k) => format!("KILL {}: {}", k.kind, crate::verdict::kill_detail(k)),
             Event::Ended { outcome, .. } => format!("ended: {}", outcome.as_str()),
         };
         writeln!(out, "{}  {line}", secs(e.t_ms))?;

@@ -1,36 +1,33 @@
-//! `agent-watchdog run` and the `claude-watchdog` drop-in: spawn a command in its own process
-//! group, pass its stdout through byte for byte and its stderr line by line, feed every line to
-//! the core policy, and stop the whole process tree when the policy says so.
+//! `agent-watchdog run` and the `claude-watchdog` drop-in: a presenter on top of the runtime's
+//! [`Supervisor`], which spawns the command in its own process group, feeds the core policy and
+//! stops the whole process tree. Here: stdout passed through byte for byte, stderr through the
+//! warning filter, host stdin forwarded, our own messages and the status line, `--record`,
+//! `--summary`, the exit code, and (for `run`) recovery after the first run ends.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use agent_sdk_watchdog::supervisor::{
-    Output, Stage as SupStage, Supervisor, SupervisorConfig, SupervisorHandle,
-};
-use serde_json::Value;
+use agent_sdk_watchdog::{Output, Report, Stage, Supervisor, SupervisorConfig, SupervisorHandle};
+use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use watchdog_core::capture::Record;
-use watchdog_core::rate_limit::{RateLimitConfig, RateLimitMonitor};
 use watchdog_core::{
-    classify, Event, Kill, Limits, LineKind, LineView, Outcome, SessionConfig, Signal, StallClock,
+    classify, Event, Kill, LineKind, LineView, Outcome, RateLimitConfig, RateLimitMonitor,
+    SessionConfig, Signal, StallClock,
 };
 
 use crate::cli::RunArgs;
 use crate::duration::format_duration;
 use crate::exit_code;
 use crate::record::{trim_cr, Recorder};
+use crate::recover;
 use crate::status::{self, Status};
 use crate::stderr_filter::StderrFilter;
 use crate::summary::{self, Summary};
-use crate::tally::Tally;
-use crate::verdict::{event_json, for_display, kill_sentence, killed_clause, ms, offset_ms};
-
-/// The longest stdout line handled as one line (64 MiB, the supervisor's default); longer
-/// ones come in pieces and count as keep-alives.
-const MAX_LINE: usize = 64 << 20;
+use crate::tally::{Activity, Tally};
+use crate::verdict::{event_json, kill_sentence, killed_clause, ms};
 
 /// How the run presents itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +42,7 @@ pub enum Mode {
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     /// The policy.
-    pub limits: Limits,
+    pub limits: watchdog_core::Limits,
     /// Time between SIGTERM and SIGKILL.
     pub grace: Duration,
     /// Where to write the summary (`-` for stderr).
@@ -70,30 +67,56 @@ pub struct RunConfig {
     pub quiet_stdout: bool,
 }
 
+/// Buffered child stdout is written at once past this size.
+const OUT_BUF_FLUSH: usize = 256 * 1024;
+
+/// How long the interrupt request of the kill ladder gets before SIGTERM.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+/// After the child exited, how long its pipes may stay open (held by descendants).
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+/// The longest stdout line handled as one line (64 MiB); longer ones come in pieces.
+const MAX_LINE: usize = 64 << 20;
+
 /// Run `run`; returns the exit code.
 pub fn main(args: RunArgs, mode: Mode) -> i32 {
     let limits = match args.policy.limits() {
         Ok(l) => l,
         Err(e) => return crate::replay_cmd::policy_error(&e),
     };
-    execute(RunConfig {
-        limits,
-        grace: args.policy.grace(),
-        summary: args.summary,
-        record: args.record,
-        emit_result: args.emit_result,
-        status: !args.no_status,
-        hint: true,
-        mode,
-        argv: args.command,
-        env: None,
-        cwd: None,
-        quiet_stdout: false,
-    })
+    let recovery = match args.recovery.settings() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("agent-watchdog: {e}");
+            return exit_code::USAGE;
+        }
+    };
+    execute_with(
+        RunConfig {
+            limits,
+            grace: args.policy.grace(),
+            summary: args.summary,
+            record: args.record,
+            emit_result: args.emit_result,
+            status: !args.no_status,
+            hint: true,
+            mode,
+            argv: args.command,
+            env: None,
+            cwd: None,
+            quiet_stdout: false,
+        },
+        Some(recovery),
+    )
 }
 
-/// Run a command under the watchdog; returns the exit code.
+/// Run a command under the watchdog, without recovery; returns the exit code.
 pub fn execute(cfg: RunConfig) -> i32 {
+    execute_with(cfg, None)
+}
+
+/// Run a command under the watchdog and, with `recovery` (in [`Mode::Run`]), continue its
+/// session once when the recovery policy says so; returns the exit code of the last run.
+pub fn execute_with(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -105,10 +128,136 @@ pub fn execute(cfg: RunConfig) -> i32 {
             return exit_code::INTERNAL;
         }
     };
-    let code = rt.block_on(run(cfg));
-    // The stdin reader may be blocked in a read; do not wait for it.
+    let code = rt.block_on(run(cfg, recovery));
+    // The host stdin reader may be blocked in a read; do not wait for it.
     rt.shutdown_background();
     code
+}
+
+/// A signal the user sent us.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UserSig {
+    /// SIGINT.
+    Int,
+    /// SIGTERM.
+    Term,
+}
+
+impl UserSig {
+    fn name(self) -> &'static str {
+        match self {
+            UserSig::Int => "SIGINT",
+            UserSig::Term => "SIGTERM",
+        }
+    }
+}
+
+/// The host's SIGINT and SIGTERM, for every run of one invocation and the waits between.
+pub(crate) struct UserSignals {
+    int: Option<tokio::signal::unix::Signal>,
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl UserSignals {
+    fn new() -> Self {
+        use tokio::signal::unix::{signal, SignalKind};
+        UserSignals {
+            int: signal(SignalKind::interrupt()).ok(),
+            term: signal(SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// The next signal (pending forever when none can be received).
+    pub(crate) async fn recv(&mut self) -> UserSig {
+        async fn one(s: &mut Option<tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    if s.recv().await.is_none() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            () = one(&mut self.int) => UserSig::Int,
+            () = one(&mut self.term) => UserSig::Term,
+        }
+    }
+}
+
+/// What one invocation shares between its runs: our stderr, the capture, the user's signals,
+/// and the host's stdin (forwarded to the first run only).
+pub(crate) struct Host {
+    pub(crate) status: Status,
+    pub(crate) recorder: Recorder,
+    pub(crate) signals: UserSignals,
+    stdin: Option<mpsc::Receiver<Option<Vec<u8>>>>,
+}
+
+/// One finished supervised run.
+pub(crate) struct Finished {
+    /// The command line.
+    pub(crate) argv: Vec<OsString>,
+    /// How it ended.
+    pub(crate) outcome: Outcome,
+    /// The watchdog's kill, if any.
+    pub(crate) kill: Option<Kill>,
+    /// How far the kill ladder went.
+    ladder: Option<Stage>,
+    /// The child's exit code and signal.
+    exit: Option<(Option<i32>, Option<i32>)>,
+    /// Our exit code for this run.
+    pub(crate) code: i32,
+    /// From spawn to the end.
+    pub(crate) duration: Duration,
+    /// What stdout said.
+    pub(crate) tally: Tally,
+    /// Stderr lines seen and suppressed.
+    stderr: (u64, u64),
+    /// Suppressed repeats per warning code.
+    suppressed: Value,
+    /// The user's signal, if one came.
+    pub(crate) interrupted: Option<UserSig>,
+    /// The events, as JSON.
+    events: Vec<Value>,
+    /// The spawn instant.
+    start: Instant,
+    /// The last top-level `result` line, as printed.
+    pub(crate) last_result: Option<Vec<u8>>,
+    /// The rate-limit readings.
+    pub(crate) monitor: RateLimitMonitor,
+    /// When it ended, epoch ms.
+    pub(crate) ended_wall_ms: u64,
+    /// The `system/init` session id when it differed from the one expected (continuations).
+    pub(crate) session_mismatch: Option<String>,
+}
+
+impl Finished {
+    /// The summary of this run, with the process exit code `exit_code`.
+    fn summary(&self, exit_code: i32, recovery: Option<Value>) -> Value {
+        Summary {
+            argv: self
+                .argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            outcome: &self.outcome,
+            kill: self.kill.as_ref(),
+            ladder: self.ladder.map(Stage::as_str),
+            exit: self.exit,
+            exit_code,
+            duration_ms: ms(self.duration),
+            tally: &self.tally,
+            stderr: self.stderr,
+            suppressed: self.suppressed.clone(),
+            interrupted: self.interrupted.map(UserSig::name),
+            events: self.events.clone(),
+            base: self.start,
+            recovery,
+        }
+        .to_json()
+    }
 }
 
 fn has_stream_json_input(argv: &[OsString]) -> bool {
@@ -119,14 +268,17 @@ fn has_stream_json_input(argv: &[OsString]) -> bool {
     })
 }
 
-fn wall_ms() -> u64 {
+/// Now, epoch milliseconds.
+pub(crate) fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(ms)
         .unwrap_or(0)
 }
 
-fn spawn_stdin_reader(tx: mpsc::Sender<Option<Vec<u8>>>) {
+/// Read the host's stdin line by line on a thread (`None` at its end).
+fn spawn_stdin_reader() -> mpsc::Receiver<Option<Vec<u8>>> {
+    let (tx, rx) = mpsc::channel(64);
     std::thread::spawn(move || {
         use std::io::BufRead;
         let stdin = std::io::stdin();
@@ -146,137 +298,23 @@ fn spawn_stdin_reader(tx: mpsc::Sender<Option<Vec<u8>>>) {
             }
         }
     });
+    rx
 }
 
-struct Live {
-    start: Instant,
-    tally: Tally,
-    recorder: Recorder,
-    status: Status,
-    events: Vec<Value>,
-    kill: Option<Kill>,
-    last_progress: Option<Instant>,
-    activity: String,
-    activity_since: Instant,
-    monitor: RateLimitMonitor,
-    utilization: Option<f64>,
-    what: String,
-    limits: Limits,
-}
-
-impl Live {
-    fn t_ms(&self, now: Instant) -> u64 {
-        offset_ms(self.start, now)
-    }
-
-    fn stdout_line(&mut self, now: Instant, bytes: &[u8]) {
-        let t = self.t_ms(now);
-        self.recorder.stdout_line(t, bytes);
-        match LineView::parse(bytes) {
-            Ok(view) => {
-                let class = classify(&view);
-                self.tally.observe(&view, class);
-                if matches!(class.signal, Signal::Progress | Signal::Settle) {
-                    self.last_progress = Some(now);
-                }
-                if class.kind == LineKind::RateLimit {
-                    for ev in self.monitor.observe(wall_ms(), &view) {
-                        self.status.say(&format!("rate limit: {}", ev));
-                    }
-                }
-            }
-            Err(_) => self.tally.unparseable(),
-        }
-        let activity = self.tally.activity.to_string();
-        if activity != self.activity {
-            self.activity = activity;
-            self.activity_since = now;
-        }
-    }
-
-    /// The utilization to feed the policy, when it changed (a frame came or a window reset).
-    fn utilization_change(&mut self) -> Option<Option<f64>> {
-        let u = self.monitor.utilization(wall_ms());
-        (u != self.utilization).then(|| {
-            self.utilization = u;
-            u
-        })
-    }
-
-    fn event(&mut self, now: Instant, ev: Event) {
-        let at = match &ev {
-            Event::Killed(k) => k.at,
-            _ => now,
-        };
-        self.events.push(event_json(&ev, at, self.start));
-        match ev {
-            Event::Killed(k) if self.kill.is_none() => {
-                self.status
-                    .say(&killed_clause(&for_display(&k, &self.limits), &self.what));
-                self.kill = Some(k);
-            }
-            Event::Stalling {
-                clock, remaining, ..
-            } => {
-                let (what, kind) = match clock {
-                    StallClock::Idle => ("no output at all", "idle"),
-                    StallClock::NoProgress => ("no progress (keep-alives only)", "no_progress"),
-                };
-                self.status.say(&format!(
-                    "warning: {what} for a while; it will be stopped ({kind}) in {} unless it \
-                     moves",
-                    format_duration(remaining)
-                ));
-            }
-            _ => {}
-        }
-    }
-
-    fn refresh_status(&self, now: Instant) {
-        if !self.status.is_live() {
-            return;
-        }
-        let rate = self
-            .tally
-            .rate_limit
-            .as_ref()
-            .map(|_| self.monitor.summary(wall_ms()));
-        let activity = match (&self.kill, self.activity.as_str()) {
-            (Some(_), _) => "stopping".to_string(),
-            (None, a) if self.utilization.is_some_and(|u| u >= 1.0) => {
-                format!("{a} (waiting on rate limit)")
-            }
-            (None, a) => a.to_string(),
-        };
-        self.status.set(status::render(
-            now,
-            self.start,
-            &activity,
-            self.activity_since,
-            self.last_progress,
-            rate.as_deref(),
-        ));
-    }
-}
-
-async fn run(cfg: RunConfig) -> i32 {
+async fn run(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
     let status = Status::new(cfg.status);
-    let Some((program, args)) = cfg.argv.split_first() else {
+    if cfg.argv.is_empty() {
         status.say(
             "error: no command given (usage: agent-watchdog run [FLAGS] -- COMMAND [ARGS...])",
         );
         return exit_code::USAGE;
-    };
-    let program_name = std::path::Path::new(program)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| program.to_string_lossy().into_owned());
+    }
     if cfg.hint {
         if let Some(h) = crate::hint::missing_flags_hint(&cfg.argv) {
             status.say(&h);
         }
     }
-    let mut recorder = match &cfg.record {
+    let recorder = match &cfg.record {
         Some(p) => match Recorder::create(p) {
             Ok(r) => r,
             Err(e) => {
@@ -289,248 +327,46 @@ async fn run(cfg: RunConfig) -> i32 {
         },
         None => Recorder::none(),
     };
-
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args);
-    if let Some(env) = &cfg.env {
-        cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
-    }
-    if let Some(dir) = &cfg.cwd {
-        cmd.current_dir(dir);
-    }
-    let sup_cfg = SupervisorConfig {
-        policy: Some(SessionConfig::default().with_limits(cfg.limits.clone())),
-        stream_json_input: has_stream_json_input(&cfg.argv),
-        term_grace: cfg.grace,
-        become_subreaper: true,
-        ..SupervisorConfig::default()
-    };
-    let spawn_wall = wall_ms();
-    let start = Instant::now();
-    let mut sup = match Supervisor::spawn(cmd, sup_cfg) {
-        Ok(s) => s,
-        Err(e) => {
-            status.say(&format!("error: {e}"));
-            return exit_code::INTERNAL;
-        }
-    };
-    recorder.write(
-        0,
-        Record::Start {
-            wall_ms: Some(spawn_wall),
-            argv: cfg
-                .argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-        },
-    );
-    let handle = sup.handle();
-
-    // Host stdin → child stdin, in order; EOF closes it. Written lines come back for the record.
-    let (host_tx, mut host_rx) = mpsc::channel::<Option<Vec<u8>>>(64);
-    let (written_tx, mut written_rx) = mpsc::unbounded_channel::<Option<Vec<u8>>>();
-    if let Some(writer) = sup.stdin() {
-        spawn_stdin_reader(host_tx);
-        tokio::spawn(async move {
-            while let Some(Some(line)) = host_rx.recv().await {
-                if writer.write_line(&line).await.is_err() {
-                    break;
-                }
-                if written_tx.send(Some(line)).is_err() {
-                    break;
-                }
-            }
-            writer.close().await;
-            let _ = written_tx.send(None);
-        });
-    }
-
-    let mut live = Live {
-        start,
-        tally: Tally::default(),
-        recorder,
+    let mut host = Host {
         status,
-        events: Vec::new(),
-        kill: None,
-        last_progress: None,
-        activity: "starting".into(),
-        activity_since: start,
-        monitor: RateLimitMonitor::new(RateLimitConfig::default()),
-        utilization: None,
-        what: program_name,
-        limits: cfg.limits.clone(),
+        recorder,
+        signals: UserSignals::new(),
+        stdin: Some(spawn_stdin_reader()),
     };
-    let mut sigint = signal_stream(SigKind::Int);
-    let mut sigterm = signal_stream(SigKind::Term);
-    let mut interrupted: Option<Sig> = None;
-    let mut ladder: Option<SupStage> = None;
-    let mut stderr_filter = StderrFilter::default();
-    let mut tick = tokio::time::interval(Duration::from_millis(500));
-    let mut sink = tokio::io::stdout();
-    let mut sink_ok = !cfg.quiet_stdout;
-    let mut overlong: Option<usize> = None;
-    let mut stdin_open = true;
-
-    loop {
-        tokio::select! {
-            biased;
-            out = sup.next_output() => {
-                let now = Instant::now();
-                match out {
-                    None => break,
-                    Some(Output::Stdout(line)) => {
-                        if sink_ok {
-                            let mut r = sink.write_all(&line.bytes).await;
-                            if r.is_ok() && line.newline {
-                                r = sink.write_all(b"\n").await;
-                            }
-                            if r.is_ok() {
-                                r = sink.flush().await;
-                            }
-                            // A closed stdout (e.g. `| head`) must not stop the run.
-                            sink_ok = r.is_ok();
-                        }
-                        match (overlong, line.continues) {
-                            (None, false) => live.stdout_line(now, &line.bytes),
-                            (n, true) => overlong = Some(n.unwrap_or(0) + line.bytes.len()),
-                            (Some(n), false) => {
-                                let n = n + line.bytes.len();
-                                overlong = None;
-                                live.tally.overlong += 1;
-                                let t = live.t_ms(now);
-                                live.recorder.write(t, Record::Raw(format!("<over-long line: {n} bytes>")));
-                                live.status.say(&format!(
-                                    "warning: a stdout line of {n} bytes was over the {} MiB limit; counted as a keep-alive",
-                                    MAX_LINE >> 20
-                                ));
-                            }
-                        }
-                        if let Some(u) = live.utilization_change() {
-                            handle.set_utilization(u);
-                        }
-                    }
-                    Some(Output::Stderr(line)) => {
-                        let t = live.t_ms(now);
-                        live.recorder.write(t, Record::Stderr(String::from_utf8_lossy(trim_cr(&line.bytes)).into_owned()));
-                        if stderr_filter.admit(&line.bytes) {
-                            let mut b = line.bytes;
-                            if line.newline {
-                                b.push(b'\n');
-                            }
-                            live.status.write_raw(&b);
-                        }
-                    }
-                    Some(Output::Event(ev)) => live.event(now, ev),
-                    Some(Output::Overlong { .. }) => {}
-                    Some(Output::Stage(stage)) => ladder = Some(stage),
-                }
-            }
-            written = written_rx.recv(), if stdin_open => {
-                let now = Instant::now();
-                let t = live.t_ms(now);
-                match written {
-                    Some(Some(bytes)) => {
-                        if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
-                            live.recorder.write(t, Record::Stdin(v));
-                        }
-                    }
-                    Some(None) | None => {
-                        stdin_open = false;
-                        live.recorder.write(t, Record::Stdin(serde_json::json!({"note": "stdin closed"})));
-                    }
-                }
-            }
-            Some(sig) = recv_signal(&mut sigint, Sig::Int) => on_user_signal(sig, &mut interrupted, &handle, &live.status),
-            Some(sig) = recv_signal(&mut sigterm, Sig::Term) => on_user_signal(sig, &mut interrupted, &handle, &live.status),
-            _ = tick.tick() => {
-                let now = Instant::now();
-                if let Some(u) = live.utilization_change() {
-                    handle.set_utilization(u);
-                }
-                live.refresh_status(now);
-            }
+    let first = match supervise(&cfg, &cfg.argv, &mut host, None).await {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    let (last, recovery_json, code) = match recovery.filter(|_| cfg.mode == Mode::Run) {
+        Some(settings) => {
+            let r = recover::after(&cfg, &settings, &first, &mut host).await;
+            let code = r
+                .code
+                .or(r.continued.as_ref().map(|c| c.code))
+                .unwrap_or(first.code);
+            (r.continued, Some(r.json), code)
         }
-    }
-    let _ = sink.flush().await;
-    let report = sup.wait().await;
-    let end = Instant::now();
-    live.status.finish();
-    let report = match report {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("agent-watchdog: {e}");
-            return exit_code::INTERNAL;
-        }
+        None => (None, None, first.code),
     };
-    let (code, signal) = report.status.map_or((None, None), split_status);
-    live.recorder
-        .write(live.t_ms(end), Record::Exit { code, signal });
-    let child_code = code.or(signal.map(|s| 128 + s));
-    let outcome = match (&live.kill, report.outcome.clone()) {
-        (Some(k), _) => Outcome::Killed { kind: k.kind },
-        (None, Some(o)) => o,
-        (None, None) => Outcome::NoResult,
-    };
-    if report.kill.as_ref().is_some_and(|k| k.survivors > 0) {
-        eprintln!(
-            "agent-watchdog: warning: {} descendant(s) of the command could not be killed",
-            report.kill.as_ref().map_or(0, |k| k.survivors)
-        );
-    }
+    let final_run = last.as_ref().unwrap_or(&first);
 
     // The synthetic result goes after everything the child printed.
-    let emit = cfg.emit_result || cfg.mode == Mode::DropIn;
-    if let (true, Some(k)) = (emit, live.kill.as_ref()) {
-        let sentence = kill_sentence(&for_display(k, &cfg.limits), &live.what);
+    if let (true, Some(k)) = (emits_result(&cfg), final_run.kill.as_ref()) {
+        let what = program_name(&final_run.argv);
         let line = crate::synthetic::result_line(
             k,
-            &sentence,
-            live.tally.session_id.as_deref(),
-            ms(end.saturating_duration_since(start)),
-            live.tally.num_turns(),
+            &kill_sentence(k, &what),
+            final_run.tally.session_id.as_deref(),
+            ms(final_run.duration),
+            final_run.tally.num_turns(),
         );
-        let _ = sink.write_all(format!("{line}\n").as_bytes()).await;
-        let _ = sink.flush().await;
+        let mut out = tokio::io::stdout();
+        let _ = out.write_all(format!("{line}\n").as_bytes()).await;
+        let _ = out.flush().await;
     }
 
-    let code = match (cfg.mode, &live.kill) {
-        (_, Some(_)) if emit => exit_code::INTERNAL,
-        (Mode::DropIn, None) => child_code.unwrap_or(exit_code::INTERNAL),
-        (Mode::Run, None) if interrupted.is_some() && matches!(outcome, Outcome::NoResult) => {
-            match interrupted {
-                Some(Sig::Int) => exit_code::INTERRUPTED,
-                _ => exit_code::TERMINATED,
-            }
-        }
-        _ => exit_code::for_outcome(&outcome, child_code),
-    };
-
     if let Some(path) = &cfg.summary {
-        let s = Summary {
-            argv: cfg
-                .argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-            outcome: &outcome,
-            kill: live.kill.as_ref(),
-            ladder: report
-                .kill
-                .as_ref()
-                .map(|k| k.stage.as_str())
-                .or(ladder.map(SupStage::as_str)),
-            exit: report.status.map(split_status),
-            exit_code: code,
-            duration_ms: ms(end.saturating_duration_since(start)),
-            tally: &live.tally,
-            stderr: (stderr_filter.lines(), stderr_filter.suppressed()),
-            suppressed: stderr_filter.suppressed_json(),
-            interrupted: interrupted.map(|s| if s == Sig::Int { "SIGINT" } else { "SIGTERM" }),
-            events: std::mem::take(&mut live.events),
-            base: start,
-        };
-        if let Err(e) = summary::write(path, &s.to_json()) {
+        if let Err(e) = summary::write(path, &first.summary(code, recovery_json)) {
             eprintln!(
                 "agent-watchdog: cannot write the summary {}: {e}",
                 path.display()
@@ -541,79 +377,458 @@ async fn run(cfg: RunConfig) -> i32 {
     code
 }
 
-fn split_status(s: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        (s.code(), s.signal())
-    }
-    #[cfg(not(unix))]
-    {
-        (s.code(), None)
-    }
+fn emits_result(cfg: &RunConfig) -> bool {
+    cfg.emit_result || cfg.mode == Mode::DropIn
 }
 
-/// A signal from the user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sig {
-    Int,
-    Term,
+fn program_name(argv: &[OsString]) -> String {
+    let program = argv.first().cloned().unwrap_or_default();
+    std::path::Path::new(&program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| program.to_string_lossy().into_owned())
 }
 
-fn on_user_signal(
-    sig: Sig,
-    interrupted: &mut Option<Sig>,
-    handle: &SupervisorHandle,
-    status: &Status,
-) {
-    if interrupted.is_some() {
-        status.say("second signal: killing the command's whole process tree");
-        handle.kill_tree_now();
-    } else {
-        *interrupted = Some(sig);
-        match sig {
-            Sig::Int => handle.interrupt(),
-            Sig::Term => handle.terminate(),
+/// What a run shows and keeps while it runs.
+struct Live<'h> {
+    host: &'h mut Host,
+    handle: SupervisorHandle,
+    start: Instant,
+    what: String,
+    quiet: bool,
+    stdout: tokio::io::Stdout,
+    stdout_ok: bool,
+    /// Child stdout not yet written: flushed when no more output is ready, or when large, so
+    /// a burst of lines costs one write and a quiet child's line goes out at once.
+    out_buf: Vec<u8>,
+    tally: Tally,
+    monitor: RateLimitMonitor,
+    utilization: Option<f64>,
+    stderr_filter: StderrFilter,
+    events: Vec<Value>,
+    kill: Option<Kill>,
+    ladder: Option<Stage>,
+    last_progress: Option<Instant>,
+    activity: Activity,
+    activity_since: Instant,
+    last_result: Option<Vec<u8>>,
+    /// Bytes of the over-long line being read, if one is.
+    overlong: Option<usize>,
+    expect_session: Option<String>,
+    session_mismatch: Option<String>,
+}
+
+impl Live<'_> {
+    /// Write the buffered child stdout. A closed stdout (e.g. `| head`) must not stop the run:
+    /// the run keeps reading and stops writing.
+    async fn flush_stdout(&mut self) {
+        if self.out_buf.is_empty() {
+            return;
+        }
+        if self.stdout_ok {
+            let mut r = self.stdout.write_all(&self.out_buf).await;
+            if r.is_ok() {
+                r = self.stdout.flush().await;
+            }
+            self.stdout_ok = r.is_ok();
+        }
+        self.out_buf.clear();
+    }
+
+    /// Record a line written to the child's stdin (`None`: its stdin was closed).
+    fn record_written(&mut self, note: Option<Vec<u8>>) {
+        let t = self.t_ms(Instant::now());
+        match note {
+            Some(bytes) => {
+                if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+                    self.host.recorder.write(t, Record::Stdin(v));
+                }
+            }
+            None => self
+                .host
+                .recorder
+                .write(t, Record::Stdin(json!({"note": "stdin closed"}))),
         }
     }
-}
 
-enum SigKind {
-    Int,
-    Term,
-}
+    fn t_ms(&self, now: Instant) -> u64 {
+        ms(now.saturating_duration_since(self.start))
+    }
 
-#[cfg(unix)]
-type SignalStream = Option<tokio::signal::unix::Signal>;
-#[cfg(not(unix))]
-type SignalStream = Option<()>;
+    async fn on_output(&mut self, out: Output) {
+        let now = Instant::now();
+        match out {
+            Output::Stdout(line) => {
+                if self.stdout_ok && !self.quiet {
+                    self.out_buf.extend_from_slice(&line.bytes);
+                    if line.newline {
+                        self.out_buf.push(b'\n');
+                    }
+                    if self.out_buf.len() >= OUT_BUF_FLUSH {
+                        self.flush_stdout().await;
+                    }
+                }
+                if line.continues || self.overlong.is_some() {
+                    let n = self.overlong.unwrap_or(0) + line.bytes.len();
+                    self.overlong = Some(n);
+                    if !line.continues {
+                        self.overlong = None;
+                        self.end_overlong(now, n);
+                    }
+                    return;
+                }
+                self.stdout_line(now, &line.bytes);
+            }
+            Output::Stderr(line) => {
+                let t = self.t_ms(now);
+                self.host.recorder.write(
+                    t,
+                    Record::Stderr(String::from_utf8_lossy(trim_cr(&line.bytes)).into_owned()),
+                );
+                if self.stderr_filter.admit(&line.bytes) {
+                    let mut b = line.bytes;
+                    if line.newline {
+                        b.push(b'\n');
+                    }
+                    self.host.status.write_raw(&b);
+                }
+            }
+            Output::Event(ev) => self.on_event(now, ev),
+            Output::Overlong { .. } => {}
+            Output::Stage(stage) => self.ladder = Some(stage),
+        }
+    }
 
-fn signal_stream(kind: SigKind) -> SignalStream {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let k = match kind {
-            SigKind::Int => SignalKind::interrupt(),
-            SigKind::Term => SignalKind::terminate(),
+    fn end_overlong(&mut self, now: Instant, n: usize) {
+        self.tally.overlong += 1;
+        self.host.status.say(&format!(
+            "warning: a stdout line of {n} bytes is over the {} MiB limit; counted as a keep-alive",
+            MAX_LINE >> 20
+        ));
+        let t = self.t_ms(now);
+        self.host
+            .recorder
+            .write(t, Record::Raw(format!("<over-long line: {n} bytes>")));
+    }
+
+    fn stdout_line(&mut self, now: Instant, bytes: &[u8]) {
+        let t = self.t_ms(now);
+        self.host.recorder.stdout_line(t, bytes);
+        let Ok(view) = LineView::parse(bytes) else {
+            self.tally.unparseable();
+            return;
         };
-        signal(k).ok()
+        let class = classify(&view);
+        self.tally.observe(&view, class);
+        if matches!(class.signal, Signal::Progress | Signal::Settle) {
+            self.last_progress = Some(now);
+        }
+        let top_level = view.parent_tool_use_id().is_none();
+        match class.kind {
+            LineKind::Result if top_level => self.last_result = Some(bytes.to_vec()),
+            LineKind::RateLimit => {
+                self.monitor.observe(wall_ms(), &view);
+                self.update_utilization();
+            }
+            LineKind::System if top_level && view.subtype().as_deref() == Some("init") => {
+                self.check_session(view.session_id().map(|s| s.into_owned()));
+            }
+            _ => {}
+        }
+        if self.tally.activity != self.activity {
+            self.activity = self.tally.activity.clone();
+            self.activity_since = now;
+        }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = kind;
-        None
+
+    /// A continuation must go on with the same session: stop it when its id differs.
+    fn check_session(&mut self, got: Option<String>) {
+        let Some(expected) = &self.expect_session else {
+            return;
+        };
+        if got.as_deref() == Some(expected.as_str()) || self.session_mismatch.is_some() {
+            return;
+        }
+        let got = got.unwrap_or_default();
+        self.host.status.say(&format!(
+            "recovery: the continuation runs session {got:?}, not {expected}; stopping it"
+        ));
+        self.session_mismatch = Some(got);
+        self.handle.kill_now();
+    }
+
+    fn update_utilization(&mut self) {
+        let u = self.monitor.utilization(wall_ms());
+        if u != self.utilization {
+            self.utilization = u;
+            self.handle.set_utilization(u);
+        }
+    }
+
+    fn on_event(&mut self, now: Instant, ev: Event) {
+        let at = match &ev {
+            Event::Killed(k) => k.at,
+            _ => now,
+        };
+        self.events.push(event_json(&ev, at, self.start));
+        match ev {
+            Event::Killed(k) if self.kill.is_none() => {
+                self.host.status.say(&killed_clause(&k, &self.what));
+                self.kill = Some(k);
+            }
+            Event::Stalling {
+                clock, remaining, ..
+            } => {
+                let (what, kind) = match clock {
+                    StallClock::Idle => ("no output at all", "idle"),
+                    StallClock::NoProgress => ("no progress (keep-alives only)", "no_progress"),
+                };
+                self.host.status.say(&format!(
+                    "warning: {what} for a while; it will be stopped ({kind}) in {} unless it \
+                     moves",
+                    format_duration(remaining)
+                ));
+            }
+            _ => {}
+        }
+    }
+
+    fn refresh_status(&self, now: Instant) {
+        if !self.host.status.is_live() {
+            return;
+        }
+        let wall = wall_ms();
+        let rate = self
+            .monitor
+            .active_windows(wall)
+            .next()
+            .map(|_| self.monitor.summary(wall));
+        self.host.status.set(status::render(
+            now,
+            self.start,
+            &self.activity.to_string(),
+            self.activity_since,
+            self.last_progress,
+            rate.as_deref(),
+        ));
     }
 }
 
-async fn recv_signal(s: &mut SignalStream, sig: Sig) -> Option<Sig> {
-    #[cfg(unix)]
-    match s {
-        Some(s) => s.recv().await.map(|()| sig),
+/// Forward the host's stdin to the child (in order; its end closes the child's stdin) and
+/// report what was written, for the capture.
+fn forward_stdin(
+    mut host_stdin: mpsc::Receiver<Option<Vec<u8>>>,
+    writer: agent_sdk_watchdog::StdinWriter,
+) -> mpsc::UnboundedReceiver<Option<Vec<u8>>> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(Some(line)) = host_stdin.recv().await {
+            if writer.write_line(&line).await.is_err() {
+                break;
+            }
+            if tx.send(Some(line)).is_err() {
+                return;
+            }
+        }
+        writer.close().await;
+        let _ = tx.send(None);
+    });
+    rx
+}
+
+/// Run `argv` under the supervisor to its end. `expect_session`: the session id its
+/// `system/init` must carry (a continuation). `Err` holds the exit code when it cannot start.
+pub(crate) async fn supervise(
+    cfg: &RunConfig,
+    argv: &[OsString],
+    host: &mut Host,
+    expect_session: Option<&str>,
+) -> Result<Finished, i32> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(exit_code::USAGE);
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args);
+    if let Some(env) = &cfg.env {
+        cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    }
+    if let Some(dir) = &cfg.cwd {
+        cmd.current_dir(dir);
+    }
+    // Only the first run reads the host's stdin; a continuation gets /dev/null.
+    let host_stdin = host.stdin.take();
+    if expect_session.is_some() {
+        // A fresh status line for the continuation (the first run's is finished).
+        host.status = Status::new(cfg.status);
+    }
+    let config = SupervisorConfig {
+        policy: Some(SessionConfig::default().with_limits(cfg.limits.clone())),
+        stream_json_input: has_stream_json_input(argv),
+        interrupt_grace: INTERRUPT_GRACE,
+        term_grace: cfg.grace,
+        become_subreaper: true,
+        max_line: MAX_LINE,
+        pipe_stdin: host_stdin.is_some(),
+        drain_timeout: DRAIN_AFTER_EXIT,
+        ..SupervisorConfig::default()
+    };
+    let spawn_wall = wall_ms();
+    let mut sup = match Supervisor::spawn(cmd, config) {
+        Ok(s) => s,
+        Err(e) => {
+            host.status.say(&format!("error: {e}"));
+            return Err(exit_code::INTERNAL);
+        }
+    };
+    // The capture's time zero is the policy's: the spawn instant (a later one would record a
+    // kill's exit before its own deadline, and a replay would disagree with the live run).
+    let start = sup.started();
+    host.recorder.write(
+        0,
+        Record::Start {
+            wall_ms: Some(spawn_wall),
+            argv: argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        },
+    );
+    let mut written = match (host_stdin, sup.stdin()) {
+        (Some(h), Some(w)) => Some(forward_stdin(h, w)),
+        _ => None,
+    };
+    let mut live = Live {
+        handle: sup.handle(),
+        host,
+        start,
+        what: program_name(argv),
+        quiet: cfg.quiet_stdout,
+        stdout: tokio::io::stdout(),
+        stdout_ok: true,
+        out_buf: Vec::new(),
+        tally: Tally::default(),
+        monitor: RateLimitMonitor::new(RateLimitConfig::default()),
+        utilization: None,
+        stderr_filter: StderrFilter::default(),
+        events: Vec::new(),
+        kill: None,
+        ladder: None,
+        last_progress: None,
+        activity: Activity::Starting,
+        activity_since: start,
+        last_result: None,
+        overlong: None,
+        expect_session: expect_session.map(str::to_owned),
+        session_mismatch: None,
+    };
+    let mut interrupted: Option<UserSig> = None;
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            biased;
+            // What we wrote to the child is recorded before what the child answered to it.
+            note = recv_written(&mut written) => {
+                if note.is_none() {
+                    written = None;
+                }
+                live.record_written(note);
+            }
+            out = sup.next_output() => match out {
+                Some(out) => live.on_output(out).await,
+                None => break,
+            },
+            // Nothing else is ready: write what the child printed.
+            () = std::future::ready(()), if !live.out_buf.is_empty() => live.flush_stdout().await,
+            sig = live.host.signals.recv() => {
+                if interrupted.is_some() {
+                    live.host.status.say("second signal: killing the command's whole process tree");
+                    live.handle.kill_tree_now();
+                } else {
+                    interrupted = Some(sig);
+                    match sig {
+                        UserSig::Int => live.handle.interrupt(),
+                        UserSig::Term => live.handle.terminate(),
+                    }
+                }
+            }
+            _ = tick.tick() => {
+                live.update_utilization();
+                live.refresh_status(Instant::now());
+            }
+        }
+    }
+    // The child may exit before the last forwarded lines were noted: record them too.
+    if let Some(rx) = written.as_mut() {
+        while let Ok(note) = rx.try_recv() {
+            live.record_written(note);
+        }
+    }
+    live.host.status.finish();
+    live.flush_stdout().await;
+    if let Some(n) = live.overlong.take() {
+        live.end_overlong(Instant::now(), n);
+    }
+    let report: Option<Report> = sup.wait().await.ok();
+    let end = Instant::now();
+    let exit = report.as_ref().and_then(|r| r.status).map(split_status);
+    let (code, signal) = exit.unwrap_or((None, None));
+    let t = live.t_ms(end);
+    live.host.recorder.write(t, Record::Exit { code, signal });
+    let outcome = match &live.kill {
+        Some(k) => Outcome::Killed { kind: k.kind },
+        None => report
+            .as_ref()
+            .and_then(|r| r.outcome.clone())
+            .unwrap_or(Outcome::NoResult),
+    };
+    let child_code = code.or(signal.map(|s| 128 + s));
+    let our_code = match (cfg.mode, &live.kill) {
+        (_, Some(_)) if emits_result(cfg) => exit_code::INTERNAL,
+        (Mode::DropIn, None) => child_code.unwrap_or(exit_code::INTERNAL),
+        (Mode::Run, None) if interrupted.is_some() && matches!(outcome, Outcome::NoResult) => {
+            match interrupted {
+                Some(UserSig::Int) => exit_code::INTERRUPTED,
+                _ => exit_code::TERMINATED,
+            }
+        }
+        _ => exit_code::for_outcome(&outcome, child_code),
+    };
+    let stderr = (live.stderr_filter.lines(), live.stderr_filter.suppressed());
+    let suppressed = live.stderr_filter.suppressed_json();
+    let ladder = live.ladder.or(report
+        .as_ref()
+        .and_then(|r| r.kill.as_ref().map(|k| k.stage)));
+    Ok(Finished {
+        argv: argv.to_vec(),
+        outcome,
+        kill: live.kill,
+        ladder,
+        exit,
+        code: our_code,
+        duration: end.saturating_duration_since(start),
+        tally: live.tally,
+        stderr,
+        suppressed,
+        interrupted,
+        events: live.events,
+        start,
+        last_result: live.last_result,
+        monitor: live.monitor,
+        ended_wall_ms: wall_ms(),
+        session_mismatch: live.session_mismatch,
+    })
+}
+
+async fn recv_written(
+    rx: &mut Option<mpsc::UnboundedReceiver<Option<Vec<u8>>>>,
+) -> Option<Vec<u8>> {
+    match rx {
+        Some(rx) => rx.recv().await.flatten(),
         None => std::future::pending().await,
     }
-    #[cfg(not(unix))]
-    {
-        let _ = (s, sig);
-        std::future::pending().await
-    }
+}
+
+fn split_status(s: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    (s.code(), s.signal())
 }

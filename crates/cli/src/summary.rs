@@ -37,6 +37,9 @@ pub struct Summary<'a> {
     pub events: Vec<Value>,
     /// The spawn instant (for `at_ms`).
     pub base: std::time::Instant,
+    /// What recovery did (`run` only): `{trigger, marker, continued_outcome, notice, …}`.
+    /// The other fields describe the first run; `exit_code` is the final run's.
+    pub recovery: Option<Value>,
 }
 
 impl Summary<'_> {
@@ -47,7 +50,7 @@ impl Summary<'_> {
             k["ladder"] = json!(stage);
         }
         let result = self.tally.result.as_ref();
-        json!({
+        let mut v = json!({
             "outcome": self.outcome.as_str(),
             "outcome_detail": outcome_fields(self.outcome),
             "kill": kill,
@@ -74,7 +77,11 @@ impl Summary<'_> {
             "interrupted": self.interrupted,
             "events": self.events,
             "command": self.argv,
-        })
+        });
+        if let Some(r) = &self.recovery {
+            v["recovery"] = r.clone();
+        }
+        v
     }
 }
 

@@ -93,19 +93,6 @@ pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
     }
 }
 
-/// What a kill kind means, in a few words.
-pub fn kill_reason(kind: KillKind) -> &'static str {
-    match kind {
-        KillKind::Startup => "it printed nothing at all since it started",
-        KillKind::Idle => "it printed nothing at all for the idle limit",
-        KillKind::NoProgress => {
-            "it made no progress for the no-progress limit (only keep-alives: pings, heartbeats, retries)"
-        }
-        KillKind::Linger => "it printed its result but did not exit within the linger limit",
-        KillKind::Ceiling => "it reached the total time limit (ceiling)",
-    }
-}
-
 /// What happened, e.g. `no output at all for 10m (last progress 10m ago)`, plus the
 /// extension that held, if any.
 pub fn kill_detail(kill: &Kill) -> String {
@@ -139,16 +126,6 @@ pub fn kill_detail(kill: &Kill) -> String {
         (KillKind::Idle, Some(e)) => format!("{detail}, patience extended ({})", e.as_str()),
         _ => detail,
     }
-}
-
-/// The kill as shown to people: an "extension" by a factor of 1 changed nothing, so it is not
-/// mentioned.
-pub fn for_display(kill: &Kill, limits: &watchdog_core::Limits) -> Kill {
-    let mut k = kill.clone();
-    if limits.extend_factor() <= 1.0 {
-        k.extension = None;
-    }
-    k
 }
 
 /// `killed <what> (<kind>) after <elapsed>: <detail>.`

@@ -1,27 +1,13 @@
 //! `audit` on the real transcripts and captures in `shared/protocol`, the plot, and `run_audit`.
 
-use std::path::PathBuf;
-
 use agent_watchdog::audit::spells::SpellKind;
 use agent_watchdog::audit::transcript::Ending;
 use agent_watchdog::audit::{audit_paths, render_svg, render_text, run_audit, AuditArgs};
 use watchdog_core::Limits;
 
-fn shared() -> PathBuf {
-    let p = std::env::var_os("AGENT_WATCHDOG_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    assert!(
-        p.join("protocol/transcripts").is_dir(),
-        "shared/ not found at {} (set AGENT_WATCHDOG_SHARED)",
-        p.display()
-    );
-    p
-}
-
 #[test]
 fn the_real_transcripts_give_sensible_values() {
-    let dir = shared().join("protocol/transcripts");
+    let dir = mock_api::harness::shared_dir().join("protocol/transcripts");
     let r = audit_paths(&[dir], &Limits::default());
     assert_eq!(r.sessions_scanned, 2);
     assert_eq!(r.files_skipped, 0);
@@ -65,7 +51,7 @@ fn the_real_transcripts_give_sensible_values() {
 
 #[test]
 fn the_real_captures_are_read_and_replayed() {
-    let dir = shared().join("protocol/captures");
+    let dir = mock_api::harness::shared_dir().join("protocol/captures");
     let n = std::fs::read_dir(&dir).unwrap().count() as u64;
     let r = audit_paths(&[dir], &Limits::default());
     assert_eq!(r.sessions_scanned, n);
@@ -167,7 +153,7 @@ fn check_text(t: &str) -> Result<(), String> {
 
 #[test]
 fn the_plot_is_well_formed_with_one_bar_per_non_empty_bin_and_kind() {
-    let dir = shared().join("protocol");
+    let dir = mock_api::harness::shared_dir().join("protocol");
     let r = audit_paths(&[dir], &Limits::default());
     let svg = render_svg(&r);
     check_xml(&svg).unwrap();
@@ -198,7 +184,7 @@ fn the_plot_is_well_formed_with_one_bar_per_non_empty_bin_and_kind() {
 fn run_audit_writes_text_json_and_the_plot() {
     let tmp = tempfile::tempdir().unwrap();
     let plot = tmp.path().join("spells.svg");
-    let dir = shared().join("protocol/transcripts");
+    let dir = mock_api::harness::shared_dir().join("protocol/transcripts");
     let args = AuditArgs {
         paths: vec![dir.clone()],
         plot: Some(plot.clone()),

@@ -1,22 +1,9 @@
 //! `audit` never panics: mutilated real transcripts, garbage, huge lines, odd files.
 
 use std::fs;
-use std::path::PathBuf;
 
 use agent_watchdog::audit::{audit_paths, render_svg, render_text};
 use watchdog_core::Limits;
-
-fn shared() -> PathBuf {
-    let p = std::env::var_os("AGENT_WATCHDOG_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    assert!(
-        p.join("protocol/transcripts").is_dir(),
-        "shared/ not found at {} (set AGENT_WATCHDOG_SHARED)",
-        p.display()
-    );
-    p
-}
 
 struct Rng(u64);
 impl Rng {
@@ -33,7 +20,7 @@ fn mutilated_transcripts_and_captures_never_panic() {
     let tmp = tempfile::tempdir().unwrap();
     let mut sources = Vec::new();
     for sub in ["protocol/transcripts", "protocol/captures"] {
-        for e in fs::read_dir(shared().join(sub)).unwrap() {
+        for e in fs::read_dir(mock_api::harness::shared_dir().join(sub)).unwrap() {
             let p = e.unwrap().path();
             sources.push((p.file_name().unwrap().to_owned(), fs::read(&p).unwrap()));
         }

@@ -7,16 +7,7 @@ use std::process::Command;
 const BIN: &str = env!("CARGO_BIN_EXE_agent-watchdog");
 
 fn transcripts() -> PathBuf {
-    let shared = std::env::var_os("AGENT_WATCHDOG_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    let dir = shared.join("protocol/transcripts");
-    assert!(
-        dir.is_dir(),
-        "missing {} (set AGENT_WATCHDOG_SHARED)",
-        dir.display()
-    );
-    dir
+    mock_api::harness::shared_dir().join("protocol/transcripts")
 }
 
 #[test]

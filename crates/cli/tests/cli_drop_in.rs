@@ -169,6 +169,17 @@ fn a_missing_claude_or_a_bad_policy_is_a_clear_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("AGENT_WATCHDOG_CLAUDE"));
+    let out = drop_in()
+        .env("AGENT_WATCHDOG_CLAUDE", DROP_IN)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "pointing at itself must not recurse"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("itself"));
     let claude = script(dir.path(), "claude", "exit 0");
     let out = drop_in()
         .env("AGENT_WATCHDOG_CLAUDE", &claude)

@@ -25,9 +25,11 @@ fn claude() -> std::path::PathBuf {
         .unwrap_or_else(|e| panic!("\n\nThe e2e tests need the real Claude Code CLI.\n{e}\n\n"))
 }
 
+// Generous enough that a loaded 2-core machine (a CLI start can take seconds there) never
+// trips a healthy run, short enough that the stall scenarios end quickly.
 const DEFAULT_FLAGS: &[&str] = &[
     "--idle",
-    "4s",
+    "8s",
     "--extend-factor",
     "1",
     "--no-progress",
@@ -75,9 +77,11 @@ fn run_scenario(name: &str, flags: &[&str]) -> Live {
     let summary = dir.path().join("summary.json");
     let capture = dir.path().join("capture.jsonl");
     let t = Instant::now();
+    // These tests are about the watchdog's verdicts; recovery has its own end-to-end tests.
     let out = Command::new(BIN)
         .arg("run")
         .args(flags)
+        .arg("--no-recover-output-limit")
         .arg("--summary")
         .arg(&summary)
         .arg("--record")

@@ -11,16 +11,7 @@ use watchdog_core::capture::{Entry, Record};
 use watchdog_core::{classify, KillKind, Limits, LineView, Outcome, Signal};
 
 fn captures_dir() -> PathBuf {
-    let shared = std::env::var_os("AGENT_WATCHDOG_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    let dir = shared.join("protocol/captures");
-    assert!(
-        dir.is_dir(),
-        "the shared captures are missing: expected {} (shared/ beside the repository, or set AGENT_WATCHDOG_SHARED)",
-        dir.display()
-    );
-    dir
+    mock_api::harness::shared_dir().join("protocol/captures")
 }
 
 fn capture(name: &str) -> PathBuf {

@@ -553,3 +553,40 @@ fn sigterm_is_forwarded_and_a_second_one_escalates() {
     assert_eq!(status.code(), Some(130));
     assert!(t.elapsed() < Duration::from_secs(5));
 }
+
+#[test]
+fn emit_result_ends_a_killed_run_with_a_synthetic_result_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = script(dir.path(), "c.sh", &format!("{}\nsleep 30", say(INIT)));
+    let out = run(
+        &[
+            "--emit-result",
+            "--startup",
+            "1s",
+            "--idle",
+            "1s",
+            "--extend-factor",
+            "1",
+            "--grace",
+            "1s",
+        ],
+        &child,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(INIT));
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["terminal_reason"], "watchdog_idle");
+    assert_eq!(last["session_id"], "sess-1");
+    // Without a kill, --emit-result adds nothing.
+    let ok = script(
+        dir.path(),
+        "ok.sh",
+        &format!("{}\n{}", say(INIT), say(RESULT_OK)),
+    );
+    let out = run(&["--emit-result"], &ok);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stdout, format!("{INIT}\n{RESULT_OK}\n").as_bytes());
+}

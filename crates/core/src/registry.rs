@@ -385,7 +385,7 @@ impl Registry {
             since_tool: since(s.last_tool),
             last_signal: s.last_signal,
             utilization: self.utilization,
-            extension: s.extension(p.ns.is_high(self.utilization)),
+            extension: s.extension(&p.ns, p.ns.is_high(self.utilization)),
         }
     }
 
@@ -714,7 +714,7 @@ impl Registry {
             settled: s.has(flag::SETTLED),
             paused: s.paused(),
             wrote: s.has(flag::WROTE),
-            extension: s.extension(p.ns.is_high(self.utilization)),
+            extension: s.extension(&p.ns, p.ns.is_high(self.utilization)),
             ended: s.has(flag::ENDED),
             kill: s.rare.as_ref().and_then(|r| r.kill.as_deref().cloned()),
             next_deadline: self.next_of(slot).and_then(|(t, _)| self.instant(t)),

@@ -232,9 +232,12 @@ impl Session {
         self.has(flag::STATE_WAIT) || self.has_pending_requests()
     }
 
-    /// The extension of idle patience that holds now, if any.
-    pub(crate) fn extension(&self, high: bool) -> Option<ExtendReason> {
-        if high {
+    /// The extension of idle patience that holds now, if any. With `extend_factor` 1 there is
+    /// never one: patience is the same either way.
+    pub(crate) fn extension(&self, l: &LimitsNs, high: bool) -> Option<ExtendReason> {
+        if l.extended <= l.idle {
+            None
+        } else if high {
             Some(ExtendReason::HighUtilization)
         } else if !self.has(flag::WROTE) {
             Some(ExtendReason::PreWrite)
@@ -314,7 +317,7 @@ impl Session {
         } else if self.has(flag::SETTLED) {
             take(self.settled_at.saturating_add(l.linger), KillKind::Linger);
         } else if !self.paused() {
-            let ext = self.extension(high);
+            let ext = self.extension(l, high);
             let patience = if ext.is_some() { l.extended } else { l.idle };
             let base = self.idle_anchor.max(self.retry_end);
             let idle_kill = base.saturating_add(patience).max(drop_at);

@@ -916,3 +916,41 @@ fn a_flood_of_unanswered_requests_is_bounded_and_still_a_wait() {
     }
     assert!(!h.r.snapshot(id).unwrap().paused);
 }
+
+// ---------------------------------------------------------------- no extension at factor 1
+
+#[test]
+fn with_extend_factor_one_a_kill_reports_no_extension_and_none_is_announced() {
+    let limits = Limits::default().with_extend_factor(1.0).unwrap();
+    let mut h = H::new(limits);
+    // Pre-write (no write tool completed yet) and at high utilization: both would extend.
+    let id = h.reg(Duration::ZERO);
+    h.line(Duration::ZERO, id, l::INIT);
+    h.r.set_utilization(h.at(Duration::ZERO), Some(0.99));
+    assert_eq!(h.r.snapshot(id).unwrap().extension, None);
+    let events = h.run_until(min(11.0));
+    assert!(
+        events
+            .iter()
+            .all(|(_, e)| !matches!(e, Event::Extended { .. })),
+        "{events:?}"
+    );
+    let kill = events
+        .iter()
+        .find_map(|(at, e)| match e {
+            Event::Killed(k) => Some((*at, k.clone())),
+            _ => None,
+        })
+        .expect("killed");
+    assert_eq!(kill.0, min(10.0));
+    assert_eq!((kill.1.kind, kill.1.extension), (KillKind::Idle, None));
+}
+
+#[test]
+fn with_the_default_factor_the_same_kill_reports_the_extension_that_held() {
+    let mut h = H::default();
+    let id = h.reg(Duration::ZERO);
+    h.line(Duration::ZERO, id, l::INIT);
+    let k = h.kills(min(20.0));
+    assert_eq!(k[0].extension, Some(ExtendReason::PreWrite));
+}

@@ -20,7 +20,7 @@
 //! - D11 `latest()` lends a shared reference: a caller cannot corrupt the held reading (the
 //!   reference returns its internal object).
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use serde_json::{json, Value};
 use watchdog_core::capture::{Entry, Record};
@@ -36,21 +36,9 @@ const RESET_MS: u64 = RESET_S * 1000;
 /// One hour before the reset.
 const NOW: u64 = RESET_MS - 3_600_000;
 
-fn shared() -> PathBuf {
-    let dir = std::env::var_os("AGENT_WATCHDOG_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    assert!(
-        dir.join("protocol").is_dir(),
-        "shared reference material not found at {} (set AGENT_WATCHDOG_SHARED)",
-        dir.display()
-    );
-    dir
-}
-
 /// The stdout lines of a capture from the real CLI.
 fn capture_lines(name: &str) -> Vec<(u64, Value)> {
-    let path = shared().join("protocol/captures").join(name);
+    let path = common::shared_dir().join("protocol/captures").join(name);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()
@@ -484,7 +472,7 @@ fn a_run_without_rate_limit_frames_leaves_the_monitor_empty() {
 #[test]
 fn real_frames_as_raw_lines_give_the_same_reading() {
     // The borrowed (raw text) path of LineView must agree with the Value path.
-    let path = shared().join("protocol/captures/s3_ratelimit_gwjwt.capture.jsonl");
+    let path = common::shared_dir().join("protocol/captures/s3_ratelimit_gwjwt.capture.jsonl");
     let text = std::fs::read_to_string(path).unwrap();
     let mut a = monitor();
     for l in text.lines() {
@@ -807,7 +795,7 @@ fn event_messages_read_well() {
 
 #[test]
 fn every_line_of_every_real_capture_is_safe_to_observe() {
-    let dir = shared().join("protocol/captures");
+    let dir = common::shared_dir().join("protocol/captures");
     let mut frames = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();

@@ -2,7 +2,8 @@
 //! continuation, fail-closed handling of unknown values, markers and the in-memory ledger.
 //! Result lines come from the real CLI (shared/protocol) where one exists.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,20 +17,8 @@ use watchdog_core::{KillKind, LineView, Outcome};
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
 
-fn shared() -> PathBuf {
-    let dir = std::env::var_os("AGENT_WATCHDOG_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    assert!(
-        dir.join("protocol").is_dir(),
-        "shared reference material not found at {} (set AGENT_WATCHDOG_SHARED)",
-        dir.display()
-    );
-    dir
-}
-
 fn capture(name: &str) -> Vec<Value> {
-    let path = shared().join("protocol/captures").join(name);
+    let path = common::shared_dir().join("protocol/captures").join(name);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()
@@ -42,7 +31,7 @@ fn capture(name: &str) -> Vec<Value> {
 }
 
 fn example(key: &str) -> Value {
-    let path = shared().join("protocol/examples.json");
+    let path = common::shared_dir().join("protocol/examples.json");
     let all: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     all[key]["json"].clone()
 }

@@ -46,6 +46,20 @@ pub fn gateway_jwt() -> String {
     format!("{header}.{payload}.sig")
 }
 
+/// The shared reference folder (`shared/` beside the repository, or `AGENT_WATCHDOG_SHARED`).
+/// Panics with a clear message when it is missing: tests never run on made-up protocol facts.
+pub fn shared_dir() -> PathBuf {
+    let dir = std::env::var_os("AGENT_WATCHDOG_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+    assert!(
+        dir.join("protocol/captures").is_dir(),
+        "the shared reference folder is missing: expected {} (with protocol/captures); set AGENT_WATCHDOG_SHARED to its path",
+        dir.display()
+    );
+    dir
+}
+
 /// The repository root: the nearest ancestor of this crate's manifest dir, the
 /// current executable or the current directory that holds `.tools` or a workspace
 /// `Cargo.toml`.

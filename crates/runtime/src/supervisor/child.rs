@@ -108,6 +108,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
     tokio::spawn(watch.run(report_tx));
     Ok(Supervisor {
         handle: SupervisorHandle { ctrl: ctrl_tx, pid },
+        started: started.into_std(),
         stdin,
         output: Some(out_rx),
         report: Some(report_rx),

@@ -125,12 +125,19 @@ pub enum SpawnError {
 #[derive(Debug)]
 pub struct Supervisor {
     handle: SupervisorHandle,
+    started: std::time::Instant,
     stdin: Option<StdinWriter>,
     output: Option<mpsc::UnboundedReceiver<Output>>,
     report: Option<oneshot::Receiver<Report>>,
 }
 
 impl Supervisor {
+    /// The instant the child was spawned: time zero of its policy clocks. A recording that
+    /// stamps its lines from this instant replays to the same deadlines.
+    pub fn started(&self) -> std::time::Instant {
+        self.started
+    }
+
     /// Start `command` in its own process group with piped stdio and supervise it.
     ///
     /// Fails at once, naming the program, when it cannot be started. Must be called inside a
