@@ -323,3 +323,51 @@ echo $!"#;
     )
     .unwrap();
 }
+
+#[tokio::test]
+async fn a_caller_that_does_not_read_holds_a_flooding_child_back() {
+    // 64 MiB of output, then a marker file: while nobody reads, the child must wait on its
+    // pipe (the supervisor queues at most 8 MiB), so the marker cannot appear.
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("done");
+    let script = format!(
+        "head -c 67108864 /dev/zero | tr '\\0' 'x' | fold -w 1023; touch {}",
+        marker.display()
+    );
+    let mut sup = Supervisor::spawn(sh(&script), quick()).unwrap();
+    // Long enough for the whole 64 MiB to be produced many times over if nothing held it back.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        !marker.exists(),
+        "the child finished while nobody read its output: the queue is not bounded"
+    );
+    let mut bytes = 0usize;
+    let drained = tokio::time::timeout(LIMIT, async {
+        while let Some(out) = sup.next_output().await {
+            if let Output::Stdout(l) = out {
+                bytes += l.bytes.len() + usize::from(l.newline);
+            }
+        }
+    })
+    .await;
+    assert!(drained.is_ok(), "the output did not drain");
+    assert_eq!(bytes, 67_108_864 + 67_108_864 / 1023);
+    let report = sup.wait().await.unwrap();
+    assert_eq!(report.status.unwrap().code(), Some(0));
+    assert!(marker.exists());
+}
+
+#[tokio::test]
+async fn waiting_without_reading_never_blocks_on_the_bound() {
+    // 32 MiB nobody reads: wait() drops the output and the child still runs to its end.
+    let sup = Supervisor::spawn(
+        sh("head -c 33554432 /dev/zero | tr '\\0' 'y' | fold -w 4095"),
+        quick(),
+    )
+    .unwrap();
+    let report = tokio::time::timeout(LIMIT, sup.wait())
+        .await
+        .expect("wait returned")
+        .unwrap();
+    assert_eq!(report.status.unwrap().code(), Some(0));
+}

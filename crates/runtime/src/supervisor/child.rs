@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use tokio::io::BufReader;
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
+use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex, Semaphore};
 use watchdog_core::{Limits, Registry};
 
 use super::kill::{self, Exit};
-use super::lines::LineReader;
+use super::lines::{Line, LineReader};
 use super::shared::{dispatch, Shared};
 use super::tree::{Tree, TREE_MARKER_VAR};
 use super::{
@@ -66,6 +66,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
     });
     let shared = Arc::new(Shared::new(policy));
     let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let budget = Arc::new(Semaphore::new(OUTPUT_BUDGET));
     let (ctrl_tx, ctrl_rx) = mpsc::unbounded_channel();
     let (report_tx, report_rx) = oneshot::channel();
     let pipe = Arc::new(AsyncMutex::new(child.stdin.take()));
@@ -76,7 +77,10 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
             stdout,
             cfg.max_line,
             shared.clone(),
-            out_tx.clone(),
+            Queue {
+                out: out_tx.clone(),
+                budget: budget.clone(),
+            },
             ctrl_tx.clone(),
         )));
     }
@@ -85,7 +89,10 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
             stderr,
             cfg.max_line,
             shared.clone(),
-            out_tx.clone(),
+            Queue {
+                out: out_tx.clone(),
+                budget: budget.clone(),
+            },
         )));
     }
     let stdin = cfg.pipe_stdin.then(|| StdinWriter {
@@ -109,17 +116,51 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
     Ok(Supervisor {
         handle: SupervisorHandle { ctrl: ctrl_tx, pid },
         started: started.into_std(),
+        budget,
         stdin,
         output: Some(out_rx),
         report: Some(report_rx),
     })
 }
 
+/// How many bytes of child output may wait for the caller before the readers stop reading (the
+/// child then waits on its pipe): bounded memory whatever the child prints.
+pub(crate) const OUTPUT_BUDGET: usize = 8 << 20;
+
+/// The budget one line takes: its bytes, capped so a line larger than the budget still passes
+/// (alone).
+pub(crate) fn line_cost(line: &Line) -> u32 {
+    (line.bytes.len() + 1).min(OUTPUT_BUDGET) as u32
+}
+
+/// The output channel as the readers use it: lines wait for budget, which the caller gives back
+/// as it takes them ([`Supervisor::next_output`]).
+struct Queue {
+    out: mpsc::UnboundedSender<Output>,
+    budget: Arc<Semaphore>,
+}
+
+impl Queue {
+    /// Queue a line once the caller has room for it. Never waits once the caller is gone (its
+    /// receiver dropped, e.g. by [`Supervisor::wait`]): the line is dropped then.
+    async fn line(&self, line: Line, wrap: fn(Line) -> Output) {
+        tokio::select! {
+            permit = self.budget.acquire_many(line_cost(&line)) => {
+                if let Ok(p) = permit {
+                    p.forget();
+                    let _ = self.out.send(wrap(line));
+                }
+            }
+            () = self.out.closed() => {}
+        }
+    }
+}
+
 async fn read_stdout(
     pipe: tokio::process::ChildStdout,
     max_line: usize,
     shared: Arc<Shared>,
-    out: mpsc::UnboundedSender<Output>,
+    queue: Queue,
     ctrl: mpsc::UnboundedSender<Control>,
 ) {
     let mut reader = LineReader::new(BufReader::with_capacity(64 << 10, pipe), max_line);
@@ -127,14 +168,15 @@ async fn read_stdout(
     while let Ok(Some(line)) = reader.next().await {
         if line.continues && !in_long {
             shared.overlong();
-            let _ = out.send(Output::Overlong { max_line });
+            let _ = queue.out.send(Output::Overlong { max_line });
         }
         let events = shared.observe_stdout(&line.bytes, in_long || line.continues);
         in_long = line.continues;
-        let _ = out.send(Output::Stdout(line));
-        if let Some(kill) = dispatch(&out, events) {
+        // The kill goes out before waiting for room: a full queue never delays a kill.
+        if let Some(kill) = dispatch(&queue.out, events) {
             let _ = ctrl.send(Control::Kill(KillCause::Watchdog(kill)));
         }
+        queue.line(line, Output::Stdout).await;
     }
 }
 
@@ -142,12 +184,12 @@ async fn read_stderr(
     pipe: tokio::process::ChildStderr,
     max_line: usize,
     shared: Arc<Shared>,
-    out: mpsc::UnboundedSender<Output>,
+    queue: Queue,
 ) {
     let mut reader = LineReader::new(BufReader::with_capacity(16 << 10, pipe), max_line);
     while let Ok(Some(line)) = reader.next().await {
         shared.observe_stderr();
-        let _ = out.send(Output::Stderr(line));
+        queue.line(line, Output::Stderr).await;
     }
 }
 

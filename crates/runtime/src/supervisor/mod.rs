@@ -126,6 +126,7 @@ pub enum SpawnError {
 pub struct Supervisor {
     handle: SupervisorHandle,
     started: std::time::Instant,
+    budget: std::sync::Arc<tokio::sync::Semaphore>,
     stdin: Option<StdinWriter>,
     output: Option<mpsc::UnboundedReceiver<Output>>,
     report: Option<oneshot::Receiver<Report>>,
@@ -152,10 +153,16 @@ impl Supervisor {
     /// The next output (stdout/stderr lines, events, ladder stages), in order; `None` once
     /// the child is gone and both pipes are closed.
     ///
-    /// Output is buffered without bound until read, so the child never waits on the caller;
-    /// [`Supervisor::wait`] discards what is not read.
+    /// Up to 8 MiB of output waits for the caller; past that the supervisor stops reading and
+    /// the child waits on its pipe, so memory stays bounded however fast it prints (the policy
+    /// sees what was read; a caller that stops reading holds the child back).
+    /// [`Supervisor::wait`] discards what is not read, and then nothing waits.
     pub async fn next_output(&mut self) -> Option<Output> {
-        self.output.as_mut()?.recv().await
+        let out = self.output.as_mut()?.recv().await;
+        if let Some(Output::Stdout(line) | Output::Stderr(line)) = &out {
+            self.budget.add_permits(child::line_cost(line) as usize);
+        }
+        out
     }
 
     /// A writer to the child's stdin (`None` when [`SupervisorConfig::pipe_stdin`] is false).
