@@ -527,7 +527,11 @@ impl Live<'_> {
         match class.kind {
             LineKind::Result if top_level => self.last_result = Some(bytes.to_vec()),
             LineKind::RateLimit => {
-                self.monitor.observe(wall_ms(), &view);
+                // Warnings (once per window until it resets or falls back), rejections,
+                // credits and recoveries: each said once, as it happens.
+                for event in self.monitor.observe(wall_ms(), &view) {
+                    self.host.status.say(&event.to_string());
+                }
                 self.update_utilization();
             }
             LineKind::System if top_level && view.subtype().as_deref() == Some("init") => {

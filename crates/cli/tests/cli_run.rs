@@ -590,3 +590,41 @@ fn emit_result_ends_a_killed_run_with_a_synthetic_result_and_exit_1() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(out.stdout, format!("{INIT}\n{RESULT_OK}\n").as_bytes());
 }
+
+#[test]
+fn rate_limit_warnings_and_rejections_are_said_once_each() {
+    let dir = tempfile::tempdir().unwrap();
+    // The frames the real CLI prints under a gateway token (shapes from shared/protocol): two
+    // warnings for one window (said once), then a rejection of it (said).
+    let warning = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":4102444800,"rateLimitType":"five_hour","utilization":0.95,"overageStatus":"rejected","unifiedWindows":{"five_hour":{"utilization":0.95,"resetsAt":4102444800,"status":"allowed_warning"}}},"session_id":"sess-1"}"#;
+    let rejected = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":4102444800,"rateLimitType":"five_hour","overageStatus":"rejected"},"session_id":"sess-1"}"#;
+    let child = script(
+        dir.path(),
+        "limited",
+        &[
+            say(INIT),
+            say(warning),
+            say(warning),
+            say(rejected),
+            say(RESULT_OK),
+        ]
+        .join("\n"),
+    );
+    let out = run(&[], &child);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("agent-watchdog: rate limit: five_hour window at 95%")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert_eq!(
+        err.matches(
+            "agent-watchdog: rate limit: five_hour window rejected until 2100-01-01T00:00:00.000Z"
+        )
+        .count(),
+        1,
+        "{err}"
+    );
+}
