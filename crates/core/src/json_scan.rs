@@ -4,6 +4,11 @@
 //! and walks the members of an object or the elements of an array as borrowed text spans,
 //! without building anything. Nesting is tracked in a fixed 128-level bit stack, so no input can
 //! make it allocate or recurse; deeper input is rejected, as serde_json's default limit does.
+//!
+//! A line is validated once, by [`members`]. Later lookups into its parts ([`find_member`],
+//! [`for_each_member`], [`for_each_element`]) only ever see that validated text, so they skip
+//! values without checking them again: a string runs to its closing quote, a container to its
+//! matching bracket.
 
 /// Why a text is not well-formed JSON (kept small; the view renders it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,42 +38,54 @@ type R<T> = Result<T, ScanError>;
 
 const MAX_DEPTH: u32 = 128;
 
-/// Offset of the first quote, backslash or control byte: eight bytes at a time (SWAR), then
-/// byte by byte within the chunk that has one.
+/// Offset of the first quote, backslash or control byte, eight bytes at a time (SWAR).
+///
+/// Each word is tested with the has-zero-byte trick; its flags can be wrong only in bytes
+/// above a real match (borrow propagation), so the lowest flag is exact and gives the offset
+/// directly, without a byte-by-byte pass.
 #[inline]
 fn stop_offset(rest: &[u8]) -> Option<usize> {
+    scan::<true>(rest)
+}
+
+/// Offset of the first quote or backslash: [`stop_offset`] for text validated before, where a
+/// string cannot hold a control byte.
+#[inline]
+fn quote_offset(rest: &[u8]) -> Option<usize> {
+    scan::<false>(rest)
+}
+
+#[inline]
+fn scan<const CTRL: bool>(rest: &[u8]) -> Option<usize> {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
-    let zero = |v: u64| v.wrapping_sub(LO) & !v & HI;
+    #[inline]
+    fn stops<const CTRL: bool>(x: u64) -> u64 {
+        let zero = |v: u64| v.wrapping_sub(LO) & !v & HI;
+        let m = zero(x ^ (LO * b'"' as u64)) | zero(x ^ (LO * b'\\' as u64));
+        if CTRL {
+            m | (x.wrapping_sub(LO * 0x20) & !x & HI)
+        } else {
+            m
+        }
+    }
+    let mut chunks = rest.chunks_exact(8);
     let mut i = 0;
-    while let Some(chunk) = rest.get(i..i + 8) {
+    for chunk in &mut chunks {
         let x = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-        let stop = zero(x ^ (LO * b'"' as u64))
-            | zero(x ^ (LO * b'\\' as u64))
-            | (x.wrapping_sub(LO * 0x20) & !x & HI);
-        if stop != 0 {
-            break;
+        let m = stops::<CTRL>(x);
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
         }
         i += 8;
     }
-    rest[i..]
-        .iter()
-        .position(|&c| STOP[c as usize])
-        .map(|n| i + n)
+    // The last 0–7 bytes, padded with a byte that never stops.
+    let tail = chunks.remainder();
+    let mut word = [b'a'; 8];
+    word[..tail.len()].copy_from_slice(tail);
+    let m = stops::<CTRL>(u64::from_le_bytes(word));
+    (m != 0).then(|| i + (m.trailing_zeros() / 8) as usize)
 }
-
-/// Bytes that end the fast path inside a string: quote, backslash, control characters.
-static STOP: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = true;
-        i += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
 
 struct Cursor<'a> {
     b: &'a [u8],
@@ -198,6 +215,95 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// The next member of an object in text validated before, after its `{` or a member:
+    /// `(key between the quotes, key has escapes, raw value)`; `None` at its `}`.
+    fn next_member<'t>(&mut self, text: &'t str) -> Option<(&'t str, bool, &'t str)> {
+        self.ws();
+        if self.b.get(self.i) == Some(&b',') {
+            self.i += 1;
+            self.ws();
+        }
+        if self.b.get(self.i) != Some(&b'"') {
+            return None;
+        }
+        let k0 = self.i;
+        let esc = self.skip_string();
+        let key = text.get(k0 + 1..self.i.saturating_sub(1))?;
+        self.ws();
+        if self.b.get(self.i) != Some(&b':') {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        let v0 = self.i;
+        self.skip();
+        Some((key, esc, text.get(v0..self.i)?))
+    }
+
+    /// Skip the string at `"` in text validated before; returns whether it had an escape.
+    /// Never fails and never panics: on text that is not valid it stops at the end.
+    fn skip_string(&mut self) -> bool {
+        self.i += 1;
+        let mut escaped = false;
+        loop {
+            let rest = self.b.get(self.i..).unwrap_or_default();
+            let Some(n) = quote_offset(rest) else {
+                self.i = self.b.len();
+                return escaped;
+            };
+            self.i += n;
+            if rest[n] == b'"' {
+                self.i += 1;
+                return escaped;
+            }
+            // A backslash and the byte it escapes (`\uXXXX` continues with plain hex digits).
+            escaped = true;
+            self.i += 2;
+        }
+    }
+
+    /// Skip one value (after leading whitespace) in text validated before, without checking
+    /// it again: strings to their closing quote, containers by counting brackets outside
+    /// strings, scalars to the next delimiter.
+    fn skip(&mut self) {
+        self.ws();
+        match self.b.get(self.i) {
+            Some(b'"') => {
+                self.skip_string();
+            }
+            Some(b'{' | b'[') => {
+                let mut depth = 0usize;
+                while let Some(&c) = self.b.get(self.i) {
+                    match c {
+                        b'"' => {
+                            self.skip_string();
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth = depth.saturating_sub(1);
+                            if depth == 0 {
+                                self.i += 1;
+                                return;
+                            }
+                        }
+                        _ => {}
+                    }
+                    self.i += 1;
+                }
+            }
+            Some(_) => {
+                while let Some(c) = self.b.get(self.i) {
+                    if matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                        break;
+                    }
+                    self.i += 1;
+                }
+            }
+            None => {}
+        }
+    }
+
     /// Skip an object or array iteratively; the stack of open containers is a bit set.
     fn container(&mut self) -> R<()> {
         // bit d of `stack` = 1 when the container at depth d is an object.
@@ -317,8 +423,22 @@ pub(crate) fn members<'a>(text: &'a str, mut f: impl FnMut(&'a str, bool, &'a st
 
 /// Call `f(key, key_has_escapes, value)` for every member of the object `text`, which must
 /// already be validated. Returns `false` when `text` is not an object.
-pub(crate) fn for_each_member<'a>(text: &'a str, f: impl FnMut(&'a str, bool, &'a str)) -> bool {
-    members(text, f).is_ok()
+pub(crate) fn for_each_member<'a>(
+    text: &'a str,
+    mut f: impl FnMut(&'a str, bool, &'a str),
+) -> bool {
+    let mut c = Cursor {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    c.ws();
+    if c.expect(b'{').is_err() {
+        return false;
+    }
+    while let Some((key, esc, value)) = c.next_member(text) {
+        f(key, esc, value);
+    }
+    true
 }
 
 /// The raw text of member `key` of the object `text` (already validated), scanning only as far
@@ -330,33 +450,21 @@ pub(crate) fn find_member<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     };
     c.ws();
     c.expect(b'{').ok()?;
-    loop {
-        c.ws();
-        match c.peek().ok()? {
-            b'}' => return None,
-            b',' => {
-                c.i += 1;
-                c.ws();
-            }
-            _ => {}
-        }
-        let k0 = c.i;
-        let esc = c.string().ok()?;
-        let quoted_key = &text[k0..c.i];
-        c.ws();
-        c.expect(b':').ok()?;
-        c.ws();
-        let v0 = c.i;
-        c.value().ok()?;
+    while let Some((k, esc, value)) = c.next_member(text) {
         let hit = if esc {
-            serde_json::from_str::<String>(quoted_key).is_ok_and(|k| k == key)
+            // The key with its quotes, as a JSON string to unescape (rare; allocates).
+            let at = k.as_ptr() as usize - text.as_ptr() as usize;
+            text.get(at - 1..at + k.len() + 1)
+                .and_then(|quoted| serde_json::from_str::<String>(quoted).ok())
+                .is_some_and(|k| k == key)
         } else {
-            &quoted_key[1..quoted_key.len() - 1] == key
+            k == key
         };
         if hit {
-            return Some(&text[v0..c.i]);
+            return Some(value);
         }
     }
+    None
 }
 
 /// Call `f(element)` for every element of the array `text`, which must already be validated.
@@ -372,19 +480,20 @@ pub(crate) fn for_each_element<'a>(text: &'a str, mut f: impl FnMut(&'a str)) ->
     }
     loop {
         c.ws();
-        match c.peek() {
-            Ok(b']') | Err(_) => return true,
-            Ok(b',') => {
+        match c.b.get(c.i) {
+            Some(b']') | None => return true,
+            Some(b',') => {
                 c.i += 1;
                 c.ws();
             }
-            Ok(_) => {}
+            Some(_) => {}
         }
         let v0 = c.i;
-        if c.value().is_err() {
-            return true;
+        c.skip();
+        match text.get(v0..c.i) {
+            Some(v) if !v.is_empty() => f(v),
+            _ => return true,
         }
-        f(&text[v0..c.i]);
     }
 }
 
@@ -503,5 +612,93 @@ mod tests {
         assert_eq!(els, vec!["1", r#"{"a":2}"#, r#""x""#]);
         assert!(!for_each_element("{}", |_| {}));
         assert!(!for_each_member("[]", |_, _, _| {}));
+    }
+
+    mod walkers_agree_with_serde {
+        use super::super::*;
+        use proptest::prelude::*;
+        use serde_json::Value;
+
+        /// Any JSON value, with strings that need escapes (quotes, backslashes, control bytes,
+        /// non-ASCII) and keys that need them too.
+        fn arb_json() -> impl Strategy<Value = Value> {
+            let text = "[a-z\\\\\"\\n\\t\\u{1}\\u{1f}é😀 ]{0,12}";
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                // Binary fractions: they survive serde_json's own text round trip exactly.
+                (-4_000_000i64..4_000_000).prop_map(|n| Value::from(n as f64 / 4.0)),
+                text.prop_map(Value::from),
+            ];
+            leaf.prop_recursive(4, 48, 6, move |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..5).prop_map(Value::from),
+                    prop::collection::btree_map(text, inner, 0..5)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        fn parse(raw: &str) -> Value {
+            serde_json::from_str(raw).expect("a walker returned a whole value")
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1000))]
+
+            /// On validated text, the fast walkers see exactly what serde_json sees, compact
+            /// or pretty-printed.
+            #[test]
+            fn on_valid_json(v in arb_json(), pretty in any::<bool>()) {
+                let text = if pretty {
+                    serde_json::to_string_pretty(&v).unwrap()
+                } else {
+                    serde_json::to_string(&v).unwrap()
+                };
+                prop_assert!(validate(&text).is_ok());
+                match &v {
+                    Value::Object(map) => {
+                        let mut seen = Vec::new();
+                        let object = for_each_member(&text, |k, esc, raw| {
+                            let key = if esc {
+                                serde_json::from_str::<String>(&format!("\"{k}\"")).unwrap()
+                            } else {
+                                k.to_owned()
+                            };
+                            seen.push((key, parse(raw)));
+                        });
+                        prop_assert!(object);
+                        let want: Vec<_> = map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                        prop_assert_eq!(seen, want);
+                        for (k, want) in map {
+                            let found = find_member(&text, k).map(parse);
+                            prop_assert_eq!(found.as_ref(), Some(want));
+                        }
+                        prop_assert_eq!(find_member(&text, "\u{0}absent"), None);
+                    }
+                    Value::Array(items) => {
+                        let mut seen = Vec::new();
+                        let array = for_each_element(&text, |raw| seen.push(parse(raw)));
+                        prop_assert!(array);
+                        prop_assert_eq!(&seen, items);
+                    }
+                    _ => {
+                        let object = for_each_member(&text, |_, _, _| {});
+                        let array = for_each_element(&text, |_| {});
+                        prop_assert!(!object && !array);
+                    }
+                }
+            }
+
+            /// They are only ever given validated text, but no text can make them panic or
+            /// loop.
+            #[test]
+            fn on_any_text(text in "[{}\\[\\],:\"\\\\a-z0-9 .eE+-]{0,40}") {
+                for_each_member(&text, |_, _, _| {});
+                for_each_element(&text, |_| {});
+                let _ = find_member(&text, "a");
+            }
+        }
     }
 }
