@@ -8,14 +8,17 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use agent_sdk_watchdog::{Output, Report, Stage, Supervisor, SupervisorConfig, SupervisorHandle};
+use agent_sdk_watchdog::{
+    Batch, LineMeta, Output, Report, Stage, StdoutBatch, Supervisor, SupervisorConfig,
+    SupervisorHandle,
+};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use watchdog_core::capture::Record;
 use watchdog_core::{
-    classify, Event, Kill, LineKind, LineView, Outcome, RateLimitConfig, RateLimitMonitor,
-    SessionConfig, Signal, StallClock,
+    Event, Kill, LineKind, LineView, Outcome, RateLimitConfig, RateLimitMonitor, SessionConfig,
+    Signal, StallClock,
 };
 
 use crate::cli::RunArgs;
@@ -425,14 +428,20 @@ impl Live<'_> {
         if self.out_buf.is_empty() {
             return;
         }
+        let buf = std::mem::take(&mut self.out_buf);
+        self.write_stdout(&buf).await;
+        self.out_buf = buf;
+        self.out_buf.clear();
+    }
+
+    async fn write_stdout(&mut self, bytes: &[u8]) {
         if self.stdout_ok {
-            let mut r = self.stdout.write_all(&self.out_buf).await;
+            let mut r = self.stdout.write_all(bytes).await;
             if r.is_ok() {
                 r = self.stdout.flush().await;
             }
             self.stdout_ok = r.is_ok();
         }
-        self.out_buf.clear();
     }
 
     /// Record a line written to the child's stdin (`None`: its stdin was closed).
@@ -455,30 +464,47 @@ impl Live<'_> {
         ms(now.saturating_duration_since(self.start))
     }
 
-    async fn on_output(&mut self, out: Output) {
+    async fn on_batch(&mut self, batch: Batch) {
+        match batch {
+            Batch::Stdout(b) => self.on_stdout(b).await,
+            Batch::Output(out) => self.on_output(out),
+        }
+    }
+
+    /// Stdout lines read together: passed on as they are (one write for a large batch), then
+    /// tallied from the class the supervisor gave each.
+    async fn on_stdout(&mut self, b: StdoutBatch) {
+        if self.stdout_ok && !self.quiet {
+            if self.out_buf.is_empty() && b.bytes().len() >= OUT_BUF_FLUSH {
+                self.write_stdout(b.bytes()).await;
+            } else {
+                self.out_buf.extend_from_slice(b.bytes());
+                if self.out_buf.len() >= OUT_BUF_FLUSH {
+                    self.flush_stdout().await;
+                }
+            }
+        }
+        let now = b.at();
+        for m in b.lines() {
+            let bytes = b.line(m);
+            if m.piece {
+                let n = self.overlong.unwrap_or(0) + bytes.len();
+                self.overlong = Some(n);
+                if !m.continues {
+                    self.overlong = None;
+                    self.end_overlong(now, n);
+                }
+                continue;
+            }
+            self.stdout_line(now, bytes, m);
+        }
+    }
+
+    fn on_output(&mut self, out: Output) {
         let now = Instant::now();
         match out {
-            Output::Stdout(line) => {
-                if self.stdout_ok && !self.quiet {
-                    self.out_buf.extend_from_slice(&line.bytes);
-                    if line.newline {
-                        self.out_buf.push(b'\n');
-                    }
-                    if self.out_buf.len() >= OUT_BUF_FLUSH {
-                        self.flush_stdout().await;
-                    }
-                }
-                if line.continues || self.overlong.is_some() {
-                    let n = self.overlong.unwrap_or(0) + line.bytes.len();
-                    self.overlong = Some(n);
-                    if !line.continues {
-                        self.overlong = None;
-                        self.end_overlong(now, n);
-                    }
-                    return;
-                }
-                self.stdout_line(now, &line.bytes);
-            }
+            // Stdout comes in batches (`on_stdout`).
+            Output::Stdout(_) => {}
             Output::Stderr(line) => {
                 let t = self.t_ms(now);
                 self.host.recorder.write(
@@ -511,30 +537,40 @@ impl Live<'_> {
             .write(t, Record::Raw(format!("<over-long line: {n} bytes>")));
     }
 
-    fn stdout_line(&mut self, now: Instant, bytes: &[u8]) {
+    fn stdout_line(&mut self, now: Instant, bytes: &[u8], m: &LineMeta) {
         let t = self.t_ms(now);
         self.host.recorder.stdout_line(t, bytes);
-        let Ok(view) = LineView::parse(bytes) else {
+        let class = m.class;
+        if class.kind == LineKind::Unparseable {
             self.tally.unparseable();
             return;
+        }
+        // The supervisor parsed and classified the line; look inside again only for the few
+        // lines whose fields we need (init, result, rate limits, tool calls, a new session id).
+        let parsed = if Tally::wants_view(class, m.top_level, m.new_session_id) {
+            LineView::parse(bytes).ok()
+        } else {
+            None
         };
-        let class = classify(&view);
-        self.tally.observe(&view, class);
+        self.tally
+            .observe_class(parsed.as_ref(), class, m.top_level);
         if matches!(class.signal, Signal::Progress | Signal::Settle) {
             self.last_progress = Some(now);
         }
-        let top_level = view.parent_tool_use_id().is_none();
-        match class.kind {
-            LineKind::Result if top_level => self.last_result = Some(bytes.to_vec()),
-            LineKind::RateLimit => {
+        let top_level = m.top_level;
+        match (class.kind, &parsed) {
+            (LineKind::Result, _) if top_level => self.last_result = Some(bytes.to_vec()),
+            (LineKind::RateLimit, Some(view)) => {
                 // Warnings (once per window until it resets or falls back), rejections,
                 // credits and recoveries: each said once, as it happens.
-                for event in self.monitor.observe(wall_ms(), &view) {
+                for event in self.monitor.observe(wall_ms(), view) {
                     self.host.status.say(&event.to_string());
                 }
                 self.update_utilization();
             }
-            LineKind::System if top_level && view.subtype().as_deref() == Some("init") => {
+            (LineKind::System, Some(view))
+                if top_level && view.subtype().as_deref() == Some("init") =>
+            {
                 self.check_session(view.session_id().map(|s| s.into_owned()));
             }
             _ => {}
@@ -737,8 +773,8 @@ pub(crate) async fn supervise(
                 }
                 live.record_written(note);
             }
-            out = sup.next_output() => match out {
-                Some(out) => live.on_output(out).await,
+            out = sup.next_batch() => match out {
+                Some(out) => live.on_batch(out).await,
                 None => break,
             },
             // Nothing else is ready: write what the child printed.

@@ -103,15 +103,56 @@ impl Tally {
         self.counts[LineKind::Unparseable.index()] += 1;
     }
 
+    /// Whether [`Tally::observe`] needs to look inside a parsed line of class `class`:
+    /// `top_level` (no `parent_tool_use_id`), `new_session_id` (its `session_id` differs from
+    /// the last one seen). Other lines are tallied from their class alone.
+    pub fn wants_view(class: Class, top_level: bool, new_session_id: bool) -> bool {
+        new_session_id
+            || matches!(
+                class.kind,
+                LineKind::Result | LineKind::RateLimit | LineKind::System
+            )
+            || (top_level && matches!(class.kind, LineKind::Assistant | LineKind::User))
+    }
+
+    /// Count one parsed stdout line of class `class`, with its view (from
+    /// [`LineView::parse`]) when [`Tally::wants_view`] says it is needed.
+    pub fn observe_class(&mut self, view: Option<&LineView<'_>>, class: Class, top_level: bool) {
+        self.counts[class.kind.index()] += 1;
+        match view {
+            Some(view) => self.look_inside(view, class, top_level),
+            None => self.note_class(class, top_level),
+        }
+    }
+
     /// Count one parsed stdout line of class `class`.
     pub fn observe(&mut self, view: &LineView<'_>, class: Class) {
-        self.counts[class.kind.index()] += 1;
+        let top_level = view.parent_tool_use_id().is_none();
+        self.observe_class(Some(view), class, top_level);
+    }
+
+    /// What a line changes that its class alone tells.
+    fn note_class(&mut self, class: Class, top_level: bool) {
+        match class.kind {
+            LineKind::ApiRetry => self.activity = Activity::Retrying,
+            LineKind::StreamEvent if top_level && self.open_tools.is_empty() => {
+                self.activity = Activity::Writing;
+            }
+            LineKind::ControlRequest | LineKind::SessionState
+                if class.signal == watchdog_core::Signal::HumanWait =>
+            {
+                self.activity = Activity::HumanWait;
+            }
+            _ => {}
+        }
+    }
+
+    fn look_inside(&mut self, view: &LineView<'_>, class: Class, top_level: bool) {
         if let Some(sid) = view.session_id() {
             if !sid.is_empty() && self.session_id.as_deref() != Some(&*sid) {
                 self.session_id = Some(sid.into_owned());
             }
         }
-        let top_level = view.parent_tool_use_id().is_none();
         match class.kind {
             LineKind::Result => {
                 self.result = Some(ResultInfo {
@@ -131,7 +172,6 @@ impl Tally {
                     self.rate_limit = Some(info);
                 }
             }
-            LineKind::ApiRetry => self.activity = Activity::Retrying,
             LineKind::Assistant if top_level => {
                 let mut any = false;
                 for (id, name) in view.tool_uses() {
@@ -156,20 +196,12 @@ impl Tally {
                     None => Activity::Requesting,
                 };
             }
-            LineKind::StreamEvent if top_level && self.open_tools.is_empty() => {
-                self.activity = Activity::Writing;
-            }
             LineKind::System => match view.subtype().as_deref() {
                 Some("thinking_tokens") => self.activity = Activity::Thinking,
                 Some("status") => self.activity = Activity::Requesting,
                 _ => {}
             },
-            LineKind::ControlRequest | LineKind::SessionState
-                if class.signal == watchdog_core::Signal::HumanWait =>
-            {
-                self.activity = Activity::HumanWait;
-            }
-            _ => {}
+            _ => self.note_class(class, top_level),
         }
     }
 
@@ -252,6 +284,48 @@ mod tests {
         let v = LineView::parse_str(line).unwrap();
         let c = classify(&v);
         t.observe(&v, c);
+    }
+
+    /// The same lines tallied from their class alone where `wants_view` allows it.
+    fn feed_class(t: &mut Tally, sid: &mut String, line: &str) {
+        let v = LineView::parse_str(line).unwrap();
+        let c = classify(&v);
+        let top = v.parent_tool_use_id().is_none();
+        let new_sid = v.session_id().is_some_and(|s| !s.is_empty() && *s != **sid);
+        if new_sid {
+            *sid = v.session_id().unwrap().into_owned();
+        }
+        let view = Tally::wants_view(c, top, new_sid).then_some(&v);
+        t.observe_class(view, c, top);
+    }
+
+    #[test]
+    fn class_only_tally_matches_the_full_one() {
+        let lines = [
+            r#"{"type":"system","subtype":"init","session_id":"s1"}"#,
+            r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"s1","parent_tool_use_id":null}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash"}]},"session_id":"s1"}"#,
+            r#"{"type":"stream_event","event":{"type":"ping"},"session_id":"s1"}"#,
+            r#"{"type":"system","subtype":"api_retry","session_id":"s1"}"#,
+            r#"{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool"}}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1"}]}}"#,
+            r#"{"type":"stream_event","event":{"type":"message_start"},"session_id":"s2"}"#,
+            r#"{"type":"system","subtype":"thinking_tokens","session_id":"s2"}"#,
+            r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"s2","parent_tool_use_id":"t9"}"#,
+            r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"},"session_id":"s2"}"#,
+            r#"{"type":"result","subtype":"success","num_turns":3,"session_id":"s2"}"#,
+        ];
+        let (mut full, mut by_class, mut sid) = (Tally::default(), Tally::default(), String::new());
+        for (i, l) in lines.iter().enumerate() {
+            feed(&mut full, l);
+            feed_class(&mut by_class, &mut sid, l);
+            assert_eq!(full.activity, by_class.activity, "after line {i}");
+            assert_eq!(full.session_id, by_class.session_id, "after line {i}");
+        }
+        assert_eq!(full.counts, by_class.counts);
+        assert_eq!(full.result, by_class.result);
+        assert_eq!(full.rate_limit, by_class.rate_limit);
+        assert_eq!(full.tool_rounds, by_class.tool_rounds);
     }
 
     #[test]

@@ -6,8 +6,11 @@ mod common;
 
 use std::time::Duration;
 
-use agent_sdk_watchdog::{KillCause, Output, SpawnError, Stage, Supervisor, SupervisorConfig};
+use agent_sdk_watchdog::{
+    Batch, KillCause, Output, SpawnError, Stage, Supervisor, SupervisorConfig,
+};
 use common::{dead, quick, run_all, sh};
+use watchdog_core::LineKind;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -370,4 +373,94 @@ async fn waiting_without_reading_never_blocks_on_the_bound() {
         .expect("wait returned")
         .unwrap();
     assert_eq!(report.status.unwrap().code(), Some(0));
+}
+
+#[tokio::test]
+async fn batches_carry_the_stream_and_each_line_s_class() {
+    let text = concat!(
+        r#"{"type":"system","subtype":"init","session_id":"s1"}"#,
+        "\n",
+        r#"{"type":"stream_event","event":{"type":"ping"},"session_id":"s1","parent_tool_use_id":"t1"}"#,
+        "\nnot json\n\n",
+        r#"{"type":"result","subtype":"success","session_id":"s2"}"#,
+        "\r\nlast"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("out");
+    std::fs::write(&file, text).unwrap();
+    let mut sup = Supervisor::spawn(sh(&format!("cat {}", file.display())), quick()).unwrap();
+    let (mut bytes, mut lines) = (Vec::new(), Vec::new());
+    tokio::time::timeout(LIMIT, async {
+        while let Some(b) = sup.next_batch().await {
+            match b {
+                Batch::Stdout(b) => {
+                    bytes.extend_from_slice(b.bytes());
+                    for m in b.lines() {
+                        lines.push((b.line(m).to_vec(), *m));
+                    }
+                }
+                Batch::Output(o) => assert!(!matches!(o, Output::Stdout(_))),
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(bytes, text.as_bytes());
+    let kinds: Vec<_> = lines.iter().map(|(_, m)| m.class.kind).collect();
+    use LineKind as K;
+    assert_eq!(
+        kinds,
+        [
+            K::System,
+            K::Ping,
+            K::Unparseable,
+            K::Unparseable,
+            K::Result,
+            K::Unparseable
+        ]
+    );
+    let flags: Vec<_> = lines
+        .iter()
+        .map(|(_, m)| (m.top_level, m.new_session_id, m.newline, m.piece))
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            (true, true, true, false),
+            (false, false, true, false),
+            (false, false, true, false),
+            (false, false, true, false),
+            (true, true, true, false),
+            (false, false, false, false),
+        ]
+    );
+    assert_eq!(lines[4].0.last(), Some(&b'\r'));
+    assert_eq!(lines[5].0, b"last");
+    let report = sup.wait().await.unwrap();
+    assert_eq!(report.session_id.as_deref(), Some("s1"));
+    assert_eq!(report.stdout_lines, 6);
+}
+
+#[tokio::test]
+async fn line_by_line_and_batches_mix() {
+    let mut sup = Supervisor::spawn(sh("printf 'a\\nb\\nc\\n'"), quick()).unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(LIMIT, async {
+        // The first line alone, then the rest of its batch (and any later ones) whole.
+        while let Some(o) = sup.next_output().await {
+            if let Output::Stdout(l) = o {
+                got.extend_from_slice(&l.bytes);
+                got.push(b'\n');
+                break;
+            }
+        }
+        while let Some(b) = sup.next_batch().await {
+            if let Batch::Stdout(b) = b {
+                got.extend_from_slice(b.bytes());
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(got, b"a\nb\nc\n");
 }

@@ -4,17 +4,17 @@ use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use tokio::io::BufReader;
+use tokio::io::{AsyncReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex, Semaphore};
 use watchdog_core::{Limits, Registry};
 
 use super::kill::{self, Exit};
-use super::lines::{Line, LineReader};
+use super::lines::{split_lines, LineReader, StdoutBatch};
 use super::shared::{dispatch, Shared};
 use super::tree::{Tree, TREE_MARKER_VAR};
 use super::{
-    signals, Control, KillCause, Output, Report, SpawnError, Stage, StdinWriter, Supervisor,
+    signals, Batch, Control, KillCause, Output, Report, SpawnError, Stage, StdinWriter, Supervisor,
     SupervisorConfig, SupervisorHandle,
 };
 use crate::clock;
@@ -119,6 +119,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         budget,
         stdin,
         output: Some(out_rx),
+        unbatched: None,
         report: Some(report_rx),
     })
 }
@@ -127,28 +128,33 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
 /// child then waits on its pipe): bounded memory whatever the child prints.
 pub(crate) const OUTPUT_BUDGET: usize = 8 << 20;
 
-/// The budget one line takes: its bytes, capped so a line larger than the budget still passes
+/// The budget an item takes: its bytes, capped so an item larger than the budget still passes
 /// (alone).
-pub(crate) fn line_cost(line: &Line) -> u32 {
-    (line.bytes.len() + 1).min(OUTPUT_BUDGET) as u32
+pub(crate) fn cost(item: &Batch) -> u32 {
+    let bytes = match item {
+        Batch::Stdout(b) => b.bytes.len(),
+        Batch::Output(Output::Stdout(l) | Output::Stderr(l)) => l.bytes.len() + 1,
+        Batch::Output(_) => 0,
+    };
+    bytes.clamp(1, OUTPUT_BUDGET) as u32
 }
 
 /// The output channel as the readers use it: lines wait for budget, which the caller gives back
-/// as it takes them ([`Supervisor::next_output`]).
+/// as it takes them ([`Supervisor::next_batch`]).
 struct Queue {
-    out: mpsc::UnboundedSender<Output>,
+    out: mpsc::UnboundedSender<Batch>,
     budget: Arc<Semaphore>,
 }
 
 impl Queue {
-    /// Queue a line once the caller has room for it. Never waits once the caller is gone (its
-    /// receiver dropped, e.g. by [`Supervisor::wait`]): the line is dropped then.
-    async fn line(&self, line: Line, wrap: fn(Line) -> Output) {
+    /// Queue lines once the caller has room for them. Never waits once the caller is gone (its
+    /// receiver dropped, e.g. by [`Supervisor::wait`]): the lines are dropped then.
+    async fn send(&self, item: Batch) {
         tokio::select! {
-            permit = self.budget.acquire_many(line_cost(&line)) => {
+            permit = self.budget.acquire_many(cost(&item)) => {
                 if let Ok(p) = permit {
                     p.forget();
-                    let _ = self.out.send(wrap(line));
+                    let _ = self.out.send(item);
                 }
             }
             () = self.out.closed() => {}
@@ -156,27 +162,75 @@ impl Queue {
     }
 }
 
+/// How much stdout is read at once, and the pipe size asked for: a fast child's lines come in
+/// batches of up to this size, with one clock reading, one lock and one message each.
+const CHUNK: usize = 1 << 20;
+
+/// Ask for a larger stdout pipe (Linux): fewer, larger reads while a child prints fast, and
+/// fewer wake-ups for both. The size is capped by the system (`fs.pipe-max-size`); failing
+/// leaves the default.
+fn enlarge_pipe(pipe: &tokio::process::ChildStdout) {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = rustix::pipe::fcntl_setpipe_size(pipe, CHUNK);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pipe;
+}
+
+/// The first `n` bytes of `buf`, leaving the rest in `buf` (with room for the next read). A
+/// large batch moves the buffer itself out (only the incomplete line left over is copied); a
+/// small one is copied out, so a quiet child's line does not pin a large buffer.
+fn take_front(buf: &mut Vec<u8>, n: usize) -> Vec<u8> {
+    if n * 2 < buf.capacity() {
+        let front = buf[..n].to_vec();
+        buf.drain(..n);
+        front
+    } else {
+        let mut rest = Vec::with_capacity(CHUNK.max(buf.len() - n));
+        rest.extend_from_slice(&buf[n..]);
+        buf.truncate(n);
+        std::mem::replace(buf, rest)
+    }
+}
+
 async fn read_stdout(
-    pipe: tokio::process::ChildStdout,
+    mut pipe: tokio::process::ChildStdout,
     max_line: usize,
     shared: Arc<Shared>,
     queue: Queue,
     ctrl: mpsc::UnboundedSender<Control>,
 ) {
-    let mut reader = LineReader::new(BufReader::with_capacity(64 << 10, pipe), max_line);
+    enlarge_pipe(&pipe);
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
     let mut in_long = false;
-    while let Ok(Some(line)) = reader.next().await {
-        if line.continues && !in_long {
-            shared.overlong();
-            let _ = queue.out.send(Output::Overlong { max_line });
+    loop {
+        if buf.capacity() - buf.len() < CHUNK / 4 {
+            buf.reserve(CHUNK);
         }
-        let events = shared.observe_stdout(&line.bytes, in_long || line.continues);
-        in_long = line.continues;
-        // The kill goes out before waiting for room: a full queue never delays a kill.
-        if let Some(kill) = dispatch(&queue.out, events) {
-            let _ = ctrl.send(Control::Kill(KillCause::Watchdog(kill)));
+        // A read error ends the stream like its end does (what was read still goes out).
+        let eof = !matches!(pipe.read_buf(&mut buf).await, Ok(n) if n > 0);
+        let mut lines = Vec::new();
+        let used = split_lines(&buf, max_line, eof, &mut in_long, &mut lines);
+        if !lines.is_empty() {
+            // The lines that arrived together: one clock reading, one lock, one message.
+            let at = clock::now();
+            let (events, overlong) = shared.observe_stdout(at, &buf[..used], &mut lines);
+            for _ in 0..overlong {
+                let _ = queue.out.send(Batch::Output(Output::Overlong { max_line }));
+            }
+            // The kill goes out before waiting for room: a full queue never delays a kill.
+            if let Some(kill) = dispatch(&queue.out, events) {
+                let _ = ctrl.send(Control::Kill(KillCause::Watchdog(kill)));
+            }
+            let bytes = take_front(&mut buf, used);
+            queue
+                .send(Batch::Stdout(StdoutBatch { bytes, lines, at }))
+                .await;
         }
-        queue.line(line, Output::Stdout).await;
+        if eof {
+            return;
+        }
     }
 }
 
@@ -189,7 +243,7 @@ async fn read_stderr(
     let mut reader = LineReader::new(BufReader::with_capacity(16 << 10, pipe), max_line);
     while let Ok(Some(line)) = reader.next().await {
         shared.observe_stderr();
-        queue.line(line, Output::Stderr).await;
+        queue.send(Batch::Output(Output::Stderr(line))).await;
     }
 }
 
@@ -202,7 +256,7 @@ struct Watch {
     started: tokio::time::Instant,
     cfg: SupervisorConfig,
     shared: Arc<Shared>,
-    out: mpsc::UnboundedSender<Output>,
+    out: mpsc::UnboundedSender<Batch>,
     ctrl: mpsc::UnboundedReceiver<Control>,
     pipe: Arc<AsyncMutex<Option<ChildStdin>>>,
     readers: Vec<tokio::task::JoinHandle<()>>,

@@ -9,7 +9,7 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
 use super::tree::{Proc, Tree};
-use super::{signals, Control, KillCause, KillReport, Output, Stage, SupervisorConfig};
+use super::{signals, Batch, Control, KillCause, KillReport, Output, Stage, SupervisorConfig};
 
 /// Whether the child has been reaped.
 pub(crate) enum Exit {
@@ -25,7 +25,7 @@ pub(crate) struct Ladder<'a> {
     pub(crate) pgid: i32,
     pub(crate) stdin: &'a AsyncMutex<Option<ChildStdin>>,
     pub(crate) cfg: &'a SupervisorConfig,
-    pub(crate) out: &'a mpsc::UnboundedSender<Output>,
+    pub(crate) out: &'a mpsc::UnboundedSender<Batch>,
     pub(crate) ctrl: &'a mut mpsc::UnboundedReceiver<Control>,
 }
 
@@ -95,14 +95,14 @@ pub(crate) async fn ladder(
 
     if from == Stage::Interrupt && l.cfg.stream_json_input && l.interrupt().await {
         stage = Stage::Interrupt;
-        let _ = l.out.send(Output::Stage(stage));
+        let _ = l.out.send(Batch::Output(Output::Stage(stage)));
         (exit, escalate) = l.wait_child(l.cfg.interrupt_grace).await;
     }
     let mut term_deadline = tokio::time::Instant::now();
     if matches!(exit, Exit::Running) && !escalate {
         l.tree.scan(true);
         stage = Stage::Term;
-        let _ = l.out.send(Output::Stage(stage));
+        let _ = l.out.send(Batch::Output(Output::Stage(stage)));
         let _ = signals::group(l.pgid, Signal::TERM);
         term_deadline += l.cfg.term_grace;
         (exit, escalate) = l.wait_child(l.cfg.term_grace).await;
@@ -117,7 +117,7 @@ pub(crate) async fn ladder(
     let rest = l.tree.scan(true);
     if matches!(exit, Exit::Running) || !rest.is_empty() || escalate {
         stage = Stage::Kill;
-        let _ = l.out.send(Output::Stage(stage));
+        let _ = l.out.send(Batch::Output(Output::Stage(stage)));
         exit = kill_all(&mut l, exit, &mut killed).await;
     }
     l.tree.reap();

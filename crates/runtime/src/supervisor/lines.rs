@@ -1,6 +1,11 @@
-//! Reading a pipe as lines, with a maximum line length and nothing lost.
+//! Reading a pipe as lines, with a maximum line length and nothing lost: one line at a time
+//! ([`LineReader`], for stderr) or in batches of the lines that arrived together
+//! ([`StdoutBatch`], for stdout).
+
+use std::time::Instant;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use watchdog_core::Class;
 
 /// One line (or one piece of an over-long line) read from a child's stdout or stderr.
 ///
@@ -16,6 +21,129 @@ pub struct Line {
     /// True when this is a piece of an over-long line (longer than the maximum) and more of
     /// the same line follows in the next `Line`.
     pub continues: bool,
+}
+
+/// One line (or piece of an over-long line) of a [`StdoutBatch`]: where it is, and what the
+/// supervisor made of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LineMeta {
+    /// Offset of the line's first byte in [`StdoutBatch::bytes`].
+    pub start: usize,
+    /// Length of the line, without its `\n`.
+    pub len: usize,
+    /// Whether a `\n` follows the line in the stream (see [`Line::newline`]).
+    pub newline: bool,
+    /// More of the same over-long line follows (see [`Line::continues`]).
+    pub continues: bool,
+    /// A piece of an over-long line (any piece, the last one too). Pieces are keep-alives and
+    /// were not parsed.
+    pub piece: bool,
+    /// The class the policy gave the line ([`Class::UNPARSEABLE`] for a piece).
+    pub class: Class,
+    /// The line parsed and has no `parent_tool_use_id` (not a subagent's line).
+    pub top_level: bool,
+    /// The line carries a non-empty `session_id` that differs from the last one seen on stdout
+    /// (the first one counts as a change).
+    pub new_session_id: bool,
+}
+
+impl LineMeta {
+    /// The metadata of one line before the policy saw it.
+    pub(crate) fn new(start: usize, len: usize, newline: bool, continues: bool) -> Self {
+        LineMeta {
+            start,
+            len,
+            newline,
+            continues,
+            piece: false,
+            class: Class::UNPARSEABLE,
+            top_level: false,
+            new_session_id: false,
+        }
+    }
+}
+
+/// Stdout lines that were read together, in order: their bytes, contiguous and exactly as in
+/// the stream (newlines included, so one `write` passes them on), and per-line metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StdoutBatch {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) lines: Vec<LineMeta>,
+    pub(crate) at: Instant,
+}
+
+impl StdoutBatch {
+    /// The stream's bytes: writing them for every batch in order reproduces stdout exactly.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+    /// The lines, in order.
+    pub fn lines(&self) -> &[LineMeta] {
+        &self.lines
+    }
+    /// The bytes of one line of this batch, without its `\n`.
+    pub fn line(&self, meta: &LineMeta) -> &[u8] {
+        self.bytes
+            .get(meta.start..meta.start + meta.len)
+            .unwrap_or_default()
+    }
+    /// When the lines were read: the instant the policy observed them at.
+    pub fn at(&self) -> Instant {
+        self.at
+    }
+    /// Drop the first `n` lines (they were handed out one by one).
+    pub(crate) fn drop_front(&mut self, n: usize) {
+        let cut = match self.lines.get(n) {
+            Some(m) => m.start,
+            None => self.bytes.len(),
+        };
+        self.bytes.drain(..cut);
+        self.lines.drain(..n.min(self.lines.len()));
+        for m in &mut self.lines {
+            m.start -= cut;
+        }
+    }
+    /// The `i`th line as an owned [`Line`].
+    pub(crate) fn to_line(&self, i: usize) -> Option<Line> {
+        let m = self.lines.get(i)?;
+        Some(Line {
+            bytes: self.line(m).to_vec(),
+            newline: m.newline,
+            continues: m.continues,
+        })
+    }
+}
+
+/// Finds the complete lines (and pieces of over-long lines) at the front of `buf`: appends
+/// their metadata to `lines` and returns how many bytes they take. `in_long`: the line being
+/// read is over-long (an earlier piece was cut); updated. `eof`: nothing more will come, so
+/// what remains is a last line without a newline.
+pub(crate) fn split_lines(
+    buf: &[u8],
+    max: usize,
+    eof: bool,
+    in_long: &mut bool,
+    lines: &mut Vec<LineMeta>,
+) -> usize {
+    let max = max.max(1);
+    let mut pos = 0;
+    loop {
+        let rest = &buf[pos..];
+        // A newline right after `max` bytes still ends a line that fits.
+        let window = &rest[..rest.len().min(max.saturating_add(1))];
+        let (len, newline, continues) = match memchr::memchr(b'\n', window) {
+            Some(i) => (i, true, false),
+            None if rest.len() > max => (max, false, true),
+            None if eof && !rest.is_empty() => (rest.len(), false, false),
+            None => return pos,
+        };
+        let mut m = LineMeta::new(pos, len, newline, continues);
+        m.piece = *in_long || continues;
+        *in_long = continues;
+        lines.push(m);
+        pos += len + usize::from(newline);
+    }
 }
 
 /// Splits an async reader into [`Line`]s of at most `max` bytes.
@@ -131,6 +259,72 @@ mod tests {
         assert!(lines[1].continues && !lines[1].newline);
         assert_eq!(lines[2].bytes, b"e");
         assert!(lines[2].newline && !lines[2].continues);
+    }
+
+    /// `split_lines` over `input` fed in pieces of `step` bytes.
+    fn split_fed(input: &[u8], max: usize, step: usize) -> Vec<Line> {
+        let (mut buf, mut out, mut in_long) = (Vec::new(), Vec::new(), false);
+        let mut fed = 0;
+        loop {
+            let end = (fed + step).min(input.len());
+            buf.extend_from_slice(&input[fed..end]);
+            fed = end;
+            let eof = fed == input.len();
+            let mut metas = Vec::new();
+            let used = split_lines(&buf, max, eof, &mut in_long, &mut metas);
+            for m in &metas {
+                out.push(Line {
+                    bytes: buf[m.start..m.start + m.len].to_vec(),
+                    newline: m.newline,
+                    continues: m.continues,
+                });
+            }
+            buf.drain(..used);
+            if eof {
+                assert!(buf.is_empty());
+                return out;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn batches_split_like_lines() {
+        for input in [
+            &b""[..],
+            b"\n",
+            b"a\nbb\n",
+            b"a\nbb",
+            b"abcdef\nxy\r\n\n",
+            b"abcd\nabcde\nabc",
+            b"abcdefghij\n\nabcd",
+        ] {
+            for max in 1..8 {
+                let want = split(input, max).await;
+                for step in 1..5 {
+                    assert_eq!(split_fed(input, max, step), want, "max {max} step {step}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pieces_are_marked() {
+        let (mut lines, mut in_long) = (Vec::new(), false);
+        let used = split_lines(b"abcdefghij\nxy\n", 4, false, &mut in_long, &mut lines);
+        assert_eq!(used, 14);
+        let p: Vec<_> = lines
+            .iter()
+            .map(|m| (m.len, m.piece, m.continues))
+            .collect();
+        assert_eq!(
+            p,
+            [
+                (4, true, true),
+                (4, true, true),
+                (2, true, false),
+                (2, false, false)
+            ]
+        );
     }
 
     #[tokio::test]

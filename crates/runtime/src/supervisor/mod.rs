@@ -36,8 +36,8 @@ use watchdog_core::SessionConfig;
 
 pub(crate) use handle::Control;
 pub use handle::{StdinWriter, SupervisorHandle};
-pub use lines::Line;
-pub use report::{KillCause, KillReport, LineCounts, Output, Report, Stage, WaitError};
+pub use lines::{Line, LineMeta, StdoutBatch};
+pub use report::{Batch, KillCause, KillReport, LineCounts, Output, Report, Stage, WaitError};
 pub use signals::{forward_signals, SignalForwarder};
 pub use tree::TREE_MARKER_VAR;
 
@@ -59,7 +59,7 @@ pub struct SupervisorConfig {
     /// it and must be reaped by it. Default false.
     pub become_subreaper: bool,
     /// Longest line delivered in one piece; longer lines come in pieces of this size
-    /// (see [`Line::continues`]) and count as keep-alives. Default 64 MiB.
+    /// (see [`Line::continues`], [`LineMeta::piece`]) and count as keep-alives. Default 64 MiB.
     pub max_line: usize,
     /// Pipe stdin (true, default) or give the child `/dev/null` (for `claude -p "prompt"`,
     /// which otherwise waits for stdin to close).
@@ -128,7 +128,9 @@ pub struct Supervisor {
     started: std::time::Instant,
     budget: std::sync::Arc<tokio::sync::Semaphore>,
     stdin: Option<StdinWriter>,
-    output: Option<mpsc::UnboundedReceiver<Output>>,
+    output: Option<mpsc::UnboundedReceiver<Batch>>,
+    /// A batch being handed out line by line ([`Supervisor::next_output`]), and its next line.
+    unbatched: Option<(StdoutBatch, usize)>,
     report: Option<oneshot::Receiver<Report>>,
 }
 
@@ -150,19 +152,52 @@ impl Supervisor {
         child::spawn(command.into(), config)
     }
 
-    /// The next output (stdout/stderr lines, events, ladder stages), in order; `None` once
-    /// the child is gone and both pipes are closed.
+    /// The next output (stdout/stderr lines, events, ladder stages), in order, one line at a
+    /// time; `None` once the child is gone and both pipes are closed. Built on
+    /// [`Supervisor::next_batch`] (each stdout line is copied out of its batch); the two can be
+    /// mixed.
     ///
     /// Up to 8 MiB of output waits for the caller; past that the supervisor stops reading and
     /// the child waits on its pipe, so memory stays bounded however fast it prints (the policy
     /// sees what was read; a caller that stops reading holds the child back).
     /// [`Supervisor::wait`] discards what is not read, and then nothing waits.
     pub async fn next_output(&mut self) -> Option<Output> {
-        let out = self.output.as_mut()?.recv().await;
-        if let Some(Output::Stdout(line) | Output::Stderr(line)) = &out {
-            self.budget.add_permits(child::line_cost(line) as usize);
+        loop {
+            if let Some((batch, i)) = &mut self.unbatched {
+                if let Some(line) = batch.to_line(*i) {
+                    *i += 1;
+                    return Some(Output::Stdout(line));
+                }
+                self.unbatched = None;
+            }
+            match self.recv().await? {
+                Batch::Stdout(b) => self.unbatched = Some((b, 0)),
+                Batch::Output(out) => return Some(out),
+            }
         }
-        out
+    }
+
+    /// The next output in batches: the stdout lines that were read together as one
+    /// [`StdoutBatch`] (with the class the policy gave each line), anything else as one
+    /// [`Output`] (never [`Output::Stdout`]); `None` at the end, as for
+    /// [`Supervisor::next_output`], with the same bound on what waits.
+    ///
+    /// The events the lines of a batch caused come before the batch, as do the
+    /// [`Output::Overlong`] of over-long lines that begin in it.
+    pub async fn next_batch(&mut self) -> Option<Batch> {
+        if let Some((mut batch, i)) = self.unbatched.take() {
+            if i < batch.lines.len() {
+                batch.drop_front(i);
+                return Some(Batch::Stdout(batch));
+            }
+        }
+        self.recv().await
+    }
+
+    async fn recv(&mut self) -> Option<Batch> {
+        let item = self.output.as_mut()?.recv().await?;
+        self.budget.add_permits(child::cost(&item) as usize);
+        Some(item)
     }
 
     /// A writer to the child's stdin (`None` when [`SupervisorConfig::pipe_stdin`] is false).
@@ -191,6 +226,7 @@ impl Supervisor {
     /// Fails only if the supervising task was dropped (its runtime shut down).
     pub async fn wait(mut self) -> Result<Report, WaitError> {
         self.output.take();
+        self.unbatched.take();
         let pid = self.handle.pid;
         match self.report.take() {
             Some(rx) => rx.await.map_err(|_| WaitError { pid }),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use watchdog_core::{Event, Kill, LineKind, Outcome};
 
-use super::Line;
+use super::{Line, StdoutBatch};
 
 /// The supervising task is gone (its runtime shut down) before it could report; the child
 /// was killed when the task was dropped (`kill_on_drop`), its descendants maybe not.
@@ -83,6 +83,15 @@ pub enum Output {
     },
     /// The kill ladder entered a stage.
     Stage(Stage),
+}
+
+/// What [`Supervisor::next_batch`](super::Supervisor::next_batch) returns, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Batch {
+    /// Stdout lines that were read together.
+    Stdout(StdoutBatch),
+    /// Any other output (never [`Output::Stdout`]).
+    Output(Output),
 }
 
 /// Stdout lines counted by kind ([`LineKind`]).

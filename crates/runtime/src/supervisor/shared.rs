@@ -7,7 +7,8 @@ use std::time::Instant;
 use tokio::sync::{mpsc, Notify};
 use watchdog_core::{classify, Class, Event, LineView, Outcome, Registry, SessionId};
 
-use super::{LineCounts, Output};
+use super::lines::LineMeta;
+use super::{Batch, LineCounts, Output};
 use crate::clock;
 
 /// State shared by the readers, the stdin writer and the watching task.
@@ -21,9 +22,13 @@ pub(crate) struct State {
     armed: Option<Instant>,
     pub(crate) counts: LineCounts,
     pub(crate) session_id: Option<String>,
+    /// The last non-empty `session_id` seen on stdout.
+    last_session_id: String,
     pub(crate) stdout_lines: u64,
     pub(crate) stderr_lines: u64,
     pub(crate) overlong_lines: u64,
+    /// An over-long stdout line is being read (a piece that continues was seen).
+    in_long: bool,
 }
 
 impl Shared {
@@ -35,9 +40,11 @@ impl Shared {
                 armed: None,
                 counts: LineCounts::default(),
                 session_id: None,
+                last_session_id: String::new(),
                 stdout_lines: 0,
                 stderr_lines: 0,
                 overlong_lines: 0,
+                in_long: false,
             }),
             notify: Notify::new(),
         }
@@ -58,39 +65,67 @@ impl Shared {
         }
     }
 
-    /// Feed one stdout line (or a piece of an over-long one, a keep-alive).
-    pub(crate) fn observe_stdout(&self, bytes: &[u8], piece: bool) -> Vec<Event> {
-        let now = clock::now();
+    /// Feed the stdout lines that were read together, under one lock and one clock reading
+    /// (`now`): fills in each line's class and flags. Returns the events they caused and the
+    /// number of over-long lines that began among them.
+    pub(crate) fn observe_stdout(
+        &self,
+        now: Instant,
+        bytes: &[u8],
+        lines: &mut [LineMeta],
+    ) -> (Vec<Event>, usize) {
         let mut st = self.lock();
-        st.stdout_lines += 1;
-        let class = match (piece, LineView::parse(bytes)) {
-            (false, Ok(view)) => {
-                if st.session_id.is_none() {
-                    st.session_id = view.session_id().map(|s| s.into_owned());
+        let st = &mut *st;
+        let mut overlong = 0;
+        for m in lines.iter_mut() {
+            st.stdout_lines += 1;
+            if m.piece {
+                if m.continues && !st.in_long {
+                    overlong += 1;
                 }
-                match &mut st.policy {
-                    Some((reg, id)) => reg.observe(now, *id, &view),
-                    None => classify(&view),
-                }
+                st.in_long = m.continues;
+                // A keep-alive, without parsing a huge piece.
+                m.class = match &mut st.policy {
+                    Some((reg, id)) => reg.observe_line(now, *id, b""),
+                    None => Class::UNPARSEABLE,
+                };
+            } else {
+                let line = bytes.get(m.start..m.start + m.len).unwrap_or_default();
+                m.class = match LineView::parse(line) {
+                    Ok(view) => {
+                        m.top_level = view.parent_tool_use_id().is_none();
+                        let sid = view.session_id();
+                        if st.session_id.is_none() {
+                            st.session_id = sid.as_deref().map(str::to_owned);
+                        }
+                        if let Some(sid) = sid.filter(|s| !s.is_empty()) {
+                            if *sid != *st.last_session_id {
+                                m.new_session_id = true;
+                                st.last_session_id = sid.into_owned();
+                            }
+                        }
+                        match &mut st.policy {
+                            Some((reg, id)) => reg.observe(now, *id, &view),
+                            None => classify(&view),
+                        }
+                    }
+                    // An empty line is unparseable: a keep-alive.
+                    Err(_) => match &mut st.policy {
+                        Some((reg, id)) => reg.observe_line(now, *id, b""),
+                        None => Class::UNPARSEABLE,
+                    },
+                };
             }
-            _ => match &mut st.policy {
-                // An empty line is unparseable: a keep-alive, without parsing a huge piece.
-                Some((reg, id)) => reg.observe_line(now, *id, if piece { b"" } else { bytes }),
-                None => Class::UNPARSEABLE,
-            },
-        };
-        st.counts.add(class.kind);
-        let events = drain(&mut st);
-        self.rearm(&mut st);
-        events
+            st.counts.add(m.class.kind);
+        }
+        st.overlong_lines += overlong as u64;
+        let events = drain(st);
+        self.rearm(st);
+        (events, overlong)
     }
 
     pub(crate) fn observe_stderr(&self) {
         self.lock().stderr_lines += 1;
-    }
-
-    pub(crate) fn overlong(&self) {
-        self.lock().overlong_lines += 1;
     }
 
     /// Report a line written to the child's stdin.
@@ -161,7 +196,7 @@ fn drain(st: &mut State) -> Vec<Event> {
 
 /// Deliver events; returns the kill among them, if any.
 pub(crate) fn dispatch(
-    out: &mpsc::UnboundedSender<Output>,
+    out: &mpsc::UnboundedSender<Batch>,
     events: Vec<Event>,
 ) -> Option<watchdog_core::Kill> {
     let mut kill = None;
@@ -169,7 +204,7 @@ pub(crate) fn dispatch(
         if let Event::Killed(k) = &ev {
             kill.get_or_insert_with(|| k.clone());
         }
-        let _ = out.send(Output::Event(ev));
+        let _ = out.send(Batch::Output(Output::Event(ev)));
     }
     kill
 }
