@@ -90,6 +90,19 @@ fn a_number_beyond_f64_range_does_not_make_a_line_unparseable() {
     assert_eq!(LineView::parse(retry).unwrap().retry_delay_ms(), None);
 }
 
+/// Fuzz finding (line_view, 53 bytes): a key spelled like serde_json's private raw-value marker
+/// is an ordinary key. serde_json (with its `raw_value` feature) refuses the object; the view
+/// accepts the line and reads its fields. The oracle now checks the grammar only.
+#[test]
+fn a_key_named_like_serde_jsons_raw_value_marker_is_an_ordinary_key() {
+    let crash = b"{\"typ3?igs\":{\"$serde_json::private::RawValue\":\"_},\"}}";
+    assert_eq!(classify_line(crash).kind, LineKind::Unknown);
+    let line = br#"{"type":"stream_event","event":{"$serde_json::private::RawValue":"x","type":"ping"}}"#;
+    let view = LineView::parse(line).unwrap();
+    assert_eq!(view.event_type().as_deref(), Some("ping"));
+    assert_eq!(classify_line(line).kind, LineKind::Ping);
+}
+
 #[test]
 fn a_huge_line_and_deep_nesting_are_handled_without_panic() {
     let big = format!(
