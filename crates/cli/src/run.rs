@@ -406,8 +406,6 @@ struct Seen {
     /// The tally of the lines that parsed (the loop counts the others).
     tally: Tally,
     monitor: RateLimitMonitor,
-    /// The last top-level `result` line, as printed.
-    last_result: Option<Vec<u8>>,
     /// The activity last queued as a note.
     activity: Activity,
     /// What the loop has to act on, by stdout line index, in order.
@@ -431,7 +429,6 @@ impl Seen {
         Seen {
             tally: Tally::default(),
             monitor: RateLimitMonitor::new(RateLimitConfig::default()),
-            last_result: None,
             activity: Activity::Starting,
             notes: VecDeque::new(),
         }
@@ -447,7 +444,6 @@ impl Seen {
         self.tally
             .observe_line(view, class, top_level, info.new_session_id);
         match class.kind {
-            LineKind::Result if top_level => self.last_result = Some(info.bytes.to_vec()),
             LineKind::RateLimit => {
                 // Warnings (once per window until it resets or falls back), rejections,
                 // credits and recoveries: each said once, as it happens.
@@ -498,6 +494,8 @@ struct Live<'h> {
     last_progress: Option<Instant>,
     activity: Activity,
     activity_since: Instant,
+    /// The last top-level `result` line, as printed.
+    last_result: Option<Vec<u8>>,
     /// Bytes of the over-long line being read, if one is.
     overlong: Option<usize>,
     expect_session: Option<String>,
@@ -580,6 +578,11 @@ impl Live<'_> {
                 continue;
             }
             self.stdout_line(now, bytes, m);
+        }
+        // Only the last top-level result counts: one copy per batch at most.
+        let result = |m: &&LineMeta| m.class.kind == LineKind::Result && m.top_level && !m.piece;
+        if let Some(m) = b.lines().iter().rev().find(result) {
+            self.last_result = Some(b.line(m).to_vec());
         }
         self.lines_done += b.lines().len() as u64;
         self.apply_seen(now);
@@ -856,6 +859,7 @@ pub(crate) async fn supervise(
         last_progress: None,
         activity: Activity::Starting,
         activity_since: start,
+        last_result: None,
         overlong: None,
         expect_session: expect_session.map(str::to_owned),
         session_mismatch: None,
@@ -933,7 +937,7 @@ pub(crate) async fn supervise(
         _ => exit_code::for_outcome(&outcome, child_code),
     };
     // Every line was passed on and the reader is gone: what the hook saw is complete.
-    let (tally, monitor, last_result) = {
+    let (tally, monitor) = {
         let mut seen = Seen::lock(&live.seen);
         let mut tally = std::mem::take(&mut seen.tally);
         tally.counts[LineKind::Unparseable.index()] += live.unparseable;
@@ -942,7 +946,7 @@ pub(crate) async fn supervise(
             &mut seen.monitor,
             RateLimitMonitor::new(RateLimitConfig::default()),
         );
-        (tally, monitor, seen.last_result.take())
+        (tally, monitor)
     };
     let stderr = (live.stderr_filter.lines(), live.stderr_filter.suppressed());
     let suppressed = live.stderr_filter.suppressed_json();
@@ -963,7 +967,7 @@ pub(crate) async fn supervise(
         interrupted,
         events: live.events,
         start,
-        last_result,
+        last_result: live.last_result,
         monitor,
         ended_wall_ms: wall_ms(),
         session_mismatch: live.session_mismatch,

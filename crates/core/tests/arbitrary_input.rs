@@ -97,7 +97,8 @@ fn a_number_beyond_f64_range_does_not_make_a_line_unparseable() {
 fn a_key_named_like_serde_jsons_raw_value_marker_is_an_ordinary_key() {
     let crash = b"{\"typ3?igs\":{\"$serde_json::private::RawValue\":\"_},\"}}";
     assert_eq!(classify_line(crash).kind, LineKind::Unknown);
-    let line = br#"{"type":"stream_event","event":{"$serde_json::private::RawValue":"x","type":"ping"}}"#;
+    let line =
+        br#"{"type":"stream_event","event":{"$serde_json::private::RawValue":"x","type":"ping"}}"#;
     let view = LineView::parse(line).unwrap();
     assert_eq!(view.event_type().as_deref(), Some("ping"));
     assert_eq!(classify_line(line).kind, LineKind::Ping);
