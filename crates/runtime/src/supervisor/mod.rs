@@ -110,7 +110,8 @@ impl SupervisorConfig {
     /// may see a line well before the caller gets its batch ([`LineInfo::index`] matches the
     /// two). It should be quick: while it runs, stdout is not read. A hook that panics is
     /// caught (the line and the output are not affected), counted in [`Report::hook_panics`],
-    /// and called again for the next line.
+    /// and called again for the next line. A config cloned for several supervisors shares one
+    /// hook: their calls take turns.
     pub fn on_stdout_line(
         mut self,
         hook: impl FnMut(&watchdog_core::LineView<'_>, &LineInfo<'_>) + Send + 'static,
