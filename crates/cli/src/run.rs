@@ -4,12 +4,14 @@
 //! warning filter, host stdin forwarded, our own messages and the status line, `--record`,
 //! `--summary`, the exit code, and (for `run`) recovery after the first run ends.
 
+use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agent_sdk_watchdog::{
-    Batch, LineMeta, Output, Report, Stage, StdoutBatch, Supervisor, SupervisorConfig,
+    Batch, LineInfo, LineMeta, Output, Report, Stage, StdoutBatch, Supervisor, SupervisorConfig,
     SupervisorHandle,
 };
 use serde_json::{json, Value};
@@ -392,6 +394,78 @@ fn program_name(argv: &[OsString]) -> String {
         .unwrap_or_else(|| program.to_string_lossy().into_owned())
 }
 
+/// What `run` learns from the fields of stdout lines, kept by the supervisor's stdout hook
+/// ([`Seen::observe`]) from the view the supervisor parsed (so no line is parsed twice).
+///
+/// The hook runs on the supervisor's reader, which may be up to 8 MiB of stdout ahead of
+/// `run`'s loop. What shows (messages, the utilization fed back, the continuation's session
+/// check, the status line's activity) is queued as [`Note`]s stamped with the line's index,
+/// and the loop acts on them only once it has passed that line on ([`Live::apply_seen`]):
+/// at the same point of the stream as when it looked at each line itself.
+struct Seen {
+    /// The tally of the lines that parsed (the loop counts the others).
+    tally: Tally,
+    monitor: RateLimitMonitor,
+    /// The activity last queued as a note.
+    activity: Activity,
+    /// What the loop has to act on, by stdout line index, in order.
+    notes: VecDeque<(u64, Note)>,
+}
+
+/// Something the loop does for a stdout line ([`Seen`]).
+enum Note {
+    /// Say a message (a rate-limit change).
+    Say(String),
+    /// A `rate_limit_event` came: feed the utilization to the policy if it changed.
+    RateLimit,
+    /// The activity the status line shows changed.
+    Activity(Activity),
+    /// A top-level `system/init` with this session id.
+    Init(Option<String>),
+}
+
+impl Seen {
+    fn new() -> Self {
+        Seen {
+            tally: Tally::default(),
+            monitor: RateLimitMonitor::new(RateLimitConfig::default()),
+            activity: Activity::Starting,
+            notes: VecDeque::new(),
+        }
+    }
+
+    fn lock(seen: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
+        seen.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// One parsed stdout line, on the supervisor's reader.
+    fn observe(&mut self, view: &LineView<'_>, info: &LineInfo<'_>) {
+        let (class, top_level, i) = (info.class, info.top_level, info.index);
+        self.tally
+            .observe_line(view, class, top_level, info.new_session_id);
+        match class.kind {
+            LineKind::RateLimit => {
+                // Warnings (once per window until it resets or falls back), rejections,
+                // credits and recoveries: each said once, as it happens.
+                for event in self.monitor.observe(wall_ms(), view) {
+                    self.notes.push_back((i, Note::Say(event.to_string())));
+                }
+                self.notes.push_back((i, Note::RateLimit));
+            }
+            LineKind::System if top_level && view.subtype().as_deref() == Some("init") => {
+                let sid = view.session_id().map(|s| s.into_owned());
+                self.notes.push_back((i, Note::Init(sid)));
+            }
+            _ => {}
+        }
+        if self.tally.activity != self.activity {
+            self.activity = self.tally.activity.clone();
+            self.notes
+                .push_back((i, Note::Activity(self.activity.clone())));
+        }
+    }
+}
+
 /// What a run shows and keeps while it runs.
 struct Live<'h> {
     host: &'h mut Host,
@@ -404,8 +478,14 @@ struct Live<'h> {
     /// Child stdout not yet written: flushed when no more output is ready, or when large, so
     /// a burst of lines costs one write and a quiet child's line goes out at once.
     out_buf: Vec<u8>,
-    tally: Tally,
-    monitor: RateLimitMonitor,
+    /// What the stdout hook saw.
+    seen: Arc<Mutex<Seen>>,
+    /// Stdout lines (and pieces) passed on so far: the index of the next one.
+    lines_done: u64,
+    /// Stdout lines that did not parse.
+    unparseable: u64,
+    /// Over-long stdout lines.
+    overlong_lines: u64,
     utilization: Option<f64>,
     stderr_filter: StderrFilter,
     events: Vec<Value>,
@@ -414,6 +494,7 @@ struct Live<'h> {
     last_progress: Option<Instant>,
     activity: Activity,
     activity_since: Instant,
+    /// The last top-level `result` line, as printed.
     last_result: Option<Vec<u8>>,
     /// Bytes of the over-long line being read, if one is.
     overlong: Option<usize>,
@@ -498,6 +579,47 @@ impl Live<'_> {
             }
             self.stdout_line(now, bytes, m);
         }
+        // Only the last top-level result counts: one copy per batch at most.
+        let result = |m: &&LineMeta| m.class.kind == LineKind::Result && m.top_level && !m.piece;
+        if let Some(m) = b.lines().iter().rev().find(result) {
+            self.last_result = Some(b.line(m).to_vec());
+        }
+        self.lines_done += b.lines().len() as u64;
+        self.apply_seen(now);
+    }
+
+    /// Act on what the stdout hook noted for the lines passed on so far (`now`: when they
+    /// were read).
+    fn apply_seen(&mut self, now: Instant) {
+        let (notes, utilization) = {
+            let mut seen = Seen::lock(&self.seen);
+            let n = seen
+                .notes
+                .iter()
+                .take_while(|(i, _)| *i < self.lines_done)
+                .count();
+            if n == 0 {
+                return;
+            }
+            let notes: Vec<Note> = seen.notes.drain(..n).map(|(_, note)| note).collect();
+            let rate = notes.iter().any(|n| matches!(n, Note::RateLimit));
+            let u = rate.then(|| seen.monitor.utilization(wall_ms()));
+            (notes, u)
+        };
+        for note in notes {
+            match note {
+                Note::Say(msg) => self.host.status.say(&msg),
+                Note::RateLimit => {}
+                Note::Activity(a) => {
+                    self.activity = a;
+                    self.activity_since = now;
+                }
+                Note::Init(sid) => self.check_session(sid),
+            }
+        }
+        if let Some(u) = utilization {
+            self.set_utilization(u);
+        }
     }
 
     fn on_output(&mut self, out: Output) {
@@ -526,7 +648,7 @@ impl Live<'_> {
     }
 
     fn end_overlong(&mut self, now: Instant, n: usize) {
-        self.tally.overlong += 1;
+        self.overlong_lines += 1;
         self.host.status.say(&format!(
             "warning: a stdout line of {n} bytes is over the {} MiB limit; counted as a keep-alive",
             MAX_LINE >> 20
@@ -537,47 +659,18 @@ impl Live<'_> {
             .write(t, Record::Raw(format!("<over-long line: {n} bytes>")));
     }
 
+    /// One complete stdout line, passed on: recorded and, when it did not parse, counted. The
+    /// stdout hook ([`Seen::observe`]) looked inside it already.
     fn stdout_line(&mut self, now: Instant, bytes: &[u8], m: &LineMeta) {
         let t = self.t_ms(now);
         self.host.recorder.stdout_line(t, bytes);
         let class = m.class;
         if class.kind == LineKind::Unparseable {
-            self.tally.unparseable();
+            self.unparseable += 1;
             return;
         }
-        // The supervisor parsed and classified the line; look inside again only for the few
-        // lines whose fields we need (init, result, rate limits, tool calls, a new session id).
-        let parsed = if Tally::wants_view(class, m.top_level, m.new_session_id) {
-            LineView::parse(bytes).ok()
-        } else {
-            None
-        };
-        self.tally
-            .observe_class(parsed.as_ref(), class, m.top_level);
         if matches!(class.signal, Signal::Progress | Signal::Settle) {
             self.last_progress = Some(now);
-        }
-        let top_level = m.top_level;
-        match (class.kind, &parsed) {
-            (LineKind::Result, _) if top_level => self.last_result = Some(bytes.to_vec()),
-            (LineKind::RateLimit, Some(view)) => {
-                // Warnings (once per window until it resets or falls back), rejections,
-                // credits and recoveries: each said once, as it happens.
-                for event in self.monitor.observe(wall_ms(), view) {
-                    self.host.status.say(&event.to_string());
-                }
-                self.update_utilization();
-            }
-            (LineKind::System, Some(view))
-                if top_level && view.subtype().as_deref() == Some("init") =>
-            {
-                self.check_session(view.session_id().map(|s| s.into_owned()));
-            }
-            _ => {}
-        }
-        if self.tally.activity != self.activity {
-            self.activity = self.tally.activity.clone();
-            self.activity_since = now;
         }
     }
 
@@ -598,7 +691,12 @@ impl Live<'_> {
     }
 
     fn update_utilization(&mut self) {
-        let u = self.monitor.utilization(wall_ms());
+        let u = Seen::lock(&self.seen).monitor.utilization(wall_ms());
+        self.set_utilization(u);
+    }
+
+    /// Feed the rate-limit utilization to the policy when it changed.
+    fn set_utilization(&mut self, u: Option<f64>) {
         if u != self.utilization {
             self.utilization = u;
             self.handle.set_utilization(u);
@@ -638,11 +736,11 @@ impl Live<'_> {
             return;
         }
         let wall = wall_ms();
-        let rate = self
-            .monitor
-            .active_windows(wall)
-            .next()
-            .map(|_| self.monitor.summary(wall));
+        let rate = {
+            let seen = Seen::lock(&self.seen);
+            let any = seen.monitor.active_windows(wall).next().is_some();
+            any.then(|| seen.monitor.summary(wall))
+        };
         self.host.status.set(status::render(
             now,
             self.start,
@@ -701,6 +799,8 @@ pub(crate) async fn supervise(
         // A fresh status line for the continuation (the first run's is finished).
         host.status = Status::new(cfg.status);
     }
+    let seen = Arc::new(Mutex::new(Seen::new()));
+    let hook_seen = seen.clone();
     let config = SupervisorConfig {
         policy: Some(SessionConfig::default().with_limits(cfg.limits.clone())),
         stream_json_input: has_stream_json_input(argv),
@@ -711,7 +811,8 @@ pub(crate) async fn supervise(
         pipe_stdin: host_stdin.is_some(),
         drain_timeout: DRAIN_AFTER_EXIT,
         ..SupervisorConfig::default()
-    };
+    }
+    .on_stdout_line(move |view, info| Seen::lock(&hook_seen).observe(view, info));
     let spawn_wall = wall_ms();
     let mut sup = match Supervisor::spawn(cmd, config) {
         Ok(s) => s,
@@ -746,8 +847,10 @@ pub(crate) async fn supervise(
         stdout: tokio::io::stdout(),
         stdout_ok: true,
         out_buf: Vec::new(),
-        tally: Tally::default(),
-        monitor: RateLimitMonitor::new(RateLimitConfig::default()),
+        seen,
+        lines_done: 0,
+        unparseable: 0,
+        overlong_lines: 0,
         utilization: None,
         stderr_filter: StderrFilter::default(),
         events: Vec::new(),
@@ -833,6 +936,18 @@ pub(crate) async fn supervise(
         }
         _ => exit_code::for_outcome(&outcome, child_code),
     };
+    // Every line was passed on and the reader is gone: what the hook saw is complete.
+    let (tally, monitor) = {
+        let mut seen = Seen::lock(&live.seen);
+        let mut tally = std::mem::take(&mut seen.tally);
+        tally.counts[LineKind::Unparseable.index()] += live.unparseable;
+        tally.overlong += live.overlong_lines;
+        let monitor = std::mem::replace(
+            &mut seen.monitor,
+            RateLimitMonitor::new(RateLimitConfig::default()),
+        );
+        (tally, monitor)
+    };
     let stderr = (live.stderr_filter.lines(), live.stderr_filter.suppressed());
     let suppressed = live.stderr_filter.suppressed_json();
     let ladder = live.ladder.or(report
@@ -846,14 +961,14 @@ pub(crate) async fn supervise(
         exit,
         code: our_code,
         duration: end.saturating_duration_since(start),
-        tally: live.tally,
+        tally,
         stderr,
         suppressed,
         interrupted,
         events: live.events,
         start,
         last_result: live.last_result,
-        monitor: live.monitor,
+        monitor,
         ended_wall_ms: wall_ms(),
         session_mismatch: live.session_mismatch,
     })

@@ -103,32 +103,37 @@ impl Tally {
         self.counts[LineKind::Unparseable.index()] += 1;
     }
 
-    /// Whether [`Tally::observe`] needs to look inside a parsed line of class `class`:
+    /// Count one parsed stdout line of class `class`, as the supervisor reported it:
     /// `top_level` (no `parent_tool_use_id`), `new_session_id` (its `session_id` differs from
-    /// the last one seen). Other lines are tallied from their class alone.
-    pub fn wants_view(class: Class, top_level: bool, new_session_id: bool) -> bool {
-        new_session_id
+    /// the last one seen). Looks inside `view` only for the lines whose fields count (init,
+    /// result, rate limits, top-level turns, a new session id); the others are tallied from
+    /// their class alone, with the same result as [`Tally::observe`].
+    pub fn observe_line(
+        &mut self,
+        view: &LineView<'_>,
+        class: Class,
+        top_level: bool,
+        new_session_id: bool,
+    ) {
+        self.counts[class.kind.index()] += 1;
+        let look = new_session_id
             || matches!(
                 class.kind,
                 LineKind::Result | LineKind::RateLimit | LineKind::System
             )
-            || (top_level && matches!(class.kind, LineKind::Assistant | LineKind::User))
-    }
-
-    /// Count one parsed stdout line of class `class`, with its view (from
-    /// [`LineView::parse`]) when [`Tally::wants_view`] says it is needed.
-    pub fn observe_class(&mut self, view: Option<&LineView<'_>>, class: Class, top_level: bool) {
-        self.counts[class.kind.index()] += 1;
-        match view {
-            Some(view) => self.look_inside(view, class, top_level),
-            None => self.note_class(class, top_level),
+            || (top_level && matches!(class.kind, LineKind::Assistant | LineKind::User));
+        if look {
+            self.look_inside(view, class, top_level);
+        } else {
+            self.note_class(class, top_level);
         }
     }
 
     /// Count one parsed stdout line of class `class`.
     pub fn observe(&mut self, view: &LineView<'_>, class: Class) {
+        self.counts[class.kind.index()] += 1;
         let top_level = view.parent_tool_use_id().is_none();
-        self.observe_class(Some(view), class, top_level);
+        self.look_inside(view, class, top_level);
     }
 
     /// What a line changes that its class alone tells.
@@ -286,7 +291,7 @@ mod tests {
         t.observe(&v, c);
     }
 
-    /// The same lines tallied from their class alone where `wants_view` allows it.
+    /// The same lines tallied as `run` does, with the supervisor's flags.
     fn feed_class(t: &mut Tally, sid: &mut String, line: &str) {
         let v = LineView::parse_str(line).unwrap();
         let c = classify(&v);
@@ -295,8 +300,7 @@ mod tests {
         if new_sid {
             *sid = v.session_id().unwrap().into_owned();
         }
-        let view = Tally::wants_view(c, top, new_sid).then_some(&v);
-        t.observe_class(view, c, top);
+        t.observe_line(&v, c, top, new_sid);
     }
 
     #[test]

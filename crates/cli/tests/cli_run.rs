@@ -628,3 +628,51 @@ fn rate_limit_warnings_and_rejections_are_said_once_each() {
         "{err}"
     );
 }
+
+/// The fields `run` needs from stdout lines come from the supervisor's stdout hook, which may
+/// run megabytes ahead of the loop that passes the lines on: with 20 MB around them, the
+/// rate-limit warning is still said once, the counts are exact, and the summary's session and
+/// result are those of the last result.
+#[test]
+fn fields_seen_on_the_reader_are_exact_under_a_flood() {
+    let dir = tempfile::tempdir().unwrap();
+    let warning = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":4102444800,"rateLimitType":"five_hour","utilization":0.95,"unifiedWindows":{"five_hour":{"utilization":0.95,"resetsAt":4102444800,"status":"allowed_warning"}}},"session_id":"sess-1"}"#;
+    let sub_result = r#"{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"sess-1","parent_tool_use_id":"t1"}"#;
+    let flood = format!("yes '{PING}' | head -n 150000");
+    let child = script(
+        dir.path(),
+        "flood",
+        &[
+            say(INIT),
+            flood.clone(),
+            say(warning),
+            "echo 'not json'".into(),
+            say(sub_result),
+            flood.clone(),
+            say(warning),
+            say(RESULT_OK),
+            flood,
+        ]
+        .join("\n"),
+    );
+    let summary = dir.path().join("s.json");
+    let out = run(&["--summary", summary.to_str().unwrap()], &child);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let others = [INIT, warning, "not json", sub_result, warning, RESULT_OK];
+    let others: usize = others.iter().map(|l| l.len() + 1).sum();
+    assert_eq!(out.stdout.len(), 3 * 150000 * (PING.len() + 1) + others);
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("rate limit: five_hour window at 95%").count(),
+        1,
+        "{err}"
+    );
+    let s = read_json(&summary);
+    assert_eq!(s["lines"]["ping"], 450000, "{s}");
+    assert_eq!(s["lines"]["unparseable"], 1);
+    assert_eq!(s["lines"]["result"], 2);
+    assert_eq!(s["lines"]["rate_limit_event"], 2);
+    assert_eq!(s["session_id"], "sess-1");
+    assert_eq!(s["result"]["subtype"], "success");
+    assert_eq!(s["result"]["stop_reason"], "end_turn");
+}

@@ -79,7 +79,7 @@ pub use session::Session;
 pub use supervise::{supervise, AsLine, Killed, LineRef, Supervised};
 #[cfg(unix)]
 pub use supervisor::{
-    forward_signals, Batch, KillCause, KillReport, Line, LineCounts, LineMeta, Output, Report,
-    SignalForwarder, SpawnError, Stage, StdinWriter, StdoutBatch, Supervisor, SupervisorConfig,
-    SupervisorHandle, WaitError,
+    forward_signals, Batch, KillCause, KillReport, Line, LineCounts, LineInfo, LineMeta, Output,
+    Report, SignalForwarder, SpawnError, Stage, StdinWriter, StdoutBatch, StdoutHook, Supervisor,
+    SupervisorConfig, SupervisorHandle, WaitError,
 };

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex, Semaphore};
-use watchdog_core::{Limits, Registry};
+use watchdog_core::{Limits, LineView, Registry};
 
+use super::hook::StdoutHook;
 use super::kill::{self, Exit};
-use super::lines::{split_lines, LineReader, StdoutBatch};
+use super::lines::{split_lines, LineMeta, LineReader, StdoutBatch};
 use super::shared::{dispatch, Shared};
 use super::tree::{Tree, TREE_MARKER_VAR};
 use super::{
@@ -77,6 +78,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
             stdout,
             cfg.max_line,
             shared.clone(),
+            cfg.on_stdout_line.clone(),
             Queue {
                 out: out_tx.clone(),
                 budget: budget.clone(),
@@ -198,6 +200,7 @@ async fn read_stdout(
     mut pipe: tokio::process::ChildStdout,
     max_line: usize,
     shared: Arc<Shared>,
+    hook: Option<StdoutHook>,
     queue: Queue,
     ctrl: mpsc::UnboundedSender<Control>,
 ) {
@@ -215,7 +218,7 @@ async fn read_stdout(
         if !lines.is_empty() {
             // The lines that arrived together: one clock reading, one lock, one message.
             let at = clock::now();
-            let (events, overlong) = shared.observe_stdout(at, &buf[..used], &mut lines);
+            let (events, overlong) = observe(&shared, hook.as_ref(), at, &buf[..used], &mut lines);
             for _ in 0..overlong {
                 let _ = queue.out.send(Batch::Output(Output::Overlong { max_line }));
             }
@@ -232,6 +235,40 @@ async fn read_stdout(
             return;
         }
     }
+}
+
+/// Lines parsed, observed and shown to the hook at a time: parsing happens outside the state
+/// lock, and the hook runs after the policy saw its lines, outside that lock too.
+const OBSERVE_CHUNK: usize = 64;
+
+/// Parse, observe and show to the hook the lines of one batch (`metas`, in `bytes`), in order.
+/// Returns the events they caused and the number of over-long lines that began among them.
+fn observe(
+    shared: &Shared,
+    hook: Option<&StdoutHook>,
+    at: std::time::Instant,
+    bytes: &[u8],
+    metas: &mut [LineMeta],
+) -> (Vec<watchdog_core::Event>, usize) {
+    let (mut events, mut overlong, mut panics) = (Vec::new(), 0, 0);
+    let mut views = Vec::with_capacity(metas.len().min(OBSERVE_CHUNK));
+    for chunk in metas.chunks_mut(OBSERVE_CHUNK) {
+        views.clear();
+        views.extend(chunk.iter().map(|m| match m.piece {
+            // A piece of an over-long line is a keep-alive: not parsed, however huge.
+            true => None,
+            false => LineView::parse(bytes.get(m.start..m.start + m.len).unwrap_or_default()).ok(),
+        }));
+        let (first, n) = shared.observe_stdout(at, chunk, &views, &mut events);
+        overlong += n;
+        if let Some(hook) = hook {
+            panics += hook.call(bytes, at, first, chunk, &views);
+        }
+    }
+    if panics > 0 {
+        shared.hook_panicked(panics);
+    }
+    (events, overlong)
 }
 
 async fn read_stderr(
@@ -308,6 +345,7 @@ impl Watch {
             stdout_lines: st.stdout_lines,
             stderr_lines: st.stderr_lines,
             overlong_lines: st.overlong_lines,
+            hook_panics: st.hook_panics,
             leftovers_killed: leftovers,
             pipe_left_open,
             tree_known: Tree::KNOWN,

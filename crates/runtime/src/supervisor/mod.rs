@@ -21,6 +21,7 @@
 
 mod child;
 mod handle;
+mod hook;
 mod kill;
 mod lines;
 mod report;
@@ -36,6 +37,7 @@ use watchdog_core::SessionConfig;
 
 pub(crate) use handle::Control;
 pub use handle::{StdinWriter, SupervisorHandle};
+pub use hook::{LineInfo, StdoutHook};
 pub use lines::{Line, LineMeta, StdoutBatch};
 pub use report::{Batch, KillCause, KillReport, LineCounts, Output, Report, Stage, WaitError};
 pub use signals::{forward_signals, SignalForwarder};
@@ -73,6 +75,9 @@ pub struct SupervisorConfig {
     /// After the child and its tree are gone, how long to wait for stdout/stderr to close
     /// (a process outside the tree may hold them) before giving up. Default 2 s.
     pub drain_timeout: Duration,
+    /// Run for each stdout line that parsed; see [`SupervisorConfig::on_stdout_line`].
+    /// Default `None`.
+    pub on_stdout_line: Option<StdoutHook>,
 }
 
 impl Default for SupervisorConfig {
@@ -88,7 +93,31 @@ impl Default for SupervisorConfig {
             tree_scan: Some(Duration::from_secs(1)),
             kill_leftovers: true,
             drain_timeout: Duration::from_secs(2),
+            on_stdout_line: None,
         }
+    }
+}
+
+impl SupervisorConfig {
+    /// Run `hook` on the stdout reader for every complete stdout line that parsed (not for
+    /// pieces of over-long lines, nor for unparseable lines), in stream order, with the view
+    /// the supervisor built for the policy and what it made of the line ([`LineInfo`]), so the
+    /// caller need not parse the line again.
+    ///
+    /// The hook runs after the policy observed the line, outside the supervisor's locks (it may
+    /// use a [`SupervisorHandle`]), and before the line's [`StdoutBatch`] is handed over. The
+    /// reader runs up to 8 MiB ahead of the caller ([`Supervisor::next_output`]): the hook
+    /// may see a line well before the caller gets its batch ([`LineInfo::index`] matches the
+    /// two). It should be quick: while it runs, stdout is not read. A hook that panics is
+    /// caught (the line and the output are not affected), counted in [`Report::hook_panics`],
+    /// and called again for the next line. A config cloned for several supervisors shares one
+    /// hook: their calls take turns.
+    pub fn on_stdout_line(
+        mut self,
+        hook: impl FnMut(&watchdog_core::LineView<'_>, &LineInfo<'_>) + Send + 'static,
+    ) -> Self {
+        self.on_stdout_line = Some(StdoutHook::new(hook));
+        self
     }
 }
 

@@ -143,6 +143,9 @@ pub struct Report {
     pub stderr_lines: u64,
     /// Over-long stdout lines.
     pub overlong_lines: u64,
+    /// Calls of the [`SupervisorConfig::on_stdout_line`](super::SupervisorConfig::on_stdout_line)
+    /// hook that panicked (each was caught; the lines were still delivered).
+    pub hook_panics: u64,
     /// Descendants still running when the child exited by itself, then stopped.
     pub leftovers_killed: usize,
     /// stdout or stderr stayed open after the tree was gone (held by an unknown process);

@@ -27,6 +27,8 @@ pub(crate) struct State {
     pub(crate) stdout_lines: u64,
     pub(crate) stderr_lines: u64,
     pub(crate) overlong_lines: u64,
+    /// Calls of the stdout hook that panicked.
+    pub(crate) hook_panics: u64,
     /// An over-long stdout line is being read (a piece that continues was seen).
     in_long: bool,
 }
@@ -44,6 +46,7 @@ impl Shared {
                 stdout_lines: 0,
                 stderr_lines: 0,
                 overlong_lines: 0,
+                hook_panics: 0,
                 in_long: false,
             }),
             notify: Notify::new(),
@@ -65,63 +68,66 @@ impl Shared {
         }
     }
 
-    /// Feed the stdout lines that were read together, under one lock and one clock reading
-    /// (`now`): fills in each line's class and flags. Returns the events they caused and the
-    /// number of over-long lines that began among them.
+    /// Feed stdout lines that were read together, under one lock and one clock reading
+    /// (`now`): fills in each line's class and flags. `views` holds each line's view (`None`
+    /// for a piece or a line that did not parse), parsed before the lock was taken. Appends
+    /// the events they caused to `events`; returns the index in stdout of the first line and
+    /// the number of over-long lines that began among them.
     pub(crate) fn observe_stdout(
         &self,
         now: Instant,
-        bytes: &[u8],
         lines: &mut [LineMeta],
-    ) -> (Vec<Event>, usize) {
+        views: &[Option<LineView<'_>>],
+        events: &mut Vec<Event>,
+    ) -> (u64, usize) {
         let mut st = self.lock();
         let st = &mut *st;
+        let first = st.stdout_lines;
         let mut overlong = 0;
-        for m in lines.iter_mut() {
+        for (m, view) in lines.iter_mut().zip(views) {
             st.stdout_lines += 1;
             if m.piece {
                 if m.continues && !st.in_long {
                     overlong += 1;
                 }
                 st.in_long = m.continues;
-                // A keep-alive, without parsing a huge piece.
-                m.class = match &mut st.policy {
-                    Some((reg, id)) => reg.observe_line(now, *id, b""),
-                    None => Class::UNPARSEABLE,
-                };
-            } else {
-                let line = bytes.get(m.start..m.start + m.len).unwrap_or_default();
-                m.class = match LineView::parse(line) {
-                    Ok(view) => {
-                        m.top_level = view.parent_tool_use_id().is_none();
-                        let sid = view.session_id();
-                        if st.session_id.is_none() {
-                            st.session_id = sid.as_deref().map(str::to_owned);
-                        }
-                        if let Some(sid) = sid.filter(|s| !s.is_empty()) {
-                            if *sid != *st.last_session_id {
-                                m.new_session_id = true;
-                                st.last_session_id = sid.into_owned();
-                            }
-                        }
-                        match &mut st.policy {
-                            Some((reg, id)) => reg.observe(now, *id, &view),
-                            None => classify(&view),
+            }
+            m.class = match view {
+                Some(view) => {
+                    m.top_level = view.parent_tool_use_id().is_none();
+                    let sid = view.session_id();
+                    if st.session_id.is_none() {
+                        st.session_id = sid.as_deref().map(str::to_owned);
+                    }
+                    if let Some(sid) = sid.filter(|s| !s.is_empty()) {
+                        if *sid != *st.last_session_id {
+                            m.new_session_id = true;
+                            st.last_session_id = sid.into_owned();
                         }
                     }
-                    // An empty line is unparseable: a keep-alive.
-                    Err(_) => match &mut st.policy {
-                        Some((reg, id)) => reg.observe_line(now, *id, b""),
-                        None => Class::UNPARSEABLE,
-                    },
-                };
-            }
+                    match &mut st.policy {
+                        Some((reg, id)) => reg.observe(now, *id, view),
+                        None => classify(view),
+                    }
+                }
+                // A piece (not parsed, however huge) or an unparseable line (an empty one
+                // too): a keep-alive.
+                None => match &mut st.policy {
+                    Some((reg, id)) => reg.observe_line(now, *id, b""),
+                    None => Class::UNPARSEABLE,
+                },
+            };
             st.counts.add(m.class.kind);
         }
         st.overlong_lines += overlong as u64;
-        let events = drain(st);
+        events.extend(drain(st));
         self.rearm(st);
-        (events, overlong)
+        (first, overlong)
+    }
+
+    /// Count calls of the stdout hook that panicked.
+    pub(crate) fn hook_panicked(&self, n: u64) {
+        self.lock().hook_panics += n;
     }
 
     pub(crate) fn observe_stderr(&self) {
