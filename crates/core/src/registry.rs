@@ -5,12 +5,13 @@
 //!
 //! # How deadlines are kept
 //!
-//! Each session knows its next timed event (a kill, an `Extended` or a `Stalling`). A binary heap
-//! of `(instant, slot, generation)` entries indexes them with lazy deletion: when a line moves a
-//! session's next event later, nothing is touched (O(1)); when it moves earlier, a new entry is
-//! pushed (O(log n)). When an entry pops, the session's true next event is recomputed and either
-//! fired or re-queued. `handle_timeout` therefore touches only due sessions, and a call with
-//! nothing due is a heap peek.
+//! Each session knows its next timed event (a kill, an `Extended` or a `Stalling`). A hashed
+//! timer wheel with an exact near heap indexes them (`deadline_queue`): when a line moves a
+//! session's next event later, only the session's cached deadline changes (O(1)); the wheel
+//! re-files the entry when it reaches its old instant, without waking the host. An event that
+//! moves earlier is re-filed at once (O(1)); an ended or forgotten session leaves the index at
+//! once. `poll_timeout` is therefore the exact next event, `handle_timeout` touches only due
+//! sessions, and a call with nothing due is a heap peek.
 //!
 //! # Human waits
 //!
@@ -29,12 +30,12 @@
 //! (a withdrawn extension, a first line after an exceeded no-progress cap) is processed too,
 //! so `poll_timeout` is always later than the last `now`, or `None`.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::classify::{classify, Class, LineKind, Signal};
 use crate::config::{Limits, SessionConfig};
+use crate::deadline_queue::DeadlineQueue;
 use crate::event::{Event, ExtendReason, Kill, KillKind, Outcome, SessionId};
 use crate::session::{flag, Due, ErrorDetails, LastResult, LimitsNs, Session, NEVER};
 use crate::view::{ContentBlock, LineView};
@@ -200,7 +201,7 @@ pub struct Registry {
     slots: Vec<Slot>,
     free: Vec<u32>,
     len: usize,
-    heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    queue: DeadlineQueue,
     events: VecDeque<Event>,
     epoch: Option<Instant>,
     now: u64,
@@ -238,7 +239,7 @@ impl Registry {
             slots: Vec::new(),
             free: Vec::new(),
             len: 0,
-            heap: BinaryHeap::new(),
+            queue: DeadlineQueue::default(),
             events: VecDeque::new(),
             epoch: None,
             now: 0,
@@ -305,34 +306,26 @@ impl Registry {
         s.next_due(&p.ns, p.ns.is_high(self.utilization), p.drop_at)
     }
 
-    /// Queue the session's next event if it is earlier than its queued entry.
+    /// Note the session's next event in the deadline queue.
     fn reschedule(&mut self, slot: u32) {
-        let Some((t, _)) = self.next_of(slot) else {
-            return;
-        };
-        let generation = self.slots[slot as usize].generation;
-        let s = self.session_mut(slot);
-        if t < s.heap_at {
-            s.heap_at = t;
-            self.heap.push(Reverse((t, slot, generation)));
-        }
+        let t = self.next_of(slot).map_or(NEVER, |(t, _)| t);
+        self.queue.set(slot, t);
     }
 
-    /// Pop every heap entry due at or before `t`, firing events in time order.
+    /// Fire every event due at or before `t`, in time order; leaves the queue settled.
     fn run_due(&mut self, t: u64) {
-        while let Some(&Reverse((at, slot, generation))) = self.heap.peek() {
-            if at > t {
+        loop {
+            self.queue.settle(t);
+            let Some(slot) = self.queue.pop_due(t) else {
                 break;
-            }
-            self.heap.pop();
+            };
             let live = self
                 .slots
                 .get(slot as usize)
-                .is_some_and(|s| s.generation == generation && s.session.is_some());
-            if !live || self.session(slot).heap_at != at {
-                continue; // superseded entry
+                .is_some_and(|s| s.session.is_some());
+            if !live {
+                continue;
             }
-            self.session_mut(slot).heap_at = NEVER;
             if let Some((due_at, due)) = self.next_of(slot) {
                 if due_at <= t {
                     self.fire(slot, due_at, due);
@@ -409,6 +402,7 @@ impl Registry {
         };
         self.len += 1;
         self.reschedule(slot);
+        self.queue.settle(t);
         make_id(slot, self.slots[slot as usize].generation)
     }
 
@@ -591,6 +585,8 @@ impl Registry {
                 id,
                 outcome: outcome.clone(),
             });
+            self.queue.remove(slot);
+            self.queue.settle(self.now);
         }
         Some(outcome)
     }
@@ -600,6 +596,8 @@ impl Registry {
         let slot = self.slot_of(id)?;
         let s = self.slots[slot as usize].session.take()?;
         self.policies.release(s.limits);
+        self.queue.remove(slot);
+        self.queue.settle(self.now);
         self.len -= 1;
         let entry = &mut self.slots[slot as usize];
         entry.generation = entry.generation.wrapping_add(1);
@@ -622,7 +620,7 @@ impl Registry {
         for id in ids {
             self.unregister(id);
         }
-        self.heap.clear();
+        self.queue.clear();
         self.events.clear();
     }
 
@@ -671,8 +669,7 @@ impl Registry {
     /// deadline. After `handle_timeout(now)` it is later than `now`, or `None`.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let &Reverse((t, _, _)) = self.heap.peek()?;
-        self.instant(t)
+        self.instant(self.queue.peek()?)
     }
 
     /// Process every deadline due at or before `now`. Cheap when nothing is due.

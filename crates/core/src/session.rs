@@ -160,8 +160,6 @@ pub(crate) struct Session {
     pub settled_at: u64,
     /// When the current human wait began (valid while paused).
     pub pause_start: u64,
-    /// The time of this session's authoritative entry in the deadline heap, or [`NEVER`].
-    pub heap_at: u64,
     /// The CLI's `session_id`, read from the lines.
     pub cli_session: Option<Box<str>>,
     pub rare: Option<Box<Rare>>,
@@ -194,7 +192,6 @@ impl Session {
             last_tool: now,
             settled_at: 0,
             pause_start: 0,
-            heap_at: NEVER,
             cli_session: None,
             rare: None,
         }
