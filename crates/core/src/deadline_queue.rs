@@ -306,6 +306,10 @@ impl DeadlineQueue {
             return None;
         }
         heap.pop();
+        // A burst (many deadlines in one bucket) leaves capacity behind: give most of it back.
+        if heap.capacity() > 4 * heap.len() + 4 * SLACK {
+            heap.shrink_to(2 * heap.len() + SLACK);
+        }
         match self.entries[slot as usize].pos {
             IN_NEAR => self.near_live -= 1,
             _ => self.far_live -= 1,

@@ -451,7 +451,7 @@ impl Registry {
                 Signal::KeepAlive | Signal::HumanWait | Signal::Settle => s.note_line(t),
             }
             if let Some(view) = line {
-                read_session_id(s, view);
+                read_session_id(s, view, class.kind);
                 match class.kind {
                     LineKind::Assistant | LineKind::User => read_tools(s, view, limits, t),
                     LineKind::ApiRetry => {
@@ -735,9 +735,12 @@ impl Registry {
     }
 }
 
-/// Keep the first CLI `session_id` seen (a `system/init` may replace it).
-fn read_session_id(s: &mut Session, view: &LineView<'_>) {
-    if s.cli_session.is_some() && view.subtype().as_deref() != Some("init") {
+/// Keep the first CLI `session_id` seen (a `system/init` may replace it). Once it is known,
+/// only `system` lines (the kind of an `init`) are read again.
+fn read_session_id(s: &mut Session, view: &LineView<'_>, kind: LineKind) {
+    if s.cli_session.is_some()
+        && (kind != LineKind::System || view.subtype().as_deref() != Some("init"))
+    {
         return;
     }
     if let Some(sid) = view.session_id() {
