@@ -79,6 +79,8 @@ pub(crate) struct DeadlineQueue {
     far: BinaryHeap<HeapEntry>,
     /// The last ticket handed out.
     ticket: u32,
+    /// Scratch space of `drain_bucket` (kept for its capacity).
+    batch: Vec<HeapEntry>,
     /// Live entries in `near` and `far` (the rest are stale, dropped when they surface or when
     /// they outnumber the live ones).
     near_live: usize,
@@ -100,6 +102,7 @@ impl Default for DeadlineQueue {
             near_live: 0,
             far_live: 0,
             ticket: 0,
+            batch: Vec::new(),
         }
     }
 }
@@ -173,19 +176,14 @@ impl DeadlineQueue {
 
     /// File slot's entry at `t` (the slot is not queued anywhere live).
     fn file(&mut self, slot: u32, t: u64) {
-        let e = &mut self.entries[slot as usize];
         if t < self.horizon {
-            self.ticket = self.ticket.wrapping_add(1);
-            e.pos = IN_NEAR;
-            e.next = self.ticket;
-            self.near_live += 1;
-            if self.near.len() > 2 * self.near_live + SLACK {
-                let entries = &self.entries;
-                self.near
-                    .retain(|&Reverse((_, s, k))| is_live(entries, s, k, IN_NEAR));
-            }
-            self.near.push(Reverse((t, slot, self.ticket)));
-        } else if t - self.horizon < SPAN {
+            let h = self.mark_near(slot, t);
+            self.compact_near(1);
+            self.near.push(h);
+            return;
+        }
+        let e = &mut self.entries[slot as usize];
+        if t - self.horizon < SPAN {
             let b = bucket_of(t);
             let next = std::mem::replace(&mut self.heads[b], slot);
             e.pos = HEAD + b as u32;
@@ -203,17 +201,48 @@ impl DeadlineQueue {
         }
     }
 
-    /// Re-file the entries of the wheel's first bucket and move the horizon past it.
+    /// Mark slot's entry as in the near heap at `t`; returns the heap entry to push.
+    fn mark_near(&mut self, slot: u32, t: u64) -> HeapEntry {
+        self.ticket = self.ticket.wrapping_add(1);
+        let e = &mut self.entries[slot as usize];
+        e.pos = IN_NEAR;
+        e.next = self.ticket;
+        self.near_live += 1;
+        Reverse((t, slot, self.ticket))
+    }
+
+    /// Drop the near heap's stale entries when they (with `more` to come) outnumber the live.
+    fn compact_near(&mut self, more: usize) {
+        if self.near.len() + more > 2 * self.near_live + SLACK {
+            let entries = &self.entries;
+            self.near
+                .retain(|&Reverse((_, s, k))| is_live(entries, s, k, IN_NEAR));
+        }
+    }
+
+    /// Re-file the entries of the wheel's first bucket and move the horizon past it. Those now
+    /// before the horizon join the near heap in one batch (`extend` re-heapifies in O(n) when
+    /// that is cheaper than n pushes: a bucket may hold thousands of equal deadlines).
     fn drain_bucket(&mut self) {
         let i = bucket_of(self.horizon);
         let mut slot = std::mem::replace(&mut self.heads[i], NIL);
         self.horizon = self.horizon.saturating_add(WIDTH);
+        let mut batch = std::mem::take(&mut self.batch);
         while slot != NIL {
             let e = self.entries[slot as usize];
             self.wheel_len -= 1;
-            self.file(slot, e.due);
+            if e.due < self.horizon {
+                batch.push(self.mark_near(slot, e.due));
+            } else {
+                self.file(slot, e.due);
+            }
             slot = e.next;
         }
+        if !batch.is_empty() {
+            self.compact_near(batch.len());
+            self.near.extend(batch.drain(..));
+        }
+        self.batch = batch;
         self.pull_far();
     }
 
