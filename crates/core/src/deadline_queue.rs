@@ -241,6 +241,9 @@ impl DeadlineQueue {
         if !batch.is_empty() {
             self.compact_near(batch.len());
             self.near.extend(batch.drain(..));
+            if batch.capacity() > 4 * SLACK {
+                batch.shrink_to(SLACK); // after a burst
+            }
         }
         self.batch = batch;
         self.pull_far();
