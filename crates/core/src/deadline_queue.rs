@@ -1,10 +1,12 @@
 //! The registry's deadline index: a hashed timer wheel with an exact near heap (crate-private).
 //!
-//! Every slot has at most one live entry and a cached lower bound `due` of its next timed
-//! event. Lines only ever move a session's deadline later; that is a store into `due`
-//! (O(1), no queue work). The entry is re-filed only when the wheel reaches it, which is
-//! internal bookkeeping, not a wake-up of the host. A deadline that moves earlier is re-filed
-//! at once (O(1) in the wheel).
+//! Every slot has at most one live entry, filed at or before the slot's next timed event. The
+//! caller remembers where it filed each slot (`Session::queued`): a line that moves a deadline
+//! later touches nothing here (no memory access, O(1)), unless the entry is already in the
+//! near heap ([`DeadlineQueue::raise`]). When the wheel reaches an entry, it asks the caller
+//! for the slot's true deadline (`due_of`, which also notes the new filing instant) and
+//! re-files it: internal bookkeeping, not a wake-up of the host. A deadline that moves earlier
+//! is re-filed at once ([`DeadlineQueue::set`], O(1) in the wheel).
 //!
 //! - Entries filed before `horizon` live in `near`, a small binary heap ordered by
 //!   `(at, slot)`. After every [`DeadlineQueue::settle`], its top is valid (`at == due`), so
@@ -47,8 +49,8 @@ const HEAD: u32 = NOWHERE - BUCKETS as u32;
 /// One slot's queue state (16 bytes).
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    /// A lower bound of the slot's next timed event ([`NEVER`]: none). Never below the
-    /// instant the entry is filed at.
+    /// In the near heap: a lower bound of the slot's next timed event, never below the instant
+    /// the entry is filed at (moved by [`DeadlineQueue::raise`]). Elsewhere: the filing instant.
     due: u64,
     /// The previous slot in its bucket, `HEAD + bucket`, [`IN_NEAR`], [`IN_FAR`] or
     /// [`NOWHERE`] (not queued).
@@ -114,30 +116,46 @@ fn is_live(entries: &[Entry], slot: u32, ticket: u32, place: u32) -> bool {
         .is_some_and(|e| e.pos == place && e.next == ticket)
 }
 
+/// A burst (many deadlines in one bucket) leaves heap capacity behind: give most of it back.
+fn shrink(heap: &mut BinaryHeap<HeapEntry>) {
+    if heap.capacity() > 4 * heap.len() + 4 * SLACK {
+        heap.shrink_to(2 * heap.len() + SLACK);
+    }
+}
+
 fn bucket_of(t: u64) -> usize {
     (t >> SHIFT) as usize & (BUCKETS - 1)
 }
 
 impl DeadlineQueue {
-    /// Set slot's next deadline to `due` ([`NEVER`]: none). A later deadline is only noted; an
-    /// earlier one (or a first one) is filed at once. Call [`DeadlineQueue::settle`] after a
-    /// batch of changes.
-    #[inline]
+    /// File slot's entry at `due`, replacing any entry it has ([`NEVER`]: just remove it). For
+    /// a deadline earlier than the slot's entry, or a first one. Call
+    /// [`DeadlineQueue::settle`] after a batch of changes.
     pub(crate) fn set(&mut self, slot: u32, due: u64) {
         let i = slot as usize;
         if i >= self.entries.len() {
             self.entries.resize(i + 1, EMPTY);
         }
-        let e = &mut self.entries[i];
-        if e.pos != NOWHERE && due >= e.due {
-            e.due = due; // later (or the same): re-filed when the queue reaches it
-            return;
-        }
         self.remove(slot);
         if due != NEVER {
-            self.entries[i].due = due;
             self.file(slot, due);
         }
+    }
+
+    /// The slot's deadline moved later to `due`. Only an entry in the near heap needs to know
+    /// (its top must stay exact); the caller tells by its filing instant being before
+    /// [`DeadlineQueue::horizon`].
+    pub(crate) fn raise(&mut self, slot: u32, due: u64) {
+        if let Some(e) = self.entries.get_mut(slot as usize) {
+            if e.pos == IN_NEAR && due > e.due {
+                e.due = due;
+            }
+        }
+    }
+
+    /// Entries filed before this instant are in the near heap.
+    pub(crate) fn horizon(&self) -> u64 {
+        self.horizon
     }
 
     /// Forget slot's entry. Wheel entries go at once; heap entries are dropped when they surface.
@@ -176,6 +194,7 @@ impl DeadlineQueue {
 
     /// File slot's entry at `t` (the slot is not queued anywhere live).
     fn file(&mut self, slot: u32, t: u64) {
+        self.entries[slot as usize].due = t;
         if t < self.horizon {
             let h = self.mark_near(slot, t);
             self.compact_near(1);
@@ -223,20 +242,24 @@ impl DeadlineQueue {
     /// Re-file the entries of the wheel's first bucket and move the horizon past it. Those now
     /// before the horizon join the near heap in one batch (`extend` re-heapifies in O(n) when
     /// that is cheaper than n pushes: a bucket may hold thousands of equal deadlines).
-    fn drain_bucket(&mut self) {
+    fn drain_bucket<F: FnMut(u32) -> u64>(&mut self, due_of: &mut F) {
         let i = bucket_of(self.horizon);
         let mut slot = std::mem::replace(&mut self.heads[i], NIL);
         self.horizon = self.horizon.saturating_add(WIDTH);
         let mut batch = std::mem::take(&mut self.batch);
         while slot != NIL {
-            let e = self.entries[slot as usize];
+            let next = self.entries[slot as usize].next;
             self.wheel_len -= 1;
-            if e.due < self.horizon {
-                batch.push(self.mark_near(slot, e.due));
+            let due = due_of(slot);
+            if due == NEVER {
+                self.entries[slot as usize] = EMPTY;
+            } else if due < self.horizon {
+                self.entries[slot as usize].due = due;
+                batch.push(self.mark_near(slot, due));
             } else {
-                self.file(slot, e.due);
+                self.file(slot, due);
             }
-            slot = e.next;
+            slot = next;
         }
         if !batch.is_empty() {
             self.compact_near(batch.len());
@@ -246,28 +269,37 @@ impl DeadlineQueue {
             }
         }
         self.batch = batch;
-        self.pull_far();
+        self.pull_far(due_of);
     }
 
     /// Far entries that the wheel's span now covers join the wheel.
-    fn pull_far(&mut self) {
+    fn pull_far<F: FnMut(u32) -> u64>(&mut self, due_of: &mut F) {
         while let Some(&Reverse((t, slot, k))) = self.far.peek() {
             if t.saturating_sub(self.horizon) >= SPAN {
                 break;
             }
             self.far.pop();
-            let e = self.entries[slot as usize];
-            if e.pos == IN_FAR && e.next == k {
+            if is_live(&self.entries, slot, k, IN_FAR) {
                 self.far_live -= 1;
-                self.file(slot, e.due);
+                self.refile(slot, due_of(slot));
             }
+        }
+    }
+
+    /// File slot's entry (taken out of its heap) at `due`, or drop it for [`NEVER`].
+    fn refile(&mut self, slot: u32, due: u64) {
+        if due == NEVER {
+            self.entries[slot as usize] = EMPTY;
+        } else {
+            self.file(slot, due);
         }
     }
 
     /// Restore the invariant that [`DeadlineQueue::peek`] is the exact earliest deadline:
     /// the near heap's top is valid, or, when the near heap and the wheel are empty, the far
-    /// heap's top is. `now` is the caller's clock (nothing is due before it).
-    pub(crate) fn settle(&mut self, now: u64) {
+    /// heap's top is. `now` is the caller's clock (nothing is due before it). `due_of(slot)`
+    /// is the slot's true next deadline ([`NEVER`]: none); the entry is re-filed there.
+    pub(crate) fn settle<F: FnMut(u32) -> u64>(&mut self, now: u64, due_of: &mut F) {
         loop {
             while let Some(&Reverse((t, slot, k))) = self.near.peek() {
                 let e = self.entries[slot as usize];
@@ -277,20 +309,21 @@ impl DeadlineQueue {
                     }
                     self.near.pop();
                     self.near_live -= 1;
-                    self.file(slot, e.due); // moved later since it was filed
+                    self.refile(slot, due_of(slot)); // moved later since it was filed
                 } else {
                     self.near.pop(); // removed or re-filed
                 }
+                shrink(&mut self.near);
             }
             if self.wheel_len > 0 {
-                self.drain_bucket();
+                self.drain_bucket(due_of);
                 continue;
             }
             // Nothing lies before the far heap: the horizon may follow the clock.
             let start = now & !(WIDTH - 1);
             if start > self.horizon {
                 self.horizon = start;
-                self.pull_far();
+                self.pull_far(due_of);
                 if self.wheel_len > 0 || !self.near.is_empty() {
                     continue;
                 }
@@ -304,12 +337,13 @@ impl DeadlineQueue {
                     self.far.pop(); // removed or re-filed
                     continue;
                 }
-                if e.due == t {
+                let due = due_of(slot);
+                if due == t {
                     return;
                 }
                 self.far.pop();
                 self.far_live -= 1;
-                self.file(slot, e.due);
+                self.refile(slot, due);
                 if self.entries[slot as usize].pos != IN_FAR {
                     break; // into the wheel or the near heap: settle those first
                 }
@@ -338,10 +372,7 @@ impl DeadlineQueue {
             return None;
         }
         heap.pop();
-        // A burst (many deadlines in one bucket) leaves capacity behind: give most of it back.
-        if heap.capacity() > 4 * heap.len() + 4 * SLACK {
-            heap.shrink_to(2 * heap.len() + SLACK);
-        }
+        shrink(heap);
         match self.entries[slot as usize].pos {
             IN_NEAR => self.near_live -= 1,
             _ => self.far_live -= 1,
@@ -377,6 +408,8 @@ mod tests {
     fn matches_a_brute_force_minimum() {
         let mut q = DeadlineQueue::default();
         let mut due = vec![NEVER; 64];
+        // Where each slot is filed, as the registry keeps it.
+        let mut queued = vec![NEVER; 64];
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut rnd = move || {
             x ^= x << 13;
@@ -394,9 +427,20 @@ mod tests {
                 2 => now + r % (SPAN * 3),
                 _ => now + r % (WIDTH * 600),
             };
-            due[slot as usize] = d;
-            q.set(slot, d);
-            q.settle(now);
+            let i = slot as usize;
+            due[i] = d;
+            if queued[i] != NEVER && d >= queued[i] {
+                if queued[i] < q.horizon() {
+                    q.raise(slot, d);
+                }
+            } else {
+                queued[i] = d;
+                q.set(slot, d);
+            }
+            q.settle(now, &mut |s| {
+                queued[s as usize] = due[s as usize];
+                due[s as usize]
+            });
             let min = due.iter().copied().min().unwrap();
             assert_eq!(q.peek(), (min != NEVER).then_some(min));
             if rnd() % 4 == 0 {
@@ -405,7 +449,11 @@ mod tests {
                     assert!(due[s as usize] <= now);
                     assert_eq!(Some(due[s as usize]), due.iter().copied().min());
                     due[s as usize] = NEVER;
-                    q.settle(now);
+                    queued[s as usize] = NEVER;
+                    q.settle(now, &mut |s| {
+                        queued[s as usize] = due[s as usize];
+                        due[s as usize]
+                    });
                 }
             }
         }
@@ -420,11 +468,12 @@ mod tests {
         }
         q.remove(3);
         q.remove(0);
-        q.settle(0);
+        let mut due_of = |s: u32| 5 * WIDTH + u64::from(s);
+        q.settle(0, &mut due_of);
         assert_eq!(q.peek(), Some(5 * WIDTH + 1));
         for s in [1, 2, 4, 5, 6, 7, 8, 9] {
             assert_eq!(q.pop_due(NEVER), Some(s));
-            q.settle(0);
+            q.settle(0, &mut due_of);
         }
         assert_eq!(q.peek(), None);
     }

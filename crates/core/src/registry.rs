@@ -155,13 +155,6 @@ impl PolicyTable {
     }
 }
 
-/// A slot of the session arena.
-#[derive(Debug)]
-struct Slot {
-    generation: u32,
-    session: Option<Session>,
-}
-
 /// A read-only view of one session's state, for status displays.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionSnapshot {
@@ -198,7 +191,10 @@ pub struct SessionSnapshot {
 pub struct Registry {
     limits: Limits,
     policies: PolicyTable,
-    slots: Vec<Slot>,
+    /// The session arena; a session's id is its slot and the slot's generation.
+    slots: Vec<Option<Session>>,
+    /// Each slot's generation (a separate array: an `Option<Session>` has no padding to spare).
+    generations: Vec<u32>,
     free: Vec<u32>,
     len: usize,
     queue: DeadlineQueue,
@@ -237,6 +233,7 @@ impl Registry {
             policies: PolicyTable::new(&limits),
             limits,
             slots: Vec::new(),
+            generations: Vec::new(),
             free: Vec::new(),
             len: 0,
             queue: DeadlineQueue::default(),
@@ -283,19 +280,17 @@ impl Registry {
     fn slot_of(&self, id: SessionId) -> Option<u32> {
         let (slot, generation) = split_id(id);
         let s = self.slots.get(slot as usize)?;
-        (s.generation == generation && s.session.is_some()).then_some(slot)
+        (self.generations[slot as usize] == generation && s.is_some()).then_some(slot)
     }
 
     fn session(&self, slot: u32) -> &Session {
         self.slots[slot as usize]
-            .session
             .as_ref()
             .expect("slot_of checked it")
     }
 
     fn session_mut(&mut self, slot: u32) -> &mut Session {
         self.slots[slot as usize]
-            .session
             .as_mut()
             .expect("slot_of checked it")
     }
@@ -306,26 +301,57 @@ impl Registry {
         s.next_due(&p.ns, p.ns.is_high(self.utilization), p.drop_at)
     }
 
-    /// Note the session's next event in the deadline queue.
+    /// Note the session's next event in the deadline queue. A later event than where the
+    /// session is filed needs no queue work (the queue asks again when it gets there), unless
+    /// the entry is in the queue's near heap.
     fn reschedule(&mut self, slot: u32) {
         let t = self.next_of(slot).map_or(NEVER, |(t, _)| t);
+        let horizon = self.queue.horizon();
+        let s = self.session_mut(slot);
+        if s.queued != NEVER && t >= s.queued {
+            if s.queued < horizon {
+                self.queue.raise(slot, t);
+            }
+            return;
+        }
+        s.queued = t;
         self.queue.set(slot, t);
+    }
+
+    /// Let the deadline queue re-file what it reached (see `DeadlineQueue::settle`).
+    fn settle_queue(&mut self, now: u64) {
+        let Registry {
+            queue,
+            slots,
+            policies,
+            utilization,
+            ..
+        } = self;
+        let high = *utilization;
+        queue.settle(now, &mut |slot| {
+            let Some(s) = slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+                return NEVER;
+            };
+            let p = policies.get(s.limits);
+            let t = s
+                .next_due(&p.ns, p.ns.is_high(high), p.drop_at)
+                .map_or(NEVER, |(t, _)| t);
+            s.queued = t;
+            t
+        });
     }
 
     /// Fire every event due at or before `t`, in time order; leaves the queue settled.
     fn run_due(&mut self, t: u64) {
         loop {
-            self.queue.settle(t);
+            self.settle_queue(t);
             let Some(slot) = self.queue.pop_due(t) else {
                 break;
             };
-            let live = self
-                .slots
-                .get(slot as usize)
-                .is_some_and(|s| s.session.is_some());
-            if !live {
+            let Some(s) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
                 continue;
-            }
+            };
+            s.queued = NEVER;
             if let Some((due_at, due)) = self.next_of(slot) {
                 if due_at <= t {
                     self.fire(slot, due_at, due);
@@ -336,7 +362,7 @@ impl Registry {
     }
 
     fn fire(&mut self, slot: u32, at: u64, due: Due) {
-        let id = make_id(slot, self.slots[slot as usize].generation);
+        let id = make_id(slot, self.generations[slot as usize]);
         match due {
             Due::Extended(reason) => {
                 self.session_mut(slot).flags |= flag::EXT_NOTED;
@@ -369,7 +395,7 @@ impl Registry {
         let p = self.policies.get(s.limits);
         let since = |x: u64| Duration::from_nanos(at.saturating_sub(x));
         Kill {
-            id: make_id(slot, self.slots[slot as usize].generation),
+            id: make_id(slot, self.generations[slot as usize]),
             kind,
             at: self.instant_or_epoch(at),
             elapsed: since(s.started),
@@ -389,21 +415,19 @@ impl Registry {
         let session = Session::new(limits, t);
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize].session = Some(session);
+                self.slots[slot as usize] = Some(session);
                 slot
             }
             None => {
-                self.slots.push(Slot {
-                    generation: 0,
-                    session: Some(session),
-                });
+                self.slots.push(Some(session));
+                self.generations.push(0);
                 (self.slots.len() - 1) as u32
             }
         };
         self.len += 1;
         self.reschedule(slot);
-        self.queue.settle(t);
-        make_id(slot, self.slots[slot as usize].generation)
+        self.settle_queue(t);
+        make_id(slot, self.generations[slot as usize])
     }
 
     /// Feed one parsed stdout line of session `id`; returns its class. Unknown ids are ignored
@@ -440,7 +464,6 @@ impl Registry {
             let entry = self.policies.get(policy);
             let limits = &entry.limits;
             let s = self.slots[slot as usize]
-                .session
                 .as_mut()
                 .expect("slot_of checked it");
             s.first_line_floor(t, entry.ns.no_progress);
@@ -581,12 +604,13 @@ impl Registry {
         let outcome = s.outcome();
         if !s.has(flag::ENDED) {
             s.flags |= flag::ENDED;
+            s.queued = NEVER;
             self.events.push_back(Event::Ended {
                 id,
                 outcome: outcome.clone(),
             });
             self.queue.remove(slot);
-            self.queue.settle(self.now);
+            self.settle_queue(self.now);
         }
         Some(outcome)
     }
@@ -594,14 +618,14 @@ impl Registry {
     /// Forget the session. Its kill, if any, stays readable through the returned value.
     pub fn unregister(&mut self, id: SessionId) -> Option<Kill> {
         let slot = self.slot_of(id)?;
-        let s = self.slots[slot as usize].session.take()?;
+        let s = self.slots[slot as usize].take()?;
         self.policies.release(s.limits);
         self.queue.remove(slot);
-        self.queue.settle(self.now);
+        self.settle_queue(self.now);
         self.len -= 1;
-        let entry = &mut self.slots[slot as usize];
-        entry.generation = entry.generation.wrapping_add(1);
-        if entry.generation != u32::MAX {
+        let generation = &mut self.generations[slot as usize];
+        *generation = generation.wrapping_add(1);
+        if *generation != u32::MAX {
             self.free.push(slot); // a slot whose generations ran out is retired
         }
         s.rare.and_then(|r| r.kill).map(|k| *k)
@@ -614,8 +638,8 @@ impl Registry {
             .slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.session.is_some())
-            .map(|(i, s)| make_id(i as u32, s.generation))
+            .filter(|(_, s)| s.is_some())
+            .map(|(i, _)| make_id(i as u32, self.generations[i]))
             .collect();
         for id in ids {
             self.unregister(id);
@@ -648,7 +672,6 @@ impl Registry {
         }
         for slot in 0..self.slots.len() as u32 {
             let affected = self.slots[slot as usize]
-                .session
                 .as_ref()
                 .is_some_and(|s| !s.is_done() && dropped.contains(&s.limits));
             if affected {

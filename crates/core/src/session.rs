@@ -168,6 +168,9 @@ pub(crate) struct Session {
     pub settled_at: u64,
     /// When the current human wait began (valid while paused).
     pub pause_start: u64,
+    /// Where the registry's deadline queue has this session filed (never after its next
+    /// event), or [`NEVER`]: a later deadline needs no queue work.
+    pub queued: u64,
     /// The CLI's `session_id`, read from the lines.
     pub cli_session: Option<Box<str>>,
     pub rare: Option<Box<Rare>>,
@@ -200,6 +203,7 @@ impl Session {
             last_tool: now,
             settled_at: 0,
             pause_start: 0,
+            queued: NEVER,
             cli_session: None,
             rare: None,
         }
