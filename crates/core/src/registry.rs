@@ -6,12 +6,14 @@
 //! # How deadlines are kept
 //!
 //! Each session knows its next timed event (a kill, an `Extended` or a `Stalling`). A hashed
-//! timer wheel with an exact near heap indexes them (`deadline_queue`): when a line moves a
-//! session's next event later, only the session's cached deadline changes (O(1)); the wheel
-//! re-files the entry when it reaches its old instant, without waking the host. An event that
-//! moves earlier is re-filed at once (O(1)); an ended or forgotten session leaves the index at
-//! once. `poll_timeout` is therefore the exact next event, `handle_timeout` touches only due
-//! sessions, and a call with nothing due is a heap peek.
+//! timer wheel with an exact near heap indexes them (`deadline_queue`). A session remembers
+//! where it is filed, so a line that moves its next event later changes nothing but the
+//! session (O(1)); when the wheel reaches the old instant, it asks for the session's true next
+//! event and re-files it there, without waking the host. An event that moves earlier is
+//! re-filed at once (O(1)); an ended or forgotten session leaves the index at once.
+//! `poll_timeout` is therefore the exact next event (a rise of the utilization, which lengthens
+//! patience without revisiting sessions, is the one case of an early wake-up that finds
+//! nothing due), and a call with nothing due is a heap peek.
 //!
 //! # Human waits
 //!
