@@ -1001,7 +1001,7 @@ fn main() {
             secs_of(x.cpu + parse)
         );
     };
-    row("deadline (heap)", &d, format!("{} wakes", d.wakes));
+    row("deadline (wheel)", &d, format!("{} wakes", d.wakes));
     row("tick-scan (30 s)", &s, format!("{} scans", s.wakes));
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-12);
     println!(
@@ -1039,7 +1039,7 @@ fn main() {
         }
     );
     println!(
-        "  registry after the run   : {:>6.1} B/session (live bytes freed by dropping it, incl. stale heap entries)",
+        "  registry after the run   : {:>6.1} B/session (live bytes freed by dropping it, incl. the deadline index)",
         h.registry_bytes as f64 / n as f64
     );
 }

@@ -109,6 +109,7 @@
 pub mod capture;
 pub mod classify;
 pub mod config;
+mod deadline_queue;
 pub mod event;
 mod json_scan;
 pub mod registry;

@@ -5,12 +5,15 @@
 //!
 //! # How deadlines are kept
 //!
-//! Each session knows its next timed event (a kill, an `Extended` or a `Stalling`). A binary heap
-//! of `(instant, slot, generation)` entries indexes them with lazy deletion: when a line moves a
-//! session's next event later, nothing is touched (O(1)); when it moves earlier, a new entry is
-//! pushed (O(log n)). When an entry pops, the session's true next event is recomputed and either
-//! fired or re-queued. `handle_timeout` therefore touches only due sessions, and a call with
-//! nothing due is a heap peek.
+//! Each session knows its next timed event (a kill, an `Extended` or a `Stalling`). A hashed
+//! timer wheel with an exact near heap indexes them (`deadline_queue`). A session remembers
+//! where it is filed, so a line that moves its next event later changes nothing but the
+//! session (O(1)); when the wheel reaches the old instant, it asks for the session's true next
+//! event and re-files it there, without waking the host. An event that moves earlier is
+//! re-filed at once (O(1)); an ended or forgotten session leaves the index at once.
+//! `poll_timeout` is therefore the exact next event (a rise of the utilization, which lengthens
+//! patience without revisiting sessions, is the one case of an early wake-up that finds
+//! nothing due), and a call with nothing due is a heap peek.
 //!
 //! # Human waits
 //!
@@ -29,12 +32,12 @@
 //! (a withdrawn extension, a first line after an exceeded no-progress cap) is processed too,
 //! so `poll_timeout` is always later than the last `now`, or `None`.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::classify::{classify, Class, LineKind, Signal};
 use crate::config::{Limits, SessionConfig};
+use crate::deadline_queue::DeadlineQueue;
 use crate::event::{Event, ExtendReason, Kill, KillKind, Outcome, SessionId};
 use crate::session::{flag, Due, ErrorDetails, LastResult, LimitsNs, Session, NEVER};
 use crate::view::{ContentBlock, LineView};
@@ -154,13 +157,6 @@ impl PolicyTable {
     }
 }
 
-/// A slot of the session arena.
-#[derive(Debug)]
-struct Slot {
-    generation: u32,
-    session: Option<Session>,
-}
-
 /// A read-only view of one session's state, for status displays.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionSnapshot {
@@ -197,10 +193,13 @@ pub struct SessionSnapshot {
 pub struct Registry {
     limits: Limits,
     policies: PolicyTable,
-    slots: Vec<Slot>,
+    /// The session arena; a session's id is its slot and the slot's generation.
+    slots: Vec<Option<Session>>,
+    /// Each slot's generation (a separate array: an `Option<Session>` has no padding to spare).
+    generations: Vec<u32>,
     free: Vec<u32>,
     len: usize,
-    heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    queue: DeadlineQueue,
     events: VecDeque<Event>,
     epoch: Option<Instant>,
     now: u64,
@@ -236,9 +235,10 @@ impl Registry {
             policies: PolicyTable::new(&limits),
             limits,
             slots: Vec::new(),
+            generations: Vec::new(),
             free: Vec::new(),
             len: 0,
-            heap: BinaryHeap::new(),
+            queue: DeadlineQueue::default(),
             events: VecDeque::new(),
             epoch: None,
             now: 0,
@@ -282,19 +282,17 @@ impl Registry {
     fn slot_of(&self, id: SessionId) -> Option<u32> {
         let (slot, generation) = split_id(id);
         let s = self.slots.get(slot as usize)?;
-        (s.generation == generation && s.session.is_some()).then_some(slot)
+        (self.generations[slot as usize] == generation && s.is_some()).then_some(slot)
     }
 
     fn session(&self, slot: u32) -> &Session {
         self.slots[slot as usize]
-            .session
             .as_ref()
             .expect("slot_of checked it")
     }
 
     fn session_mut(&mut self, slot: u32) -> &mut Session {
         self.slots[slot as usize]
-            .session
             .as_mut()
             .expect("slot_of checked it")
     }
@@ -305,34 +303,57 @@ impl Registry {
         s.next_due(&p.ns, p.ns.is_high(self.utilization), p.drop_at)
     }
 
-    /// Queue the session's next event if it is earlier than its queued entry.
+    /// Note the session's next event in the deadline queue. A later event than where the
+    /// session is filed needs no queue work (the queue asks again when it gets there), unless
+    /// the entry is in the queue's near heap.
     fn reschedule(&mut self, slot: u32) {
-        let Some((t, _)) = self.next_of(slot) else {
-            return;
-        };
-        let generation = self.slots[slot as usize].generation;
+        let t = self.next_of(slot).map_or(NEVER, |(t, _)| t);
+        let horizon = self.queue.horizon();
         let s = self.session_mut(slot);
-        if t < s.heap_at {
-            s.heap_at = t;
-            self.heap.push(Reverse((t, slot, generation)));
+        if s.queued != NEVER && t >= s.queued {
+            if s.queued < horizon {
+                self.queue.raise(slot, t);
+            }
+            return;
         }
+        s.queued = t;
+        self.queue.set(slot, t);
     }
 
-    /// Pop every heap entry due at or before `t`, firing events in time order.
+    /// Let the deadline queue re-file what it reached (see `DeadlineQueue::settle`).
+    fn settle_queue(&mut self, now: u64) {
+        let Registry {
+            queue,
+            slots,
+            policies,
+            utilization,
+            ..
+        } = self;
+        let high = *utilization;
+        queue.settle(now, &mut |slot| {
+            let Some(s) = slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+                return NEVER;
+            };
+            let p = policies.get(s.limits);
+            let t = s
+                .next_due(&p.ns, p.ns.is_high(high), p.drop_at)
+                .map_or(NEVER, |(t, _)| t);
+            s.queued = t;
+            t
+        });
+    }
+
+    /// Fire every event due at or before `t`, in time order; leaves the queue settled.
     fn run_due(&mut self, t: u64) {
-        while let Some(&Reverse((at, slot, generation))) = self.heap.peek() {
-            if at > t {
+        loop {
+            self.settle_queue(t);
+            let Some(slot) = self.queue.pop_due(t) else {
                 break;
-            }
-            self.heap.pop();
-            let live = self
-                .slots
-                .get(slot as usize)
-                .is_some_and(|s| s.generation == generation && s.session.is_some());
-            if !live || self.session(slot).heap_at != at {
-                continue; // superseded entry
-            }
-            self.session_mut(slot).heap_at = NEVER;
+            };
+            let Some(s) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+                continue;
+            };
+            s.queued = NEVER;
             if let Some((due_at, due)) = self.next_of(slot) {
                 if due_at <= t {
                     self.fire(slot, due_at, due);
@@ -343,7 +364,7 @@ impl Registry {
     }
 
     fn fire(&mut self, slot: u32, at: u64, due: Due) {
-        let id = make_id(slot, self.slots[slot as usize].generation);
+        let id = make_id(slot, self.generations[slot as usize]);
         match due {
             Due::Extended(reason) => {
                 self.session_mut(slot).flags |= flag::EXT_NOTED;
@@ -376,7 +397,7 @@ impl Registry {
         let p = self.policies.get(s.limits);
         let since = |x: u64| Duration::from_nanos(at.saturating_sub(x));
         Kill {
-            id: make_id(slot, self.slots[slot as usize].generation),
+            id: make_id(slot, self.generations[slot as usize]),
             kind,
             at: self.instant_or_epoch(at),
             elapsed: since(s.started),
@@ -396,20 +417,19 @@ impl Registry {
         let session = Session::new(limits, t);
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize].session = Some(session);
+                self.slots[slot as usize] = Some(session);
                 slot
             }
             None => {
-                self.slots.push(Slot {
-                    generation: 0,
-                    session: Some(session),
-                });
+                self.slots.push(Some(session));
+                self.generations.push(0);
                 (self.slots.len() - 1) as u32
             }
         };
         self.len += 1;
         self.reschedule(slot);
-        make_id(slot, self.slots[slot as usize].generation)
+        self.settle_queue(t);
+        make_id(slot, self.generations[slot as usize])
     }
 
     /// Feed one parsed stdout line of session `id`; returns its class. Unknown ids are ignored
@@ -446,7 +466,6 @@ impl Registry {
             let entry = self.policies.get(policy);
             let limits = &entry.limits;
             let s = self.slots[slot as usize]
-                .session
                 .as_mut()
                 .expect("slot_of checked it");
             s.first_line_floor(t, entry.ns.no_progress);
@@ -457,7 +476,7 @@ impl Registry {
                 Signal::KeepAlive | Signal::HumanWait | Signal::Settle => s.note_line(t),
             }
             if let Some(view) = line {
-                read_session_id(s, view);
+                read_session_id(s, view, class.kind);
                 match class.kind {
                     LineKind::Assistant | LineKind::User => read_tools(s, view, limits, t),
                     LineKind::ApiRetry => {
@@ -587,10 +606,13 @@ impl Registry {
         let outcome = s.outcome();
         if !s.has(flag::ENDED) {
             s.flags |= flag::ENDED;
+            s.queued = NEVER;
             self.events.push_back(Event::Ended {
                 id,
                 outcome: outcome.clone(),
             });
+            self.queue.remove(slot);
+            self.settle_queue(self.now);
         }
         Some(outcome)
     }
@@ -598,12 +620,14 @@ impl Registry {
     /// Forget the session. Its kill, if any, stays readable through the returned value.
     pub fn unregister(&mut self, id: SessionId) -> Option<Kill> {
         let slot = self.slot_of(id)?;
-        let s = self.slots[slot as usize].session.take()?;
+        let s = self.slots[slot as usize].take()?;
         self.policies.release(s.limits);
+        self.queue.remove(slot);
+        self.settle_queue(self.now);
         self.len -= 1;
-        let entry = &mut self.slots[slot as usize];
-        entry.generation = entry.generation.wrapping_add(1);
-        if entry.generation != u32::MAX {
+        let generation = &mut self.generations[slot as usize];
+        *generation = generation.wrapping_add(1);
+        if *generation != u32::MAX {
             self.free.push(slot); // a slot whose generations ran out is retired
         }
         s.rare.and_then(|r| r.kill).map(|k| *k)
@@ -616,13 +640,13 @@ impl Registry {
             .slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.session.is_some())
-            .map(|(i, s)| make_id(i as u32, s.generation))
+            .filter(|(_, s)| s.is_some())
+            .map(|(i, _)| make_id(i as u32, self.generations[i]))
             .collect();
         for id in ids {
             self.unregister(id);
         }
-        self.heap.clear();
+        self.queue.clear();
         self.events.clear();
     }
 
@@ -650,7 +674,6 @@ impl Registry {
         }
         for slot in 0..self.slots.len() as u32 {
             let affected = self.slots[slot as usize]
-                .session
                 .as_ref()
                 .is_some_and(|s| !s.is_done() && dropped.contains(&s.limits));
             if affected {
@@ -671,8 +694,7 @@ impl Registry {
     /// deadline. After `handle_timeout(now)` it is later than `now`, or `None`.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let &Reverse((t, _, _)) = self.heap.peek()?;
-        self.instant(t)
+        self.instant(self.queue.peek()?)
     }
 
     /// Process every deadline due at or before `now`. Cheap when nothing is due.
@@ -738,9 +760,12 @@ impl Registry {
     }
 }
 
-/// Keep the first CLI `session_id` seen (a `system/init` may replace it).
-fn read_session_id(s: &mut Session, view: &LineView<'_>) {
-    if s.cli_session.is_some() && view.subtype().as_deref() != Some("init") {
+/// Keep the first CLI `session_id` seen (a `system/init` may replace it). Once it is known,
+/// only `system` lines (the kind of an `init`) are read again.
+fn read_session_id(s: &mut Session, view: &LineView<'_>, kind: LineKind) {
+    if s.cli_session.is_some()
+        && (kind != LineKind::System || view.subtype().as_deref() != Some("init"))
+    {
         return;
     }
     if let Some(sid) = view.session_id() {

@@ -37,20 +37,28 @@ pub(crate) struct LimitsNs {
     pub no_progress: u64,
     pub linger: u64,
     pub ceiling: u64,
-    pub warn_at: f64,
+    /// `warn_at` × `idle`, × `extended` and × `no_progress`, precomputed.
+    pub warn_idle: u64,
+    pub warn_extended: u64,
+    pub warn_no_progress: u64,
     pub high_utilization: f64,
 }
 
 impl LimitsNs {
     pub(crate) fn new(l: &Limits) -> Self {
+        let idle = dur_ns(l.idle());
+        let extended = dur_ns(l.extended_idle()).max(idle);
+        let no_progress = dur_ns(l.no_progress());
         LimitsNs {
             startup: dur_ns(l.startup()),
-            idle: dur_ns(l.idle()),
-            extended: dur_ns(l.extended_idle()).max(dur_ns(l.idle())),
-            no_progress: dur_ns(l.no_progress()),
+            idle,
+            extended,
+            no_progress,
             linger: dur_ns(l.linger()),
             ceiling: l.ceiling().map_or(NEVER, dur_ns),
-            warn_at: l.warn_at(),
+            warn_idle: frac_ns(idle, l.warn_at()),
+            warn_extended: frac_ns(extended, l.warn_at()),
+            warn_no_progress: frac_ns(no_progress, l.warn_at()),
             high_utilization: l.high_utilization(),
         }
     }
@@ -160,8 +168,9 @@ pub(crate) struct Session {
     pub settled_at: u64,
     /// When the current human wait began (valid while paused).
     pub pause_start: u64,
-    /// The time of this session's authoritative entry in the deadline heap, or [`NEVER`].
-    pub heap_at: u64,
+    /// Where the registry's deadline queue has this session filed (never after its next
+    /// event), or [`NEVER`]: a later deadline needs no queue work.
+    pub queued: u64,
     /// The CLI's `session_id`, read from the lines.
     pub cli_session: Option<Box<str>>,
     pub rare: Option<Box<Rare>>,
@@ -194,7 +203,7 @@ impl Session {
             last_tool: now,
             settled_at: 0,
             pause_start: 0,
-            heap_at: NEVER,
+            queued: NEVER,
             cli_session: None,
             rare: None,
         }
@@ -318,7 +327,11 @@ impl Session {
             take(self.settled_at.saturating_add(l.linger), KillKind::Linger);
         } else if !self.paused() {
             let ext = self.extension(l, high);
-            let patience = if ext.is_some() { l.extended } else { l.idle };
+            let (patience, warn_after) = if ext.is_some() {
+                (l.extended, l.warn_extended)
+            } else {
+                (l.idle, l.warn_idle)
+            };
             let base = self.idle_anchor.max(self.retry_end);
             let idle_kill = base.saturating_add(patience).max(drop_at);
             let np_kill = self.progress_anchor.saturating_add(l.no_progress);
@@ -341,15 +354,11 @@ impl Session {
                 }
             }
             if !self.has(flag::STALL_IDLE) {
-                let t = base
-                    .saturating_add(frac_ns(patience, l.warn_at))
-                    .max(drop_at);
+                let t = base.saturating_add(warn_after).max(drop_at);
                 offer(t, Due::Stalling(StallClock::Idle, idle_kill));
             }
             if !self.has(flag::STALL_NP) {
-                let t = self
-                    .progress_anchor
-                    .saturating_add(frac_ns(l.no_progress, l.warn_at));
+                let t = self.progress_anchor.saturating_add(l.warn_no_progress);
                 offer(t, Due::Stalling(StallClock::NoProgress, np_kill));
             }
             if warn.is_some() {
