@@ -2,10 +2,15 @@
 //! nothing: the floor any observer that reads a child's stream through a pipe must pay.
 //!
 //! Usage: `stream_gen <lines> | pipe_sink > /dev/null`
+//!
+//! It asks for the same 1 MiB pipe the watchdog's supervisor asks for, so that the floor is the
+//! best any pipe reader can do here, not a reader held back by a 64 KiB pipe.
 
 use std::io::{Read, Write};
 
 fn main() {
+    #[cfg(target_os = "linux")]
+    let _ = rustix::pipe::fcntl_setpipe_size(std::io::stdin(), 1 << 20);
     let mut input = std::io::stdin().lock();
     let mut out = std::io::stdout().lock();
     let mut buf = vec![0u8; 1 << 20];
