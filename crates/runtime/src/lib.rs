@@ -60,6 +60,13 @@
 //! println!("{:?} {:?} {:?}", report.outcome, report.kill.map(|k| k.stage), report.status);
 //! # Ok(()) }
 //! ```
+//!
+//! `next_output` hands over one line at a time. A host that forwards a fast child's output
+//! can take it in batches instead ([`Supervisor::next_batch`](supervisor::Supervisor::next_batch)):
+//! the bytes of everything read at once, ready for one write, with each line's range and the
+//! class the policy gave it. A host that needs fields of some lines can have them without
+//! parsing again: [`SupervisorConfig::on_stdout_line`](supervisor::SupervisorConfig::on_stdout_line)
+//! runs a hook with the view the policy already built.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
