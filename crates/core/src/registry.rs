@@ -305,10 +305,14 @@ impl Registry {
             .expect("an instant exists once a session is registered")
     }
 
-    /// Move the clock to `now` and process everything due until then.
+    /// Move the clock to `now` and process everything due until then. Every call leaves the
+    /// queue settled, so its peek is the exact next event: with nothing due, the queue is not
+    /// asked again (the call's own `run_due` settles it afterwards).
     fn advance(&mut self, now: Instant) -> u64 {
         let t = self.clock(now);
-        self.run_due(t);
+        if self.queue.peek().is_some_and(|at| at <= t) {
+            self.run_due(t);
+        }
         t
     }
 
