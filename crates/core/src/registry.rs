@@ -349,19 +349,24 @@ impl Registry {
     /// session is filed needs no queue work (the queue asks again when it gets there); if the
     /// entry is in the queue's near heap, the session is marked `RAISED` (in its own cache
     /// line, not the queue's), and the queue re-files it when it reaches the heap's top.
-    fn reschedule(&mut self, slot: u32) {
+    ///
+    /// Returns whether the queue may need settling (false: neither the queue nor the mark
+    /// the queue reads changed).
+    fn reschedule(&mut self, slot: u32) -> bool {
         let t = self.next_of(slot).map_or(NEVER, |(t, _)| t);
         let horizon = self.queue.horizon();
         let s = self.session_mut(slot);
         if s.queued != NEVER && t >= s.queued {
-            if t > s.queued && s.queued < horizon {
+            if t > s.queued && s.queued < horizon && !s.has(flag::RAISED) {
                 s.flags |= flag::RAISED;
+                return true;
             }
-            return;
+            return false;
         }
         s.queued = t;
         s.flags &= !flag::RAISED;
         self.queue.set(slot, t);
+        true
     }
 
     /// Let the deadline queue re-file what it reached (see `DeadlineQueue::settle`).
@@ -577,8 +582,11 @@ impl Registry {
         if settled_now {
             self.events.push_back(Event::Settled { id });
         }
-        self.reschedule(slot);
-        self.run_due(t);
+        // The queue was settled with nothing due at `t`; unless this line changed it, it
+        // still is.
+        if self.reschedule(slot) {
+            self.run_due(t);
+        }
     }
 
     /// Feed one line the host wrote to the child's stdin (a `control_response` that answers a
