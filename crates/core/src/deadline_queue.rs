@@ -2,9 +2,10 @@
 //!
 //! Every slot has at most one live entry, filed at or before the slot's next timed event. The
 //! caller remembers where it filed each slot (`Session::queued`): a line that moves a deadline
-//! later touches nothing here (no memory access, O(1)), unless the entry is already in the
-//! near heap ([`DeadlineQueue::raise`]). When the wheel reaches an entry, it asks the caller
-//! for the slot's true deadline (`due_of`, which also notes the new filing instant) and
+//! later touches nothing here (no memory access, O(1)); if the entry is already in the near
+//! heap, the caller marks the slot itself ([`Slots::raised`]) and the queue re-files the entry
+//! when it reaches the heap's top. When the wheel reaches an entry, it asks the caller for the
+//! slot's true deadline ([`Slots::due`], which also notes the new filing instant) and
 //! re-files it: internal bookkeeping, not a wake-up of the host. A deadline that moves earlier
 //! is re-filed at once ([`DeadlineQueue::set`], O(1) in the wheel).
 //!
@@ -50,7 +51,7 @@ const HEAD: u32 = NOWHERE - BUCKETS as u32;
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     /// In the near heap: a lower bound of the slot's next timed event, never below the instant
-    /// the entry is filed at (moved by [`DeadlineQueue::raise`]). Elsewhere: the filing instant.
+    /// the entry is filed at (moved by `DeadlineQueue::raise`, in tests). Elsewhere: the filing instant.
     due: u64,
     /// The previous slot in its bucket, `HEAD + bucket`, [`IN_NEAR`], [`IN_FAR`] or
     /// [`NOWHERE`] (not queued).
@@ -64,6 +65,27 @@ const EMPTY: Entry = Entry {
     pos: NOWHERE,
     next: NIL,
 };
+
+/// What the queue asks its caller about slots.
+pub(crate) trait Slots {
+    /// The slot's true next deadline ([`NEVER`]: none); the caller notes it as the slot's new
+    /// filing instant.
+    fn due(&mut self, slot: u32) -> u64;
+
+    /// Whether the slot's deadline may have moved later than its entry says (the caller
+    /// keeps that mark itself, so that a line need not touch the queue). A near-heap top so
+    /// marked is re-filed, not reported.
+    fn raised(&self, slot: u32) -> bool {
+        let _ = slot;
+        false
+    }
+}
+
+impl<F: FnMut(u32) -> u64> Slots for F {
+    fn due(&mut self, slot: u32) -> u64 {
+        self(slot)
+    }
+}
 
 /// A heap entry: `(at, slot, ticket)`.
 type HeapEntry = Reverse<(u64, u32, u32)>;
@@ -144,7 +166,8 @@ impl DeadlineQueue {
 
     /// The slot's deadline moved later to `due`. Only an entry in the near heap needs to know
     /// (its top must stay exact); the caller tells by its filing instant being before
-    /// [`DeadlineQueue::horizon`].
+    /// [`DeadlineQueue::horizon`]. (The registry marks the slot instead: [`Slots::raised`].)
+    #[cfg(test)]
     pub(crate) fn raise(&mut self, slot: u32, due: u64) {
         if let Some(e) = self.entries.get_mut(slot as usize) {
             if e.pos == IN_NEAR && due > e.due {
@@ -242,7 +265,7 @@ impl DeadlineQueue {
     /// Re-file the entries of the wheel's first bucket and move the horizon past it. Those now
     /// before the horizon join the near heap in one batch (`extend` re-heapifies in O(n) when
     /// that is cheaper than n pushes: a bucket may hold thousands of equal deadlines).
-    fn drain_bucket<F: FnMut(u32) -> u64>(&mut self, due_of: &mut F) {
+    fn drain_bucket<F: Slots>(&mut self, due_of: &mut F) {
         let i = bucket_of(self.horizon);
         let mut slot = std::mem::replace(&mut self.heads[i], NIL);
         self.horizon = self.horizon.saturating_add(WIDTH);
@@ -250,7 +273,7 @@ impl DeadlineQueue {
         while slot != NIL {
             let next = self.entries[slot as usize].next;
             self.wheel_len -= 1;
-            let due = due_of(slot);
+            let due = due_of.due(slot);
             if due == NEVER {
                 self.entries[slot as usize] = EMPTY;
             } else if due < self.horizon {
@@ -273,7 +296,7 @@ impl DeadlineQueue {
     }
 
     /// Far entries that the wheel's span now covers join the wheel.
-    fn pull_far<F: FnMut(u32) -> u64>(&mut self, due_of: &mut F) {
+    fn pull_far<F: Slots>(&mut self, due_of: &mut F) {
         while let Some(&Reverse((t, slot, k))) = self.far.peek() {
             if t.saturating_sub(self.horizon) >= SPAN {
                 break;
@@ -281,7 +304,7 @@ impl DeadlineQueue {
             self.far.pop();
             if is_live(&self.entries, slot, k, IN_FAR) {
                 self.far_live -= 1;
-                self.refile(slot, due_of(slot));
+                self.refile(slot, due_of.due(slot));
             }
         }
     }
@@ -297,19 +320,19 @@ impl DeadlineQueue {
 
     /// Restore the invariant that [`DeadlineQueue::peek`] is the exact earliest deadline:
     /// the near heap's top is valid, or, when the near heap and the wheel are empty, the far
-    /// heap's top is. `now` is the caller's clock (nothing is due before it). `due_of(slot)`
+    /// heap's top is. `now` is the caller's clock (nothing is due before it). `due_of.due(slot)`
     /// is the slot's true next deadline ([`NEVER`]: none); the entry is re-filed there.
-    pub(crate) fn settle<F: FnMut(u32) -> u64>(&mut self, now: u64, due_of: &mut F) {
+    pub(crate) fn settle<F: Slots>(&mut self, now: u64, due_of: &mut F) {
         loop {
             while let Some(&Reverse((t, slot, k))) = self.near.peek() {
                 let e = self.entries[slot as usize];
                 if e.pos == IN_NEAR && e.next == k {
-                    if e.due == t {
+                    if e.due == t && !due_of.raised(slot) {
                         return;
                     }
                     self.near.pop();
                     self.near_live -= 1;
-                    self.refile(slot, due_of(slot)); // moved later since it was filed
+                    self.refile(slot, due_of.due(slot)); // moved later since it was filed
                 } else {
                     self.near.pop(); // removed or re-filed
                 }
@@ -337,7 +360,7 @@ impl DeadlineQueue {
                     self.far.pop(); // removed or re-filed
                     continue;
                 }
-                let due = due_of(slot);
+                let due = due_of.due(slot);
                 if due == t {
                     return;
                 }

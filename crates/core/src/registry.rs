@@ -37,9 +37,11 @@ use std::time::{Duration, Instant};
 
 use crate::classify::{classify, Class, LineKind, Signal};
 use crate::config::{Limits, SessionConfig};
-use crate::deadline_queue::DeadlineQueue;
+use crate::deadline_queue::{DeadlineQueue, Slots};
 use crate::event::{Event, ExtendReason, Kill, KillKind, Outcome, SessionId};
-use crate::session::{flag, Due, ErrorDetails, LastResult, LimitsNs, Session, NEVER};
+use crate::session::{
+    flag, id_hash, Cold, Due, ErrorDetails, LastResult, LimitsNs, Session, NEVER,
+};
 use crate::view::{ContentBlock, LineView};
 
 /// A hashable identity of a [`Limits`], to share one table entry between equal policies.
@@ -157,6 +159,36 @@ impl PolicyTable {
     }
 }
 
+/// What the deadline queue asks about sessions while it settles.
+struct Filing<'r> {
+    slots: &'r mut [Session],
+    cold: &'r [Cold],
+    policies: &'r PolicyTable,
+    utilization: Option<f64>,
+}
+
+impl Slots for Filing<'_> {
+    fn due(&mut self, slot: u32) -> u64 {
+        let Some(s) = self.slots.get_mut(slot as usize).filter(|s| s.is_live()) else {
+            return NEVER;
+        };
+        let p = self.policies.get(s.limits);
+        let retry_end = s.retry_end(&self.cold[slot as usize]);
+        let t = s
+            .next_due(&p.ns, p.ns.is_high(self.utilization), p.drop_at, retry_end)
+            .map_or(NEVER, |(t, _)| t);
+        s.queued = t;
+        s.flags &= !flag::RAISED;
+        t
+    }
+
+    fn raised(&self, slot: u32) -> bool {
+        self.slots
+            .get(slot as usize)
+            .is_some_and(|s| s.has(flag::RAISED))
+    }
+}
+
 /// A read-only view of one session's state, for status displays.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionSnapshot {
@@ -193,10 +225,11 @@ pub struct SessionSnapshot {
 pub struct Registry {
     limits: Limits,
     policies: PolicyTable,
-    /// The session arena; a session's id is its slot and the slot's generation.
-    slots: Vec<Option<Session>>,
-    /// Each slot's generation (a separate array: an `Option<Session>` has no padding to spare).
-    generations: Vec<u32>,
+    /// The session arena (hot state, one cache line per slot, the slot's generation
+    /// included); a session's id is its slot and the slot's generation.
+    slots: Vec<Session>,
+    /// Each slot's cold state, touched only by rare events.
+    cold: Vec<Cold>,
     free: Vec<u32>,
     len: usize,
     queue: DeadlineQueue,
@@ -235,7 +268,7 @@ impl Registry {
             policies: PolicyTable::new(&limits),
             limits,
             slots: Vec::new(),
-            generations: Vec::new(),
+            cold: Vec::new(),
             free: Vec::new(),
             len: 0,
             queue: DeadlineQueue::default(),
@@ -272,52 +305,68 @@ impl Registry {
             .expect("an instant exists once a session is registered")
     }
 
-    /// Move the clock to `now` and process everything due until then.
+    /// Move the clock to `now` and process everything due until then. Every call leaves the
+    /// queue settled, so its peek is the exact next event: with nothing due, the queue is not
+    /// asked again (the call's own `run_due` settles it afterwards).
     fn advance(&mut self, now: Instant) -> u64 {
         let t = self.clock(now);
-        self.run_due(t);
+        if self.queue.peek().is_some_and(|at| at <= t) {
+            self.run_due(t);
+        }
         t
     }
 
     fn slot_of(&self, id: SessionId) -> Option<u32> {
         let (slot, generation) = split_id(id);
         let s = self.slots.get(slot as usize)?;
-        (self.generations[slot as usize] == generation && s.is_some()).then_some(slot)
+        (s.generation == generation && s.is_live()).then_some(slot)
     }
 
     fn session(&self, slot: u32) -> &Session {
-        self.slots[slot as usize]
-            .as_ref()
-            .expect("slot_of checked it")
+        &self.slots[slot as usize]
     }
 
     fn session_mut(&mut self, slot: u32) -> &mut Session {
-        self.slots[slot as usize]
-            .as_mut()
-            .expect("slot_of checked it")
+        &mut self.slots[slot as usize]
+    }
+
+    /// A slot's hot and cold state.
+    fn parts_mut(&mut self, slot: u32) -> (&mut Session, &mut Cold) {
+        (
+            &mut self.slots[slot as usize],
+            &mut self.cold[slot as usize],
+        )
     }
 
     fn next_of(&self, slot: u32) -> Option<(u64, Due)> {
         let s = self.session(slot);
         let p = self.policies.get(s.limits);
-        s.next_due(&p.ns, p.ns.is_high(self.utilization), p.drop_at)
+        let retry_end = s.retry_end(&self.cold[slot as usize]);
+        s.next_due(&p.ns, p.ns.is_high(self.utilization), p.drop_at, retry_end)
     }
 
     /// Note the session's next event in the deadline queue. A later event than where the
-    /// session is filed needs no queue work (the queue asks again when it gets there), unless
-    /// the entry is in the queue's near heap.
-    fn reschedule(&mut self, slot: u32) {
+    /// session is filed needs no queue work (the queue asks again when it gets there); if the
+    /// entry is in the queue's near heap, the session is marked `RAISED` (in its own cache
+    /// line, not the queue's), and the queue re-files it when it reaches the heap's top.
+    ///
+    /// Returns whether the queue may need settling (false: neither the queue nor the mark
+    /// the queue reads changed).
+    fn reschedule(&mut self, slot: u32) -> bool {
         let t = self.next_of(slot).map_or(NEVER, |(t, _)| t);
         let horizon = self.queue.horizon();
         let s = self.session_mut(slot);
         if s.queued != NEVER && t >= s.queued {
-            if s.queued < horizon {
-                self.queue.raise(slot, t);
+            if t > s.queued && s.queued < horizon && !s.has(flag::RAISED) {
+                s.flags |= flag::RAISED;
+                return true;
             }
-            return;
+            return false;
         }
         s.queued = t;
+        s.flags &= !flag::RAISED;
         self.queue.set(slot, t);
+        true
     }
 
     /// Let the deadline queue re-file what it reached (see `DeadlineQueue::settle`).
@@ -325,22 +374,20 @@ impl Registry {
         let Registry {
             queue,
             slots,
+            cold,
             policies,
             utilization,
             ..
         } = self;
-        let high = *utilization;
-        queue.settle(now, &mut |slot| {
-            let Some(s) = slots.get_mut(slot as usize).and_then(Option::as_mut) else {
-                return NEVER;
-            };
-            let p = policies.get(s.limits);
-            let t = s
-                .next_due(&p.ns, p.ns.is_high(high), p.drop_at)
-                .map_or(NEVER, |(t, _)| t);
-            s.queued = t;
-            t
-        });
+        queue.settle(
+            now,
+            &mut Filing {
+                slots,
+                cold,
+                policies,
+                utilization: *utilization,
+            },
+        );
     }
 
     /// Fire every event due at or before `t`, in time order; leaves the queue settled.
@@ -350,10 +397,11 @@ impl Registry {
             let Some(slot) = self.queue.pop_due(t) else {
                 break;
             };
-            let Some(s) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+            let Some(s) = self.slots.get_mut(slot as usize).filter(|s| s.is_live()) else {
                 continue;
             };
             s.queued = NEVER;
+            s.flags &= !flag::RAISED;
             if let Some((due_at, due)) = self.next_of(slot) {
                 if due_at <= t {
                     self.fire(slot, due_at, due);
@@ -364,7 +412,7 @@ impl Registry {
     }
 
     fn fire(&mut self, slot: u32, at: u64, due: Due) {
-        let id = make_id(slot, self.generations[slot as usize]);
+        let id = make_id(slot, self.session(slot).generation);
         match due {
             Due::Extended(reason) => {
                 self.session_mut(slot).flags |= flag::EXT_NOTED;
@@ -384,9 +432,9 @@ impl Registry {
             }
             Due::Kill(kind) => {
                 let kill = self.build_kill(slot, at, kind);
-                let s = self.session_mut(slot);
+                let (s, c) = self.parts_mut(slot);
                 s.flags |= flag::KILLED;
-                s.rare().kill = Some(Box::new(kill.clone()));
+                s.rare(c).kill = Some(Box::new(kill.clone()));
                 self.events.push_back(Event::Killed(kill));
             }
         }
@@ -394,15 +442,16 @@ impl Registry {
 
     fn build_kill(&self, slot: u32, at: u64, kind: KillKind) -> Kill {
         let s = self.session(slot);
+        let c = &self.cold[slot as usize];
         let p = self.policies.get(s.limits);
         let since = |x: u64| Duration::from_nanos(at.saturating_sub(x));
         Kill {
-            id: make_id(slot, self.generations[slot as usize]),
+            id: make_id(slot, s.generation),
             kind,
             at: self.instant_or_epoch(at),
             elapsed: since(s.started),
-            since_progress: since(s.last_progress),
-            since_keepalive: since(s.last_line),
+            since_progress: since(s.last_progress(c)),
+            since_keepalive: since(s.last_line(c)),
             since_tool: since(s.last_tool),
             last_signal: s.last_signal,
             utilization: self.utilization,
@@ -414,29 +463,33 @@ impl Registry {
     pub fn register(&mut self, now: Instant, config: SessionConfig) -> SessionId {
         let t = self.advance(now);
         let limits = self.policies.acquire(config.limits());
-        let session = Session::new(limits, t);
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = Some(session);
+                let s = &mut self.slots[slot as usize];
+                *s = Session::new(limits, t, s.generation);
+                self.cold[slot as usize] = Cold::default();
                 slot
             }
             None => {
-                self.slots.push(Some(session));
-                self.generations.push(0);
+                self.slots.push(Session::new(limits, t, 0));
+                self.cold.push(Cold::default());
                 (self.slots.len() - 1) as u32
             }
         };
         self.len += 1;
         self.reschedule(slot);
         self.settle_queue(t);
-        make_id(slot, self.generations[slot as usize])
+        make_id(slot, self.session(slot).generation)
     }
 
     /// Feed one parsed stdout line of session `id`; returns its class. Unknown ids are ignored
     /// (the class is still returned). Lines of an ended or killed session change nothing.
     pub fn observe(&mut self, now: Instant, id: SessionId, line: &LineView<'_>) -> Class {
+        // Find the session first: its cache line (a likely miss among many sessions) then loads
+        // while the line is classified.
+        let slot = self.slot_of(id);
         let class = classify(line);
-        self.feed(now, id, Some(line), class);
+        self.feed(now, slot, Some(line), class);
         class
     }
 
@@ -445,18 +498,22 @@ impl Registry {
         match LineView::parse(line) {
             Ok(view) => self.observe(now, id, &view),
             Err(_) => {
-                self.feed(now, id, None, Class::UNPARSEABLE);
+                let slot = self.slot_of(id);
+                self.feed(now, slot, None, Class::UNPARSEABLE);
                 Class::UNPARSEABLE
             }
         }
     }
 
-    fn feed(&mut self, now: Instant, id: SessionId, line: Option<&LineView<'_>>, class: Class) {
+    /// `slot`: the session's slot, from [`Registry::slot_of`] (running due events does not
+    /// change which slots are live).
+    fn feed(&mut self, now: Instant, slot: Option<u32>, line: Option<&LineView<'_>>, class: Class) {
         self.counts[class.kind.index()] += 1;
         let t = self.advance(now);
-        let Some(slot) = self.slot_of(id) else {
+        let Some(slot) = slot else {
             return;
         };
+        let id = make_id(slot, self.session(slot).generation);
         if self.session(slot).is_done() {
             return;
         }
@@ -465,23 +522,23 @@ impl Registry {
         {
             let entry = self.policies.get(policy);
             let limits = &entry.limits;
-            let s = self.slots[slot as usize]
-                .as_mut()
-                .expect("slot_of checked it");
-            s.first_line_floor(t, entry.ns.no_progress);
+            let s = &mut self.slots[slot as usize];
+            let c = &mut self.cold[slot as usize];
+            s.first_line_floor(c, t, entry.ns.no_progress);
             let was_paused = s.paused();
             s.last_signal = Some(class.signal);
             match class.signal {
                 Signal::Progress => s.note_progress(t),
                 Signal::KeepAlive | Signal::HumanWait | Signal::Settle => s.note_line(t),
             }
+            s.drop_past_retry(c);
             if let Some(view) = line {
-                read_session_id(s, view, class.kind);
+                read_session_id(s, c, view, class.kind);
                 match class.kind {
-                    LineKind::Assistant | LineKind::User => read_tools(s, view, limits, t),
+                    LineKind::Assistant | LineKind::User => read_tools(s, c, view, limits, t),
                     LineKind::ApiRetry => {
                         if let Some(ms) = view.retry_delay_ms() {
-                            s.note_retry(t, ms_to_ns(ms));
+                            s.note_retry(c, t, ms_to_ns(ms));
                         }
                     }
                     LineKind::SessionState => match view.state().as_deref() {
@@ -494,28 +551,28 @@ impl Registry {
                     LineKind::ControlRequest if class.signal == Signal::HumanWait => {
                         match view.request_id() {
                             Some(rid) => {
-                                let pending = &mut s.rare().pending_requests;
-                                if pending.len() < MAX_PENDING {
-                                    pending.push(rid.into());
+                                let r = s.rare(c);
+                                if r.pending_requests.len() < MAX_PENDING {
+                                    r.pending_requests.push(rid.into());
                                 }
+                                s.sync_requests(r);
                             }
                             None => s.flags |= flag::STATE_WAIT,
                         }
                     }
                     LineKind::ControlCancel => {
                         if let Some(rid) = view.request_id() {
-                            answer(s, &rid);
+                            answer(s, c, &rid);
                         }
                     }
-                    LineKind::Result => read_result(s, view),
+                    LineKind::Result => read_result(s, c, view),
                     _ => {}
                 }
             }
             if class.signal == Signal::HumanWait {
-                s.begin_wait(t, was_paused);
+                s.begin_wait(c, t, was_paused);
             }
-            s.end_wait_if_clear(t, was_paused);
-            s.compact();
+            s.end_wait_if_clear(c, t, was_paused);
             if class.signal == Signal::Settle && !s.has(flag::SETTLED) {
                 s.flags |= flag::SETTLED;
                 s.settled_at = t;
@@ -525,8 +582,11 @@ impl Registry {
         if settled_now {
             self.events.push_back(Event::Settled { id });
         }
-        self.reschedule(slot);
-        self.run_due(t);
+        // The queue was settled with nothing due at `t`; unless this line changed it, it
+        // still is.
+        if self.reschedule(slot) {
+            self.run_due(t);
+        }
     }
 
     /// Feed one line the host wrote to the child's stdin (a `control_response` that answers a
@@ -542,11 +602,10 @@ impl Registry {
         let Some(rid) = line.request_id() else {
             return;
         };
-        let s = self.session_mut(slot);
+        let (s, c) = self.parts_mut(slot);
         let was_paused = s.paused();
-        answer(s, &rid);
-        s.end_wait_if_clear(t, was_paused);
-        s.compact();
+        answer(s, c, &rid);
+        s.end_wait_if_clear(c, t, was_paused);
         self.reschedule(slot);
         self.run_due(t);
     }
@@ -566,13 +625,13 @@ impl Registry {
             let limits = &self.policies.get(self.session(slot).limits).limits;
             tool.is_some_and(|name| limits.is_write_tool(name))
         };
-        let s = self.session_mut(slot);
+        let (s, c) = self.parts_mut(slot);
         s.last_signal = Some(Signal::Progress);
         s.note_progress(t);
+        s.drop_past_retry(c);
         s.last_tool = t;
         if is_write {
-            wrote(s);
-            s.compact();
+            wrote(s, c);
         }
         self.reschedule(slot);
         self.run_due(t);
@@ -602,8 +661,8 @@ impl Registry {
     pub fn end(&mut self, now: Instant, id: SessionId) -> Option<Outcome> {
         self.advance(now);
         let slot = self.slot_of(id)?;
-        let s = self.session_mut(slot);
-        let outcome = s.outcome();
+        let (s, c) = self.parts_mut(slot);
+        let outcome = s.outcome(c);
         if !s.has(flag::ENDED) {
             s.flags |= flag::ENDED;
             s.queued = NEVER;
@@ -620,17 +679,20 @@ impl Registry {
     /// Forget the session. Its kill, if any, stays readable through the returned value.
     pub fn unregister(&mut self, id: SessionId) -> Option<Kill> {
         let slot = self.slot_of(id)?;
-        let s = self.slots[slot as usize].take()?;
+        let generation = self.session(slot).generation.wrapping_add(1);
+        let s = std::mem::replace(&mut self.slots[slot as usize], Session::vacant(generation));
+        let c = std::mem::take(&mut self.cold[slot as usize]);
         self.policies.release(s.limits);
         self.queue.remove(slot);
         self.settle_queue(self.now);
         self.len -= 1;
-        let generation = &mut self.generations[slot as usize];
-        *generation = generation.wrapping_add(1);
-        if *generation != u32::MAX {
+        if generation != u32::MAX {
             self.free.push(slot); // a slot whose generations ran out is retired
         }
-        s.rare.and_then(|r| r.kill).map(|k| *k)
+        c.rare
+            .filter(|_| s.has(flag::RARE))
+            .and_then(|r| r.kill)
+            .map(|k| *k)
     }
 
     /// Forget every session (a "close"): nothing is due afterwards and no event of the old
@@ -640,8 +702,8 @@ impl Registry {
             .slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.is_some())
-            .map(|(i, _)| make_id(i as u32, self.generations[i]))
+            .filter(|(_, s)| s.is_live())
+            .map(|(i, s)| make_id(i as u32, s.generation))
             .collect();
         for id in ids {
             self.unregister(id);
@@ -673,9 +735,8 @@ impl Registry {
             return;
         }
         for slot in 0..self.slots.len() as u32 {
-            let affected = self.slots[slot as usize]
-                .as_ref()
-                .is_some_and(|s| !s.is_done() && dropped.contains(&s.limits));
+            let s = &self.slots[slot as usize];
+            let affected = s.is_live() && !s.is_done() && dropped.contains(&s.limits);
             if affected {
                 self.reschedule(slot);
             }
@@ -710,37 +771,56 @@ impl Registry {
     /// The kill of a session, if it was killed.
     pub fn kill(&self, id: SessionId) -> Option<&Kill> {
         let slot = self.slot_of(id)?;
-        self.session(slot).rare.as_ref()?.kill.as_deref()
+        self.rare_of(slot)?.kill.as_deref()
     }
 
     /// The CLI's `session_id` read from the session's lines, if any.
     pub fn session_id_str(&self, id: SessionId) -> Option<&str> {
         let slot = self.slot_of(id)?;
-        self.session(slot).cli_session.as_deref()
+        self.cli_session_of(slot)
     }
 
     /// A read-only snapshot of one session.
     pub fn snapshot(&self, id: SessionId) -> Option<SessionSnapshot> {
         let slot = self.slot_of(id)?;
         let s = self.session(slot);
+        let c = &self.cold[slot as usize];
         let p = self.policies.get(s.limits);
         Some(SessionSnapshot {
             started: self.instant_or_epoch(s.started),
             last_line: s
                 .has(flag::FIRST_LINE)
-                .then(|| self.instant_or_epoch(s.last_line)),
-            last_progress: self.instant_or_epoch(s.last_progress),
+                .then(|| self.instant_or_epoch(s.last_line(c))),
+            last_progress: self.instant_or_epoch(s.last_progress(c)),
             last_tool: self.instant_or_epoch(s.last_tool),
             last_signal: s.last_signal,
-            cli_session_id: s.cli_session.as_deref().map(str::to_owned),
+            cli_session_id: self.cli_session_of(slot).map(str::to_owned),
             settled: s.has(flag::SETTLED),
             paused: s.paused(),
             wrote: s.has(flag::WROTE),
             extension: s.extension(&p.ns, p.ns.is_high(self.utilization)),
             ended: s.has(flag::ENDED),
-            kill: s.rare.as_ref().and_then(|r| r.kill.as_deref().cloned()),
+            kill: self.rare_of(slot).and_then(|r| r.kill.as_deref().cloned()),
             next_deadline: self.next_of(slot).and_then(|(t, _)| self.instant(t)),
         })
+    }
+
+    /// A live slot's rare state, if allocated.
+    fn rare_of(&self, slot: u32) -> Option<&crate::session::Rare> {
+        let s = self.session(slot);
+        self.cold[slot as usize]
+            .rare
+            .as_deref()
+            .filter(|_| s.has(flag::RARE))
+    }
+
+    /// A live slot's CLI session id, if known.
+    fn cli_session_of(&self, slot: u32) -> Option<&str> {
+        let s = self.session(slot);
+        self.cold[slot as usize]
+            .cli_session
+            .as_deref()
+            .filter(|_| s.has(flag::CLI_SID))
     }
 
     /// How many lines of each [`LineKind`] were observed (all sessions), indexed by
@@ -762,48 +842,54 @@ impl Registry {
 
 /// Keep the first CLI `session_id` seen (a `system/init` may replace it). Once it is known,
 /// only `system` lines (the kind of an `init`) are read again.
-fn read_session_id(s: &mut Session, view: &LineView<'_>, kind: LineKind) {
-    if s.cli_session.is_some()
+fn read_session_id(s: &mut Session, c: &mut Cold, view: &LineView<'_>, kind: LineKind) {
+    if s.has(flag::CLI_SID)
         && (kind != LineKind::System || view.subtype().as_deref() != Some("init"))
     {
         return;
     }
     if let Some(sid) = view.session_id() {
-        if !sid.is_empty() && s.cli_session.as_deref() != Some(&*sid) {
-            s.cli_session = Some(sid.into());
+        if !sid.is_empty() && c.cli_session.as_deref() != Some(&*sid) {
+            s.flags |= flag::CLI_SID;
+            c.cli_session = Some(sid.into());
         }
     }
 }
 
 /// The first write landed: the pre-write extension ends.
-fn wrote(s: &mut Session) {
+fn wrote(s: &mut Session, c: &mut Cold) {
     s.flags |= flag::WROTE;
-    if let Some(r) = s.rare.as_mut() {
+    if let Some(r) = s.rare_mut(c) {
         r.pending_writes = Vec::new();
+        s.compact(c);
     }
 }
 
 /// A permission request was answered (or cancelled).
-fn answer(s: &mut Session, rid: &str) {
-    let Some(r) = s.rare.as_mut() else {
+fn answer(s: &mut Session, c: &mut Cold, rid: &str) {
+    let Some(r) = s.rare_mut(c) else {
         return;
     };
     let before = r.pending_requests.len();
     r.pending_requests.retain(|p| &**p != rid);
-    if before > 0 && r.pending_requests.is_empty() {
+    let cleared = before > 0 && r.pending_requests.is_empty();
+    s.sync_requests(r);
+    if cleared {
         s.flags &= !flag::STATE_WAIT;
     }
+    s.compact(c);
 }
 
 /// Tool boundaries and write completion from `assistant` / `user` content blocks.
-fn read_tools(s: &mut Session, view: &LineView<'_>, limits: &Limits, t: u64) {
+fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limits, t: u64) {
+    let mut removed = false;
     view.for_each_block(|b| match b {
         ContentBlock::ToolUse { id, name } => {
             s.last_tool = t;
             if !s.has(flag::WROTE) && limits.is_write_tool(&name) {
-                let pending = &mut s.rare().pending_writes;
+                let pending = &mut s.rare(c).pending_writes;
                 if pending.len() < MAX_PENDING {
-                    pending.push(id.into());
+                    pending.push((id_hash(&id), id.into()));
                 }
             }
         }
@@ -815,29 +901,38 @@ fn read_tools(s: &mut Session, view: &LineView<'_>, limits: &Limits, t: u64) {
             if s.has(flag::WROTE) {
                 return;
             }
-            let Some(r) = s.rare.as_mut() else {
+            let Some(r) = s.rare_mut(c) else {
                 return;
             };
-            if let Some(i) = r.pending_writes.iter().position(|p| **p == *tool_use_id) {
+            let h = id_hash(&tool_use_id);
+            let found = r
+                .pending_writes
+                .iter()
+                .position(|(ph, p)| *ph == h && **p == *tool_use_id);
+            if let Some(i) = found {
                 r.pending_writes.swap_remove(i);
+                removed = true;
                 if !is_error {
-                    wrote(s);
+                    wrote(s, c);
                 }
             }
         }
         ContentBlock::Other => {}
     });
+    if removed {
+        s.compact(c);
+    }
 }
 
 /// Remember the last `result`'s verdict.
-fn read_result(s: &mut Session, view: &LineView<'_>) {
+fn read_result(s: &mut Session, c: &mut Cold, view: &LineView<'_>) {
     let subtype = view.subtype();
     let is_error =
         view.is_error() == Some(true) || subtype.as_deref().is_some_and(|st| st != "success");
     let stop_reason = view.stop_reason();
     if is_error {
         s.last_result = LastResult::Error;
-        s.rare().error = Some(Box::new(ErrorDetails {
+        s.rare(c).error = Some(Box::new(ErrorDetails {
             subtype: subtype.map(String::from),
             terminal_reason: view.terminal_reason().map(String::from),
             stop_reason: stop_reason.map(String::from),
@@ -850,8 +945,9 @@ fn read_result(s: &mut Session, view: &LineView<'_>) {
         } else {
             LastResult::Success
         };
-        if let Some(r) = s.rare.as_mut() {
+        if let Some(r) = s.rare_mut(c) {
             r.error = None;
+            s.compact(c);
         }
     }
 }

@@ -72,23 +72,43 @@ impl LimitsNs {
 /// Session flags (bits of [`Session::flags`]).
 pub(crate) mod flag {
     /// At least one line (or tool boundary) was seen.
-    pub const FIRST_LINE: u16 = 1 << 0;
+    pub const FIRST_LINE: u32 = 1 << 0;
     /// A `result` (or `settle`) came and no progress since.
-    pub const SETTLED: u16 = 1 << 1;
+    pub const SETTLED: u32 = 1 << 1;
     /// The first write tool completed.
-    pub const WROTE: u16 = 1 << 2;
+    pub const WROTE: u32 = 1 << 2;
     /// `session_state_changed: requires_action` (or an id-less permission request) is open.
-    pub const STATE_WAIT: u16 = 1 << 3;
+    pub const STATE_WAIT: u32 = 1 << 3;
     /// `Extended` was reported in this quiet spell.
-    pub const EXT_NOTED: u16 = 1 << 4;
+    pub const EXT_NOTED: u32 = 1 << 4;
     /// `Stalling{Idle}` was reported in this quiet spell.
-    pub const STALL_IDLE: u16 = 1 << 5;
+    pub const STALL_IDLE: u32 = 1 << 5;
     /// `Stalling{NoProgress}` was reported in this spell without progress.
-    pub const STALL_NP: u16 = 1 << 6;
+    pub const STALL_NP: u32 = 1 << 6;
     /// The stream ended (`end`).
-    pub const ENDED: u16 = 1 << 7;
+    pub const ENDED: u32 = 1 << 7;
     /// The session was killed.
-    pub const KILLED: u16 = 1 << 8;
+    pub const KILLED: u32 = 1 << 8;
+    /// The slot holds a registered session.
+    pub const LIVE: u32 = 1 << 9;
+    /// [`Cold::rare`](super::Cold::rare) is allocated.
+    pub const RARE: u32 = 1 << 10;
+    /// [`Cold::cli_session`](super::Cold::cli_session) is known.
+    pub const CLI_SID: u32 = 1 << 11;
+    /// A permission request is unanswered (`Rare::pending_requests` is not empty).
+    pub const REQUESTS: u32 = 1 << 12;
+    /// [`Cold::retry_end`](super::Cold::retry_end) may lie after the idle anchor (otherwise
+    /// it is irrelevant and reads as 0).
+    pub const RETRY: u32 = 1 << 13;
+    /// A pause moved the idle anchor: the last line is
+    /// [`Cold::pause_or_line`](super::Cold::pause_or_line) (otherwise it is the idle anchor).
+    pub const LINE_MOVED: u32 = 1 << 14;
+    /// The no-progress anchor was moved (a pause, or the first-line floor): the last progress
+    /// is [`Cold::last_progress`](super::Cold::last_progress) (otherwise it is the anchor).
+    pub const PROGRESS_MOVED: u32 = 1 << 15;
+    /// Filed in the deadline queue's near heap, and the next event moved later since (the
+    /// queue re-files the entry when it reaches the heap's top).
+    pub const RAISED: u32 = 1 << 16;
 }
 
 /// The last `result` of a session, compactly.
@@ -111,11 +131,28 @@ pub(crate) struct ErrorDetails {
     pub api_error_status: Option<u16>,
 }
 
+/// A cheap hash of a `tool_use` id (word-wise multiply-rotate), to find it among pending ids.
+pub(crate) fn id_hash(id: &str) -> u64 {
+    const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+    let mut h = id.len() as u64;
+    let mut chunks = id.as_bytes().chunks_exact(8);
+    for w in &mut chunks {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(K);
+    }
+    let mut b = [0u8; 8];
+    b[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    (h.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(K)
+}
+
 /// State that most sessions never need, boxed on first use.
 #[derive(Debug, Default)]
 pub(crate) struct Rare {
-    /// `tool_use` ids of write tools not yet answered (only before the first write).
-    pub pending_writes: Vec<Box<str>>,
+    /// `tool_use` ids of write tools not yet answered (only before the first write), each
+    /// with its [`id_hash`]: a `tool_result` compares hashes, not boxed strings, so looking
+    /// for its id does not chase one pointer per pending write.
+    pub pending_writes: Vec<(u64, Box<str>)>,
     /// Open permission requests (`can_use_tool`) by `request_id`.
     pub pending_requests: Vec<Box<str>>,
     /// The last error result.
@@ -142,37 +179,50 @@ pub(crate) enum Due {
     Stalling(StallClock, u64),
 }
 
-/// One supervised session.
-#[derive(Debug)]
+/// One session slot's hot state: everything an ordinary line reads or writes, in one cache
+/// line (the slot's generation included, so finding the session costs no other access).
+/// The rest is in [`Cold`], touched only by rare events (pauses, retries, permission requests,
+/// the CLI session id of an `init`, results with errors, kills). Flags say when a cold field
+/// matters, so an ordinary line never reads it.
+#[derive(Debug, Clone)]
+#[repr(C, align(64))]
 pub(crate) struct Session {
-    /// Index into the registry's limits table.
-    pub limits: u32,
-    pub flags: u16,
-    pub last_signal: Option<Signal>,
-    pub last_result: LastResult,
     /// Registration instant.
     pub started: u64,
     /// Idle clock anchor: the last line, moved forward by human-wait pauses.
     pub idle_anchor: u64,
     /// No-progress clock anchor: the last progress, moved forward by pauses.
     pub progress_anchor: u64,
-    /// End of the last announced `api_retry` back-off (moved by pauses).
-    pub retry_end: u64,
-    /// The last line, real time.
-    pub last_line: u64,
-    /// The last progress, real time.
-    pub last_progress: u64,
     /// The last tool boundary.
     pub last_tool: u64,
     /// When the session settled (valid while `SETTLED`).
     pub settled_at: u64,
-    /// When the current human wait began (valid while paused).
-    pub pause_start: u64,
     /// Where the registry's deadline queue has this session filed (never after its next
     /// event), or [`NEVER`]: a later deadline needs no queue work.
     pub queued: u64,
-    /// The CLI's `session_id`, read from the lines.
+    /// Index into the registry's limits table.
+    pub limits: u32,
+    /// The slot's generation (outlives the session: it makes ids unique).
+    pub generation: u32,
+    pub flags: u32,
+    pub last_signal: Option<Signal>,
+    pub last_result: LastResult,
+}
+
+/// One session slot's cold state (see [`Session`]).
+#[derive(Debug, Default)]
+pub(crate) struct Cold {
+    /// While a human wait is open: when it began. Otherwise, while `LINE_MOVED`: the last line,
+    /// real time. (One word serves both: a wait begins only with a line, which clears
+    /// `LINE_MOVED`, and only its end sets it.)
+    pub pause_or_line: u64,
+    /// The last progress, real time (valid while `PROGRESS_MOVED`).
+    pub last_progress: u64,
+    /// End of the last announced `api_retry` back-off (moved by pauses; valid while `RETRY`).
+    pub retry_end: u64,
+    /// The CLI's `session_id`, read from the lines (`CLI_SID`).
     pub cli_session: Option<Box<str>>,
+    /// State that most sessions never need (`RARE`).
     pub rare: Option<Box<Rare>>,
 }
 
@@ -188,29 +238,37 @@ fn shift(x: u64, b: u64, e: u64) -> u64 {
 }
 
 impl Session {
-    pub(crate) fn new(limits: u32, now: u64) -> Self {
+    pub(crate) fn new(limits: u32, now: u64, generation: u32) -> Self {
         Session {
-            limits,
-            flags: 0,
-            last_signal: None,
-            last_result: LastResult::None,
             started: now,
             idle_anchor: now,
             progress_anchor: now,
-            retry_end: 0,
-            last_line: now,
-            last_progress: now,
             last_tool: now,
             settled_at: 0,
-            pause_start: 0,
             queued: NEVER,
-            cli_session: None,
-            rare: None,
+            limits,
+            generation,
+            flags: flag::LIVE,
+            last_signal: None,
+            last_result: LastResult::None,
         }
     }
 
-    pub(crate) fn has(&self, f: u16) -> bool {
+    /// An empty slot of this generation.
+    pub(crate) fn vacant(generation: u32) -> Self {
+        Session {
+            flags: 0,
+            ..Session::new(0, 0, generation)
+        }
+    }
+
+    pub(crate) fn has(&self, f: u32) -> bool {
         self.flags & f != 0
+    }
+
+    /// The slot holds a registered session.
+    pub(crate) fn is_live(&self) -> bool {
+        self.has(flag::LIVE)
     }
 
     /// Ended or killed: no more deadlines, lines are ignored.
@@ -218,22 +276,101 @@ impl Session {
         self.has(flag::ENDED | flag::KILLED)
     }
 
-    pub(crate) fn rare(&mut self) -> &mut Rare {
-        self.rare.get_or_insert_with(Box::default)
+    /// The rare state, allocated on first use.
+    pub(crate) fn rare<'c>(&mut self, c: &'c mut Cold) -> &'c mut Rare {
+        self.flags |= flag::RARE;
+        c.rare.get_or_insert_with(Box::default)
+    }
+
+    /// The rare state, if allocated.
+    pub(crate) fn rare_mut<'c>(&self, c: &'c mut Cold) -> Option<&'c mut Rare> {
+        if self.has(flag::RARE) {
+            c.rare.as_deref_mut()
+        } else {
+            None
+        }
     }
 
     /// Free the rare state once nothing in it is needed any more.
-    pub(crate) fn compact(&mut self) {
-        if self.rare.as_ref().is_some_and(|r| r.is_empty()) {
-            self.rare = None;
+    pub(crate) fn compact(&mut self, c: &mut Cold) {
+        if !self.has(flag::RARE) {
+            return;
+        }
+        let unneeded = match &c.rare {
+            Some(r) => r.is_empty(),
+            None => true,
+        };
+        if unneeded {
+            c.rare = None;
+            self.flags &= !flag::RARE;
+        }
+    }
+
+    /// Note whether a permission request is unanswered (after `pending_requests` changed).
+    pub(crate) fn sync_requests(&mut self, r: &Rare) {
+        if r.pending_requests.is_empty() {
+            self.flags &= !flag::REQUESTS;
+        } else {
+            self.flags |= flag::REQUESTS;
         }
     }
 
     /// Whether a permission request is unanswered.
     pub(crate) fn has_pending_requests(&self) -> bool {
-        self.rare
-            .as_ref()
-            .is_some_and(|r| !r.pending_requests.is_empty())
+        self.has(flag::REQUESTS)
+    }
+
+    /// The last line, real time.
+    pub(crate) fn last_line(&self, c: &Cold) -> u64 {
+        if self.has(flag::LINE_MOVED) {
+            c.pause_or_line
+        } else {
+            self.idle_anchor
+        }
+    }
+
+    /// The last progress, real time.
+    pub(crate) fn last_progress(&self, c: &Cold) -> u64 {
+        if self.has(flag::PROGRESS_MOVED) {
+            c.last_progress
+        } else {
+            self.progress_anchor
+        }
+    }
+
+    /// The end of the last announced back-off, or 0 when it cannot matter any more.
+    pub(crate) fn retry_end(&self, c: &Cold) -> u64 {
+        if self.has(flag::RETRY) {
+            c.retry_end
+        } else {
+            0
+        }
+    }
+
+    /// Forget a back-off the idle anchor has passed (it can never matter again: both move
+    /// together under pauses, and a new back-off ends after the line that announces it).
+    pub(crate) fn drop_past_retry(&mut self, c: &Cold) {
+        if self.has(flag::RETRY) && self.idle_anchor >= c.retry_end {
+            self.flags &= !flag::RETRY;
+        }
+    }
+
+    /// Move the idle anchor, keeping the real last line.
+    fn move_idle_anchor(&mut self, c: &mut Cold, to: u64) {
+        if !self.has(flag::LINE_MOVED) {
+            c.pause_or_line = self.idle_anchor;
+            self.flags |= flag::LINE_MOVED;
+        }
+        self.idle_anchor = to;
+    }
+
+    /// Move the no-progress anchor, keeping the real last progress.
+    fn move_progress_anchor(&mut self, c: &mut Cold, to: u64) {
+        if !self.has(flag::PROGRESS_MOVED) {
+            c.last_progress = self.progress_anchor;
+            self.flags |= flag::PROGRESS_MOVED;
+        }
+        self.progress_anchor = to;
     }
 
     /// Whether a human wait is open.
@@ -258,50 +395,53 @@ impl Session {
     /// Before the first line only startup and the ceiling apply. The no-progress clock runs
     /// from registration, but a cap it passed before it applied kills no earlier than the
     /// first line (only possible when `no_progress` is shorter than `startup`).
-    pub(crate) fn first_line_floor(&mut self, now: u64, no_progress: u64) {
+    pub(crate) fn first_line_floor(&mut self, c: &mut Cold, now: u64, no_progress: u64) {
         if !self.has(flag::FIRST_LINE) {
-            self.progress_anchor = self.progress_anchor.max(now.saturating_sub(no_progress));
+            let floor = now.saturating_sub(no_progress);
+            if floor > self.progress_anchor {
+                self.move_progress_anchor(c, floor);
+            }
         }
     }
 
     /// Any line (or boundary): a sign of life; starts a new idle spell.
     pub(crate) fn note_line(&mut self, now: u64) {
         self.flags |= flag::FIRST_LINE;
-        self.flags &= !(flag::EXT_NOTED | flag::STALL_IDLE);
+        self.flags &= !(flag::EXT_NOTED | flag::STALL_IDLE | flag::LINE_MOVED);
         self.idle_anchor = now;
-        self.last_line = now;
     }
 
     /// Progress: also starts a new no-progress spell and un-settles.
     pub(crate) fn note_progress(&mut self, now: u64) {
         self.note_line(now);
-        self.flags &= !(flag::STALL_NP | flag::SETTLED);
+        self.flags &= !(flag::STALL_NP | flag::SETTLED | flag::PROGRESS_MOVED);
         self.progress_anchor = now;
-        self.last_progress = now;
     }
 
     /// An announced back-off: the idle kill cannot come before `now + delay + patience`.
-    pub(crate) fn note_retry(&mut self, now: u64, delay: u64) {
-        self.retry_end = self.retry_end.max(now.saturating_add(delay));
+    pub(crate) fn note_retry(&mut self, c: &mut Cold, now: u64, delay: u64) {
+        c.retry_end = self.retry_end(c).max(now.saturating_add(delay));
+        self.flags |= flag::RETRY;
     }
 
     /// Begin a human wait (if none is open) at `now`.
-    pub(crate) fn begin_wait(&mut self, now: u64, was_paused: bool) {
+    pub(crate) fn begin_wait(&self, c: &mut Cold, now: u64, was_paused: bool) {
         if !was_paused {
-            self.pause_start = now;
+            debug_assert!(!self.has(flag::LINE_MOVED), "a wait begins with a line");
+            c.pause_or_line = now;
         }
     }
 
     /// If a wait was open and none is now, end the pause: the idle and no-progress clocks
     /// move by the paused time.
-    pub(crate) fn end_wait_if_clear(&mut self, now: u64, was_paused: bool) {
+    pub(crate) fn end_wait_if_clear(&mut self, c: &mut Cold, now: u64, was_paused: bool) {
         if was_paused && !self.paused() {
-            let b = self.pause_start;
+            let b = c.pause_or_line;
             let e = now.max(b);
-            self.idle_anchor = shift(self.idle_anchor, b, e);
-            self.progress_anchor = shift(self.progress_anchor, b, e);
-            if self.retry_end != 0 {
-                self.retry_end = shift(self.retry_end, b, e);
+            self.move_idle_anchor(c, shift(self.idle_anchor, b, e));
+            self.move_progress_anchor(c, shift(self.progress_anchor, b, e));
+            if self.has(flag::RETRY) && c.retry_end != 0 {
+                c.retry_end = shift(c.retry_end, b, e);
             }
         }
     }
@@ -311,7 +451,14 @@ impl Session {
     /// `high`: the utilization is at or above this session's threshold; `drop_at`: the last
     /// instant the utilization fell below it (an extension withdrawn then kills no earlier
     /// than then).
-    pub(crate) fn next_due(&self, l: &LimitsNs, high: bool, drop_at: u64) -> Option<(u64, Due)> {
+    /// `retry_end`: [`Session::retry_end`].
+    pub(crate) fn next_due(
+        &self,
+        l: &LimitsNs,
+        high: bool,
+        drop_at: u64,
+        retry_end: u64,
+    ) -> Option<(u64, Due)> {
         if self.is_done() {
             return None;
         }
@@ -332,7 +479,7 @@ impl Session {
             } else {
                 (l.idle, l.warn_idle)
             };
-            let base = self.idle_anchor.max(self.retry_end);
+            let base = self.idle_anchor.max(retry_end);
             let idle_kill = base.saturating_add(patience).max(drop_at);
             let np_kill = self.progress_anchor.saturating_add(l.no_progress);
             take(idle_kill, KillKind::Idle);
@@ -369,8 +516,9 @@ impl Session {
     }
 
     /// The terminal outcome as of now.
-    pub(crate) fn outcome(&self) -> Outcome {
-        if let Some(k) = self.rare.as_ref().and_then(|r| r.kill.as_ref()) {
+    pub(crate) fn outcome(&self, c: &Cold) -> Outcome {
+        let rare = c.rare.as_deref().filter(|_| self.has(flag::RARE));
+        if let Some(k) = rare.and_then(|r| r.kill.as_ref()) {
             return Outcome::Killed { kind: k.kind };
         }
         match self.last_result {
@@ -378,9 +526,7 @@ impl Session {
             LastResult::Success => Outcome::Success,
             LastResult::Incomplete => Outcome::Incomplete,
             LastResult::Error => {
-                let d = self
-                    .rare
-                    .as_ref()
+                let d = rare
                     .and_then(|r| r.error.as_deref().cloned())
                     .unwrap_or_default();
                 Outcome::ErrorResult {
@@ -408,10 +554,11 @@ mod tests {
 
     #[test]
     fn a_session_is_small() {
+        assert_eq!(std::mem::size_of::<Session>(), 64);
         assert!(
-            std::mem::size_of::<Session>() <= 112,
+            std::mem::size_of::<Cold>() <= 48,
             "{}",
-            std::mem::size_of::<Session>()
+            std::mem::size_of::<Cold>()
         );
         assert!(
             std::mem::size_of::<Rare>() <= 64,
