@@ -230,16 +230,21 @@ mod tests {
         v
     }
 
+    /// Streams to split: empty, newlines only, a last line with and without its newline, a
+    /// `\r`, lines at and over the maximum.
+    const INPUTS: [&[u8]; 7] = [
+        b"",
+        b"\n",
+        b"a\nbb\n",
+        b"a\nbb",
+        b"abcdef\nxy\r\n\n",
+        b"abcd\nabcde\nabc",
+        b"abcdefghij\n\nabcd",
+    ];
+
     #[tokio::test]
     async fn splits_and_round_trips() {
-        for input in [
-            &b""[..],
-            b"\n",
-            b"a\nbb\n",
-            b"a\nbb",
-            b"abcdef\nxy\r\n\n",
-            b"abcd\nabcde\nabc",
-        ] {
+        for &input in &INPUTS[..6] {
             for max in 1..8 {
                 let lines = split(input, max).await;
                 assert_eq!(join(&lines), input, "max {max}");
@@ -289,15 +294,7 @@ mod tests {
 
     #[tokio::test]
     async fn batches_split_like_lines() {
-        for input in [
-            &b""[..],
-            b"\n",
-            b"a\nbb\n",
-            b"a\nbb",
-            b"abcdef\nxy\r\n\n",
-            b"abcd\nabcde\nabc",
-            b"abcdefghij\n\nabcd",
-        ] {
+        for input in INPUTS {
             for max in 1..8 {
                 let want = split(input, max).await;
                 for step in 1..5 {
