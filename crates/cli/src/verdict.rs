@@ -93,13 +93,13 @@ pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
     }
 }
 
-/// What happened, e.g. `no output at all for 10m (last progress 10m ago)`, plus the
+/// What happened, e.g. `no stdout line for 10m (last progress 10m ago)`, plus the
 /// extension that held, if any.
 pub fn kill_detail(kill: &Kill) -> String {
     let detail = match kill.kind {
-        KillKind::Startup => format!("no output at all for {}", format_duration(kill.elapsed)),
+        KillKind::Startup => format!("no stdout line for {}", format_duration(kill.elapsed)),
         KillKind::Idle => format!(
-            "no output at all for {} (last progress {} ago)",
+            "no stdout line for {} (last progress {} ago)",
             format_duration(kill.since_keepalive),
             format_duration(kill.since_progress)
         ),
@@ -109,7 +109,7 @@ pub fn kill_detail(kill: &Kill) -> String {
             format_duration(kill.since_keepalive)
         ),
         KillKind::NoProgress => format!(
-            "no progress and no output at all for {}",
+            "no progress and no stdout line for {}",
             format_duration(kill.since_progress)
         ),
         KillKind::Linger => format!(

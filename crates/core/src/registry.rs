@@ -489,7 +489,37 @@ impl Registry {
         // while the line is classified.
         let slot = self.slot_of(id);
         let class = classify(line);
-        self.feed(now, slot, Some(line), class);
+        self.feed(now, slot, Some(line), class, false);
+        class
+    }
+
+    /// Feed a stdout line (`None`: an unparseable line or a piece of an over-long one) that
+    /// was already waiting to be read while deadlines came due (the host was stopped, say by
+    /// Ctrl-Z, or busy): it counts **before** the deadlines due at `now`, which then fire only
+    /// if they still hold. Otherwise the same as [`Registry::observe`]; when nothing is due at
+    /// `now` the two are identical.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use watchdog_core::{Event, Limits, LineView, Registry, SessionConfig};
+    /// let t0 = Instant::now();
+    /// let mut reg = Registry::new(Limits::default().with_idle(Duration::from_secs(60)).unwrap());
+    /// let id = reg.register(t0, SessionConfig::default());
+    /// let line = LineView::parse(br#"{"type":"assistant","message":{"content":[]}}"#).unwrap();
+    /// reg.observe(t0, id, &line);
+    /// // The host wakes 5 minutes late and finds a line waiting: the idle kill does not land.
+    /// reg.observe_waited(t0 + Duration::from_secs(300), id, Some(&line));
+    /// assert!(!std::iter::from_fn(|| reg.poll_event()).any(|e| matches!(e, Event::Killed(_))));
+    /// ```
+    pub fn observe_waited(
+        &mut self,
+        now: Instant,
+        id: SessionId,
+        line: Option<&LineView<'_>>,
+    ) -> Class {
+        let slot = self.slot_of(id);
+        let class = line.map_or(Class::UNPARSEABLE, classify);
+        self.feed(now, slot, line, class, true);
         class
     }
 
@@ -499,22 +529,40 @@ impl Registry {
             Ok(view) => self.observe(now, id, &view),
             Err(_) => {
                 let slot = self.slot_of(id);
-                self.feed(now, slot, None, Class::UNPARSEABLE);
+                self.feed(now, slot, None, Class::UNPARSEABLE, false);
                 Class::UNPARSEABLE
             }
         }
     }
 
     /// `slot`: the session's slot, from [`Registry::slot_of`] (running due events does not
-    /// change which slots are live).
-    fn feed(&mut self, now: Instant, slot: Option<u32>, line: Option<&LineView<'_>>, class: Class) {
+    /// change which slots are live). `waited`: the line counts before what is due at `now`
+    /// ([`Registry::observe_waited`]).
+    fn feed(
+        &mut self,
+        now: Instant,
+        slot: Option<u32>,
+        line: Option<&LineView<'_>>,
+        class: Class,
+        waited: bool,
+    ) {
         self.counts[class.kind.index()] += 1;
-        let t = self.advance(now);
+        let t = if waited {
+            self.clock(now)
+        } else {
+            self.advance(now)
+        };
         let Some(slot) = slot else {
+            if waited {
+                self.run_due(t);
+            }
             return;
         };
         let id = make_id(slot, self.session(slot).generation);
         if self.session(slot).is_done() {
+            if waited {
+                self.run_due(t);
+            }
             return;
         }
         let policy = self.session(slot).limits;
@@ -582,9 +630,9 @@ impl Registry {
         if settled_now {
             self.events.push_back(Event::Settled { id });
         }
-        // The queue was settled with nothing due at `t`; unless this line changed it, it
-        // still is.
-        if self.reschedule(slot) {
+        // The queue was settled with nothing due at `t`; unless this line changed it (or it
+        // waited, and the queue was not settled first), it still is.
+        if self.reschedule(slot) || waited {
             self.run_due(t);
         }
     }
@@ -633,6 +681,44 @@ impl Registry {
         if is_write {
             wrote(s, c);
         }
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+
+    /// The last `paused` before `now` does not count toward the idle and no-progress clocks
+    /// of `id`: the host could not take the child's output (a slow reader downstream), so the
+    /// child's silence was the host's doing. The startup and ceiling clocks are not paused. No
+    /// effect on an ended session, nor while a human wait is open (it pauses the same clocks).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use watchdog_core::{Limits, Registry, SessionConfig};
+    /// let t0 = Instant::now();
+    /// let idle = Duration::from_secs(60);
+    /// let mut reg = Registry::new(Limits::default().with_idle(idle).unwrap().with_extend_factor(1.0).unwrap());
+    /// let id = reg.register(t0, SessionConfig::default());
+    /// reg.observe_line(t0, id, br#"{"type":"assistant","message":{"content":[]}}"#);
+    /// // 50 s later: the output was blocked for the last 40 s.
+    /// reg.pause_clocks(t0 + Duration::from_secs(50), id, Duration::from_secs(40));
+    /// let killed = |reg: &mut Registry| {
+    ///     std::iter::from_fn(|| reg.poll_event()).any(|e| matches!(e, watchdog_core::Event::Killed(_)))
+    /// };
+    /// reg.handle_timeout(t0 + Duration::from_secs(99));
+    /// assert!(!killed(&mut reg), "60 s of patience, 40 s of them paused");
+    /// reg.handle_timeout(t0 + Duration::from_secs(100));
+    /// assert!(killed(&mut reg));
+    /// ```
+    pub fn pause_clocks(&mut self, now: Instant, id: SessionId, paused: Duration) {
+        let t = self.clock(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        if self.session(slot).is_done() {
+            return;
+        }
+        let b = t.saturating_sub(u64::try_from(paused.as_nanos()).unwrap_or(u64::MAX));
+        let (s, c) = self.parts_mut(slot);
+        s.pause_clocks(c, b, t);
         self.reschedule(slot);
         self.run_due(t);
     }

@@ -437,12 +437,24 @@ impl Session {
     pub(crate) fn end_wait_if_clear(&mut self, c: &mut Cold, now: u64, was_paused: bool) {
         if was_paused && !self.paused() {
             let b = c.pause_or_line;
-            let e = now.max(b);
-            self.move_idle_anchor(c, shift(self.idle_anchor, b, e));
-            self.move_progress_anchor(c, shift(self.progress_anchor, b, e));
-            if self.has(flag::RETRY) && c.retry_end != 0 {
-                c.retry_end = shift(c.retry_end, b, e);
-            }
+            self.shift_clocks(c, b, now.max(b));
+        }
+    }
+
+    /// Time in `[b, e)` does not count toward the idle and no-progress clocks (the host could
+    /// not take the output). No effect while a human wait is open: its own pause covers the
+    /// same clocks, and ends by shifting them.
+    pub(crate) fn pause_clocks(&mut self, c: &mut Cold, b: u64, e: u64) {
+        if !self.paused() && b < e {
+            self.shift_clocks(c, b, e);
+        }
+    }
+
+    fn shift_clocks(&mut self, c: &mut Cold, b: u64, e: u64) {
+        self.move_idle_anchor(c, shift(self.idle_anchor, b, e));
+        self.move_progress_anchor(c, shift(self.progress_anchor, b, e));
+        if self.has(flag::RETRY) && c.retry_end != 0 {
+            c.retry_end = shift(c.retry_end, b, e);
         }
     }
 

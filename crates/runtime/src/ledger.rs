@@ -203,8 +203,13 @@ impl Ledger for FileLedger {
         let Some(text) = read_small(&path)? else {
             return Ok(None);
         };
-        let marker = Marker::from_json(&text)
-            .map_err(|e| LedgerError::Corrupt(format!("{}: {e}", path.display())))?;
+        let marker = Marker::from_json(&text).map_err(|e| {
+            let why = match e {
+                LedgerError::Corrupt(why) => why,
+                other => other.to_string(),
+            };
+            LedgerError::Corrupt(format!("{}: {why}", path.display()))
+        })?;
         if !marker.session_id.eq_ignore_ascii_case(session_id) {
             return Err(LedgerError::Corrupt(format!(
                 "{}: holds session id {:?}",

@@ -1,8 +1,10 @@
 //! Spawning the child and the tasks that read it and watch it.
 
+use std::os::fd::OwnedFd;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
@@ -53,12 +55,21 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     let started = tokio::time::Instant::now();
-    let mut child = cmd.spawn().map_err(|source| SpawnError::Program {
-        program: program.clone(),
-        source,
-    })?;
+    let mut child =
+        super::spawn::spawn(cmd, cfg.die_with_host).map_err(|source| SpawnError::Program {
+            program: program.clone(),
+            source,
+        })?;
     let pid = child.id().unwrap_or(0);
-    let tree = Tree::new(pid as i32, &marker);
+    let tree = Tree::new(pid as i32, &marker, cfg.claim_orphans);
+    // Copies of the output pipes, to see whether output waits unread before a deadline acts.
+    let pending: Vec<OwnedFd> = [
+        child.stdout.as_ref().and_then(|p| rustix::io::dup(p).ok()),
+        child.stderr.as_ref().and_then(|p| rustix::io::dup(p).ok()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
 
     let policy = cfg.policy.clone().map(|session| {
         let mut reg = Registry::new(Limits::default());
@@ -82,6 +93,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
             Queue {
                 out: out_tx.clone(),
                 budget: budget.clone(),
+                shared: shared.clone(),
             },
             ctrl_tx.clone(),
         )));
@@ -94,6 +106,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
             Queue {
                 out: out_tx.clone(),
                 budget: budget.clone(),
+                shared: shared.clone(),
             },
         )));
     }
@@ -113,6 +126,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         ctrl: ctrl_rx,
         pipe,
         readers,
+        pending,
     };
     tokio::spawn(watch.run(report_tx));
     Ok(Supervisor {
@@ -146,20 +160,33 @@ pub(crate) fn cost(item: &Batch) -> u32 {
 struct Queue {
     out: mpsc::UnboundedSender<Batch>,
     budget: Arc<Semaphore>,
+    shared: Arc<Shared>,
 }
 
 impl Queue {
     /// Queue lines once the caller has room for them. Never waits once the caller is gone (its
-    /// receiver dropped, e.g. by [`Supervisor::wait`]): the lines are dropped then.
+    /// receiver dropped, e.g. by [`Supervisor::wait`]): the lines are dropped then. While it
+    /// waits, the child is held back by the caller, not idle: the idle and no-progress clocks
+    /// are paused.
     async fn send(&self, item: Batch) {
-        tokio::select! {
-            permit = self.budget.acquire_many(cost(&item)) => {
-                if let Ok(p) = permit {
-                    p.forget();
-                    let _ = self.out.send(item);
-                }
+        use tokio::sync::TryAcquireError;
+        let n = cost(&item);
+        let permit = match self.budget.try_acquire_many(n) {
+            Ok(p) => Some(p),
+            Err(TryAcquireError::Closed) => None,
+            Err(TryAcquireError::NoPermits) => {
+                self.shared.output_blocked(clock::now());
+                let permit = tokio::select! {
+                    permit = self.budget.acquire_many(n) => permit.ok(),
+                    () = self.out.closed() => None,
+                };
+                self.shared.output_unblocked(clock::now());
+                permit
             }
-            () = self.out.closed() => {}
+        };
+        if let Some(p) = permit {
+            p.forget();
+            let _ = self.out.send(item);
         }
     }
 }
@@ -213,12 +240,14 @@ async fn read_stdout(
         }
         // A read error ends the stream like its end does (what was read still goes out).
         let eof = !matches!(pipe.read_buf(&mut buf).await, Ok(n) if n > 0);
+        shared.reading.store(true, Ordering::SeqCst);
         let mut lines = Vec::new();
         let used = split_lines(&buf, max_line, eof, &mut in_long, &mut lines);
         if !lines.is_empty() {
             // The lines that arrived together: one clock reading, one lock, one message.
             let at = clock::now();
             let (events, overlong) = observe(&shared, hook.as_ref(), at, &buf[..used], &mut lines);
+            shared.reading.store(false, Ordering::SeqCst);
             for _ in 0..overlong {
                 let _ = queue.out.send(Batch::Output(Output::Overlong { max_line }));
             }
@@ -231,6 +260,7 @@ async fn read_stdout(
                 .send(Batch::Stdout(StdoutBatch { bytes, lines, at }))
                 .await;
         }
+        shared.reading.store(false, Ordering::SeqCst);
         if eof {
             return;
         }
@@ -297,6 +327,8 @@ struct Watch {
     ctrl: mpsc::UnboundedReceiver<Control>,
     pipe: Arc<AsyncMutex<Option<ChildStdin>>>,
     readers: Vec<tokio::task::JoinHandle<()>>,
+    /// Copies of the stdout and stderr pipes ([`Watch::catch_up`]).
+    pending: Vec<OwnedFd>,
 }
 
 enum End {
@@ -350,7 +382,9 @@ impl Watch {
             pipe_left_open,
             tree_known: Tree::KNOWN,
             duration: self.started.elapsed(),
+            blocked_on_output: st.blocked_total,
         });
+        Tree::forget_root(self.pid);
     }
 
     /// Until the child exits or a kill is decided.
@@ -385,6 +419,7 @@ impl Watch {
                     }
                 },
                 () = &mut sleep, if deadline.is_some() => {
+                    self.catch_up().await;
                     let events = self.shared.timeout();
                     if let Some(kill) = dispatch(&self.out, events) {
                         return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
@@ -406,6 +441,25 @@ impl Watch {
         }
     }
 
+    /// Before a deadline acts, let the readers take what already waits in the pipes: after the
+    /// host was stopped (Ctrl-Z, then `fg`) a deadline may be overdue while the child went on
+    /// printing; those lines count first, and a kill lands only if the deadline still holds.
+    /// Not while the output is blocked by the caller (the clocks are paused then anyway).
+    /// Bounded: at most ~200 ms.
+    async fn catch_up(&self) {
+        for _ in 0..200 {
+            let waiting = self
+                .pending
+                .iter()
+                .any(|fd| rustix::io::ioctl_fionread(fd).is_ok_and(|n| n > 0));
+            let busy = self.shared.reading.load(Ordering::SeqCst);
+            if !(waiting || busy) || self.shared.is_output_blocked() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     /// The child exited by itself: stop whatever it left running (SIGTERM, then SIGKILL).
     async fn clean_leftovers(&mut self) -> usize {
         if !self.cfg.kill_leftovers {
@@ -421,7 +475,7 @@ impl Watch {
             self.tree.reap();
             return 0;
         }
-        kill::stop_procs(&mut self.tree, &left, self.cfg.term_grace).await;
+        kill::stop_procs(&mut self.tree, self.pid, &left, self.cfg.term_grace).await;
         left.len()
     }
 

@@ -27,6 +27,7 @@ mod lines;
 mod report;
 mod shared;
 mod signals;
+mod spawn;
 mod tree;
 
 use std::path::PathBuf;
@@ -42,6 +43,9 @@ pub use lines::{Line, LineMeta, StdoutBatch};
 pub use report::{Batch, KillCause, KillReport, LineCounts, Output, Report, Stage, WaitError};
 pub use signals::{forward_signals, SignalForwarder};
 pub use tree::TREE_MARKER_VAR;
+
+/// A Unix signal, for [`SupervisorHandle::signal`].
+pub use rustix::process::Signal;
 
 /// How to run and stop a supervised child.
 #[derive(Debug, Clone)]
@@ -78,6 +82,17 @@ pub struct SupervisorConfig {
     /// Run for each stdout line that parsed; see [`SupervisorConfig::on_stdout_line`].
     /// Default `None`.
     pub on_stdout_line: Option<StdoutHook>,
+    /// Linux: the child gets SIGTERM when the host process dies, even by SIGKILL
+    /// (`PR_SET_PDEATHSIG`; Claude Code then stops its own tool processes). The child is
+    /// spawned from a thread that lives as long as the process, as the death signal follows
+    /// the spawning thread. Elsewhere no effect. Default true.
+    pub die_with_host: bool,
+    /// With [`SupervisorConfig::become_subreaper`] (Linux): every child of the host process
+    /// that is not a supervised child itself counts as an orphaned descendant of this child
+    /// (one that left the process group and cleared the marker variable, then lost its
+    /// parent), and is stopped and reaped with the tree. Only for a host that starts no other
+    /// processes and supervises one child at a time (like `agent-watchdog run`). Default false.
+    pub claim_orphans: bool,
 }
 
 impl Default for SupervisorConfig {
@@ -94,6 +109,8 @@ impl Default for SupervisorConfig {
             kill_leftovers: true,
             drain_timeout: Duration::from_secs(2),
             on_stdout_line: None,
+            die_with_host: true,
+            claim_orphans: false,
         }
     }
 }

@@ -1,8 +1,9 @@
 //! State shared by the stdout reader, the stdin writer and the watching task: the policy
 //! registry of this one session, the counters, and the wake-up for the watching task.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, Notify};
 use watchdog_core::{classify, Class, Event, LineView, Outcome, Registry, SessionId};
@@ -15,6 +16,8 @@ use crate::clock;
 pub(crate) struct Shared {
     state: Mutex<State>,
     pub(crate) notify: Notify,
+    /// The stdout reader read bytes it has not yet fed to the policy.
+    pub(crate) reading: AtomicBool,
 }
 
 pub(crate) struct State {
@@ -31,6 +34,12 @@ pub(crate) struct State {
     pub(crate) hook_panics: u64,
     /// An over-long stdout line is being read (a piece that continues was seen).
     in_long: bool,
+    /// Readers waiting for the caller to take output (a slow reader downstream).
+    blocked_readers: u32,
+    /// Since when the output was blocked, up to which the pause was applied.
+    blocked_since: Instant,
+    /// Time the output was blocked, in all.
+    pub(crate) blocked_total: Duration,
 }
 
 impl Shared {
@@ -48,8 +57,12 @@ impl Shared {
                 overlong_lines: 0,
                 hook_panics: 0,
                 in_long: false,
+                blocked_readers: 0,
+                blocked_since: clock::now(),
+                blocked_total: Duration::ZERO,
             }),
             notify: Notify::new(),
+            reading: AtomicBool::new(false),
         }
     }
 
@@ -82,6 +95,7 @@ impl Shared {
     ) -> (u64, usize) {
         let mut st = self.lock();
         let st = &mut *st;
+        settle_pause(st, now);
         let first = st.stdout_lines;
         let mut overlong = 0;
         for (m, view) in lines.iter_mut().zip(views) {
@@ -105,15 +119,17 @@ impl Shared {
                             st.last_session_id = sid.into_owned();
                         }
                     }
+                    // Waited: a line read late (the host was stopped or busy) counts before
+                    // the deadlines that came due meanwhile, as if read in time.
                     match &mut st.policy {
-                        Some((reg, id)) => reg.observe(now, *id, view),
+                        Some((reg, id)) => reg.observe_waited(now, *id, Some(view)),
                         None => classify(view),
                     }
                 }
                 // A piece (not parsed, however huge) or an unparseable line (an empty one
                 // too): a keep-alive.
                 None => match &mut st.policy {
-                    Some((reg, id)) => reg.observe_line(now, *id, b""),
+                    Some((reg, id)) => reg.observe_waited(now, *id, None),
                     None => Class::UNPARSEABLE,
                 },
             };
@@ -141,6 +157,7 @@ impl Shared {
         };
         let now = clock::now();
         let mut st = self.lock();
+        settle_pause(&mut st, now);
         if let Some((reg, id)) = &mut st.policy {
             reg.observe_input(now, *id, &view);
         }
@@ -164,6 +181,7 @@ impl Shared {
     pub(crate) fn set_utilization(&self, utilization: Option<f64>) -> Vec<Event> {
         let now = clock::now();
         let mut st = self.lock();
+        settle_pause(&mut st, now);
         if let Some((reg, _)) = &mut st.policy {
             reg.set_utilization(now, utilization);
         }
@@ -173,6 +191,7 @@ impl Shared {
     pub(crate) fn timeout(&self) -> Vec<Event> {
         let now = clock::now();
         let mut st = self.lock();
+        settle_pause(&mut st, now);
         if let Some((reg, _)) = &mut st.policy {
             reg.handle_timeout(now);
         }
@@ -182,11 +201,52 @@ impl Shared {
     pub(crate) fn end(&self) -> (Option<Outcome>, Vec<Event>) {
         let now = clock::now();
         let mut st = self.lock();
+        settle_pause(&mut st, now);
         let outcome = match &mut st.policy {
             Some((reg, id)) => reg.end(now, *id),
             None => None,
         };
         (outcome, drain(&mut st))
+    }
+}
+
+impl Shared {
+    /// A reader has to wait for the caller to take output: from `now` on, the idle and
+    /// no-progress clocks are paused (the child waits on its pipe because of the host).
+    pub(crate) fn output_blocked(&self, now: Instant) {
+        let mut st = self.lock();
+        settle_pause(&mut st, now);
+        st.blocked_readers += 1;
+        if st.blocked_readers == 1 {
+            st.blocked_since = now;
+        }
+    }
+
+    /// A reader that waited got room at `now`.
+    pub(crate) fn output_unblocked(&self, now: Instant) {
+        let mut st = self.lock();
+        settle_pause(&mut st, now);
+        st.blocked_readers = st.blocked_readers.saturating_sub(1);
+    }
+
+    /// Whether a reader waits for the caller.
+    pub(crate) fn is_output_blocked(&self) -> bool {
+        self.lock().blocked_readers > 0
+    }
+}
+
+/// Apply the output pause up to `now`: the time since it was last applied does not count
+/// toward the idle and no-progress clocks. Every call that lets the policy see time pass
+/// applies it first, so no deadline fires for time the host held the child back.
+fn settle_pause(st: &mut State, now: Instant) {
+    if st.blocked_readers == 0 {
+        return;
+    }
+    let paused = now.saturating_duration_since(st.blocked_since);
+    st.blocked_since = now;
+    st.blocked_total += paused;
+    if let Some((reg, id)) = &mut st.policy {
+        reg.pause_clocks(now, *id, paused);
     }
 }
 
