@@ -10,45 +10,16 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_agent-watchdog");
+mod common;
+
+use common::{say, script, signal, stderr, watchdog, ASSISTANT, BIN, INIT, RESULT_OK};
+
 const DROP_IN: &str = env!("CARGO_BIN_EXE_claude-watchdog");
-
-const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s1"}"#;
-const RESULT_OK: &str = r#"{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn","session_id":"s1"}"#;
-const ASSISTANT: &str =
-    r#"{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]},"session_id":"s1"}"#;
-
-fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
-fn say(line: &str) -> String {
-    format!("printf '%s\\n' '{line}'")
-}
-
-fn watchdog() -> Command {
-    let mut c = Command::new(BIN);
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("AGENT_WATCHDOG_") {
-            c.env_remove(k);
-        }
-    }
-    c.stdin(Stdio::null());
-    c
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Whether `pid` is a live process (not gone, not a zombie).
 fn alive(pid: i32) -> bool {
@@ -99,15 +70,6 @@ fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn signal(pid: u32, sig: i32) {
-    let status = Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 /// A child that ignores HUP, INT, QUIT and TERM, with a grandchild that left the group

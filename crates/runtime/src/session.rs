@@ -115,6 +115,16 @@ impl Session {
         self.slot.token.child_token()
     }
 
+    /// Run `f` on the watchdog's registry with this session's id, under the watchdog's lock;
+    /// the events it causes are then delivered as for any other call.
+    pub(crate) fn with_registry<R>(
+        &self,
+        f: impl FnOnce(&mut watchdog_core::Registry, SessionId) -> R,
+    ) -> R {
+        let id = self.id;
+        self.inner.op(|st, _| f(&mut st.reg, id))
+    }
+
     /// Wait until the session is killed; returns the kill.
     pub async fn killed(&self) -> Kill {
         self.slot.token.cancelled().await;

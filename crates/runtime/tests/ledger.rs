@@ -531,6 +531,11 @@ fn a_corrupt_or_partial_marker_counts_as_claimed() {
             matches!(&err, LedgerError::Corrupt(m) if m.contains(&*path.to_string_lossy())),
             "case {i}: {err}"
         );
+        assert_eq!(
+            err.to_string().matches("corrupt").count(),
+            1,
+            "said once, case {i}: {err}"
+        );
         assert_eq!(continuation(&r, &ledger, &cut_off(ID)), None, "case {i}");
         assert!(notice(&r, &ledger, &cut_off(ID)).is_none(), "case {i}");
     }

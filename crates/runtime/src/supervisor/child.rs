@@ -14,6 +14,7 @@ use watchdog_core::{Limits, LineView, Registry};
 use super::hook::StdoutHook;
 use super::kill::{self, Exit};
 use super::lines::{split_lines, LineMeta, LineReader, StdoutBatch};
+use super::policy::Policy;
 use super::shared::{dispatch, Shared};
 use super::tree::{Tree, TREE_MARKER_VAR};
 use super::{
@@ -71,11 +72,16 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
     .flatten()
     .collect();
 
-    let policy = cfg.policy.clone().map(|session| {
-        let mut reg = Registry::new(Limits::default());
-        let id = reg.register(started.into_std(), session);
-        (reg, id)
-    });
+    let policy = match (&cfg.policy, &cfg.watchdog) {
+        (None, _) => Policy::None,
+        (Some(session), Some(watchdog)) => Policy::Shared(watchdog.register(session.clone())),
+        (Some(session), None) => {
+            let mut reg = Registry::new(Limits::default());
+            let id = reg.register(started.into_std(), session.clone());
+            Policy::Own(Box::new(reg), id)
+        }
+    };
+    let events = policy.subscribe();
     let shared = Arc::new(Shared::new(policy));
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let budget = Arc::new(Semaphore::new(OUTPUT_BUDGET));
@@ -127,6 +133,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         pipe,
         readers,
         pending,
+        events,
     };
     tokio::spawn(watch.run(report_tx));
     Ok(Supervisor {
@@ -329,6 +336,8 @@ struct Watch {
     readers: Vec<tokio::task::JoinHandle<()>>,
     /// Copies of the stdout and stderr pipes ([`Watch::catch_up`]).
     pending: Vec<OwnedFd>,
+    /// The session's events on a shared watchdog (whose timer handles its deadlines).
+    events: Option<tokio::sync::broadcast::Receiver<watchdog_core::Event>>,
 }
 
 enum End {
@@ -363,7 +372,13 @@ impl Watch {
         };
         self.pipe.lock().await.take();
         let pipe_left_open = self.drain().await;
-        let (outcome, events) = self.shared.end();
+        let (outcome, mut events) = self.shared.end();
+        if let Some(rx) = self.events.as_mut() {
+            // What the shared watchdog delivered and the watching task did not pass on yet.
+            while let Ok(ev) = rx.try_recv() {
+                events.push(ev);
+            }
+        }
         dispatch(&self.out, events);
         let st = self.shared.lock();
         let _ = report.send(Report {
@@ -431,7 +446,14 @@ impl Watch {
                         return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
                     }
                 }
+                ev = shared_event(&mut self.events) => {
+                    if let Some(kill) = dispatch(&self.out, vec![ev]) {
+                        return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
+                    }
+                }
                 () = &mut scan, if scan_every.is_some() => {
+                    // A shared watchdog's timer does not ask for the output pause first.
+                    self.shared.settle_pause();
                     self.tree.scan(false);
                     if let Some(every) = scan_every {
                         scan.as_mut().reset(tokio::time::Instant::now() + every);
@@ -494,6 +516,24 @@ impl Watch {
                 aborts.iter().for_each(|a| a.abort());
                 true
             }
+        }
+    }
+}
+
+/// The next event of a session on a shared watchdog (pending forever without one). A receiver
+/// that lagged skips what it missed; a kill is never missed, as it ends the session.
+async fn shared_event(
+    rx: &mut Option<tokio::sync::broadcast::Receiver<watchdog_core::Event>>,
+) -> watchdog_core::Event {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match rx {
+            Some(r) => match r.recv().await {
+                Ok(ev) => return ev,
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => *rx = None,
+            },
+            None => std::future::pending::<()>().await,
         }
     }
 }

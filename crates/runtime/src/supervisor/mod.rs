@@ -18,12 +18,31 @@
 //! On macOS and other Unixes there is no `/proc` and no subreaper: the ladder signals the
 //! child's process group only, so a descendant that left the group (`setsid`) and ignores
 //! SIGTERM can survive. [`Report::tree_known`] says which case applied.
+//!
+//! # Faults of the host
+//!
+//! - The host dies, even by SIGKILL: on Linux the child gets SIGTERM
+//!   ([`SupervisorConfig::die_with_host`]). Elsewhere it keeps running.
+//! - The caller takes output slowly (a slow reader downstream): once 8 MiB wait, the child
+//!   waits on its pipe, and that time does not count toward its idle and no-progress clocks
+//!   ([`Report::blocked_on_output`]).
+//! - The host was stopped (Ctrl-Z) or busy while deadlines came due: lines that waited in the
+//!   pipe count before those deadlines, and a deadline first lets the readers take what waits;
+//!   a kill lands only if it still holds.
+//!
+//! # One timer for many children
+//!
+//! By default each supervisor runs the policy of its one child itself. With
+//! [`SupervisorConfig::watchdog`] the child's session is registered on a shared
+//! [`Watchdog`](crate::Watchdog) instead, whose one timer task handles the deadlines of every
+//! supervised child and in-process session.
 
 mod child;
 mod handle;
 mod hook;
 mod kill;
 mod lines;
+mod policy;
 mod report;
 mod shared;
 mod signals;
@@ -53,6 +72,13 @@ pub struct SupervisorConfig {
     /// The liveness policy, or `None` to only supervise (explicit kills, signals, tree
     /// cleanup, counts) with no watchdog deadlines.
     pub policy: Option<SessionConfig>,
+    /// Register the child's session on this shared [`Watchdog`](crate::Watchdog) instead of a
+    /// registry of its own: one timer task for any number of supervised children (and
+    /// in-process sessions), its callbacks and utilization shared by all. `policy` still gives
+    /// the session's limits (the watchdog's when it has none). The output pause of a slow
+    /// reader is then applied at each tree scan ([`SupervisorConfig::tree_scan`]) rather than
+    /// before each deadline. Default `None`.
+    pub watchdog: Option<crate::Watchdog>,
     /// The child reads stream-json on stdin (`--input-format stream-json`): the ladder
     /// starts with an `interrupt` control request. Default false.
     pub stream_json_input: bool,
@@ -99,6 +125,7 @@ impl Default for SupervisorConfig {
     fn default() -> Self {
         SupervisorConfig {
             policy: Some(SessionConfig::default()),
+            watchdog: None,
             stream_json_input: false,
             interrupt_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(5),

@@ -6,9 +6,10 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, Notify};
-use watchdog_core::{classify, Class, Event, LineView, Outcome, Registry, SessionId};
+use watchdog_core::{classify, Class, Event, LineView, Outcome};
 
 use super::lines::LineMeta;
+use super::policy::Policy;
 use super::{Batch, LineCounts, Output};
 use crate::clock;
 
@@ -21,7 +22,7 @@ pub(crate) struct Shared {
 }
 
 pub(crate) struct State {
-    policy: Option<(Registry, SessionId)>,
+    pub(crate) policy: Policy,
     armed: Option<Instant>,
     pub(crate) counts: LineCounts,
     pub(crate) session_id: Option<String>,
@@ -43,8 +44,8 @@ pub(crate) struct State {
 }
 
 impl Shared {
-    /// Shared state for a session registered (when `policy` is set) in its own registry.
-    pub(crate) fn new(policy: Option<(Registry, SessionId)>) -> Self {
+    /// Shared state for a child with this policy cell.
+    pub(crate) fn new(policy: Policy) -> Self {
         Shared {
             state: Mutex::new(State {
                 policy,
@@ -72,12 +73,10 @@ impl Shared {
 
     /// Wake the watching task if the next deadline moved earlier.
     fn rearm(&self, st: &mut State) {
-        if let Some((reg, _)) = &st.policy {
-            let next = reg.poll_timeout();
-            if clock::earlier(next, st.armed) {
-                st.armed = next;
-                self.notify.notify_one();
-            }
+        let next = st.policy.poll_timeout();
+        if clock::earlier(next, st.armed) {
+            st.armed = next;
+            self.notify.notify_one();
         }
     }
 
@@ -121,17 +120,16 @@ impl Shared {
                     }
                     // Waited: a line read late (the host was stopped or busy) counts before
                     // the deadlines that came due meanwhile, as if read in time.
-                    match &mut st.policy {
-                        Some((reg, id)) => reg.observe_waited(now, *id, Some(view)),
-                        None => classify(view),
-                    }
+                    st.policy
+                        .with(now, |reg, id, now| reg.observe_waited(now, id, Some(view)))
+                        .unwrap_or_else(|| classify(view))
                 }
                 // A piece (not parsed, however huge) or an unparseable line (an empty one
                 // too): a keep-alive.
-                None => match &mut st.policy {
-                    Some((reg, id)) => reg.observe_waited(now, *id, None),
-                    None => Class::UNPARSEABLE,
-                },
+                None => st
+                    .policy
+                    .with(now, |reg, id, now| reg.observe_waited(now, id, None))
+                    .unwrap_or(Class::UNPARSEABLE),
             };
             st.counts.add(m.class.kind);
         }
@@ -158,9 +156,8 @@ impl Shared {
         let now = clock::now();
         let mut st = self.lock();
         settle_pause(&mut st, now);
-        if let Some((reg, id)) = &mut st.policy {
-            reg.observe_input(now, *id, &view);
-        }
+        st.policy
+            .with(now, |reg, id, now| reg.observe_input(now, id, &view));
         self.rearm(&mut st);
         // The call may have fired what was due: the watching task delivers those events.
         self.notify.notify_one();
@@ -174,7 +171,7 @@ impl Shared {
     /// The next deadline; the watching task sleeps until it.
     pub(crate) fn arm(&self) -> Option<Instant> {
         let mut st = self.lock();
-        st.armed = st.policy.as_ref().and_then(|(reg, _)| reg.poll_timeout());
+        st.armed = st.policy.poll_timeout();
         st.armed
     }
 
@@ -182,9 +179,8 @@ impl Shared {
         let now = clock::now();
         let mut st = self.lock();
         settle_pause(&mut st, now);
-        if let Some((reg, _)) = &mut st.policy {
-            reg.set_utilization(now, utilization);
-        }
+        st.policy
+            .with(now, |reg, _, now| reg.set_utilization(now, utilization));
         drain(&mut st)
     }
 
@@ -192,7 +188,7 @@ impl Shared {
         let now = clock::now();
         let mut st = self.lock();
         settle_pause(&mut st, now);
-        if let Some((reg, _)) = &mut st.policy {
+        if let Policy::Own(reg, _) = &mut st.policy {
             reg.handle_timeout(now);
         }
         drain(&mut st)
@@ -202,11 +198,16 @@ impl Shared {
         let now = clock::now();
         let mut st = self.lock();
         settle_pause(&mut st, now);
-        let outcome = match &mut st.policy {
-            Some((reg, id)) => reg.end(now, *id),
-            None => None,
-        };
-        (outcome, drain(&mut st))
+        let outcome = st
+            .policy
+            .with(now, |reg, id, now| reg.end(now, id))
+            .flatten();
+        let events = drain(&mut st);
+        // A session on a shared watchdog leaves it now, before the report goes out.
+        if matches!(st.policy, Policy::Shared(_)) {
+            st.policy = Policy::None;
+        }
+        (outcome, events)
     }
 }
 
@@ -233,6 +234,11 @@ impl Shared {
     pub(crate) fn is_output_blocked(&self) -> bool {
         self.lock().blocked_readers > 0
     }
+
+    /// Apply the output pause so far (a shared watchdog's timer does not ask first).
+    pub(crate) fn settle_pause(&self) {
+        settle_pause(&mut self.lock(), clock::now());
+    }
 }
 
 /// Apply the output pause up to `now`: the time since it was last applied does not count
@@ -245,19 +251,12 @@ fn settle_pause(st: &mut State, now: Instant) {
     let paused = now.saturating_duration_since(st.blocked_since);
     st.blocked_since = now;
     st.blocked_total += paused;
-    if let Some((reg, id)) = &mut st.policy {
-        reg.pause_clocks(now, *id, paused);
-    }
+    st.policy
+        .with(now, |reg, id, now| reg.pause_clocks(now, id, paused));
 }
 
 fn drain(st: &mut State) -> Vec<Event> {
-    let mut events = Vec::new();
-    if let Some((reg, _)) = &mut st.policy {
-        while let Some(ev) = reg.poll_event() {
-            events.push(ev);
-        }
-    }
-    events
+    st.policy.drain()
 }
 
 /// Deliver events; returns the kill among them, if any.
