@@ -2,8 +2,8 @@
 //! [`Supervisor`](agent_sdk_watchdog::Supervisor), which spawns the command in its own process
 //! group, feeds the core policy and stops the whole process tree.
 //!
-//! One job a file: [`live`] runs one supervised child (the main loop), [`stdout`] passes its
-//! output on and handles write errors, [`stdin`] forwards the host's input, [`host_signals`]
+//! One job a file: `live` runs one supervised child (the main loop), `stdout` passes its
+//! output on and handles write errors, `stdin` forwards the host's input, `host_signals`
 //! takes the signals sent to us. Here: the invocation (files opened before the child starts,
 //! the runs, recovery, the synthetic `result`, the summary, the final message and the exit
 //! code, whose rules are in [`crate::exit_code`]).
