@@ -7,8 +7,8 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use watchdog_core::{Class, Event, Kill, LineView, Outcome, SessionId};
 
-use crate::driver::{Inner, Slot};
-use crate::supervise::LineRef;
+use crate::line::LineRef;
+use crate::watchdog::{Inner, Slot};
 
 /// A session registered with a [`crate::Watchdog`]. Unregistered when dropped.
 pub struct Session {

@@ -1,41 +1,4 @@
-//! A supervisor for one child process (a Claude Code CLI): lines in, liveness policy, and a
-//! kill ladder that leaves no descendant running.
-//!
-//! # Platforms
-//!
-//! Linux is the tested platform. There the supervisor knows every descendant of the child
-//! (from `/proc` parent chains, start times, and a marker variable in the environment) and
-//! SIGKILLs each one at the last stage of the ladder, even those that called `setsid` (as
-//! Claude Code's Bash tool does) and those orphaned to PID 1. With
-//! [`SupervisorConfig::become_subreaper`] the host process becomes a child subreaper, so
-//! orphans re-parent to it and are reaped by the supervisor.
-//!
-//! Limits on Linux: a descendant that is started and orphaned between two scans
-//! ([`SupervisorConfig::tree_scan`]) and that cleared the marker variable from its
-//! environment is not known; with the subreaper it re-parents to the host instead of PID 1,
-//! and the host must reap it (the supervisor reaps only descendants it knows).
-//!
-//! On macOS and other Unixes there is no `/proc` and no subreaper: the ladder signals the
-//! child's process group only, so a descendant that left the group (`setsid`) and ignores
-//! SIGTERM can survive. [`Report::tree_known`] says which case applied.
-//!
-//! # Faults of the host
-//!
-//! - The host dies, even by SIGKILL: on Linux the child gets SIGTERM
-//!   ([`SupervisorConfig::die_with_host`]). Elsewhere it keeps running.
-//! - The caller takes output slowly (a slow reader downstream): once 8 MiB wait, the child
-//!   waits on its pipe, and that time does not count toward its idle and no-progress clocks
-//!   ([`Report::blocked_on_output`]).
-//! - The host was stopped (Ctrl-Z) or busy while deadlines came due: lines that waited in the
-//!   pipe count before those deadlines, and a deadline first lets the readers take what waits;
-//!   a kill lands only if it still holds.
-//!
-//! # One timer for many children
-//!
-//! By default each supervisor runs the policy of its one child itself. With
-//! [`SupervisorConfig::watchdog`] the child's session is registered on a shared
-//! [`Watchdog`](crate::Watchdog) instead, whose one timer task handles the deadlines of every
-//! supervised child and in-process session.
+//! The process supervisor; see [`Supervisor`] (re-exported at the crate root).
 
 mod child;
 mod handle;
@@ -195,6 +158,45 @@ pub enum SpawnError {
 
 /// A running child under supervision. Dropping it without [`Supervisor::wait`] starts the
 /// kill ladder (finished in the background while the runtime lives).
+///
+/// A supervisor for one child process (a Claude Code CLI): lines in, liveness policy, and a
+/// kill ladder that leaves no descendant running.
+///
+/// # Platforms
+///
+/// Linux is the tested platform. There the supervisor knows every descendant of the child
+/// (from `/proc` parent chains, start times, and a marker variable in the environment) and
+/// SIGKILLs each one at the last stage of the ladder, even those that called `setsid` (as
+/// Claude Code's Bash tool does) and those orphaned to PID 1. With
+/// [`SupervisorConfig::become_subreaper`] the host process becomes a child subreaper, so
+/// orphans re-parent to it and are reaped by the supervisor.
+///
+/// Limits on Linux: a descendant that is started and orphaned between two scans
+/// ([`SupervisorConfig::tree_scan`]) and that cleared the marker variable from its
+/// environment is not known; with the subreaper it re-parents to the host instead of PID 1,
+/// and the host must reap it (the supervisor reaps only descendants it knows).
+///
+/// On macOS and other Unixes there is no `/proc` and no subreaper: the ladder signals the
+/// child's process group only, so a descendant that left the group (`setsid`) and ignores
+/// SIGTERM can survive. [`Report::tree_known`] says which case applied.
+///
+/// # Faults of the host
+///
+/// - The host dies, even by SIGKILL: on Linux the child gets SIGTERM
+///   ([`SupervisorConfig::die_with_host`]). Elsewhere it keeps running.
+/// - The caller takes output slowly (a slow reader downstream): once 8 MiB wait, the child
+///   waits on its pipe, and that time does not count toward its idle and no-progress clocks
+///   ([`Report::blocked_on_output`]).
+/// - The host was stopped (Ctrl-Z) or busy while deadlines came due: lines that waited in the
+///   pipe count before those deadlines, and a deadline first lets the readers take what waits;
+///   a kill lands only if it still holds.
+///
+/// # One timer for many children
+///
+/// By default each supervisor runs the policy of its one child itself. With
+/// [`SupervisorConfig::watchdog`] the child's session is registered on a shared
+/// [`Watchdog`](crate::Watchdog) instead, whose one timer task handles the deadlines of every
+/// supervised child and in-process session.
 #[derive(Debug)]
 pub struct Supervisor {
     handle: SupervisorHandle,
