@@ -308,6 +308,7 @@ fn spawn_stdin_reader() -> mpsc::Receiver<Option<Vec<u8>>> {
 
 async fn run(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
     let status = Status::new(cfg.status);
+    let cfg = crate::mcp_limits::for_run(cfg, &status);
     if cfg.argv.is_empty() {
         status.say(
             "error: no command given (usage: agent-watchdog run [FLAGS] -- COMMAND [ARGS...])",
@@ -832,6 +833,7 @@ pub(crate) async fn supervise(
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
+            env: crate::mcp_limits::recorded_env(cfg.env.as_deref()),
         },
     );
     let mut written = match (host_stdin, sup.stdin()) {

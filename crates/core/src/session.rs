@@ -349,8 +349,9 @@ impl Session {
         if !self.has(flag::MCP) {
             return 0;
         }
-        self.rare_ref(c)
-            .map_or(0, |r| r.mcp_calls.iter().map(|m| m.floor).max().unwrap_or(0))
+        self.rare_ref(c).map_or(0, |r| {
+            r.mcp_calls.iter().map(|m| m.floor).max().unwrap_or(0)
+        })
     }
 
     /// The longest outstanding MCP call, if any.

@@ -167,11 +167,7 @@ fn a_heartbeat_alone_proves_a_call_outstanding_since_its_elapsed_time() {
     let limits = Limits::default()
         .with_no_progress(sec(5.0))
         .unwrap()
-        .with_mcp(
-            McpLimits::default()
-                .with_give_up(Some(sec(30.0)))
-                .unwrap(),
-        );
+        .with_mcp(McpLimits::default().with_give_up(Some(sec(30.0))).unwrap());
     let mut h = H::default();
     let id = h.reg_with(Duration::ZERO, limits);
     h.line(sec(0.5), id, lines::INIT);
@@ -232,7 +228,9 @@ fn other_tools_get_no_floor() {
 fn the_limits_are_validated() {
     assert!(McpLimits::default().with_margin(sec(29.9)).is_err());
     assert!(McpLimits::default().with_margin(HEARTBEAT_TICK).is_ok());
-    assert!(McpLimits::default().with_give_up(Some(Duration::ZERO)).is_err());
+    assert!(McpLimits::default()
+        .with_give_up(Some(Duration::ZERO))
+        .is_err());
     assert!(McpLimits::default()
         .with_server("db", Some(Duration::ZERO))
         .is_err());
