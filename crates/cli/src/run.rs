@@ -612,8 +612,8 @@ impl Live<'_> {
                 Note::Say(msg) => self.host.status.say(&msg),
                 Note::RateLimit => {}
                 Note::Activity(a) => {
+                    self.activity_since = now.checked_sub(a.already()).unwrap_or(now);
                     self.activity = a;
-                    self.activity_since = now;
                 }
                 Note::Init(sid) => self.check_session(sid),
             }
