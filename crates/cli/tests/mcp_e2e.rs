@@ -394,3 +394,50 @@ fn when_claude_dies_abruptly_its_stubborn_mcp_server_does_not_survive_the_run() 
     let pid = live.server_pid.expect("the MCP server started");
     assert!(!alive(pid), "the MCP server {pid} survived");
 }
+
+#[test]
+fn the_default_policy_lets_claude_code_abort_a_call_after_its_default_1800_s() {
+    // The case, rebuilt from `hang_idle20` with Claude Code's default idle limit:
+    // heartbeats every 30 s until 1,800.9 s, its own abort at 1,801.2 s, then the same end.
+    // Under the old rule replay said `killed / no_progress` at 1,800.9 s.
+    let text = std::fs::read_to_string(testdata().join("hang_idle20.capture.jsonl")).unwrap();
+    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let first_hb = records
+        .iter()
+        .position(|r| r["line"]["type"] == "tool_progress")
+        .expect("a heartbeat");
+    let hb = records[first_hb].clone();
+    let call_start = hb["t_ms"].as_u64().unwrap() - 30_000;
+    let shift = 1_801_200 - records[first_hb + 1]["t_ms"].as_u64().unwrap();
+    let mut out: Vec<Value> = records[..first_hb].to_vec();
+    for n in 0..60u64 {
+        let mut h = hb.clone();
+        h["t_ms"] = json!(call_start + 30_000 * (n + 1));
+        h["line"]["tool_use_id"] = json!(format!("{MCP_CALL_ID}-heartbeat-{n}"));
+        h["line"]["elapsed_time_seconds"] = json!(30 * (n + 1));
+        out.push(h);
+    }
+    for r in &records[first_hb + 1..] {
+        let mut r = r.clone();
+        r["t_ms"] = json!(r["t_ms"].as_u64().unwrap() + shift);
+        out.push(r);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hang_idle1800.capture.jsonl");
+    let body: Vec<String> = out.iter().map(Value::to_string).collect();
+    std::fs::write(&path, body.join("\n") + "\n").unwrap();
+    let v = replay(&path, &[]);
+    assert_eq!(v["outcome"], "success", "{v}");
+    assert_eq!(v["kill"], Value::Null, "{v}");
+
+    // The same recording with a `start` record saying Claude Code's idle limit was off: no
+    // floor, and the plain 30-minute limit fires where it used to, 0.3 s before the abort.
+    let start = json!({"t_ms": 0, "start": {"argv": ["claude"], "version": 1,
+        "env": {"CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT": "0"}}});
+    std::fs::write(&path, format!("{start}\n{}\n", body.join("\n"))).unwrap();
+    let v = replay(&path, &[]);
+    assert_eq!(v["kill"]["kind"], "no_progress", "{v}");
+    let at = v["kill"]["at_ms"].as_u64().unwrap();
+    assert!((1_800_800..1_801_200).contains(&at), "{at}");
+    assert_eq!(v["kill"]["mcp_call"]["tool"], TOOL, "{v}");
+}
