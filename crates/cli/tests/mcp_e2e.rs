@@ -401,7 +401,10 @@ fn the_default_policy_lets_claude_code_abort_a_call_after_its_default_1800_s() {
     // heartbeats every 30 s until 1,800.9 s, its own abort at 1,801.2 s, then the same end.
     // Under the old rule replay said `killed / no_progress` at 1,800.9 s.
     let text = std::fs::read_to_string(testdata().join("hang_idle20.capture.jsonl")).unwrap();
-    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let first_hb = records
         .iter()
         .position(|r| r["line"]["type"] == "tool_progress")
@@ -440,4 +443,46 @@ fn the_default_policy_lets_claude_code_abort_a_call_after_its_default_1800_s() {
     let at = v["kill"]["at_ms"].as_u64().unwrap();
     assert!((1_800_800..1_801_200).contains(&at), "{at}");
     assert_eq!(v["kill"]["mcp_call"]["tool"], TOOL, "{v}");
+}
+
+fn audit(paths: &[&Path], flags: &[&str]) -> Value {
+    let out = Command::new(BIN)
+        .arg("audit")
+        .args(paths)
+        .args(flags)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn audit_reports_quiet_spells_per_mcp_tool_and_applies_the_mcp_rule() {
+    // Heartbeats are keep-alives: the spell of a hung call lasts until its tool result (the
+    // "Connection closed" at 200.2 s of hang_term, after the call began at 0.8 s).
+    let v = audit(&[&testdata()], &["--no-progress", "20s"]);
+    let spells = &v["tool_spells"][TOOL];
+    assert_eq!(spells["max_ms"], 199_365, "{spells}");
+    assert_eq!(spells["p90_ms"], 45_018, "slow45's one 45 s call: {spells}");
+    // A 20 s no-progress limit would have killed every hung or slow call; the MCP floor
+    // (Claude Code's 1,800 s + 30 s) leaves them to Claude Code.
+    assert_eq!(v["would_kill"], json!([]), "{v}");
+
+    // A capture whose start record says Claude Code never gives up: no floor, killed.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(testdata().join("hang_term.capture.jsonl")).unwrap();
+    let start = json!({"t_ms": 0, "start": {"argv": ["claude"], "version": 1,
+        "env": {"CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT": "0"}}});
+    let path = dir.path().join("hang_term_noidle.capture.jsonl");
+    std::fs::write(&path, format!("{start}\n{text}")).unwrap();
+    let v = audit(&[&path], &["--no-progress", "20s"]);
+    let kills = v["would_kill"].as_array().expect("would_kill");
+    assert_eq!(kills.len(), 1, "{v}");
+    assert_eq!(kills[0]["kind"], "no_progress", "{v}");
 }
