@@ -323,6 +323,14 @@ fn a_server_that_never_initializes_gets_the_startup_claude_code_gives_it() {
         .next()
         .unwrap_or("")
         .contains("\"MCP_TIMEOUT\":\"8000\""));
+    // The extension mattered: the first line came after the 4 s --startup asked for.
+    let first_line_ms = cap
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r.get("line").is_some())
+        .and_then(|r| r["t_ms"].as_u64())
+        .expect("a stdout line");
+    assert!(first_line_ms > 4000, "system/init at {first_line_ms} ms");
     replay_agrees(&live, &flags);
 }
 
