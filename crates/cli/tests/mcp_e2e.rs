@@ -283,6 +283,8 @@ fn with_claude_codes_limits_off_the_watchdog_kills_and_no_server_survives() {
     assert_eq!(s["outcome"], "killed", "{s}\n{}", live.stderr);
     assert_eq!(s["kill"]["kind"], "no_progress", "{s}");
     assert_eq!(s["kill"]["mcp_call"]["tool"], TOOL, "{s}");
+    let outstanding = s["kill"]["mcp_call"]["outstanding_ms"].as_u64().unwrap();
+    assert!((5_900..7_000).contains(&outstanding), "{s}");
     assert!(
         live.stderr.contains(&format!("tool {TOOL}")),
         "the kill message names the MCP tool: {}",
