@@ -63,7 +63,8 @@ pub struct PolicyArgs {
     /// No line at all since start → kill `startup` [default: 3m]
     #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_STARTUP", value_parser = positive_duration)]
     pub startup: Option<Duration>,
-    /// Keep-alives only (pings, heartbeats) for this long → kill `no_progress` [default: 30m]
+    /// Keep-alives only (pings, heartbeats) for this long → kill `no_progress`; an outstanding
+    /// MCP call gets until Claude Code's own abort + 30s [default: 30m]
     #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_NO_PROGRESS", value_parser = positive_duration)]
     pub no_progress: Option<Duration>,
     /// After a result, nothing new and the stream still open → kill `linger` [default: 11m]

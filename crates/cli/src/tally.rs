@@ -38,6 +38,14 @@ pub enum Activity {
     Requesting,
     /// A tool runs: its name.
     Tool(String),
+    /// A tool call known from its heartbeat (an MCP call, possibly a subagent's): its name and
+    /// how long it had been outstanding when the heartbeat came, in seconds.
+    InFlight {
+        /// The tool, e.g. `mcp__db__query`.
+        tool: String,
+        /// Seconds outstanding at the heartbeat.
+        for_secs: u64,
+    },
     /// Retrying the API after an error.
     Retrying,
     /// Waiting on a human (a permission request).
@@ -53,10 +61,23 @@ impl std::fmt::Display for Activity {
             Activity::Thinking => f.write_str("thinking"),
             Activity::Writing => f.write_str("writing"),
             Activity::Requesting => f.write_str("requesting"),
-            Activity::Tool(name) => write!(f, "tool {name}"),
+            Activity::Tool(name) | Activity::InFlight { tool: name, .. } => {
+                write!(f, "tool {name}")
+            }
             Activity::Retrying => f.write_str("retrying the API"),
             Activity::HumanWait => f.write_str("waiting on a human"),
             Activity::Settled => f.write_str("settled"),
+        }
+    }
+}
+
+impl Activity {
+    /// How long the activity had already lasted when it was noted (a heartbeat's elapsed
+    /// time; zero for the others).
+    pub fn already(&self) -> std::time::Duration {
+        match self {
+            Activity::InFlight { for_secs, .. } => std::time::Duration::from_secs(*for_secs),
+            _ => std::time::Duration::ZERO,
         }
     }
 }
@@ -119,7 +140,7 @@ impl Tally {
         let look = new_session_id
             || matches!(
                 class.kind,
-                LineKind::Result | LineKind::RateLimit | LineKind::System
+                LineKind::Result | LineKind::RateLimit | LineKind::System | LineKind::ToolProgress
             )
             || (top_level && matches!(class.kind, LineKind::Assistant | LineKind::User));
         if look {
@@ -142,6 +163,13 @@ impl Tally {
             LineKind::ApiRetry => self.activity = Activity::Retrying,
             LineKind::StreamEvent if top_level && self.open_tools.is_empty() => {
                 self.activity = Activity::Writing;
+            }
+            // A subagent streams again: the call its heartbeat showed is over.
+            LineKind::StreamEvent if matches!(self.activity, Activity::InFlight { .. }) => {
+                self.activity = match self.open_tools.last() {
+                    Some((_, name)) => Activity::Tool(name.clone()),
+                    None => Activity::Requesting,
+                };
             }
             LineKind::ControlRequest | LineKind::SessionState
                 if class.signal == watchdog_core::Signal::HumanWait =>
@@ -200,6 +228,20 @@ impl Tally {
                     Some((_, name)) => Activity::Tool(name.clone()),
                     None => Activity::Requesting,
                 };
+            }
+            LineKind::ToolProgress => {
+                // An MCP call's heartbeat (its own tool_use may be a subagent's, unseen here):
+                // show it, with the time it has been outstanding.
+                let Some(tool) = view.tool_name().filter(|t| t.starts_with("mcp__")) else {
+                    return;
+                };
+                if !matches!(&self.activity, Activity::Tool(t) if *t == *tool) {
+                    let for_secs = view.elapsed_time_seconds().unwrap_or(0.0) as u64;
+                    self.activity = Activity::InFlight {
+                        tool: tool.into_owned(),
+                        for_secs,
+                    };
+                }
             }
             LineKind::System => match view.subtype().as_deref() {
                 Some("thinking_tokens") => self.activity = Activity::Thinking,
@@ -360,6 +402,39 @@ mod tests {
         );
         assert_eq!(t.total_lines(), 4);
         assert_eq!(t.counts_json()["result"], 1);
+    }
+
+    #[test]
+    fn an_mcp_heartbeat_names_the_call_in_flight_and_how_long_it_has_been_outstanding() {
+        let (mut t, mut sid) = (Tally::default(), String::new());
+        // A subagent's MCP call: its tool_use is not top-level; the heartbeat tells.
+        feed_class(
+            &mut t,
+            &mut sid,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"a1","name":"Agent"}]},"session_id":"s"}"#,
+        );
+        feed_class(
+            &mut t,
+            &mut sid,
+            r#"{"type":"tool_progress","tool_use_id":"m1-heartbeat-0","tool_name":"mcp__db__query","parent_tool_use_id":"m1","elapsed_time_seconds":1860,"heartbeat":true,"session_id":"s"}"#,
+        );
+        let a = t.activity.clone();
+        assert_eq!(a.to_string(), "tool mcp__db__query");
+        assert_eq!(a.already(), std::time::Duration::from_secs(1860));
+        // The subagent streams again: back to the tool that runs it.
+        feed_class(
+            &mut t,
+            &mut sid,
+            r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"s","parent_tool_use_id":"a1"}"#,
+        );
+        assert_eq!(t.activity, Activity::Tool("Agent".into()));
+        // A Bash heartbeat changes nothing.
+        feed_class(
+            &mut t,
+            &mut sid,
+            r#"{"type":"tool_progress","tool_name":"Bash","parent_tool_use_id":"b1","elapsed_time_seconds":30,"session_id":"s"}"#,
+        );
+        assert_eq!(t.activity, Activity::Tool("Agent".into()));
     }
 
     #[test]

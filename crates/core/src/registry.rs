@@ -36,11 +36,12 @@ use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::classify::{classify, Class, LineKind, Signal};
-use crate::config::{Limits, SessionConfig};
+use crate::config::{Limits, McpLimits, SessionConfig};
 use crate::deadline_queue::{DeadlineQueue, Slots};
-use crate::event::{Event, ExtendReason, Kill, KillKind, Outcome, SessionId};
+use crate::event::{Event, ExtendReason, Kill, KillKind, McpCall, Outcome, SessionId};
 use crate::session::{
-    flag, id_hash, Cold, Due, ErrorDetails, LastResult, LimitsNs, Session, NEVER,
+    dur_ns, flag, id_hash, Cold, Due, ErrorDetails, LastResult, LimitsNs, PendingMcp, Session,
+    NEVER,
 };
 use crate::view::{ContentBlock, LineView};
 
@@ -51,6 +52,7 @@ struct LimitsKey {
     ceiling: Option<Duration>,
     floats: [u64; 3],
     write_tools: Vec<Box<str>>,
+    mcp: McpLimits,
 }
 
 impl LimitsKey {
@@ -64,6 +66,7 @@ impl LimitsKey {
                 l.warn_at().to_bits(),
             ],
             write_tools: l.write_tools().to_vec(),
+            mcp: l.mcp().clone(),
         }
     }
 }
@@ -173,9 +176,15 @@ impl Slots for Filing<'_> {
             return NEVER;
         };
         let p = self.policies.get(s.limits);
-        let retry_end = s.retry_end(&self.cold[slot as usize]);
+        let c = &self.cold[slot as usize];
         let t = s
-            .next_due(&p.ns, p.ns.is_high(self.utilization), p.drop_at, retry_end)
+            .next_due(
+                &p.ns,
+                p.ns.is_high(self.utilization),
+                p.drop_at,
+                s.retry_end(c),
+                s.mcp_floor(c),
+            )
             .map_or(NEVER, |(t, _)| t);
         s.queued = t;
         s.flags &= !flag::RAISED;
@@ -341,8 +350,14 @@ impl Registry {
     fn next_of(&self, slot: u32) -> Option<(u64, Due)> {
         let s = self.session(slot);
         let p = self.policies.get(s.limits);
-        let retry_end = s.retry_end(&self.cold[slot as usize]);
-        s.next_due(&p.ns, p.ns.is_high(self.utilization), p.drop_at, retry_end)
+        let c = &self.cold[slot as usize];
+        s.next_due(
+            &p.ns,
+            p.ns.is_high(self.utilization),
+            p.drop_at,
+            s.retry_end(c),
+            s.mcp_floor(c),
+        )
     }
 
     /// Note the session's next event in the deadline queue. A later event than where the
@@ -456,6 +471,10 @@ impl Registry {
             last_signal: s.last_signal,
             utilization: self.utilization,
             extension: s.extension(&p.ns, p.ns.is_high(self.utilization)),
+            mcp_call: s.oldest_mcp(c).map(|m| McpCall {
+                tool: m.tool.to_string(),
+                outstanding: since(m.started),
+            }),
         }
     }
 
@@ -584,6 +603,7 @@ impl Registry {
                 read_session_id(s, c, view, class.kind);
                 match class.kind {
                     LineKind::Assistant | LineKind::User => read_tools(s, c, view, limits, t),
+                    LineKind::ToolProgress => read_heartbeat(s, c, view, limits.mcp(), t),
                     LineKind::ApiRetry => {
                         if let Some(ms) = view.retry_delay_ms() {
                             s.note_retry(c, t, ms_to_ns(ms));
@@ -972,6 +992,9 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
     view.for_each_block(|b| match b {
         ContentBlock::ToolUse { id, name } => {
             s.last_tool = t;
+            if name.starts_with("mcp__") {
+                begin_mcp(s, c, &id, &name, t, limits.mcp());
+            }
             if !s.has(flag::WROTE) && limits.is_write_tool(&name) {
                 let pending = &mut s.rare(c).pending_writes;
                 if pending.len() < MAX_PENDING {
@@ -984,6 +1007,9 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
             is_error,
         } => {
             s.last_tool = t;
+            if s.has(flag::MCP) {
+                removed |= end_mcp(s, c, &tool_use_id);
+            }
             if s.has(flag::WROTE) {
                 return;
             }
@@ -1010,8 +1036,78 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
     }
 }
 
+/// An MCP tool call began at `t` (a `tool_use`, or a heartbeat of a call not seen before).
+fn begin_mcp(s: &mut Session, c: &mut Cold, id: &str, tool: &str, t: u64, mcp: &McpLimits) {
+    let hash = id_hash(id);
+    let r = s.rare(c);
+    let known = r.mcp_calls.iter().any(|m| m.hash == hash && &*m.id == id);
+    if !known && r.mcp_calls.len() < MAX_PENDING {
+        let floor = mcp
+            .floor_for_tool(tool)
+            .map_or(0, |d| t.saturating_add(dur_ns(d)));
+        r.mcp_calls.push(PendingMcp {
+            hash,
+            id: id.into(),
+            tool: tool.into(),
+            started: t,
+            floor,
+        });
+    }
+    s.sync_mcp(r);
+}
+
+/// A `tool_result` for `id`: the MCP call of that id, if any, is over. Returns whether one
+/// was removed.
+fn end_mcp(s: &mut Session, c: &mut Cold, id: &str) -> bool {
+    let Some(r) = s.rare_mut(c) else {
+        return false;
+    };
+    let h = id_hash(id);
+    let Some(i) = r.mcp_calls.iter().position(|m| m.hash == h && &*m.id == id) else {
+        return false;
+    };
+    r.mcp_calls.swap_remove(i);
+    s.sync_mcp(r);
+    true
+}
+
+/// A `tool_progress` heartbeat: one naming an MCP tool proves its call outstanding since
+/// `elapsed_time_seconds` ago (`parent_tool_use_id` is the call's id; the line's own
+/// `tool_use_id` is made up).
+fn read_heartbeat(s: &mut Session, c: &mut Cold, view: &LineView<'_>, mcp: &McpLimits, t: u64) {
+    let Some(tool) = view.tool_name().filter(|n| n.starts_with("mcp__")) else {
+        return;
+    };
+    let Some(id) = view.parent_tool_use_id() else {
+        return;
+    };
+    if s.has(flag::MCP) {
+        if let Some(r) = s.rare_mut(c) {
+            let h = id_hash(&id);
+            if r.mcp_calls.iter().any(|m| m.hash == h && *m.id == *id) {
+                return;
+            }
+        }
+    }
+    let elapsed = view.elapsed_time_seconds().map_or(0, |e| {
+        let ns = e * 1e9;
+        if ns >= u64::MAX as f64 {
+            NEVER
+        } else {
+            ns as u64
+        }
+    });
+    begin_mcp(s, c, &id, &tool, t.saturating_sub(elapsed), mcp);
+}
+
 /// Remember the last `result`'s verdict.
 fn read_result(s: &mut Session, c: &mut Cold, view: &LineView<'_>) {
+    // The turn is over: no MCP call is outstanding any more.
+    if let Some(r) = s.rare_mut(c) {
+        r.mcp_calls = Vec::new();
+        s.sync_mcp(r);
+        s.compact(c);
+    }
     let subtype = view.subtype();
     let is_error =
         view.is_error() == Some(true) || subtype.as_deref().is_some_and(|st| st != "success");

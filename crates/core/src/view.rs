@@ -258,6 +258,7 @@ wire!(Top {
     total_cost_usd,
     tool_name,
     heartbeat,
+    elapsed_time_seconds,
 });
 
 wire!(Event { ty = "type" });
@@ -442,6 +443,12 @@ impl<'a> LineView<'a> {
     /// `tool_name` (on `tool_progress`).
     pub fn tool_name(&self) -> Option<Cow<'a, str>> {
         Self::s(self.top.tool_name())
+    }
+    /// `elapsed_time_seconds` of a `tool_progress` heartbeat, when it is a finite,
+    /// non-negative number.
+    pub fn elapsed_time_seconds(&self) -> Option<f64> {
+        let n = self.top.elapsed_time_seconds()?.as_f64()?;
+        (n.is_finite() && n >= 0.0).then_some(n)
     }
     /// `request_id` of a `control_request`, or `response.request_id` of a `control_response`.
     pub fn request_id(&self) -> Option<Cow<'a, str>> {

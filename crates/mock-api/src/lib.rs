@@ -30,6 +30,6 @@ mod server;
 
 pub use scenario::{
     Block, Matcher, RateLimitHeaders, Scenario, ScenarioOptions, Stall, StopReason, Turn,
-    BASH_TOOL_ID, FINAL_TEXT, WRITE_TOOL_ID,
+    BASH_TOOL_ID, FINAL_TEXT, MCP_CALL_ID, MCP_FINAL_TEXT, MCP_SEARCH_ID, WRITE_TOOL_ID,
 };
 pub use server::{BlockingMockServer, MockServer, RecordedRequest, RequestLog, RequestSummary};

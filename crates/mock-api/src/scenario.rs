@@ -479,6 +479,13 @@ pub const BASH_TOOL_ID: &str = "toolu_mock_bash_1";
 /// Final answer text of the named scenarios.
 pub const FINAL_TEXT: &str = "Hello from the mock Messages API.";
 
+/// Tool id of the `ToolSearch` call of [`Scenario::mcp_tool_call`].
+pub const MCP_SEARCH_ID: &str = "toolu_mock_ts_mcp";
+/// Tool id of the MCP tool call of [`Scenario::mcp_tool_call`].
+pub const MCP_CALL_ID: &str = "toolu_mock_mcp_1";
+/// Final answer text of [`Scenario::mcp_tool_call`].
+pub const MCP_FINAL_TEXT: &str = "MCP-FINAL: the MCP call is over.";
+
 /// A scripted conversation: which [`Turn`] answers each main request.
 ///
 /// The turn for a request is the first [`Scenario::when`] rule that matches, else
@@ -635,6 +642,31 @@ impl Scenario {
             _ => return None,
         };
         Some(s)
+    }
+
+    /// An MCP tool call, as in the recordings (`testdata/mcp`): the model loads the deferred
+    /// tool `tool` (e.g. `mcp__probe__wait`) with `ToolSearch` (`select:<tool>`), calls it
+    /// ([`MCP_CALL_ID`]), and answers [`MCP_FINAL_TEXT`] once the call's tool result comes
+    /// (the server's answer, or Claude Code's own abort). Not one of [`Scenario::NAMES`]: it
+    /// needs an MCP server (`--mcp-config`) beside the CLI.
+    pub fn mcp_tool_call(tool: &str) -> Scenario {
+        let search = json!({"query": format!("select:{tool}"), "max_results": 1});
+        Scenario::new("mcp_tool_call")
+            .when(
+                Matcher::ToolResultFor(MCP_CALL_ID.into()),
+                Turn::answer(MCP_FINAL_TEXT),
+            )
+            .when(
+                Matcher::ToolResultFor(MCP_SEARCH_ID.into()),
+                Turn::new()
+                    .text("Calling the MCP tool.")
+                    .tool_use(MCP_CALL_ID, tool, json!({})),
+            )
+            .turn(Turn::new().text("Loading the MCP tool.").tool_use(
+                MCP_SEARCH_ID,
+                "ToolSearch",
+                search,
+            ))
     }
 
     /// The turn answering a main request: `index` = main requests seen before it.

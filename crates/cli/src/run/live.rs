@@ -241,8 +241,8 @@ impl Live<'_> {
                 Note::Say(msg) => self.host.status.say(&msg),
                 Note::RateLimit => {}
                 Note::Activity(a) => {
+                    self.activity_since = now.checked_sub(a.already()).unwrap_or(now);
                     self.activity = a;
-                    self.activity_since = now;
                 }
                 Note::Init(sid) => self.check_session(sid),
             }
@@ -459,6 +459,7 @@ pub(crate) async fn supervise(
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
+            env: crate::mcp_limits::recorded_env(cfg.env.as_deref()),
         },
     );
     let mut written = match (host_stdin, sup.stdin()) {

@@ -334,6 +334,7 @@ pub(crate) fn wall_ms() -> u64 {
 
 async fn run(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
     let status = Status::new(cfg.status);
+    let cfg = crate::mcp_limits::for_run(cfg, &status);
     if cfg.argv.is_empty() {
         status.say(
             "error: no command given (usage: agent-watchdog run [FLAGS] -- COMMAND [ARGS...])",
