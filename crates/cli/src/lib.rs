@@ -11,6 +11,7 @@ pub mod duration;
 pub mod exit_code;
 pub mod find_claude;
 pub mod hint;
+pub mod hook;
 pub mod policy_args;
 pub mod record;
 pub mod recover;

@@ -1,0 +1,219 @@
+//! The subagent plugin end to end: the real Claude Code CLI with `--plugin-dir plugin/` (the
+//! hooks run this build's `agent-watchdog hook`) against the mock's agent scenario. A subagent
+//! cut off by the output limit is continued **exactly once**: the mock sees the parent's
+//! `SendMessage` calls and the subagent's requests, the state directory holds the markers.
+//!
+//! A missing CLI is a failure naming `scripts/install-claude`, never a skip. Each run is bounded
+//! by a budget. Debugging: `SUBAGENT_E2E_HOOK_BIN=/path/to/wrapper` runs the hooks through a
+//! wrapper of your own (e.g. one that logs stdin and stdout), `SUBAGENT_E2E_KEEP=1` keeps the
+//! session directories.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mock_api::agents::{PARENT_FINAL, SUB_REPORT};
+use mock_api::harness::{find_claude, ClaudeRun, SessionDirs};
+use mock_api::{AgentScript, BlockingMockServer, CutOffs, RecordedRequest, Scenario};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agent-watchdog");
+const BUDGET: Duration = Duration::from_secs(150);
+
+fn claude() -> PathBuf {
+    find_claude().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn plugin_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../plugin")
+}
+
+/// One `claude -p` run with the plugin, and what it left behind.
+struct Session {
+    status: ExitStatus,
+    lines: Vec<Value>,
+    stderr: String,
+    requests: Vec<RecordedRequest>,
+    dirs: Arc<SessionDirs>,
+}
+
+impl Session {
+    fn session_id(&self) -> String {
+        self.lines
+            .iter()
+            .find_map(|l| l["session_id"].as_str().map(str::to_owned))
+            .expect("a session id")
+    }
+
+    /// `SendMessage` calls of the parent, as the mock answered them: the `to` of each.
+    fn send_messages(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for l in &self.lines {
+            if l["type"] != "assistant" || !l["parent_tool_use_id"].is_null() {
+                continue;
+            }
+            for b in l["message"]["content"].as_array().into_iter().flatten() {
+                if b["type"] == "tool_use" && b["name"] == "SendMessage" {
+                    out.push(b["input"]["to"].as_str().unwrap_or("").to_owned());
+                }
+            }
+        }
+        out
+    }
+
+    /// The agent ids of the subagents that ran (from the request headers).
+    fn agents(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .requests
+            .iter()
+            .filter_map(|r| r.summary.as_ref()?.agent_id.clone())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    fn results(&self) -> Vec<&Value> {
+        self.lines
+            .iter()
+            .filter(|l| l["type"] == "result")
+            .collect()
+    }
+
+    fn report(&self) -> String {
+        let mut s = format!("status {:?}\nstderr: {}\n", self.status, self.stderr);
+        for l in &self.lines {
+            if l["type"] == "stream_event" {
+                continue;
+            }
+            let t = l.to_string();
+            s.push_str(&t[..t.len().min(400)]);
+            s.push('\n');
+        }
+        s
+    }
+}
+
+fn markers(state: &Path, kind: &str) -> Vec<String> {
+    let dir = state.join("subagents").join(kind);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn run_claude(run: ClaudeRun, state: &Path) -> Session {
+    let run = run
+        .arg("--plugin-dir")
+        .arg(plugin_dir())
+        .env(
+            "AGENT_WATCHDOG_BIN",
+            std::env::var_os("SUBAGENT_E2E_HOOK_BIN").unwrap_or_else(|| BIN.into()),
+        )
+        .env("AGENT_WATCHDOG_STATE_DIR", state);
+    let cmd = run.command();
+    let out_dir = tempfile::tempdir().unwrap();
+    let (out_path, err_path) = (out_dir.path().join("out"), out_dir.path().join("err"));
+    let mut child = cmd
+        .to_std()
+        .stdin(Stdio::null())
+        .stdout(File::create(&out_path).unwrap())
+        .stderr(File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > BUDGET {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "claude did not finish within {BUDGET:?}; stdout so far:\n{}",
+                std::fs::read_to_string(&out_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = std::fs::read_to_string(&out_path).unwrap();
+    Session {
+        status,
+        lines: stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
+        stderr: std::fs::read_to_string(&err_path).unwrap(),
+        requests: Vec::new(),
+        dirs: run.dirs().clone(),
+    }
+}
+
+fn session(script: AgentScript, state: &Path) -> Session {
+    let server = BlockingMockServer::start(Scenario::agents("agents", script)).unwrap();
+    let run = ClaudeRun::new(claude(), server.base_url(), "Delegate the widget report.").unwrap();
+    let mut s = run_claude(run, state);
+    s.requests = server.requests();
+    s
+}
+
+fn script(cut_offs: CutOffs, after: CutOffs) -> AgentScript {
+    AgentScript {
+        cut_offs,
+        cut_offs_after_continue: after,
+        ..AgentScript::default()
+    }
+}
+
+/// (a): the foreground agent is always cut off; the hook has the parent continue it once.
+#[test]
+fn a_foreground_agent_cut_off_is_continued_exactly_once() {
+    let state = tempfile::tempdir().unwrap();
+    let s = session(script(CutOffs::Always, CutOffs::Times(0)), state.path());
+    let report = s.report();
+    assert!(s.status.success(), "{report}");
+    let agents = s.agents();
+    assert_eq!(agents.len(), 1, "{report}");
+    assert_eq!(
+        s.send_messages(),
+        agents,
+        "one SendMessage to that agent\n{report}"
+    );
+    // The continued agent answered (the mock's report reached its transcript and stdout).
+    let sid = s.session_id();
+    assert!(
+        s.lines.iter().any(|l| l.to_string().contains(SUB_REPORT)),
+        "{report}"
+    );
+    let last = s.results().last().copied().cloned().expect("a result");
+    assert_eq!(last["is_error"], false, "{report}");
+    assert!(
+        last["result"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with(PARENT_FINAL),
+        "{report}"
+    );
+    assert_eq!(
+        markers(state.path(), "continued"),
+        [format!("{sid}.{}.json", agents[0])]
+    );
+    assert!(markers(state.path(), "noticed").is_empty());
+    keep(s.dirs);
+}
+
+/// `SUBAGENT_E2E_KEEP=1` keeps the session directories for a look after a run.
+fn keep(dirs: Arc<SessionDirs>) {
+    if std::env::var_os("SUBAGENT_E2E_KEEP").is_some() {
+        eprintln!("kept {}", dirs.root().display());
+        std::mem::forget(dirs);
+    }
+}
