@@ -159,10 +159,48 @@ fn run_claude(run: ClaudeRun, state: &Path) -> Session {
 
 fn session(script: AgentScript, state: &Path) -> Session {
     let server = BlockingMockServer::start(Scenario::agents("agents", script)).unwrap();
-    let run = ClaudeRun::new(claude(), server.base_url(), "Delegate the widget report.").unwrap();
+    session_on(&server, state, None)
+}
+
+/// A session against `server`; with `resume`, `--resume` that session in its directories.
+fn session_on(
+    server: &BlockingMockServer,
+    state: &Path,
+    resume: Option<(&Session, &str)>,
+) -> Session {
+    let before = server.requests().len();
+    let run = match resume {
+        None => ClaudeRun::new(claude(), server.base_url(), "Delegate the widget report.").unwrap(),
+        Some((earlier, prompt)) => {
+            ClaudeRun::with_dirs(claude(), server.base_url(), prompt, earlier.dirs.clone())
+                .resume(earlier.session_id())
+        }
+    };
     let mut s = run_claude(run, state);
-    s.requests = server.requests();
+    s.requests = server.requests().split_off(before);
     s
+}
+
+/// Stdout user lines that carry `needle` (hook feedback the parent got).
+fn feedback(s: &Session, needle: &str) -> usize {
+    s.lines
+        .iter()
+        .filter(|l| l["type"] == "user" && l.to_string().contains(needle))
+        .count()
+}
+
+/// Requests of the subagents (by header).
+fn subagent_requests(s: &Session) -> usize {
+    s.requests
+        .iter()
+        .filter(|r| r.summary.as_ref().is_some_and(|x| x.agent_id.is_some()))
+        .count()
+}
+
+fn final_answer(s: &Session) -> String {
+    let last = s.results().last().copied().cloned().expect("a result");
+    assert_eq!(last["is_error"], false, "{}", s.report());
+    last["result"].as_str().unwrap_or("").to_owned()
 }
 
 fn script(cut_offs: CutOffs, after: CutOffs) -> AgentScript {
@@ -216,4 +254,141 @@ fn keep(dirs: Arc<SessionDirs>) {
         eprintln!("kept {}", dirs.root().display());
         std::mem::forget(dirs);
     }
+}
+
+/// (b): the continued agent is cut off again: one notice reaches the parent, no second
+/// continuation.
+#[test]
+fn b_a_continued_agent_cut_off_again_gets_one_notice_and_no_second_continuation() {
+    let state = tempfile::tempdir().unwrap();
+    let s = session(script(CutOffs::Always, CutOffs::Always), state.path());
+    let report = s.report();
+    assert!(s.status.success(), "{report}");
+    let agents = s.agents();
+    assert_eq!(agents.len(), 1, "{report}");
+    assert_eq!(
+        s.send_messages(),
+        agents,
+        "exactly one SendMessage\n{report}"
+    );
+    assert_eq!(feedback(&s, "agent-watchdog notice"), 1, "{report}");
+    assert!(final_answer(&s).starts_with(PARENT_FINAL), "{report}");
+    // 4 + 4 cut-off requests: the first run and the one continuation, nothing more.
+    assert_eq!(subagent_requests(&s), 8, "{report}");
+    let sid = s.session_id();
+    let name = format!("{sid}.{}.json", agents[0]);
+    assert_eq!(markers(state.path(), "continued"), [name.clone()]);
+    assert_eq!(markers(state.path(), "noticed"), [name]);
+    keep(s.dirs);
+}
+
+/// (e): a healthy agent, and agents the CLI recovers by itself (cut off 1 to 3 times): the hook
+/// does nothing at all, not even open the state directory.
+#[test]
+fn e_healthy_and_self_recovered_agents_are_left_alone() {
+    for cuts in [0, 1, 3] {
+        let state = tempfile::tempdir().unwrap();
+        let s = session(
+            script(CutOffs::Times(cuts), CutOffs::Times(0)),
+            state.path(),
+        );
+        let report = s.report();
+        assert!(s.status.success(), "{cuts}: {report}");
+        assert_eq!(s.agents().len(), 1, "{cuts}: {report}");
+        assert!(s.send_messages().is_empty(), "{cuts}: {report}");
+        assert_eq!(feedback(&s, "agent-watchdog"), 0, "{cuts}: {report}");
+        assert_eq!(subagent_requests(&s), cuts + 1, "{cuts}: {report}");
+        assert!(
+            final_answer(&s).starts_with(PARENT_FINAL),
+            "{cuts}: {report}"
+        );
+        assert!(
+            !state.path().join("subagents").exists(),
+            "{cuts}: the ledger was touched"
+        );
+        keep(s.dirs);
+    }
+}
+
+/// (c): a background agent, always cut off: continued once, like the foreground one.
+#[test]
+fn c_a_background_agent_cut_off_is_continued_exactly_once() {
+    let state = tempfile::tempdir().unwrap();
+    let s = session(
+        AgentScript {
+            background: true,
+            ..script(CutOffs::Always, CutOffs::Times(0))
+        },
+        state.path(),
+    );
+    let report = s.report();
+    assert!(s.status.success(), "{report}");
+    let agents = s.agents();
+    assert_eq!(agents.len(), 1, "{report}");
+    assert_eq!(s.send_messages(), agents, "{report}");
+    assert_eq!(subagent_requests(&s), 5, "{report}");
+    assert!(final_answer(&s).starts_with(PARENT_FINAL), "{report}");
+    let sid = s.session_id();
+    assert_eq!(
+        markers(state.path(), "continued"),
+        [format!("{sid}.{}.json", agents[0])]
+    );
+    keep(s.dirs);
+}
+
+/// (d): the session of (a) and of (b) resumed: the old failure is seen again by the Stop hook,
+/// and nothing is continued a second time.
+#[test]
+fn d_a_resumed_session_never_continues_an_agent_again() {
+    for after in [CutOffs::Times(0), CutOffs::Always] {
+        let state = tempfile::tempdir().unwrap();
+        let server =
+            BlockingMockServer::start(Scenario::agents("agents", script(CutOffs::Always, after)))
+                .unwrap();
+        let first = session_on(&server, state.path(), None);
+        assert_eq!(first.send_messages().len(), 1, "{}", first.report());
+        let continued = markers(state.path(), "continued");
+        let noticed = markers(state.path(), "noticed");
+        let again = session_on(
+            &server,
+            state.path(),
+            Some((&first, "Anything left to do?")),
+        );
+        let report = again.report();
+        assert!(again.status.success(), "{report}");
+        assert_eq!(again.session_id(), first.session_id(), "{report}");
+        assert!(again.send_messages().is_empty(), "{report}");
+        assert_eq!(feedback(&again, "agent-watchdog"), 0, "{report}");
+        assert_eq!(subagent_requests(&again), 0, "{report}");
+        assert!(final_answer(&again).starts_with(PARENT_FINAL), "{report}");
+        assert_eq!(markers(state.path(), "continued"), continued);
+        assert_eq!(markers(state.path(), "noticed"), noticed);
+        keep(first.dirs);
+    }
+}
+
+/// (f): two agents fail in one turn: each is continued once.
+#[test]
+fn f_two_agents_cut_off_in_one_turn_are_each_continued_once() {
+    let state = tempfile::tempdir().unwrap();
+    let s = session(
+        AgentScript {
+            agents: 2,
+            ..script(CutOffs::Always, CutOffs::Times(0))
+        },
+        state.path(),
+    );
+    let report = s.report();
+    assert!(s.status.success(), "{report}");
+    let agents = s.agents();
+    assert_eq!(agents.len(), 2, "{report}");
+    let mut sent = s.send_messages();
+    sent.sort();
+    assert_eq!(sent, agents, "one SendMessage to each\n{report}");
+    assert_eq!(subagent_requests(&s), 10, "{report}");
+    assert!(final_answer(&s).starts_with(PARENT_FINAL), "{report}");
+    let sid = s.session_id();
+    let want: Vec<String> = agents.iter().map(|a| format!("{sid}.{a}.json")).collect();
+    assert_eq!(markers(state.path(), "continued"), want);
+    keep(s.dirs);
 }
