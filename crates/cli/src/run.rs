@@ -354,6 +354,12 @@ async fn run(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
         None => (None, None, first.code),
     };
     let final_run = last.as_ref().unwrap_or(&first);
+    // Issue 15: subagent failures are said even when the session succeeded (exit code kept).
+    for run in std::iter::once(&first).chain(last.as_ref()) {
+        for line in run.tally.subagents.report_lines() {
+            host.status.say(&line);
+        }
+    }
 
     // The synthetic result goes after everything the child printed.
     if let (true, Some(k)) = (emits_result(&cfg), final_run.kill.as_ref()) {

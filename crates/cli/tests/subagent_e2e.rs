@@ -392,3 +392,66 @@ fn f_two_agents_cut_off_in_one_turn_are_each_continued_once() {
     assert_eq!(markers(state.path(), "continued"), want);
     keep(s.dirs);
 }
+
+/// `agent-watchdog run` sees subagents: without the plugin a cut-off agent is a failure the
+/// session "succeeded" over (exit 0 kept, reported in the summary and on stderr); with the
+/// plugin the same failure shows as recovered.
+#[test]
+fn run_reports_subagent_failures_even_when_the_session_succeeded() {
+    for plugin in [false, true] {
+        let state = tempfile::tempdir().unwrap();
+        let server = BlockingMockServer::start(Scenario::agents(
+            "agents",
+            script(CutOffs::Always, CutOffs::Times(0)),
+        ))
+        .unwrap();
+        let mut run =
+            ClaudeRun::new(claude(), server.base_url(), "Delegate the widget report.").unwrap();
+        if plugin {
+            run = run
+                .arg("--plugin-dir")
+                .arg(plugin_dir())
+                .env("AGENT_WATCHDOG_BIN", BIN);
+        }
+        let cmd = run.command();
+        let out_dir = tempfile::tempdir().unwrap();
+        let summary = out_dir.path().join("summary.json");
+        let out = std::process::Command::new(BIN)
+            .arg("run")
+            .arg("--no-status")
+            .arg("--state-dir")
+            .arg(state.path())
+            .arg("--summary")
+            .arg(&summary)
+            .arg("--")
+            .arg(&cmd.program)
+            .args(&cmd.args)
+            .env_clear()
+            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+            .env("AGENT_WATCHDOG_STATE_DIR", state.path())
+            .current_dir(&cmd.cwd)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{plugin}: {stderr}");
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+        assert_eq!(v["outcome"], "success", "{plugin}: {v}");
+        let failures = v["subagents"]["failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 1, "{plugin}: {v}");
+        let agent = failures[0]["agent_id"].as_str().unwrap();
+        assert_eq!(failures[0]["agent_type"], "general-purpose");
+        assert!(failures[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("max_output_tokens"));
+        assert_eq!(failures[0]["recovered"], plugin, "{plugin}: {v}");
+        assert_eq!(v["subagents"]["unrecovered"], u64::from(!plugin));
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("agent-watchdog: subagent "))
+            .collect();
+        assert_eq!(said.len(), 1, "{plugin}: {stderr}");
+        assert!(said[0].contains(agent) && said[0].contains("general-purpose"));
+    }
+}

@@ -258,6 +258,11 @@ wire!(Top {
     total_cost_usd,
     tool_name,
     heartbeat,
+    task_id,
+    run_id,
+    subagent_type,
+    patch,
+    status,
 });
 
 wire!(Event { ty = "type" });
@@ -442,6 +447,28 @@ impl<'a> LineView<'a> {
     /// `tool_name` (on `tool_progress`).
     pub fn tool_name(&self) -> Option<Cow<'a, str>> {
         Self::s(self.top.tool_name())
+    }
+    /// `task_id` of a `system/task_*` line (a subagent's agent id).
+    pub fn task_id(&self) -> Option<Cow<'a, str>> {
+        Self::s(self.top.task_id())
+    }
+    /// `run_id` of a `system/task_*` line: one run of a task (a continuation is a new run).
+    pub fn run_id(&self) -> Option<Cow<'a, str>> {
+        Self::s(self.top.run_id())
+    }
+    /// `subagent_type` of a `system/task_started` line.
+    pub fn subagent_type(&self) -> Option<Cow<'a, str>> {
+        Self::s(self.top.subagent_type())
+    }
+    /// A task's status: `patch.status` of `system/task_updated`, else `status` (on
+    /// `system/task_notification`), e.g. `failed`, `completed`.
+    pub fn task_status(&self) -> Option<Cow<'a, str>> {
+        Self::s(self.top.patch().and_then(|p| p.member("status")))
+            .or_else(|| Self::s(self.top.status()))
+    }
+    /// A task's error: `patch.error` of `system/task_updated`.
+    pub fn task_error(&self) -> Option<Cow<'a, str>> {
+        Self::s(self.top.patch()?.member("error"))
     }
     /// `request_id` of a `control_request`, or `response.request_id` of a `control_response`.
     pub fn request_id(&self) -> Option<Cow<'a, str>> {
