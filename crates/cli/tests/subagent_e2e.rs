@@ -277,7 +277,10 @@ fn b_a_continued_agent_cut_off_again_gets_one_notice_and_no_second_continuation(
     assert_eq!(subagent_requests(&s), 8, "{report}");
     let sid = s.session_id();
     let name = format!("{sid}.{}.json", agents[0]);
-    assert_eq!(markers(state.path(), "continued"), [name.clone()]);
+    assert_eq!(
+        markers(state.path(), "continued"),
+        std::slice::from_ref(&name)
+    );
     assert_eq!(markers(state.path(), "noticed"), [name]);
     keep(s.dirs);
 }
