@@ -91,7 +91,7 @@ pub fn respond(args: &HookArgs, stdin: &[u8], now_ms: u64) -> Response {
         Ok(i) => i,
         Err(e) => return failed(e.to_string()),
     };
-    if args.no_recover_output_limit {
+    if args.no_recover_output_limit || matches!(input.event, Event::Other(_)) {
         return Response::default();
     }
     let recovery = Recovery::default().with_trigger(Trigger::OutputLimit, true);
@@ -172,6 +172,47 @@ fn failed(why: String) -> Response {
     Response {
         stdout: None,
         stderr: Some(format!("agent-watchdog hook: {why}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_events_and_the_off_switch_say_nothing_at_all() {
+        let args = HookArgs::default();
+        for input in [
+            r#"{"hook_event_name":"SubagentStop","session_id":"x"}"#,
+            r#"{"hook_event_name":"StopFailure"}"#,
+        ] {
+            assert_eq!(respond(&args, input.as_bytes(), 0), Response::default());
+        }
+        let off = HookArgs {
+            no_recover_output_limit: true,
+            ..HookArgs::default()
+        };
+        let stop = r#"{"hook_event_name":"Stop","session_id":"s","transcript_path":"/nonexistent/s.jsonl"}"#;
+        assert_eq!(respond(&off, stop.as_bytes(), 0), Response::default());
+    }
+
+    #[test]
+    fn a_session_without_subagents_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = HookArgs {
+            state_dir: Some(dir.path().join("state")),
+            ..HookArgs::default()
+        };
+        let stop = serde_json::json!({
+            "hook_event_name": "Stop",
+            "session_id": "79a60e20-b342-4ecc-aa97-cb905bafbe16",
+            "transcript_path": dir.path().join("79a60e20-b342-4ecc-aa97-cb905bafbe16.jsonl"),
+        });
+        assert_eq!(
+            respond(&args, stop.to_string().as_bytes(), 0),
+            Response::default()
+        );
+        assert!(!dir.path().join("state").exists());
     }
 }
 

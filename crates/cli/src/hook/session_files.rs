@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use watchdog_core::recovery::subagent::{SubagentEnd, TranscriptEnd};
 
-/// Only the last this-many bytes of a transcript are read: its end is all that matters.
+/// Only the end of a transcript matters: first this much is read, …
+const SHORT_TAIL_BYTES: u64 = 256 << 10;
+/// … and at most this much when the short tail holds no message entry.
 const TAIL_BYTES: u64 = 8 << 20;
 /// A meta file larger than this is not one Claude Code wrote.
 const MAX_META_BYTES: u64 = 1 << 20;
@@ -105,25 +107,35 @@ impl SubagentFiles {
         }
     }
 
-    /// How the transcript of `agent_id` ends (read from its last 8 MiB).
+    /// How the transcript of `agent_id` ends: read from its last 256 KiB, or its last 8 MiB
+    /// when those hold no message entry.
     pub fn end(&self, agent_id: &str) -> io::Result<TranscriptEnd> {
         let path = self.dir.join(format!("agent-{agent_id}.jsonl"));
-        let mut file = File::open(&path).map_err(|e| with_path(e, &path))?;
-        let len = file.metadata().map_err(|e| with_path(e, &path))?.len();
-        let start = len.saturating_sub(TAIL_BYTES);
+        let (end, longer) = self.tail(&path, SHORT_TAIL_BYTES)?;
+        if end.end != SubagentEnd::Unknown || !longer {
+            return Ok(end);
+        }
+        Ok(self.tail(&path, TAIL_BYTES)?.0)
+    }
+
+    /// What the last `bytes` of `path` say, and whether the file is longer.
+    fn tail(&self, path: &Path, bytes: u64) -> io::Result<(TranscriptEnd, bool)> {
+        let mut file = File::open(path).map_err(|e| with_path(e, path))?;
+        let len = file.metadata().map_err(|e| with_path(e, path))?.len();
+        let start = len.saturating_sub(bytes);
         file.seek(SeekFrom::Start(start))
-            .map_err(|e| with_path(e, &path))?;
-        let mut bytes = Vec::new();
-        file.take(TAIL_BYTES)
-            .read_to_end(&mut bytes)
-            .map_err(|e| with_path(e, &path))?;
-        let text = String::from_utf8_lossy(&bytes);
+            .map_err(|e| with_path(e, path))?;
+        let mut buf = Vec::new();
+        file.take(bytes)
+            .read_to_end(&mut buf)
+            .map_err(|e| with_path(e, path))?;
+        let text = String::from_utf8_lossy(&buf);
         let mut lines = text.lines();
         if start > 0 {
             // The first line of a tail is a fragment.
             lines.next();
         }
-        Ok(SubagentEnd::from_transcript(lines))
+        Ok((SubagentEnd::from_transcript(lines), start > 0))
     }
 }
 
@@ -168,5 +180,17 @@ mod tests {
         assert!(files.end("zz").is_err());
         std::fs::write(dir.path().join("agent-b2.meta.json"), "{bad").unwrap();
         assert!(files.meta("b2").is_err());
+        // The end entry behind a huge attachment line: found in the longer tail.
+        let synthetic = std::fs::read_to_string(dir.path().join("agent-a1.jsonl")).unwrap();
+        let big = format!(
+            "{{\"type\":\"attachment\",\"text\":\"{}\"}}\n",
+            "x".repeat(300 << 10)
+        );
+        std::fs::write(
+            dir.path().join("agent-c3.jsonl"),
+            format!("{synthetic}{big}"),
+        )
+        .unwrap();
+        assert_eq!(files.end("c3").unwrap().end, SubagentEnd::OutputLimit);
     }
 }
