@@ -175,6 +175,35 @@ fn failed(why: String) -> Response {
     }
 }
 
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis().min(u128::from(u64::MAX)) as u64)
+        .unwrap_or(0)
+}
+
+/// The `hook` subcommand: read stdin, answer, always exit 0.
+pub fn main(args: HookArgs) -> i32 {
+    let mut bytes = Vec::new();
+    let read = std::io::stdin()
+        .lock()
+        .take(MAX_INPUT_BYTES)
+        .read_to_end(&mut bytes);
+    let response = match read {
+        Ok(_) => respond(&args, &bytes, now_ms()),
+        Err(e) => failed(format!("cannot read stdin: {e}")),
+    };
+    if let Some(out) = &response.stdout {
+        let mut o = std::io::stdout().lock();
+        // A closed stdout leaves nothing to do: Claude Code then sees no decision.
+        let _ = o.write_all(out.as_bytes()).and_then(|()| o.flush());
+    }
+    if let Some(err) = &response.stderr {
+        let _ = writeln!(std::io::stderr().lock(), "{err}");
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,33 +243,4 @@ mod tests {
         );
         assert!(!dir.path().join("state").exists());
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis().min(u128::from(u64::MAX)) as u64)
-        .unwrap_or(0)
-}
-
-/// The `hook` subcommand: read stdin, answer, always exit 0.
-pub fn main(args: HookArgs) -> i32 {
-    let mut bytes = Vec::new();
-    let read = std::io::stdin()
-        .lock()
-        .take(MAX_INPUT_BYTES)
-        .read_to_end(&mut bytes);
-    let response = match read {
-        Ok(_) => respond(&args, &bytes, now_ms()),
-        Err(e) => failed(format!("cannot read stdin: {e}")),
-    };
-    if let Some(out) = &response.stdout {
-        let mut o = std::io::stdout().lock();
-        // A closed stdout leaves nothing to do: Claude Code then sees no decision.
-        let _ = o.write_all(out.as_bytes()).and_then(|()| o.flush());
-    }
-    if let Some(err) = &response.stderr {
-        let _ = writeln!(std::io::stderr().lock(), "{err}");
-    }
-    0
 }
