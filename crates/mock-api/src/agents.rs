@@ -271,7 +271,138 @@ impl AgentScript {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
+    use crate::scenario::Block;
+
+    fn tool_calls(t: &Turn) -> Vec<(String, Value)> {
+        t.blocks()
+            .filter_map(|b| match b {
+                Block::ToolUse { name, input, .. } => Some((name.clone(), input.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn text(t: &Turn) -> String {
+        t.blocks()
+            .filter_map(|b| match b {
+                Block::Text(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn ask(
+        script: &AgentScript,
+        agent: Option<&str>,
+        messages: Value,
+        counts: &mut HashMap<String, usize>,
+    ) -> Turn {
+        let summary = RequestSummary {
+            agent_id: agent.map(str::to_owned),
+            ..RequestSummary::default()
+        };
+        let mut count = |k: String| {
+            let n = counts.entry(k).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
+        script.turn(&summary, &json!({ "messages": messages }), &mut count)
+    }
+
+    #[test]
+    fn the_parent_delegates_then_continues_each_named_agent_once() {
+        let script = AgentScript {
+            agents: 2,
+            ..AgentScript::default()
+        };
+        let mut c = HashMap::new();
+        let first = ask(
+            &script,
+            None,
+            json!([{"role": "user", "content": "go"}]),
+            &mut c,
+        );
+        let calls = tool_calls(&first);
+        assert_eq!(calls.len(), 2);
+        assert!(calls
+            .iter()
+            .all(|(n, i)| n == "Agent" && i["run_in_background"] == false));
+        let agent_msg = json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_mock_agent_1", "name": "Agent", "input": {}}]});
+        let instruction = r#"SendMessage with {"to":"a1","message":"m"}"#;
+        // The hook's text shows twice in one turn (user reminder + system message): one target.
+        let msgs = json!([
+            {"role": "user", "content": "go"}, agent_msg,
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_mock_agent_1", "content": "err"}]},
+            {"role": "user", "content": format!("<system-reminder>{instruction}</system-reminder>")},
+            {"role": "system", "content": format!("Stop hook blocking error: {instruction}")},
+        ]);
+        let search = ask(&script, None, msgs.clone(), &mut c);
+        assert_eq!(tool_calls(&search)[0].0, "ToolSearch");
+        assert_eq!(tool_calls(&search)[0].1["query"], "select:SendMessage");
+        let mut m = msgs.as_array().unwrap().clone();
+        m.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_mock_ts_1", "name": "ToolSearch", "input": {}}]}));
+        m.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_mock_ts_1", "content": []}]}));
+        let send = ask(&script, None, json!(m), &mut c);
+        let calls = tool_calls(&send);
+        assert_eq!(calls.len(), 1, "one SendMessage for one instruction");
+        assert_eq!(calls[0].0, "SendMessage");
+        assert_eq!(calls[0].1["to"], "a1");
+        assert!(calls[0].1["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(MOCK_CONTINUE_TAG));
+        m.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_mock_send_1", "name": "SendMessage", "input": {"to": "a1"}}]}));
+        m.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_mock_send_1", "content": "ok"}]}));
+        let done = ask(&script, None, json!(m.clone()), &mut c);
+        assert!(tool_calls(&done).is_empty());
+        assert!(text(&done).starts_with(PARENT_FINAL));
+        // The same instruction given again in a later turn is followed again (so a hook that
+        // asked twice would show as two SendMessage calls).
+        m.push(json!({"role": "assistant", "content": "ok"}));
+        m.push(json!({"role": "user", "content": instruction}));
+        assert_eq!(
+            tool_calls(&ask(&script, None, json!(m), &mut c))[0].0,
+            "ToolSearch"
+        );
+    }
+
+    #[test]
+    fn a_subagent_is_cut_off_as_configured_per_run() {
+        let script = AgentScript {
+            cut_offs: CutOffs::Times(2),
+            cut_offs_after_continue: CutOffs::Times(1),
+            ..AgentScript::default()
+        };
+        let mut c = HashMap::new();
+        let first_run = json!([{"role": "user", "content": SUB_TASK}]);
+        let stops: Vec<_> = (0..3)
+            .map(|_| ask(&script, Some("a1"), first_run.clone(), &mut c).effective_stop_reason())
+            .collect();
+        use crate::StopReason::{EndTurn, MaxTokens};
+        assert_eq!(stops, [MaxTokens, MaxTokens, EndTurn]);
+        // Another agent is counted on its own.
+        assert_eq!(
+            ask(&script, Some("b2"), first_run, &mut c).effective_stop_reason(),
+            MaxTokens
+        );
+        let continued = json!([{"role": "user", "content": SUB_TASK},
+            {"role": "user", "content": format!("The coordinator sent a message: {MOCK_CONTINUE_TAG} go on")}]);
+        let stops: Vec<_> = (0..2)
+            .map(|_| ask(&script, Some("a1"), continued.clone(), &mut c).effective_stop_reason())
+            .collect();
+        assert_eq!(stops, [MaxTokens, EndTurn]);
+        let always = AgentScript::default();
+        for _ in 0..10 {
+            assert_eq!(
+                ask(&always, Some("a9"), json!([]), &mut c).effective_stop_reason(),
+                MaxTokens
+            );
+        }
+    }
 
     #[test]
     fn finds_targets_in_both_spacings() {
