@@ -458,3 +458,26 @@ fn run_reports_subagent_failures_even_when_the_session_succeeded() {
         assert!(said[0].contains(agent) && said[0].contains("general-purpose"));
     }
 }
+
+/// The plugin is one the real CLI accepts, and it wires exactly the two hooks.
+#[test]
+fn the_plugin_validates_with_the_real_cli() {
+    let home = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(claude())
+        .args(["plugin", "validate"])
+        .arg(plugin_dir())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("hooks: PostToolUseFailure Agent|Task"),
+        "{text}"
+    );
+    assert!(text.contains("hooks: Stop"), "{text}");
+    assert!(!text.contains("rror"), "{text}");
+}
