@@ -178,6 +178,38 @@ fn post_tool_use_failure_of_a_cut_off_agent_asks_the_parent_once_to_send_message
 }
 
 #[test]
+fn post_tool_use_failure_acts_before_the_transcript_is_written_and_stop_agrees() {
+    // Measured: when PostToolUseFailure runs, the agent's transcript often still ends in its
+    // prompt; the synthetic entry comes later. The reported error decides then, and the Stop
+    // that sees the finished transcript takes it for the same failure.
+    let w = World::new();
+    let (input, sid, agent) = setup_b2(&w);
+    let full = read("b2_sub_mt_all_posttooluse.subagent-transcript.jsonl");
+    let prompt_only = full.lines().next().unwrap().to_owned() + "\n";
+    w.agent(&sid, &agent, &prompt_only, "general-purpose");
+    let v = w
+        .hook(&input)
+        .json
+        .expect("continued from the reported error");
+    assert!(v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .contains(&agent));
+    w.agent(&sid, &agent, &full, "general-purpose");
+    let stop = w.localise(
+        recorded_inputs("b2_sub_mt_all_posttooluse", "Stop")
+            .pop()
+            .unwrap(),
+    );
+    assert!(
+        w.hook(&stop).silent(),
+        "the same failure, no second instruction"
+    );
+    assert_eq!(w.markers("continued").len(), 1);
+    assert!(w.markers("noticed").is_empty());
+}
+
+#[test]
 fn stop_catches_a_cut_off_agent_foreground_or_background_once() {
     for (rec, agent) in [
         ("a2_sub_mt_all_fg", "a02f401cf8728967a"),

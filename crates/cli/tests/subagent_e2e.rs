@@ -225,21 +225,17 @@ fn a_foreground_agent_cut_off_is_continued_exactly_once() {
         agents,
         "one SendMessage to that agent\n{report}"
     );
+    // Foreground: PostToolUseFailure told the parent (additionalContext), no Stop block.
+    assert_eq!(feedback(&s, "agent-watchdog"), 0, "{report}");
     // The continued agent answered (the mock's report reached its transcript and stdout).
     let sid = s.session_id();
     assert!(
         s.lines.iter().any(|l| l.to_string().contains(SUB_REPORT)),
         "{report}"
     );
-    let last = s.results().last().copied().cloned().expect("a result");
-    assert_eq!(last["is_error"], false, "{report}");
-    assert!(
-        last["result"]
-            .as_str()
-            .unwrap_or("")
-            .starts_with(PARENT_FINAL),
-        "{report}"
-    );
+    assert!(final_answer(&s).starts_with(PARENT_FINAL), "{report}");
+    // Four cut-off requests, then the continued one that answered.
+    assert_eq!(subagent_requests(&s), 5, "{report}");
     assert_eq!(
         markers(state.path(), "continued"),
         [format!("{sid}.{}.json", agents[0])]
@@ -272,6 +268,11 @@ fn b_a_continued_agent_cut_off_again_gets_one_notice_and_no_second_continuation(
         "exactly one SendMessage\n{report}"
     );
     assert_eq!(feedback(&s, "agent-watchdog notice"), 1, "{report}");
+    assert_eq!(
+        feedback(&s, "agent-watchdog"),
+        1,
+        "only the notice was a Stop block\n{report}"
+    );
     assert!(final_answer(&s).starts_with(PARENT_FINAL), "{report}");
     // 4 + 4 cut-off requests: the first run and the one continuation, nothing more.
     assert_eq!(subagent_requests(&s), 8, "{report}");
@@ -329,6 +330,8 @@ fn c_a_background_agent_cut_off_is_continued_exactly_once() {
     let agents = s.agents();
     assert_eq!(agents.len(), 1, "{report}");
     assert_eq!(s.send_messages(), agents, "{report}");
+    // Background: no PostToolUseFailure; the Stop hook blocked once with the instruction.
+    assert_eq!(feedback(&s, "agent-watchdog: subagent"), 1, "{report}");
     assert_eq!(subagent_requests(&s), 5, "{report}");
     assert!(final_answer(&s).starts_with(PARENT_FINAL), "{report}");
     let sid = s.session_id();
@@ -388,6 +391,7 @@ fn f_two_agents_cut_off_in_one_turn_are_each_continued_once() {
     let mut sent = s.send_messages();
     sent.sort();
     assert_eq!(sent, agents, "one SendMessage to each\n{report}");
+    assert_eq!(feedback(&s, "agent-watchdog"), 0, "{report}");
     assert_eq!(subagent_requests(&s), 10, "{report}");
     assert!(final_answer(&s).starts_with(PARENT_FINAL), "{report}");
     let sid = s.session_id();

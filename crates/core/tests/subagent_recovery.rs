@@ -273,7 +273,52 @@ fn recorded_transcripts_end_as_the_cli_left_them() {
         .unwrap();
     let first = SubagentEnd::from_transcript(lines[..=synth].iter().copied());
     assert_eq!(first.end, SubagentEnd::OutputLimit);
-    assert!(lines[synth].contains(first.failure_id.as_deref().unwrap()));
+    assert_eq!(first.failure_id.as_deref(), Some("failure-1"));
+    assert_eq!(first.failures, 1);
+}
+
+#[test]
+fn a_reported_failure_the_transcript_does_not_show_yet_is_the_next_one() {
+    // PostToolUseFailure runs before the CLI has written the agent's last entries: measured,
+    // the transcript may still end in the prompt, a cut-off reply or its retry note.
+    let t = transcript("a2_sub_mt_all_fg");
+    let lines: Vec<&str> = t.lines().collect();
+    let reported = "Agent terminated early due to an API error: … (error type max_output_tokens)";
+    let synth = lines
+        .iter()
+        .position(|l| l.contains("\"isApiErrorMessage\":true"))
+        .unwrap();
+    for upto in [1, synth - 1, synth] {
+        let end = SubagentEnd::from_transcript(lines[..upto].iter().copied());
+        assert_ne!(end.end, SubagentEnd::OutputLimit, "upto {upto}");
+        let end = end.with_reported_error(reported);
+        assert_eq!(end.end, SubagentEnd::OutputLimit, "upto {upto}");
+        // The same id the complete transcript gives the failure: one marker, not two.
+        assert_eq!(end.failure_id.as_deref(), Some("failure-1"), "upto {upto}");
+    }
+    let full = SubagentEnd::from_transcript(lines.iter().copied());
+    assert_eq!(full.failure_id.as_deref(), Some("failure-1"));
+    // Once written, the transcript wins: a reported error changes nothing.
+    assert_eq!(full.clone().with_reported_error(reported), full);
+    // Another reported error, or a finished transcript, is never upgraded.
+    let partial = SubagentEnd::from_transcript(lines[..synth].iter().copied());
+    assert_eq!(
+        partial.clone().with_reported_error("API Error: 500").end,
+        partial.end
+    );
+    let done = transcript("a1_healthy_fg");
+    let healthy = SubagentEnd::from_transcript(done.lines());
+    assert_eq!(
+        healthy.clone().with_reported_error(reported).end,
+        SubagentEnd::Completed
+    );
+    // The continued agent failing again is its second failure.
+    let again = format!(
+        "{t}{}\n",
+        lines[synth].replace("\"uuid\":\"", "\"uuid\":\"x")
+    );
+    let second = SubagentEnd::from_transcript(again.lines());
+    assert_eq!(second.failure_id.as_deref(), Some("failure-2"));
 }
 
 #[test]

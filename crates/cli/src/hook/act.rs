@@ -36,6 +36,7 @@ pub trait LedgerSource {
 }
 
 /// Decide about `agent_id` of `session_id` and act on the ledger; `Ok(None)`: nothing to say.
+/// `reported_error`: the failure Claude Code reported for it (`PostToolUseFailure`), if any.
 /// The ledger is opened only when the agent ended in a failure (so a healthy session never
 /// touches the state directory). Every error means: nothing is said about this agent.
 pub fn consider<S: LedgerSource>(
@@ -44,10 +45,14 @@ pub fn consider<S: LedgerSource>(
     source: &mut S,
     session_id: &str,
     agent_id: &str,
+    reported_error: Option<&str>,
     now_ms: u64,
 ) -> Result<Option<Said>, String> {
     let key = SubagentKey::new(session_id, agent_id).map_err(|e| e.to_string())?;
-    let end = files.end(agent_id).map_err(|e| e.to_string())?;
+    let mut end = files.end(agent_id).map_err(|e| e.to_string())?;
+    if let Some(reported) = reported_error {
+        end = end.with_reported_error(reported);
+    }
     if !end.end.is_failure() {
         // Never a trigger, and never the second failure: nothing to look up.
         return Ok(None);

@@ -6,8 +6,10 @@
 //!
 //! - `PostToolUseFailure` (matcher `Agent`): a foreground agent died. Its `tool_use_id` is
 //!   mapped to the agent id through `agent-<id>.meta.json`; if the agent's transcript ends in
-//!   the synthetic `apiError: "max_output_tokens"` entry and the durable marker is claimed, the
-//!   parent gets `additionalContext` telling it to `SendMessage` exactly that agent.
+//!   the synthetic `apiError: "max_output_tokens"` entry (or still in the cut-off reply, the
+//!   synthetic entry not written yet, and the reported error is `max_output_tokens`) and the
+//!   durable marker is claimed, the parent gets `additionalContext` telling it to
+//!   `SendMessage` exactly that agent.
 //! - `Stop`: the safety net (and the only signal for background agents): every
 //!   `subagents/agent-*.jsonl` of the session is checked the same way; what must be said goes
 //!   out as `{"decision":"block","reason":…}`, which makes the parent take one more turn.
@@ -111,7 +113,7 @@ pub fn respond(args: &HookArgs, stdin: &[u8], now_ms: u64) -> Response {
         Event::PostToolUseFailure {
             tool_name,
             tool_use_id,
-            ..
+            error,
         } => {
             if tool_name != "Agent" && tool_name != "Task" {
                 return Response::default();
@@ -127,6 +129,7 @@ pub fn respond(args: &HookArgs, stdin: &[u8], now_ms: u64) -> Response {
                 &mut source,
                 &input.session_id,
                 &agent,
+                Some(error),
                 now_ms,
             ) {
                 Ok(Some(said)) => Response {
@@ -151,6 +154,7 @@ pub fn respond(args: &HookArgs, stdin: &[u8], now_ms: u64) -> Response {
                     &mut source,
                     &input.session_id,
                     agent,
+                    None,
                     now_ms,
                 ) {
                     Ok(Some(s)) => said.push(s),

@@ -191,27 +191,33 @@ impl SubagentEnd {
     }
 
     /// How the transcript whose JSON Lines are `lines` (in file order; unparseable lines are
-    /// skipped) ends, from its last `assistant` or `user` entry.
+    /// skipped) ends, from its last `assistant` or `user` entry. Only lines holding a `"user"`
+    /// or `"assistant"` token are parsed, so big attachment lines cost a substring search.
     pub fn from_transcript<'a>(lines: impl IntoIterator<Item = &'a str>) -> TranscriptEnd {
         let mut last: Option<Value> = None;
         let mut agent_type = None;
+        let mut failures = 0usize;
         for line in lines {
             let line = line.trim();
-            if line.is_empty() {
+            if line.is_empty() || !(line.contains("\"assistant\"") || line.contains("\"user\"")) {
                 continue;
             }
             let Ok(v) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
-            if let Some(t) = v.get("attributionAgent").and_then(Value::as_str) {
-                agent_type = Some(t.to_owned());
-            }
-            if matches!(
+            if !matches!(
                 v.get("type").and_then(Value::as_str),
                 Some("assistant" | "user")
             ) {
-                last = Some(v);
+                continue;
             }
+            if let Some(t) = v.get("attributionAgent").and_then(Value::as_str) {
+                agent_type = Some(t.to_owned());
+            }
+            if v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
+                failures += 1;
+            }
+            last = Some(v);
         }
         let Some(entry) = last else {
             return TranscriptEnd {
@@ -219,16 +225,40 @@ impl SubagentEnd {
                 failure_id: None,
                 error: None,
                 agent_type,
+                failures,
             };
         };
-        let failure_id = entry.get("uuid").and_then(Value::as_str).map(str::to_owned);
         let (end, error) = classify_entry(&entry);
         TranscriptEnd {
+            failure_id: end.is_failure().then(|| failure_ordinal(failures)),
             end,
-            failure_id,
             error,
             agent_type,
+            failures,
         }
+    }
+}
+
+fn failure_ordinal(n: usize) -> String {
+    format!("failure-{n}")
+}
+
+impl TranscriptEnd {
+    /// Combine the transcript with a failure Claude Code already reported for this agent: the
+    /// `error` of a `PostToolUseFailure` hook, which runs before the CLI has written the
+    /// agent's last entries (measured: often the transcript still ends in the prompt or a
+    /// cut-off reply). A transcript that has not ended yet (running or unknown), reported as
+    /// `max_output_tokens`, ended on the output limit; its failure is the next one
+    /// (`failures + 1`), the same id the synthetic entry gets once written.
+    pub fn with_reported_error(mut self, reported: &str) -> Self {
+        if matches!(self.end, SubagentEnd::Running | SubagentEnd::Unknown)
+            && reported.contains("max_output_tokens")
+        {
+            self.end = SubagentEnd::OutputLimit;
+            self.failure_id = Some(failure_ordinal(self.failures + 1));
+            self.error = Some(reported.chars().take(500).collect());
+        }
+        self
     }
 }
 
@@ -299,12 +329,15 @@ fn classify_entry(entry: &Value) -> (SubagentEnd, Option<String>) {
 pub struct TranscriptEnd {
     /// How it ends.
     pub end: SubagentEnd,
-    /// The `uuid` of the last entry: tells one failure from a later one.
+    /// Tells one failure from a later one: `failure-<n>` for the agent's n-th failure (the
+    /// synthetic error entries counted), when it ends in one.
     pub failure_id: Option<String>,
     /// The error text of a failure entry (at most 500 characters).
     pub error: Option<String>,
     /// The agent type (`attributionAgent` of its assistant entries), if seen.
     pub agent_type: Option<String>,
+    /// Synthetic error entries (`isApiErrorMessage`) seen: the agent's failures so far.
+    pub failures: usize,
 }
 
 /// How one subagent ended, with everything the decision needs.
