@@ -319,6 +319,16 @@ fn a_reported_failure_the_transcript_does_not_show_yet_is_the_next_one() {
     );
     let second = SubagentEnd::from_transcript(again.lines());
     assert_eq!(second.failure_id.as_deref(), Some("failure-2"));
+    // Given only the tail, the host supplies the whole file's count.
+    let tail = SubagentEnd::from_transcript(again.lines().rev().take(1));
+    assert_eq!(tail.failure_id.as_deref(), Some("failure-1"));
+    assert_eq!(
+        tail.with_failure_count(2).failure_id.as_deref(),
+        Some("failure-2")
+    );
+    // A count never makes a non-failure one.
+    let healthy = SubagentEnd::from_transcript(done.lines()).with_failure_count(3);
+    assert_eq!(healthy.failure_id, None);
 }
 
 #[test]

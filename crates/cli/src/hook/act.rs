@@ -50,6 +50,11 @@ pub fn consider<S: LedgerSource>(
 ) -> Result<Option<Said>, String> {
     let key = SubagentKey::new(session_id, agent_id).map_err(|e| e.to_string())?;
     let mut end = files.end(agent_id).map_err(|e| e.to_string())?;
+    if end.end.is_failure() || reported_error.is_some() {
+        // The failure's id counts every failure of the agent, not only those in the tail.
+        let n = files.failure_count(agent_id).map_err(|e| e.to_string())?;
+        end = end.with_failure_count(n);
+    }
     if let Some(reported) = reported_error {
         end = end.with_reported_error(reported);
     }

@@ -3,7 +3,7 @@
 //! (`agentType`, `toolUseId`, …).
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, BufRead, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -118,6 +118,33 @@ impl SubagentFiles {
         Ok(self.tail(&path, TAIL_BYTES)?.0)
     }
 
+    /// The synthetic error entries in the whole transcript of `agent_id` (lines holding
+    /// `"isApiErrorMessage":true`; counted without parsing, streaming the file).
+    pub fn failure_count(&self, agent_id: &str) -> io::Result<usize> {
+        let path = self.dir.join(format!("agent-{agent_id}.jsonl"));
+        let file = File::open(&path).map_err(|e| with_path(e, &path))?;
+        let mut reader = io::BufReader::new(file);
+        let needles = [
+            memchr::memmem::Finder::new(b"\"isApiErrorMessage\":true"),
+            memchr::memmem::Finder::new(b"\"isApiErrorMessage\": true"),
+        ];
+        let mut line = Vec::new();
+        let mut n = 0;
+        loop {
+            line.clear();
+            if reader
+                .read_until(b'\n', &mut line)
+                .map_err(|e| with_path(e, &path))?
+                == 0
+            {
+                return Ok(n);
+            }
+            if needles.iter().any(|f| f.find(&line).is_some()) {
+                n += 1;
+            }
+        }
+    }
+
     /// What the last `bytes` of `path` say, and whether the file is longer.
     fn tail(&self, path: &Path, bytes: u64) -> io::Result<(TranscriptEnd, bool)> {
         let mut file = File::open(path).map_err(|e| with_path(e, path))?;
@@ -192,5 +219,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(files.end("c3").unwrap().end, SubagentEnd::OutputLimit);
+        // Failures are counted over the whole file, not only the tail.
+        let twice = format!("{synthetic}{big}{big}{synthetic}");
+        std::fs::write(dir.path().join("agent-d4.jsonl"), twice).unwrap();
+        assert_eq!(files.failure_count("d4").unwrap(), 2);
+        assert_eq!(files.failure_count("b2").unwrap(), 0);
+        let end = files.end("d4").unwrap();
+        assert_eq!(end.failures, 1, "the short tail sees one");
+        let end = end.with_failure_count(files.failure_count("d4").unwrap());
+        assert_eq!(end.failure_id.as_deref(), Some("failure-2"));
     }
 }

@@ -244,6 +244,16 @@ fn failure_ordinal(n: usize) -> String {
 }
 
 impl TranscriptEnd {
+    /// Use `n`, the synthetic error entries of the **whole** transcript, when only its tail was
+    /// given to [`SubagentEnd::from_transcript`]: the failure id then counts every failure.
+    pub fn with_failure_count(mut self, n: usize) -> Self {
+        self.failures = self.failures.max(n);
+        if self.end.is_failure() {
+            self.failure_id = Some(failure_ordinal(self.failures));
+        }
+        self
+    }
+
     /// Combine the transcript with a failure Claude Code already reported for this agent: the
     /// `error` of a `PostToolUseFailure` hook, which runs before the CLI has written the
     /// agent's last entries (measured: often the transcript still ends in the prompt or a
