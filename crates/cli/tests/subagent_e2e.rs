@@ -290,7 +290,7 @@ fn b_a_continued_agent_cut_off_again_gets_one_notice_and_no_second_continuation(
 /// does nothing at all, not even open the state directory.
 #[test]
 fn e_healthy_and_self_recovered_agents_are_left_alone() {
-    for cuts in [0, 1, 3] {
+    for cuts in [0, 1, 2, 3] {
         let state = tempfile::tempdir().unwrap();
         let s = session(
             script(CutOffs::Times(cuts), CutOffs::Times(0)),
