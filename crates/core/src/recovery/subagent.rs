@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | the output limit ([`SubagentEnd::OutputLimit`]), a continuable type | no marker | **continue once**: claim the marker, then tell the parent to `SendMessage` that agent |
 //! | the output limit, one-shot type (`Explore`, `Plan`) or unknown type | no marker | nothing ([`SubagentSkip::OneShot`], [`SubagentSkip::TypeUnknown`]) |
-//! | the same failure the marker was made for (a duplicate event, a restart, `--resume`) | marker | nothing ([`SubagentSkip::Duplicate`]) |
+//! | the same failure the marker was made for (a duplicate event, a restart, `--resume`; failures are told apart by their ordinal, [`TranscriptEnd::failure_id`]) | marker | nothing ([`SubagentSkip::Duplicate`]) |
 //! | a later output-limit or API error failure | marker | **one notice** with the facts and the manual options |
 //! | completed, refused, aborted, running, another API error, unknown | no marker | nothing ([`SubagentSkip::NotATrigger`]) |
 //! | completed, or anything that is not a failure | marker | nothing ([`SubagentSkip::ContinuationEnded`]) |
@@ -38,17 +38,17 @@
 //! let key = SubagentKey::new(session, "a02f401cf8728967a").unwrap();
 //! let ledger = MemorySubagentLedger::default();
 //! let recovery = Recovery::default();
-//! let cut_off = |uuid: &str| SubagentFacts {
+//! let cut_off = |failure: &str| SubagentFacts {
 //!     key: key.clone(),
 //!     agent_type: Some("general-purpose".into()),
 //!     end: SubagentEnd::OutputLimit,
-//!     failure_id: Some(uuid.into()),
+//!     failure_id: Some(failure.into()),
 //!     error: None,
 //!     seen_at_ms: 1_000,
 //! };
 //!
 //! // First cut-off: continue once.
-//! let facts = cut_off("u1");
+//! let facts = cut_off("failure-1");
 //! let decision = recovery.decide_subagent(&facts, &ledger.get(&key).unwrap().into());
 //! assert!(matches!(decision, SubagentDecision::Continue { .. }));
 //! let marker = SubagentMarker::for_continue(&facts, &decision).unwrap();
@@ -59,7 +59,7 @@
 //! assert_eq!(again, SubagentDecision::Nothing(SubagentSkip::Duplicate));
 //!
 //! // The continued agent is cut off again: one notice, then nothing.
-//! let second = cut_off("u2");
+//! let second = cut_off("failure-2");
 //! let decision = recovery.decide_subagent(&second, &ledger.get(&key).unwrap().into());
 //! assert!(matches!(decision, SubagentDecision::Notice(_)));
 //! assert!(ledger.record_notice(&key).unwrap());
