@@ -485,3 +485,90 @@ fn the_plugin_validates_with_the_real_cli() {
     assert!(text.contains("hooks: Stop"), "{text}");
     assert!(!text.contains("rror"), "{text}");
 }
+
+/// The same plugin directory loaded the Agent SDK way (`plugins: [{type: "local", path}]`,
+/// TypeScript SDK from `.tools/sdk`, `scripts/install-sdk-test-deps`): one continuation.
+#[test]
+fn the_typescript_sdk_loads_the_plugin_and_the_agent_is_continued_once() {
+    let root = mock_api::harness::repo_root().expect("the repository root");
+    let modules = root.join(".tools/sdk/node_modules");
+    assert!(
+        modules
+            .join("@anthropic-ai/claude-agent-sdk/sdk.mjs")
+            .is_file(),
+        "\n\nThis test needs the TypeScript Agent SDK in {}.\nRun `scripts/install-sdk-test-deps`.\n",
+        modules.display()
+    );
+    let state = tempfile::tempdir().unwrap();
+    let server = BlockingMockServer::start(Scenario::agents(
+        "agents",
+        script(CutOffs::Always, CutOffs::Times(0)),
+    ))
+    .unwrap();
+    let run = ClaudeRun::new(claude(), server.base_url(), "Delegate the widget report.")
+        .unwrap()
+        .env("AGENT_WATCHDOG_BIN", BIN)
+        .env("AGENT_WATCHDOG_STATE_DIR", state.path());
+    let cmd = run.command();
+    let out = std::process::Command::new("node")
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/plugin_query.mjs"))
+        .env_clear()
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .env("SDK_NODE_MODULES", &modules)
+        .env("CLAUDE", claude())
+        .env("PLUGIN_DIR", plugin_dir())
+        .env("WORK_DIR", &cmd.cwd)
+        .current_dir(&cmd.cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("node on PATH");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let report = format!("{stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
+    let done = events
+        .iter()
+        .find(|e| e["event"] == "done")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(done["error"].is_null(), "{report}");
+    let plugins = events
+        .iter()
+        .find(|e| e["subtype"] == "init")
+        .map(|e| e["plugins"].to_string())
+        .unwrap_or_default();
+    assert!(plugins.contains("agent-watchdog-subagents"), "{report}");
+    let agents: Vec<String> = {
+        let mut ids: Vec<String> = server
+            .requests()
+            .iter()
+            .filter_map(|r| r.summary.as_ref()?.agent_id.clone())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    };
+    assert_eq!(agents.len(), 1, "{report}");
+    let sent: Vec<String> = events
+        .iter()
+        .filter(|e| e["top_level"] == true)
+        .flat_map(|e| e["send_to"].as_array().cloned().unwrap_or_default())
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(sent, agents, "{report}");
+    let last = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "result")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(last["is_error"], false, "{report}");
+    assert!(
+        last["result"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with(PARENT_FINAL),
+        "{report}"
+    );
+    assert_eq!(markers(state.path(), "continued").len(), 1, "{report}");
+}
