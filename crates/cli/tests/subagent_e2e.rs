@@ -486,19 +486,19 @@ fn the_plugin_validates_with_the_real_cli() {
     assert!(!text.contains("rror"), "{text}");
 }
 
+/// Which Agent SDK drives the session.
+#[derive(Debug, Clone, Copy)]
+enum Sdk {
+    TypeScript,
+    Python,
+}
+
 /// The same plugin directory loaded the Agent SDK way (`plugins: [{type: "local", path}]`,
-/// TypeScript SDK from `.tools/sdk`, `scripts/install-sdk-test-deps`): one continuation.
-#[test]
-fn the_typescript_sdk_loads_the_plugin_and_the_agent_is_continued_once() {
+/// the SDKs from `.tools/sdk`, `scripts/install-sdk-test-deps`): one continuation.
+fn sdk_session(sdk: Sdk) {
     let root = mock_api::harness::repo_root().expect("the repository root");
     let modules = root.join(".tools/sdk/node_modules");
-    assert!(
-        modules
-            .join("@anthropic-ai/claude-agent-sdk/sdk.mjs")
-            .is_file(),
-        "\n\nThis test needs the TypeScript Agent SDK in {}.\nRun `scripts/install-sdk-test-deps`.\n",
-        modules.display()
-    );
+    let python = root.join(".tools/sdk/py/bin/python");
     let state = tempfile::tempdir().unwrap();
     let server = BlockingMockServer::start(Scenario::agents(
         "agents",
@@ -510,8 +510,30 @@ fn the_typescript_sdk_loads_the_plugin_and_the_agent_is_continued_once() {
         .env("AGENT_WATCHDOG_BIN", BIN)
         .env("AGENT_WATCHDOG_STATE_DIR", state.path());
     let cmd = run.command();
-    let out = std::process::Command::new("node")
-        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/plugin_query.mjs"))
+    let tests = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk");
+    let mut c = match sdk {
+        Sdk::TypeScript => {
+            assert!(
+                modules.join("@anthropic-ai/claude-agent-sdk/sdk.mjs").is_file(),
+                "\n\nThis test needs the TypeScript Agent SDK in {}.\nRun `scripts/install-sdk-test-deps`.\n",
+                modules.display()
+            );
+            let mut c = std::process::Command::new("node");
+            c.arg(tests.join("plugin_query.mjs"));
+            c
+        }
+        Sdk::Python => {
+            assert!(
+                python.is_file(),
+                "\n\nThis test needs claude-agent-sdk in {}.\nRun `scripts/install-sdk-test-deps`.\n",
+                python.display()
+            );
+            let mut c = std::process::Command::new(&python);
+            c.arg(tests.join("plugin_query.py"));
+            c
+        }
+    };
+    let out = c
         .env_clear()
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
         .env("SDK_NODE_MODULES", &modules)
@@ -521,13 +543,16 @@ fn the_typescript_sdk_loads_the_plugin_and_the_agent_is_continued_once() {
         .current_dir(&cmd.cwd)
         .stdin(Stdio::null())
         .output()
-        .expect("node on PATH");
+        .expect("run the SDK script");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let events: Vec<Value> = stdout
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    let report = format!("{stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
+    let report = format!(
+        "{sdk:?}: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let done = events
         .iter()
         .find(|e| e["event"] == "done")
@@ -571,4 +596,14 @@ fn the_typescript_sdk_loads_the_plugin_and_the_agent_is_continued_once() {
         "{report}"
     );
     assert_eq!(markers(state.path(), "continued").len(), 1, "{report}");
+}
+
+#[test]
+fn the_typescript_sdk_loads_the_plugin_and_the_agent_is_continued_once() {
+    sdk_session(Sdk::TypeScript);
+}
+
+#[test]
+fn the_python_sdk_loads_the_plugin_and_the_agent_is_continued_once() {
+    sdk_session(Sdk::Python);
 }
