@@ -31,6 +31,9 @@ pub enum Command {
     /// Show the watchdog at work: three short sessions of a real `claude` against a local mock
     /// of the Messages API (healthy, silent after a tool result, pings only).
     Demo(DemoArgs),
+    /// The Claude Code command hook of the subagent plugin (`plugin/`): JSON on stdin, a
+    /// decision on stdout. Continues a subagent cut off by the output token limit once.
+    Hook(crate::hook::HookArgs),
 }
 
 /// Flags of `run`.

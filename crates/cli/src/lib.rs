@@ -11,6 +11,7 @@ pub mod duration;
 pub mod exit_code;
 pub mod find_claude;
 pub mod hint;
+pub mod hook;
 pub mod mcp_limits;
 pub mod out_file;
 pub mod policy_args;

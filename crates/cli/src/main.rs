@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => agent_watchdog::replay_cmd::main(args),
         Command::Audit(args) => audit(&args),
         Command::Demo(args) => agent_watchdog::demo::main(args),
+        Command::Hook(args) => agent_watchdog::hook::main(args),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(exit_code::INTERNAL as u8))
 }

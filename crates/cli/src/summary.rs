@@ -73,6 +73,10 @@ impl Summary<'_> {
                 "suppressed_by_code": self.suppressed,
             },
             "interrupted": self.interrupted,
+            "subagents": {
+                "failures": self.tally.subagents.failures_json(),
+                "unrecovered": self.tally.subagents.unrecovered().count(),
+            },
             "events": self.events,
             "command": self.argv,
         });

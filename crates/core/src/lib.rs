@@ -12,7 +12,8 @@
 //! - [`capture`]: the capture format (recordings of runs).
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window.
 //! - [`warning_filter`]: show a known repeated warning once, count the rest.
-//! - [`recovery`]: the continue-exactly-once decision, and the ledger that makes it durable.
+//! - [`recovery`]: the continue-exactly-once decision, and the ledger that makes it durable
+//!   ([`recovery::subagent`]: the same for Claude Code subagents, keyed by session + agent id).
 //!
 //! # Classification (the contract)
 //!

@@ -29,6 +29,9 @@
 //! 3. On [`Decision::Notice`]: `ledger.record_notice(id)`; show the notice only when it
 //!    returns `Ok(true)`.
 //!
+//! Subagents (Claude Code's `Agent` tool) have their own trigger and marker key (session id +
+//! agent id): see [`subagent`].
+//!
 //! ```
 //! use watchdog_core::recovery::*;
 //! use watchdog_core::Outcome;
@@ -61,6 +64,8 @@
 //! let state = LedgerState::from(ledger.get(id).unwrap());
 //! assert!(matches!(recovery.decide(&again, &state), Decision::Nothing(Skip::AlreadyNoticed)));
 //! ```
+
+pub mod subagent;
 
 use std::collections::HashMap;
 use std::fmt;

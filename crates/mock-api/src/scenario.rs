@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::agents::AgentScript;
 use crate::RequestSummary;
 
 /// Why a streamed message stopped (`message_delta.delta.stop_reason`).
@@ -498,6 +499,7 @@ pub struct Scenario {
     rules: Vec<(Matcher, Turn)>,
     rate_limit: Option<RateLimitHeaders>,
     headers: Vec<(String, String)>,
+    agents: Option<AgentScript>,
 }
 
 impl Scenario {
@@ -524,6 +526,17 @@ impl Scenario {
             rules: Vec::new(),
             rate_limit: None,
             headers: Vec::new(),
+            agents: None,
+        }
+    }
+
+    /// The agent scenario: the parent delegates to subagents that are cut off as `script`
+    /// says, and continues an agent with `SendMessage` when a message asks it to (see
+    /// [`AgentScript`]). Rules and turns are not used for its requests.
+    pub fn agents(name: impl Into<String>, script: AgentScript) -> Self {
+        Scenario {
+            agents: Some(script),
+            ..Scenario::new(name)
         }
     }
 
@@ -677,6 +690,21 @@ impl Scenario {
         match self.turns.get(index).or(self.turns.last()) {
             Some(t) => t.clone(),
             None => Turn::answer(FINAL_TEXT),
+        }
+    }
+
+    /// The turn answering a main request whose whole body is `body`; `count(key)` is the
+    /// server's per-key request counter (used by the agent scenario).
+    pub(crate) fn select_request(
+        &self,
+        index: usize,
+        summary: &RequestSummary,
+        body: &Value,
+        count: &mut dyn FnMut(String) -> usize,
+    ) -> Turn {
+        match &self.agents {
+            Some(script) => script.turn(summary, body, count),
+            None => self.select(index, summary),
         }
     }
 

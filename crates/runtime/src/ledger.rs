@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use watchdog_core::recovery::subagent::{
+    SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker,
+};
 use watchdog_core::recovery::{
     validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, Marker,
 };
@@ -16,6 +19,7 @@ pub const STATE_DIR_NAME: &str = "agent-watchdog";
 
 const CONTINUED: &str = "continued";
 const NOTICED: &str = "noticed";
+const SUBAGENTS: &str = "subagents";
 /// A marker larger than this is not a marker we wrote: corrupt (and so, claimed).
 const MAX_MARKER_BYTES: u64 = 1 << 20;
 
@@ -76,7 +80,13 @@ pub fn default_state_dir_from_env() -> Option<PathBuf> {
 ///                              else ~/.local/state/agent-watchdog/ (see default_state_dir)
 ///     continued/<session-id>.json   the continuation marker (core Marker as JSON), mode 0600
 ///     noticed/<session-id>.json     written once when the notice of a failed continuation was given
+///     subagents/continued/<session-id>.<agent-id>.json   a subagent's marker (core SubagentMarker)
+///     subagents/noticed/<session-id>.<agent-id>.json     its single notice
 /// ```
+///
+/// Subagent markers ([`SubagentLedger`]) follow the same rules, keyed by session id + agent id
+/// ([`SubagentKey`], both validated before any path is built); their directories are created
+/// on first use.
 ///
 /// Session ids are checked with [`validate_session_id`] (a UUID) before any path is built, and
 /// file names use the id in lower case, so `ABC…` and `abc…` share one marker. Publishing a
@@ -236,6 +246,92 @@ impl Ledger for FileLedger {
             "noticed_at_ms": now_ms(),
         });
         create_exclusive(&path, format!("{record}\n").as_bytes())
+    }
+}
+
+impl FileLedger {
+    /// Where the marker of the subagent `key` lives (whether or not it exists).
+    pub fn subagent_marker_path(&self, key: &SubagentKey) -> PathBuf {
+        self.dir
+            .join(SUBAGENTS)
+            .join(CONTINUED)
+            .join(key.file_name())
+    }
+
+    /// Where the notice record of the subagent `key` lives (whether or not it exists).
+    pub fn subagent_notice_path(&self, key: &SubagentKey) -> PathBuf {
+        self.dir.join(SUBAGENTS).join(NOTICED).join(key.file_name())
+    }
+
+    /// Create the subagent directories (mode 0700) and make them durable.
+    fn subagent_dirs(&self) -> Result<(), LedgerError> {
+        let top = self.dir.join(SUBAGENTS);
+        for sub in [CONTINUED, NOTICED] {
+            let path = top.join(sub);
+            if !path.is_dir() {
+                create_private_dir(&path).map_err(|e| unavailable("create directory", &path, e))?;
+                sync_dir(&path).map_err(|e| unavailable("flush directory", &path, e))?;
+            }
+        }
+        for path in [&top, &self.dir] {
+            sync_dir(path).map_err(|e| unavailable("flush directory", path, e))?;
+        }
+        Ok(())
+    }
+}
+
+impl SubagentLedger for FileLedger {
+    fn try_claim(&self, key: &SubagentKey, marker: &SubagentMarker) -> Result<Claim, LedgerError> {
+        self.subagent_dirs()?;
+        let mut json = marker.to_json();
+        json.push('\n');
+        Ok(
+            if create_exclusive(&self.subagent_marker_path(key), json.as_bytes())? {
+                Claim::Won
+            } else {
+                Claim::AlreadyClaimed
+            },
+        )
+    }
+
+    fn get(&self, key: &SubagentKey) -> Result<Option<SubagentEntry>, LedgerError> {
+        let path = self.subagent_marker_path(key);
+        let Some(text) = read_small(&path)? else {
+            return Ok(None);
+        };
+        let marker = SubagentMarker::from_json(&text)
+            .map_err(|e| LedgerError::Corrupt(format!("{}: {e}", path.display())))?;
+        if !marker.session_id.eq_ignore_ascii_case(key.session_id())
+            || marker.agent_id != key.agent_id()
+        {
+            return Err(LedgerError::Corrupt(format!(
+                "{}: holds {}/{}",
+                path.display(),
+                marker.session_id,
+                marker.agent_id
+            )));
+        }
+        let notice_recorded = exists(&self.subagent_notice_path(key))?;
+        Ok(Some(SubagentEntry {
+            marker,
+            notice_recorded,
+        }))
+    }
+
+    fn record_notice(&self, key: &SubagentKey) -> Result<bool, LedgerError> {
+        if !exists(&self.subagent_marker_path(key))? {
+            return Ok(false);
+        }
+        self.subagent_dirs()?;
+        let record = serde_json::json!({
+            "session_id": key.session_id(),
+            "agent_id": key.agent_id(),
+            "noticed_at_ms": now_ms(),
+        });
+        create_exclusive(
+            &self.subagent_notice_path(key),
+            format!("{record}\n").as_bytes(),
+        )
     }
 }
 

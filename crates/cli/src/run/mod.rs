@@ -396,6 +396,12 @@ async fn run(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
         None => (None, None, first.code),
     };
     let final_run = last.as_ref().unwrap_or(&first);
+    // Subagent failures are said even when the session succeeded (the exit code is kept).
+    for run in std::iter::once(&first).chain(last.as_ref()) {
+        for line in run.tally.subagents.report_lines() {
+            host.status.say(&line);
+        }
+    }
     if final_run.session_mismatch.is_some() {
         // The continuation was stopped: the work was not continued.
         host.status.say(
