@@ -63,7 +63,7 @@ pub struct RunArgs {
     pub no_status: bool,
     /// Recovery flags.
     #[command(flatten)]
-    pub recovery: crate::recover::RecoveryArgs,
+    pub recovery: crate::policy_args::RecoveryArgs,
     /// The command and its arguments (after `--`).
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,

@@ -138,6 +138,17 @@ pub fn decide(e: &Ending<'_>) -> i32 {
     }
 }
 
+/// Print a policy error the way clap prints a bad flag, and return the usage exit code.
+pub fn config_error(e: &watchdog_core::ConfigError) -> i32 {
+    eprintln!(
+        "agent-watchdog: invalid value '{}' for '--{}': must be {}",
+        e.value,
+        e.option.replace('_', "-"),
+        e.allowed
+    );
+    USAGE
+}
+
 /// A usage error as clap renders it, made to start with one line that says what is wrong,
 /// prefixed `agent-watchdog:` like every message of ours; the usage hint follows.
 ///

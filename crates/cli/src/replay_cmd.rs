@@ -7,23 +7,12 @@ use crate::cli::ReplayArgs;
 use crate::exit_code;
 use crate::replay::{read_capture, replay, write_human};
 
-/// Print a policy error the way clap prints a bad flag, and return the usage exit code.
-pub fn policy_error(e: &watchdog_core::ConfigError) -> i32 {
-    eprintln!(
-        "agent-watchdog: error: invalid value '{}' for '--{}': must be {}",
-        e.value,
-        e.option.replace('_', "-"),
-        e.allowed
-    );
-    exit_code::USAGE
-}
-
 /// Run `replay`; returns the exit code (0 after a verdict, 1 if the capture cannot be read,
 /// 2 for a bad flag).
 pub fn main(args: ReplayArgs) -> i32 {
     let limits = match args.policy.limits() {
         Ok(l) => l,
-        Err(e) => return policy_error(&e),
+        Err(e) => return exit_code::config_error(&e),
     };
     let name = args.file.display().to_string();
     let cap = if name == "-" {

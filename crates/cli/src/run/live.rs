@@ -20,13 +20,13 @@ use watchdog_core::{
 };
 
 use super::host_signals::UserSig;
+use super::record::trim_cr;
+use super::stderr_dedup::StderrDedup;
 use super::stdout::WriteError;
 use super::{program_name, stdin, wall_ms, Finished, Host, RunConfig, Stopped};
 use crate::duration::format_duration;
 use crate::exit_code;
-use crate::record::trim_cr;
 use crate::status::{self, Status};
-use crate::stderr_filter::StderrFilter;
 use crate::tally::{Activity, Tally};
 use crate::verdict::{event_json, killed_clause, ms};
 
@@ -124,7 +124,7 @@ struct Live<'h> {
     /// Over-long stdout lines.
     overlong_lines: u64,
     utilization: Option<f64>,
-    stderr_filter: StderrFilter,
+    stderr_filter: StderrDedup,
     events: Vec<Value>,
     kill: Option<Kill>,
     /// Our stdout could not be written: the child is being stopped.
@@ -476,7 +476,7 @@ pub(crate) async fn supervise(
         unparseable: 0,
         overlong_lines: 0,
         utilization: None,
-        stderr_filter: StderrFilter::default(),
+        stderr_filter: StderrDedup::default(),
         events: Vec::new(),
         kill: None,
         output_error: None,
