@@ -370,6 +370,7 @@ pub fn write_human(
             ),
             Event::Killed(k) => format!("KILL {}: {}", k.kind, crate::verdict::kill_detail(k)),
             Event::Ended { outcome, .. } => format!("ended: {}", outcome.as_str()),
+            other => format!("{other:?}"),
         };
         writeln!(out, "{}  {line}", secs(e.t_ms))?;
     }

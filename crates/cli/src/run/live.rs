@@ -272,8 +272,9 @@ impl Live<'_> {
                 }
             }
             Output::Event(ev) => self.on_event(now, ev),
-            Output::Overlong { .. } => {}
             Output::Stage(stage) => self.ladder = Some(stage),
+            // Over-long lines are said when they end (`end_overlong`).
+            _ => {}
         }
     }
 
