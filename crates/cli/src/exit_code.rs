@@ -11,6 +11,7 @@
 //! | 2 | usage error (bad flag or value) |
 //! | 1 | internal error (the command could not be spawned, a file could not be written, …) |
 //! | 130 / 143 | we were interrupted (SIGINT / SIGTERM), forwarded it, and the child ended without a `result` |
+//! | 141 | `replay` / `audit`: the reader of our stdout went away (`… \| head`); nothing is said, as a shell reports SIGPIPE |
 
 use watchdog_core::{KillKind, Outcome};
 
@@ -30,6 +31,21 @@ pub const INTERNAL: i32 = 1;
 pub const INTERRUPTED: i32 = 130;
 /// Terminated by SIGTERM (forwarded to the child, which ended without a `result`).
 pub const TERMINATED: i32 = 143;
+
+/// `replay` and `audit`: the reader of stdout went away (EPIPE); reported quietly, with the
+/// code a shell gives a process that SIGPIPE ended.
+pub const OUTPUT_CLOSED: i32 = 141;
+
+/// The exit code after a failed write of `what` to stdout: a closed reader ends quietly with
+/// [`OUTPUT_CLOSED`]; any other error is said once, with [`INTERNAL`].
+pub fn output_error(e: &std::io::Error, what: &str) -> i32 {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        OUTPUT_CLOSED
+    } else {
+        eprintln!("agent-watchdog: cannot write {what}: {e}");
+        INTERNAL
+    }
+}
 
 /// The exit code for a watchdog kill of this kind.
 pub fn for_kill(kind: KillKind) -> i32 {

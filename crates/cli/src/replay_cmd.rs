@@ -1,11 +1,10 @@
-//! The `replay` subcommand: read a capture, replay it, print the timeline or JSON.
+//! The `replay` subcommand: stream a capture through the replay, print the timeline or JSON.
 
-use std::fs::File;
-use std::io::{self, BufReader, Write};
+use std::io::{self, Write};
 
 use crate::cli::ReplayArgs;
 use crate::exit_code;
-use crate::replay::{read_capture, replay, write_human};
+use crate::replay::{replay_reader, write_human, Replayed};
 
 /// Print a policy error the way clap prints a bad flag, and return the usage exit code.
 pub fn policy_error(e: &watchdog_core::ConfigError) -> i32 {
@@ -18,48 +17,76 @@ pub fn policy_error(e: &watchdog_core::ConfigError) -> i32 {
     exit_code::USAGE
 }
 
-/// Run `replay`; returns the exit code (0 after a verdict, 1 if the capture cannot be read,
-/// 2 for a bad flag).
+/// Run `replay`; returns the exit code: 0 after a verdict; 1 if the capture cannot be read or
+/// holds no record at all; 2 for a bad flag; [`exit_code::OUTPUT_CLOSED`] when the reader of
+/// our stdout went away (quietly).
 pub fn main(args: ReplayArgs) -> i32 {
     let limits = match args.policy.limits() {
         Ok(l) => l,
         Err(e) => return policy_error(&e),
     };
     let name = args.file.display().to_string();
-    let cap = if name == "-" {
-        read_capture(io::stdin().lock())
+    let replayed = if name == "-" {
+        replay_reader(io::stdin().lock(), limits.clone())
     } else {
-        match File::open(&args.file) {
-            Ok(f) => read_capture(BufReader::new(f)),
+        match crate::capture_reader::open(&args.file) {
+            Ok(f) => replay_reader(f, limits.clone()),
             Err(e) => {
                 eprintln!("agent-watchdog: cannot open capture {name}: {e}");
                 return exit_code::INTERNAL;
             }
         }
     };
-    let cap = match cap {
-        Ok(c) => c,
+    let r = match replayed {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("agent-watchdog: cannot read capture {name}: {e}");
             return exit_code::INTERNAL;
         }
     };
-    for (line, why) in &cap.skipped {
-        eprintln!("agent-watchdog: {name}:{line}: skipped: {why}");
+    if r.records == 0 {
+        let why = match r.skipped_count {
+            0 => "it is empty".to_string(),
+            n => format!(
+                "none of its {n} lines is a capture record (line {}: {})",
+                r.skipped[0].0, r.skipped[0].1
+            ),
+        };
+        eprintln!("agent-watchdog: {name} is not a capture: {why}");
+        return exit_code::INTERNAL;
     }
-    let verdict = replay(&cap.entries, limits.clone());
+    warn(&r, &name);
     let mut out = io::stdout().lock();
     let res = if args.json {
-        writeln!(out, "{}", verdict.to_json())
+        writeln!(out, "{}", r.to_json())
     } else {
-        write_human(&verdict, &name, &limits, &mut out)
+        write_human(&r, &name, &limits, &mut out)
     };
     match res.and_then(|()| out.flush()) {
         Ok(()) => 0,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
-        Err(e) => {
-            eprintln!("agent-watchdog: cannot write the report: {e}");
-            exit_code::INTERNAL
-        }
+        Err(e) => exit_code::output_error(&e, "the report"),
+    }
+}
+
+/// Say on stderr what could not be read and which times were clamped.
+fn warn(r: &Replayed, name: &str) {
+    for (line, why) in &r.skipped {
+        eprintln!("agent-watchdog: {name}:{line}: skipped: {why}");
+    }
+    let unlisted = r.skipped_count - r.skipped.len() as u64;
+    if unlisted > 0 {
+        eprintln!("agent-watchdog: {name}: {unlisted} more lines skipped");
+    }
+    if let Some(f) = r.time_faults {
+        let more = match f.count {
+            1 => String::new(),
+            n => format!(" ({} more lines like it)", n - 1),
+        };
+        eprintln!(
+            "agent-watchdog: {name}:{}: t_ms {}: taken as the previous time, {} ms{more}",
+            f.first_line,
+            f.first.as_str(),
+            f.taken_ms
+        );
     }
 }

@@ -19,6 +19,11 @@ use crate::json_scan;
 pub struct RawJson<'a>(&'a str);
 
 impl<'a> RawJson<'a> {
+    /// Raw text that a scan already validated.
+    pub(crate) fn new(text: &'a str) -> Self {
+        RawJson(text)
+    }
+
     /// The JSON text, exactly as it appeared in the line.
     pub fn get(&self) -> &'a str {
         self.0
@@ -339,6 +344,13 @@ impl<'a> LineView<'a> {
             reason: e.to_string(),
         })?;
         Ok(LineView { top })
+    }
+
+    /// A view of a JSON value that an enclosing line's scan already validated (a capture's
+    /// `line` member): its members are skimmed, not checked again. `None` when the value is
+    /// not an object.
+    pub(crate) fn from_validated(text: &'a str) -> Option<Self> {
+        Top::from_raw(text).map(|top| LineView { top })
     }
 
     /// Parse one line given as text.

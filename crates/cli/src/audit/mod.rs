@@ -130,6 +130,19 @@ pub fn run_audit(
         let what = what.to_string();
         move |source| AuditError::Io { what, source }
     };
+    // Nothing could be read: say why on stderr; the text report would be all zeros, so it is
+    // left out (`--json` still prints its object, for scripts).
+    if report.sessions_scanned == 0 && report.files_skipped > 0 && !args.json {
+        for (f, why) in &report.skipped {
+            writeln!(
+                err,
+                "agent-watchdog: audit: cannot read {}: {why}",
+                f.display()
+            )
+            .map_err(io("writing to stderr"))?;
+        }
+        return Ok(1);
+    }
     // The text report lists skipped files itself; with --json they are also told on stderr.
     if args.json {
         for (f, why) in &report.skipped {
