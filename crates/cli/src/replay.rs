@@ -187,7 +187,12 @@ pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> 
         if let Step::Line { class, t_ms } = step {
             match &entry.record {
                 RecordView::Line(view) => {
-                    cur.tally.observe(view, class);
+                    // As `run` tallies: inside a line only when its fields count.
+                    let top_level = view.parent_tool_use_id().is_none();
+                    let new_sid = view
+                        .session_id()
+                        .is_some_and(|s| !s.is_empty() && cur.session_id() != Some(&*s));
+                    cur.tally.observe_line(view, class, top_level, new_sid);
                     if cur.first_line.is_none() {
                         let mut name = view.kind().map(|k| k.into_owned()).unwrap_or_default();
                         if let Some(s) = view.subtype() {

@@ -21,8 +21,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::json_scan;
-use crate::view::{Field, LineView, RawJson};
+use crate::json_scan::{self, Member};
+use crate::view::{Field, LineBuilder, LineView, RawJson};
 
 /// Version written in the `start` record.
 pub const CAPTURE_VERSION: u64 = 1;
@@ -158,29 +158,54 @@ impl<'a> EntryView<'a> {
     pub fn parse(line: &'a [u8]) -> Result<Option<Self>, CaptureError> {
         let text = std::str::from_utf8(line)
             .map_err(|e| CaptureError::NotAnObject(format!("not UTF-8: {e}")))?;
-        // Members by key (the last duplicate wins, as in a `serde_json::Map`).
+        // Members by key (the last duplicate wins, as in a `serde_json::Map`); the members of
+        // `line` are read in the same pass that validates the capture line.
         let mut m: [Option<&'a str>; 8] = [None; 8];
         const KEYS: [&str; 8] = [
             "t_ms", "line", "raw", "stderr", "stdin", "exit", "start", "boundary",
         ];
-        json_scan::members(text, |k, esc, v| {
-            let key: std::borrow::Cow<'_, str> = if esc {
-                match serde_json::from_str::<String>(&format!("\"{k}\"")) {
-                    Ok(k) => k.into(),
-                    Err(_) => return,
+        let mut inner: Option<LineBuilder<'a>> = None;
+        let mut inner_of: Option<&'a str> = None;
+        let mut fresh = false;
+        json_scan::members_nested(text, "line", |member| match member {
+            Member::InnerStart => {
+                inner = Some(LineView::builder());
+                fresh = true;
+            }
+            Member::Inner(k, esc, v) => {
+                if let Some(b) = inner.as_mut() {
+                    b.member(k, esc, v);
                 }
-            } else {
-                k.into()
-            };
-            if let Some(i) = KEYS.iter().position(|x| *x == key) {
-                m[i] = Some(v);
+            }
+            Member::Outer(k, esc, v) => {
+                // The members just built belong to this value (an unescaped `line`).
+                let built_here = std::mem::take(&mut fresh);
+                let key: std::borrow::Cow<'_, str> = if esc {
+                    match serde_json::from_str::<String>(&format!("\"{k}\"")) {
+                        Ok(k) => k.into(),
+                        Err(_) => return,
+                    }
+                } else {
+                    k.into()
+                };
+                if let Some(i) = KEYS.iter().position(|x| *x == key) {
+                    m[i] = Some(v);
+                    if i == 1 {
+                        // Which value the built view belongs to (a later duplicate replaces it).
+                        inner_of = built_here.then_some(v);
+                    }
+                }
             }
         })
         .map_err(|e| CaptureError::NotAnObject(e.to_string()))?;
         let t_ms = m[0].and_then(time_of).ok_or(CaptureError::NoTime)?;
         let field = |v: &'a str| Field::Raw(RawJson::new(v));
         let record = if let Some(v) = m[1] {
-            match LineView::from_validated(v) {
+            let built = match (inner, inner_of) {
+                (Some(b), Some(of)) if std::ptr::eq(of, v) => Some(b.finish()),
+                _ => LineView::from_validated(v),
+            };
+            match built {
                 Some(view) => RecordView::Line(view),
                 None => RecordView::Unparseable,
             }
@@ -320,6 +345,81 @@ mod tests {
             };
             assert_eq!(Entry::parse(e.to_json().as_bytes()).unwrap(), Some(e));
         }
+    }
+
+    /// The in-place reader agrees with the owned one on every record and on errors.
+    #[test]
+    fn the_view_reads_what_the_owned_reader_reads() {
+        let lines: &[&[u8]] = &[
+            br#"{"t_ms":0,"start":{"wall_ms":1796030275077,"argv":["claude"],"version":1}}"#,
+            br#"{"t_ms":5,"line":{"type":"system","subtype":"init","session_id":"s1"}}"#,
+            br#"{"t_ms":6,"line":[1,2]}"#,
+            br#"{"t_ms":7,"raw":"x"}"#,
+            br#"{"t_ms":8,"stderr":"w"}"#,
+            br#"{"t_ms":9,"stdin":{"type":"control_response"}}"#,
+            br#"{"t_ms":10,"exit":{"code":-1,"signal":null}}"#,
+            br#"{"t_ms":11,"exit":{"code":null,"signal":9}}"#,
+            br#"{"t_ms":12,"boundary":{}}"#,
+            br#"{"t_ms":13,"other":1}"#,
+            br#"{"t_ms":14,"line":{"type":"user"},"raw":"ignored: line wins"}"#,
+            br#"{"line":{}}"#,
+            br#"{"t_ms":1,"line":{"#,
+            br#"{"t_ms":15,"line":{"type":"user"},"line":5}"#,
+            br#"{"t_ms":16,"line":5,"line":{"type":"assistant","session_id":"z"}}"#,
+            br#"{"t_ms":17,"line":{"type":"user"},"line":{"type":"result"}}"#,
+            b"\xff",
+            b"[]",
+        ];
+        for line in lines {
+            let owned = Entry::parse(line);
+            let view = EntryView::parse(line);
+            match (&owned, &view) {
+                (Ok(None), Ok(None)) => {}
+                (Err(a), Err(b)) => assert_eq!(
+                    std::mem::discriminant(a),
+                    std::mem::discriminant(b),
+                    "{}",
+                    String::from_utf8_lossy(line)
+                ),
+                (Ok(Some(o)), Ok(Some(v))) => {
+                    assert_eq!(Ok(o.t_ms), v.t_ms);
+                    let same = match (&o.record, &v.record) {
+                        (Record::Start { wall_ms: a, .. }, RecordView::Start { wall_ms: b }) => {
+                            a == b
+                        }
+                        (Record::Line(x), RecordView::Line(view)) => {
+                            x["type"].as_str() == view.kind().as_deref()
+                                && x["session_id"].as_str() == view.session_id().as_deref()
+                        }
+                        (Record::Line(x), RecordView::Unparseable) => !x.is_object(),
+                        (Record::Raw(_), RecordView::Unparseable)
+                        | (Record::Stderr(_), RecordView::Stderr)
+                        | (Record::Boundary(_), RecordView::Boundary) => true,
+                        (Record::Stdin(x), RecordView::Stdin(view)) => {
+                            view.as_ref().and_then(|v| v.kind()).as_deref() == x["type"].as_str()
+                        }
+                        (
+                            Record::Exit { code, signal },
+                            RecordView::Exit { code: c, signal: s },
+                        ) => code == c && signal == s,
+                        _ => false,
+                    };
+                    assert!(same, "{}: {o:?} vs {v:?}", String::from_utf8_lossy(line));
+                }
+                _ => panic!("{}: {owned:?} vs {view:?}", String::from_utf8_lossy(line)),
+            }
+        }
+        let t = |s: &str| {
+            EntryView::parse(format!("{{\"t_ms\":{s},\"raw\":\"\"}}").as_bytes())
+                .map(|e| e.map(|e| e.t_ms))
+        };
+        assert_eq!(t("12"), Ok(Some(Ok(12))));
+        assert_eq!(t("12.0"), Ok(Some(Ok(12))));
+        assert_eq!(t("12.5"), Ok(Some(Err(BadTime::Fractional))));
+        assert_eq!(t("-1"), Ok(Some(Err(BadTime::Negative))));
+        assert_eq!(t("1e300"), Ok(Some(Err(BadTime::TooLarge))));
+        assert_eq!(t("99999999999999999999"), Ok(Some(Err(BadTime::TooLarge))));
+        assert_eq!(t("\"12\""), Err(CaptureError::NoTime));
     }
 
     #[test]

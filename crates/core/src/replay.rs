@@ -390,8 +390,8 @@ impl Replay {
                 if class.kind == LineKind::RateLimit {
                     let wall = self.run.wall_now();
                     let _ = self.run.monitor.observe(wall, view);
+                    self.set_utilization(now);
                 }
-                self.set_utilization(now);
                 Step::Line { class, t_ms }
             }
             RecordView::Unparseable => {

@@ -282,6 +282,29 @@ wire!(Response {
 });
 wire!(Block { ty = "type", id, name, tool_use_id, is_error });
 
+/// A [`LineView`] being built from the members of a validated object, in order.
+pub(crate) struct LineBuilder<'a> {
+    top: Top<'a>,
+}
+
+impl<'a> LineBuilder<'a> {
+    /// One top-level member (`key` as written between its quotes).
+    pub(crate) fn member(&mut self, key: &str, escaped: bool, value: &'a str) {
+        if escaped {
+            if let Some(k) = unescape_key(key) {
+                self.top.set(&k, value);
+            }
+        } else {
+            self.top.set(key, value);
+        }
+    }
+
+    /// The view.
+    pub(crate) fn finish(self) -> LineView<'a> {
+        LineView { top: self.top }
+    }
+}
+
 /// A line that is not a JSON object (malformed, truncated, not UTF-8, or another JSON type).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unparseable stream-json line: {reason}")]
@@ -344,6 +367,14 @@ impl<'a> LineView<'a> {
             reason: e.to_string(),
         })?;
         Ok(LineView { top })
+    }
+
+    /// Start a view built member by member by a scan that validates them
+    /// ([`LineBuilder::member`]).
+    pub(crate) fn builder() -> LineBuilder<'a> {
+        LineBuilder {
+            top: Top::default(),
+        }
     }
 
     /// A view of a JSON value that an enclosing line's scan already validated (a capture's
