@@ -25,6 +25,7 @@ use watchdog_core::{
 
 use crate::cli::RunArgs;
 use crate::duration::format_duration;
+use crate::event_log::EventLog;
 use crate::exit_code;
 use crate::record::{trim_cr, Recorder};
 use crate::recover;
@@ -224,8 +225,8 @@ pub(crate) struct Finished {
     suppressed: Value,
     /// The user's signal, if one came.
     pub(crate) interrupted: Option<UserSig>,
-    /// The events, as JSON.
-    events: Vec<Value>,
+    /// The events, as JSON (bounded: see [`EventLog`]).
+    events: EventLog<Value>,
     /// The spawn instant.
     start: Instant,
     /// The last top-level `result` line, as printed.
@@ -257,7 +258,7 @@ impl Finished {
             stderr: self.stderr,
             suppressed: self.suppressed.clone(),
             interrupted: self.interrupted.map(UserSig::name),
-            events: self.events.clone(),
+            events: self.events.to_vec(),
             base: self.start,
             recovery,
         }
@@ -488,7 +489,7 @@ struct Live<'h> {
     overlong_lines: u64,
     utilization: Option<f64>,
     stderr_filter: StderrFilter,
-    events: Vec<Value>,
+    events: EventLog<Value>,
     kill: Option<Kill>,
     ladder: Option<Stage>,
     last_progress: Option<Instant>,
@@ -708,7 +709,7 @@ impl Live<'_> {
             Event::Killed(k) => k.at,
             _ => now,
         };
-        self.events.push(event_json(&ev, at, self.start));
+        self.events.push_json(event_json(&ev, at, self.start));
         match ev {
             Event::Killed(k) if self.kill.is_none() => {
                 self.host.status.say(&killed_clause(&k, &self.what));
@@ -853,7 +854,7 @@ pub(crate) async fn supervise(
         overlong_lines: 0,
         utilization: None,
         stderr_filter: StderrFilter::default(),
-        events: Vec::new(),
+        events: EventLog::default(),
         kill: None,
         ladder: None,
         last_progress: None,
