@@ -17,7 +17,10 @@ use std::path::Path;
 /// The longest line handled (64 MiB), as in `run`.
 pub const MAX_LINE: usize = 64 << 20;
 
+/// The most read at once, and the buffer's growth step past the cap.
 const CHUNK: usize = 1 << 20;
+/// The buffer's first size: small files (most transcripts) need no more.
+const FIRST: usize = 64 << 10;
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// One line of the input.
@@ -108,7 +111,7 @@ impl<R: Read> Lines<R> {
                 self.start = 0;
             }
             if self.end == self.buf.len() {
-                let want = (self.buf.len() * 2).clamp(CHUNK, self.max_line + CHUNK);
+                let want = (self.buf.len() * 2).clamp(FIRST, self.max_line + CHUNK);
                 let grown = want.max(self.end + 1);
                 self.buf.resize(grown, 0);
             }
