@@ -48,9 +48,13 @@ fn main() {
     println!(
         "bench supervised_rss: agent-watchdog run -- claude {version} on the mock's long_tool scenario"
     );
+    let summary = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("bench-supervised-rss-summary.json");
     let t = Instant::now();
     let mut child = Command::new(&watchdog)
         .arg("run")
+        .arg("--summary")
+        .arg(&summary)
         .arg("--")
         .arg(&cc.program)
         .args(&cc.args)
@@ -102,5 +106,19 @@ fn main() {
         "  claude CLI peak RSS (VmHWM)    : {:>7.1} MB ({:.1}× the watchdog)",
         mb(cli_hwm),
         cli_hwm as f64 / wd_hwm.max(1) as f64
+    );
+    // Issue 17 target 1: what supervising costs next to claude itself (the summary's `cpu`,
+    // from /proc/self/stat of the watchdog: its own time, and the children it waited for).
+    let s: serde_json::Value = std::fs::read(&summary)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .expect("the run's summary");
+    let (own, kid) = (
+        s["cpu"]["watchdog_ms"].as_u64().expect("cpu.watchdog_ms"),
+        s["cpu"]["child_ms"].as_u64().expect("cpu.child_ms"),
+    );
+    println!(
+        "  CPU: agent-watchdog {own} ms, claude (and its tools) {kid} ms: {:.2} % of claude's (target ≤ 1 %; 10 ms ticks)",
+        own as f64 * 100.0 / kid.max(1) as f64
     );
 }

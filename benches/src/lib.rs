@@ -230,8 +230,9 @@ pub struct Measured {
     pub wall: Duration,
     /// CPU of the process and its waited-for children.
     pub cpu: Duration,
-    /// The process's peak resident set, kB (sampled every millisecond: the high-water mark
-    /// only ever grows, so a sample after the peak reads it).
+    /// The process's peak resident set, kB (sampled continuously for the first 50 ms, then
+    /// every millisecond: the high-water mark only ever grows, so a sample after the peak reads
+    /// it; a process that lives less than a sample may read 0).
     pub peak_kb: u64,
 }
 
@@ -250,7 +251,9 @@ pub fn measure(cmd: &mut std::process::Command) -> Measured {
         if let Some(status) = child.try_wait().expect("wait") {
             break status;
         }
-        std::thread::sleep(Duration::from_millis(1));
+        if t.elapsed() > Duration::from_millis(50) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     };
     let wall = t.elapsed();
     assert!(status.success(), "{cmd:?} failed: {status}");

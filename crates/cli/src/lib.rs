@@ -6,6 +6,7 @@ pub mod audit;
 pub mod capture_reader;
 pub mod cli;
 pub mod continuation;
+pub mod cpu;
 pub mod demo;
 pub mod drop_in;
 pub mod duration;

@@ -242,7 +242,7 @@ pub(crate) struct Finished {
 impl Finished {
     /// The summary of this run, with the process exit code `exit_code`.
     fn summary(&self, exit_code: i32, recovery: Option<Value>) -> Value {
-        Summary {
+        let mut v = Summary {
             argv: self
                 .argv
                 .iter()
@@ -262,7 +262,10 @@ impl Finished {
             base: self.start,
             recovery,
         }
-        .to_json()
+        .to_json();
+        // The whole invocation's CPU: ours, and the children's we waited for.
+        v["cpu"] = crate::cpu::usage_json();
+        v
     }
 }
 
