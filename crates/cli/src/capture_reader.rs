@@ -78,6 +78,29 @@ impl<R: Read> Lines<R> {
         }
     }
 
+    /// Lines of `r` read through `buf` (its contents are ignored; its allocation is reused, see
+    /// [`Lines::into_buffer`]), capped at [`MAX_LINE`].
+    pub fn with_buffer(r: R, mut buf: Vec<u8>) -> Self {
+        buf.clear();
+        let cap = buf.capacity().min(MAX_LINE + CHUNK);
+        // Already zeroed memory is not zeroed again: `resize` only writes what it adds.
+        buf.resize(cap, 0);
+        Lines {
+            buf,
+            ..Self::new(r)
+        }
+    }
+
+    /// The buffer, for the next file (shrunk back if an over-long line grew it).
+    pub fn into_buffer(self) -> Vec<u8> {
+        let mut buf = self.buf;
+        if buf.len() > CHUNK {
+            buf.truncate(CHUNK);
+            buf.shrink_to_fit();
+        }
+        buf
+    }
+
     /// The buffer's size now (for tests of the memory bound).
     pub fn buffer_len(&self) -> usize {
         self.buf.len()

@@ -299,7 +299,9 @@ pub fn read_session_from(
         log: SessionLog::new(path.to_path_buf(), format.unwrap_or(Format::Transcript)),
         format_known: format.is_some(),
     };
-    let mut lines = Lines::new(r);
+    // One buffer per thread for all its files, as they are read one after another.
+    let buf = READ_BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    let mut lines = Lines::with_buffer(r, buf);
     let mut seen = 0;
     while let Some(item) = lines.next_item()? {
         match item {
@@ -315,7 +317,12 @@ pub fn read_session_from(
         }
     }
     reader.log.bytes = lines.bytes;
+    READ_BUFFER.with(|b| *b.borrow_mut() = lines.into_buffer());
     Ok(reader.log)
+}
+
+thread_local! {
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 struct LineReader {
