@@ -46,6 +46,8 @@ pub struct Verdict {
     pub last_t_ms: u64,
     /// Entries after the kill (lines the child printed while it was being stopped).
     pub after_kill: u64,
+    /// The run ended at a `boundary` at this time (where the next run's t = 0 lies).
+    pub boundary_ms: Option<u64>,
     /// What the stdout lines said.
     pub tally: Tally,
     /// The virtual base instant (t_ms = 0).
@@ -78,6 +80,7 @@ impl Verdict {
             exit: None,
             last_t_ms: 0,
             after_kill: 0,
+            boundary_ms: None,
             tally: Tally::default(),
             base,
         }
@@ -89,6 +92,7 @@ impl Verdict {
         self.exit = v.exit;
         self.last_t_ms = v.last_t_ms;
         self.after_kill = v.after_kill;
+        self.boundary_ms = v.boundary_ms;
         self.base = v.base;
     }
 
@@ -110,6 +114,7 @@ impl Verdict {
             "result": self.tally.result_json(),
             "exit": self.exit.map(|e| json!({"t_ms": e.t_ms, "code": e.code, "signal": e.signal})),
             "lines": self.tally.counts_json(),
+            "boundary_ms": self.boundary_ms,
         })
     }
 }

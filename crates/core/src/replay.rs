@@ -145,6 +145,9 @@ pub struct RunVerdict {
     pub after_kill: u64,
     /// Entries of this run fed (every record with a usable time).
     pub entries: u64,
+    /// The run ended at a `boundary`: its time on this run's clock, which is where the next
+    /// run's t = 0 lies on the recording's timeline.
+    pub boundary_ms: Option<u64>,
     /// The virtual instant of t = 0 (kills carry instants; subtract this for ms).
     pub base: Instant,
 }
@@ -352,7 +355,9 @@ impl Replay {
     /// [`Replay::poll_event`] afterwards.
     pub fn feed(&mut self, line: u64, entry: &EntryView<'_>) -> Step {
         if let RecordView::Boundary = entry.record {
-            let verdict = self.end_run();
+            self.advance(line, entry.t_ms);
+            let mut verdict = self.end_run();
+            verdict.boundary_ms = Some(self.run.t_ms);
             self.run_index += 1;
             self.run = Run::new(&self.limits, self.base);
             return Step::RunEnded(Box::new(verdict));
@@ -467,6 +472,7 @@ impl Replay {
             last_t_ms: self.run.t_ms,
             after_kill: self.run.after_kill,
             entries: self.run.entries,
+            boundary_ms: None,
             base: self.base,
         }
     }
@@ -586,6 +592,7 @@ mod tests {
         let k = runs[1].kill.as_ref().unwrap();
         assert_eq!(ms_since(runs[1].base, k.at), 30 + 20 * 60 * 1000);
         assert!(events.iter().any(|e| e.run == 1));
+        assert_eq!(runs[0].boundary_ms, Some(5010));
         assert_eq!(
             r.time_faults(),
             None,

@@ -205,11 +205,9 @@ fn replay_capture(r: impl Read, spells: &[Spell], limits: &Limits, base: Instant
         };
         let step = replay.feed(n, &entry);
         note(&mut replay, offset, &mut kills);
-        if let Step::RunEnded(_) = step {
-            // The boundary's own time, on the run that ended, is where the next run starts.
-            if let Ok(t) = entry.t_ms {
-                offset = offset.saturating_add(t.min(watchdog_core::replay::MAX_T_MS));
-            }
+        if let Step::RunEnded(v) = step {
+            // The boundary's time, on the run that ended, is where the next run starts.
+            offset = offset.saturating_add(v.boundary_ms.unwrap_or(0));
         }
     }
     let _ = replay.finish();

@@ -24,9 +24,12 @@
 //!
 //! # Captures
 //! Our capture format (`t_ms` + `line` / `raw` / `stdin` / `exit` / …) is recognised by the file
-//! name (`*.capture.jsonl`) or by a first object with `t_ms`. `line` records are classified by the
-//! core; `raw` ones are keep-alives; a `stdin` `control_response` ends a human wait; `exit` ends
-//! the stream. The records are also kept verbatim for the simulation.
+//! name (`*.capture.jsonl`) or by a first object with `t_ms`, and read by the core's capture
+//! reader ([`EntryView`], the one `replay` uses). `line` records are classified by the core;
+//! `raw` ones are keep-alives; a `stdin` `control_response` ends a human wait. A `boundary`
+//! starts the next run, whose `t_ms` from 0 continue the timeline after it; a `t_ms` that goes
+//! backwards or is not a whole number of ms is taken as the previous time, as `replay` does.
+//! Nothing else is kept: the simulation streams the file again.
 
 use std::borrow::Cow;
 use std::io::{self, Read};
@@ -34,6 +37,7 @@ use std::path::{Path, PathBuf};
 
 use crate::capture_reader::{Item, Lines};
 
+use watchdog_core::capture::{CaptureError, EntryView, RecordView};
 use watchdog_core::{classify, classify_line, LineKind, LineView, Signal};
 
 use super::json::{self, Val};
@@ -644,65 +648,58 @@ fn user_entry(top: &Top<'_>) -> EntryKind {
     }
 }
 
+/// One capture line, read by the core's capture reader (the one `replay` and the simulation
+/// use), with the replay's rule for times: a `t_ms` that goes backwards, is fractional,
+/// negative or absurd is taken as the previous time (counted in `clock_jumps`).
 fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
-    let (mut t_ms, mut out, mut raw, mut stdin, mut boundary) = (None, None, false, None, false);
-    let ok = json::line_fields(line, |k, v| match k {
-        b"t_ms" => t_ms = json::as_u64(v),
-        b"line" => out = Some(v),
-        b"raw" => raw = true,
-        b"stdin" => stdin = Some(v),
-        b"boundary" => boundary = true,
-        _ => {}
-    });
-    if !ok {
-        return false;
-    }
-    let Some(t) = t_ms
-        .filter(|t| *t <= watchdog_core::replay::MAX_T_MS)
-        .and_then(|t| i64::try_from(t).ok())
-    else {
-        log.untimed_entries += 1;
-        return true;
+    let entry = match EntryView::parse(line) {
+        Ok(Some(e)) => e,
+        Ok(None) => return true,
+        Err(CaptureError::NoTime) => {
+            log.untimed_entries += 1;
+            return true;
+        }
+        Err(CaptureError::NotAnObject(_)) => return false,
     };
-    // After a boundary the next run's `t_ms` starts at 0: continue the timeline from it.
-    let t = t.saturating_add(log.run_offset);
-    if boundary && out.is_none() && !raw && stdin.is_none() {
-        log.run_offset = log.clamp(t);
-        return true;
-    }
-    if let Some(v) = out {
-        let t = log.clamp(t);
-        let kind = match LineView::parse(v) {
-            Ok(view) => {
-                if log.session_id.is_none() {
-                    log.session_id = view.session_id().map(Cow::into_owned);
-                }
-                if view.parent_tool_use_id().is_some() {
-                    EntryKind::SubagentProgress
-                } else {
-                    capture_kind(&view)
-                }
+    let t = match entry.t_ms {
+        Ok(t) if t <= watchdog_core::replay::MAX_T_MS => {
+            // After a boundary the next run's `t_ms` starts at 0: continue the timeline.
+            log.clamp(
+                i64::try_from(t)
+                    .unwrap_or(i64::MAX)
+                    .saturating_add(log.run_offset),
+            )
+        }
+        _ => {
+            log.clock_jumps += 1;
+            log.last_t().unwrap_or(log.run_offset)
+        }
+    };
+    let kind = match &entry.record {
+        RecordView::Boundary => {
+            log.run_offset = t;
+            return true;
+        }
+        RecordView::Line(view) => {
+            if log.session_id.is_none() {
+                log.session_id = view.session_id().map(Cow::into_owned);
             }
-            Err(_) => EntryKind::KeepAlive,
-        };
-        log.entries.push(Entry { t, kind });
-    } else if raw {
-        let t = log.clamp(t);
-        log.entries.push(Entry {
-            t,
-            kind: EntryKind::KeepAlive,
-        });
-    } else if let Some(v) = stdin {
-        let t = log.clamp(t);
-        if let Ok(view) = LineView::parse(v) {
-            if view.kind().as_deref() == Some("control_response") {
-                log.entries.push(Entry {
-                    t,
-                    kind: EntryKind::HumanWaitEnd,
-                });
+            if view.parent_tool_use_id().is_some() {
+                EntryKind::SubagentProgress
+            } else {
+                capture_kind(view)
             }
         }
-    }
+        RecordView::Unparseable => EntryKind::KeepAlive,
+        RecordView::Stdin(Some(view)) if view.kind().as_deref() == Some("control_response") => {
+            EntryKind::HumanWaitEnd
+        }
+        RecordView::Stdin(_)
+        | RecordView::Stderr
+        | RecordView::Start { .. }
+        | RecordView::Exit { .. } => return true,
+    };
+    log.entries.push(Entry { t, kind });
     true
 }
 
