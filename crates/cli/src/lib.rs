@@ -3,10 +3,13 @@
 #![warn(missing_docs)]
 
 pub mod audit;
+pub mod capture_reader;
 pub mod cli;
+pub mod cpu;
 pub mod demo;
 pub mod drop_in;
 pub mod duration;
+pub mod event_log;
 pub mod exit_code;
 pub(crate) mod find_claude;
 pub mod hook;

@@ -25,6 +25,7 @@ use super::stderr_dedup::StderrDedup;
 use super::stdout::WriteError;
 use super::{program_name, stdin, wall_ms, Finished, Host, RunConfig, Stopped};
 use crate::duration::format_duration;
+use crate::event_log::EventLog;
 use crate::exit_code;
 use crate::status::{self, Status};
 use crate::tally::{Activity, Tally};
@@ -125,7 +126,7 @@ struct Live<'h> {
     overlong_lines: u64,
     utilization: Option<f64>,
     stderr_filter: StderrDedup,
-    events: Vec<Value>,
+    events: EventLog<Value>,
     kill: Option<Kill>,
     /// Our stdout could not be written: the child is being stopped.
     output_error: Option<WriteError>,
@@ -339,7 +340,7 @@ impl Live<'_> {
             Event::Killed(k) => k.at,
             _ => now,
         };
-        self.events.push(event_json(&ev, at, self.start));
+        self.events.push_json(event_json(&ev, at, self.start));
         match ev {
             Event::Killed(k) if self.kill.is_none() && self.output_error.is_none() => {
                 self.host.status.say(&killed_clause(&k, &self.what));
@@ -478,7 +479,7 @@ pub(crate) async fn supervise(
         overlong_lines: 0,
         utilization: None,
         stderr_filter: StderrDedup::default(),
-        events: Vec::new(),
+        events: EventLog::default(),
         kill: None,
         output_error: None,
         ladder: None,

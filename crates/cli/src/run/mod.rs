@@ -30,7 +30,7 @@ use serde_json::Value;
 use watchdog_core::{Kill, LineKind, Outcome, RateLimitMonitor};
 
 pub(crate) use host_signals::{UserSig, UserSignals};
-pub(crate) use live::supervise;
+pub(crate) use live::{supervise, MAX_LINE};
 
 use crate::cli::RunArgs;
 use crate::exit_code::{self, Ending, Intervention};
@@ -182,8 +182,8 @@ pub(crate) struct Finished {
     suppressed: Value,
     /// The user's signal, if one came.
     pub(crate) interrupted: Option<UserSig>,
-    /// The events, as JSON.
-    events: Vec<Value>,
+    /// The events, as JSON (bounded: see [`EventLog`](crate::event_log::EventLog)).
+    events: crate::event_log::EventLog<Value>,
     /// The spawn instant.
     start: Instant,
     /// The last top-level `result` line, as printed.
@@ -312,7 +312,7 @@ impl Finished {
             stderr: self.stderr,
             suppressed: self.suppressed.clone(),
             interrupted: self.interrupted.map(UserSig::name),
-            events: self.events.clone(),
+            events: self.events.to_vec(),
             base: self.start,
             recovery,
         }
@@ -325,6 +325,8 @@ impl Finished {
                 "ladder": self.ladder.map(Stage::as_str),
             });
         }
+        // The whole invocation's CPU: ours, and the children's we waited for.
+        v["cpu"] = crate::cpu::usage_json();
         v["leftovers_killed"] = self.leftovers_killed.into();
         v["blocked_on_output_ms"] = ms(self.blocked_on_output).into();
         v
