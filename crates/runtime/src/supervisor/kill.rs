@@ -100,7 +100,9 @@ pub(crate) async fn ladder(
     }
     let mut term_deadline = tokio::time::Instant::now();
     if matches!(exit, Exit::Running) && !escalate {
-        l.tree.scan(true);
+        // The deep scan at the start knows the tree; the one before SIGKILL catches what
+        // escaped meanwhile.
+        l.tree.scan(false);
         stage = Stage::Term;
         let _ = l.out.send(Batch::Output(Output::Stage(stage)));
         let _ = signals::group(l.pgid, Signal::TERM);
@@ -140,8 +142,9 @@ async fn kill_all(l: &mut Ladder<'_>, mut exit: Exit, killed: &mut HashSet<Proc>
         // The group too, even once the child is gone: its MCP servers share it, and one
         // started since the last scan is not known to the tree.
         let _ = signals::group(l.pgid, Signal::KILL);
-        // Marker processes found once stay known: only the first round reads environments.
-        let live = l.tree.scan(round == 0);
+        // The ladder's last deep scan was just before: rounds walk the known tree.
+        let _ = round;
+        let live = l.tree.scan(false);
         for p in &live {
             let _ = signals::process(p.pid, Signal::KILL);
             killed.insert(*p);
@@ -176,9 +179,10 @@ pub(crate) async fn stop_procs(tree: &mut Tree, pgid: i32, procs: &[Proc], grace
         tree.reap();
         tokio::time::sleep(POLL).await;
     }
-    for _ in 0..250 {
+    for round in 0..250 {
         let _ = signals::group(pgid, Signal::KILL);
-        let live = tree.scan(true);
+        // One deep scan for what escaped during the grace; then the known tree.
+        let live = tree.scan(round == 0);
         for p in &live {
             let _ = signals::process(p.pid, Signal::KILL);
         }

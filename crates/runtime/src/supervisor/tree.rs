@@ -92,10 +92,44 @@ mod imp {
         out
     }
 
-    fn has_marker(pid: i32, needle: &[u8]) -> bool {
-        std::fs::read(format!("/proc/{pid}/environ"))
-            .map(|env| env.split(|&b| b == 0).any(|kv| kv == needle))
-            .unwrap_or(false)
+    /// The tree marker a process carries (`NAME=value`), read from its environment once per
+    /// process (pid and start time) and remembered for every tree of this host: a deep scan
+    /// then reads only the environments of processes it has not seen before. (A process keeps
+    /// the answer across an `exec`: one that had the marker was a descendant, and stays one.)
+    fn marker_of(s: &Stat) -> Option<std::sync::Arc<[u8]>> {
+        use std::sync::{Arc, OnceLock};
+        type Cache = Mutex<HashMap<(i32, u64), Option<Arc<[u8]>>>>;
+        static CACHE: OnceLock<Cache> = OnceLock::new();
+        let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+        let key = (s.pid, s.start);
+        if let Some(m) = cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+        {
+            return m.clone();
+        }
+        let prefix = format!("{}=", super::TREE_MARKER_VAR).into_bytes();
+        let marker: Option<Arc<[u8]>> = std::fs::read(format!("/proc/{}/environ", s.pid))
+            .ok()
+            .and_then(|env| {
+                env.split(|&b| b == 0)
+                    .find(|kv| kv.starts_with(&prefix))
+                    .map(Arc::from)
+            });
+        let mut c = cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if c.len() > 65_536 {
+            // Forget processes that are gone (their pids may come back with other start times).
+            c.retain(|(pid, start), _| stat(*pid).is_some_and(|s| s.start == *start));
+        }
+        c.insert(key, marker.clone());
+        marker
+    }
+
+    fn has_marker(s: &Stat, needle: &[u8]) -> bool {
+        marker_of(s).is_some_and(|m| &*m == needle)
     }
 
     /// The known descendants of one child.
@@ -235,7 +269,7 @@ mod imp {
                 stack.extend(
                     procs
                         .iter()
-                        .filter(|s| s.pid != me && has_marker(s.pid, &self.needle))
+                        .filter(|s| s.pid != me && has_marker(s, &self.needle))
                         .map(|s| s.pid),
                 );
             }
