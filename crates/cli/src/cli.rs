@@ -31,6 +31,9 @@ pub enum Command {
     /// Show the watchdog at work: three short sessions of a real `claude` against a local mock
     /// of the Messages API (healthy, silent after a tool result, pings only).
     Demo(DemoArgs),
+    /// The Claude Code command hook of the subagent plugin (`plugin/`): JSON on stdin, a
+    /// decision on stdout. Continues a subagent cut off by the output token limit once.
+    Hook(crate::hook::HookArgs),
 }
 
 /// Flags of `run`.
@@ -39,16 +42,22 @@ pub struct RunArgs {
     /// Policy flags.
     #[command(flatten)]
     pub policy: PolicyArgs,
-    /// Write one JSON summary of the run to FILE when it ends (`-` for stderr).
-    #[arg(long, value_name = "FILE")]
+    /// Write one JSON summary of the run to FILE when it ends (`-` for stderr). FILE is
+    /// checked before the command starts and replaced at the end in one step.
+    #[arg(long, value_name = "FILE", env = "AGENT_WATCHDOG_SUMMARY")]
     pub summary: Option<PathBuf>,
     /// Record the run as a capture (JSON Lines, flushed line by line) to FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "AGENT_WATCHDOG_RECORD")]
     pub record: Option<PathBuf>,
     /// On a kill, first write one synthetic final `result` line to stdout (what the Agent SDKs
     /// read as an error result), and exit 1 like the CLI after an error result.
-    #[arg(long)]
+    #[arg(long, env = "AGENT_WATCHDOG_EMIT_RESULT", value_parser = clap::builder::BoolishValueParser::new())]
     pub emit_result: bool,
+    /// Exit 3 for every ending without a usable `result` (no_result, incomplete), whatever the
+    /// command's own exit code (by default only a stream-json command that exits 0 without one
+    /// does).
+    #[arg(long, env = "AGENT_WATCHDOG_STRICT", value_parser = clap::builder::BoolishValueParser::new())]
+    pub strict: bool,
     /// Never show the live status line, even on a terminal.
     #[arg(long, env = "AGENT_WATCHDOG_NO_STATUS", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_status: bool,

@@ -175,6 +175,7 @@ fn run_act(
         summary: Some(summary.clone()),
         record: Some(capture.clone()),
         emit_result: false,
+        strict: false,
         status: false,
         hint: false,
         mode: Mode::Run,

@@ -24,8 +24,43 @@ struct EnvPolicy {
     policy: PolicyArgs,
 }
 
+/// Set in the environment of the `claude` a drop-in runs: the drop-in's pid.
+pub const DROP_IN_PID_VAR: &str = "AGENT_WATCHDOG_DROP_IN_PID";
+
+/// Whether this drop-in was started by another one as its `claude` (a wrapper named `claude`
+/// on `PATH` that runs `claude-watchdog`): its parent, or its parent's parent (a wrapper
+/// script that did not `exec`), is the drop-in that set [`DROP_IN_PID_VAR`]. A drop-in run by
+/// a tool of a supervised `claude` (farther down the tree) is not nested in this sense.
+fn started_by_a_drop_in() -> bool {
+    let Some(outer) = std::env::var(DROP_IN_PID_VAR)
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    else {
+        return false;
+    };
+    let parent = rustix::process::getppid().map(|p| p.as_raw_nonzero().get());
+    if parent == Some(outer) {
+        return true;
+    }
+    let grandparent = parent.and_then(|p| {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        let rest = &stat[stat.rfind(')')? + 1..];
+        rest.split_whitespace().nth(1)?.parse::<i32>().ok()
+    });
+    grandparent == Some(outer)
+}
+
 /// Run the drop-in with `claude`'s arguments (without the program name); returns the exit code.
 pub fn main(args: Vec<OsString>) -> i32 {
+    if started_by_a_drop_in() {
+        eprintln!(
+            "claude-watchdog: the claude it found runs claude-watchdog again (a wrapper named \
+             claude on PATH?); set AGENT_WATCHDOG_CLAUDE to the real claude"
+        );
+        return exit_code::INTERNAL;
+    }
+    // Single-threaded still: no other thread reads the environment.
+    std::env::set_var(DROP_IN_PID_VAR, std::process::id().to_string());
     let policy = match EnvPolicy::try_parse_from(Vec::<OsString>::new()) {
         Ok(p) => p.policy,
         Err(e) => {
@@ -60,6 +95,8 @@ pub fn main(args: Vec<OsString>) -> i32 {
         summary: env_path("AGENT_WATCHDOG_SUMMARY"),
         record: env_path("AGENT_WATCHDOG_RECORD"),
         emit_result: true,
+        strict: std::env::var_os("AGENT_WATCHDOG_STRICT")
+            .is_some_and(|v| matches!(v.to_str(), Some("1" | "true" | "yes" | "on" | "y"))),
         status: false,
         hint: false,
         mode: Mode::DropIn,

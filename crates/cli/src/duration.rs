@@ -2,6 +2,10 @@
 
 use std::time::Duration;
 
+/// The longest duration any flag takes: 365 days. Longer ones are a usage error: no run is
+/// meant to last that long, and instants that far ahead overflow on some platforms.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 86_400);
+
 /// Parse a duration such as `10m`, `90s`, `1h30m`, `250ms` or `1.5h`. A bare number is seconds.
 ///
 /// ```
@@ -10,6 +14,7 @@ use std::time::Duration;
 /// assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
 /// assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
 /// assert!(parse_duration("ten minutes").is_err());
+/// assert!(parse_duration("366d").is_err(), "at most 365 days");
 /// ```
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
@@ -54,7 +59,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn secs_to_duration(secs: f64, original: &str) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("invalid duration {original:?}"))
+    let d =
+        Duration::try_from_secs_f64(secs).map_err(|_| format!("invalid duration {original:?}"))?;
+    if d > MAX_DURATION {
+        return Err(format!(
+            "{original:?} is longer than the longest allowed, 365d"
+        ));
+    }
+    Ok(d)
 }
 
 /// Render a duration compactly: `10m`, `1h30m`, `2.5s`, `250ms`.
@@ -104,7 +116,17 @@ mod tests {
 
     #[test]
     fn rejects_garbage_with_a_reason() {
-        for s in ["", "m", "10x", "-5s", "1e400", "abc"] {
+        for s in [
+            "",
+            "m",
+            "10x",
+            "-5s",
+            "1e400",
+            "abc",
+            "9223372036854775807s",
+            "366d",
+            "1e12",
+        ] {
             assert!(parse_duration(s).is_err(), "{s}");
         }
     }

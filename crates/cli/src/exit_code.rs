@@ -1,31 +1,48 @@
-//! Exit codes of `agent-watchdog` (and of `claude-watchdog`, which exits 1 after a kill like
-//! the real CLI after an error result).
+//! Exit codes of `agent-watchdog run` and `claude-watchdog`: the contract a script branches on.
+//!
+//! The rule: **when the child ended by itself** (we did not kill it, forward a signal to it, or
+//! stop it because its output could not be delivered), **we exit with the child's own status**
+//! (its code, or `128 + N` when signal N ended it), like `timeout(1)`, `tini` and systemd.
+//! The one exception: a child that printed stream-json and exits 0 without any `result`, or
+//! with a success `result` that stopped mid-task, claims a success it did not reach; that exits
+//! 3 ([`NO_RESULT`]). `--strict` makes every ending without a usable `result` exit 3.
 //!
 //! | code | meaning |
 //! |---|---|
-//! | the child's own | the child ended by itself after a `result` (success or error result) |
+//! | the child's own | the child ended by itself (with or without a `result`) |
+//! | 3 | the child exited 0 after printing stream-json, but without a `result` (`no_result`) or mid-task (`incomplete`); with `--strict`, any ending without a usable `result` |
 //! | 124 | killed by the watchdog: `idle`, `no_progress` or `linger` |
-//! | 125 | killed by the watchdog: `startup` (no output at all) |
+//! | 125 | killed by the watchdog: `startup` (no stdout line at all) |
 //! | 137 | killed by the watchdog: `ceiling` |
-//! | 3 | the child ended without a `result` (`no_result`) or exited mid-task (`incomplete`) |
+//! | 141 | our stdout reader went away (EPIPE): the child was stopped |
+//! | 74 | our stdout could not be written (ENOSPC, EIO, …): the child was stopped |
+//! | 129 / 130 / 131 / 143 | we got SIGHUP / SIGINT / SIGQUIT / SIGTERM, forwarded it, and the child ended without a `result` |
 //! | 2 | usage error (bad flag or value) |
-//! | 1 | internal error (the command could not be spawned, a file could not be written, …) |
-//! | 130 / 143 | we were interrupted (SIGINT / SIGTERM), forwarded it, and the child ended without a `result` |
+//! | 1 | internal error (spawn failed, a file could not be written, a continuation ran another session); with `--emit-result` (always for `claude-watchdog`), any watchdog kill |
+//!
+//! A child may itself exit with one of our codes (124, 125, 137, 2, 3…). The summary's `kill`
+//! field (`null` when the watchdog did not stop the child) and `interrupted` field (`null` when
+//! no signal of ours was forwarded) tell them apart: when both are `null`, the exit code is
+//! the child's own.
 
 use watchdog_core::{KillKind, Outcome};
 
 /// Killed after going quiet: `idle`, `no_progress` or `linger`.
 pub const KILLED_STALLED: i32 = 124;
-/// Killed because the child printed nothing at all: `startup`.
+/// Killed because the child printed no stdout line at all: `startup`.
 pub const KILLED_STARTUP: i32 = 125;
 /// Killed at the total-age ceiling: `ceiling`.
 pub const KILLED_CEILING: i32 = 137;
-/// The child ended without a `result` (`no_result`) or mid-task (`incomplete`).
+/// A stream-json child exited 0 without a `result` (`no_result`) or mid-task (`incomplete`).
 pub const NO_RESULT: i32 = 3;
 /// Usage error: a bad flag or value.
 pub const USAGE: i32 = 2;
 /// Internal error.
 pub const INTERNAL: i32 = 1;
+/// Our stdout reader went away (EPIPE), as a shell reports a process ended by SIGPIPE.
+pub const OUTPUT_CLOSED: i32 = 141;
+/// Our stdout could not be written for another reason (`EX_IOERR`).
+pub const OUTPUT_ERROR: i32 = 74;
 /// Interrupted by SIGINT (forwarded to the child, which ended without a `result`).
 pub const INTERRUPTED: i32 = 130;
 /// Terminated by SIGTERM (forwarded to the child, which ended without a `result`).
@@ -40,31 +57,139 @@ pub fn for_kill(kind: KillKind) -> i32 {
     }
 }
 
-/// The exit code of a run that ended with `outcome`, the child having exited with `child_code`
-/// (its exit code, or `128 + signal` when a signal ended it; `None` if unknown).
-pub fn for_outcome(outcome: &Outcome, child_code: Option<i32>) -> i32 {
-    match outcome {
-        Outcome::Killed { kind } => for_kill(*kind),
-        Outcome::Success | Outcome::ErrorResult { .. } => child_code.unwrap_or(INTERNAL),
-        Outcome::NoResult | Outcome::Incomplete => NO_RESULT,
+/// Why we stopped the child, when we did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intervention {
+    /// A policy kill of this kind.
+    Kill(KillKind),
+    /// Our stdout could not be written; `closed`: the reader went away (EPIPE).
+    Output {
+        /// The reader went away (EPIPE) rather than another write error.
+        closed: bool,
+    },
+    /// We forwarded signal number `signo` we received (SIGHUP, SIGINT, SIGQUIT, SIGTERM).
+    Signal(i32),
+}
+
+/// Everything the exit code depends on.
+#[derive(Debug, Clone, Copy)]
+pub struct Ending<'a> {
+    /// How the run ended.
+    pub outcome: &'a Outcome,
+    /// What we did to the child, if anything (a kill wins over a forwarded signal).
+    pub intervention: Option<Intervention>,
+    /// The child's status: its exit code, or `128 + N` when signal N ended it (`None` when it
+    /// could not be read).
+    pub child: Option<i32>,
+    /// The child printed stream-json (a line of a known Claude Code message type).
+    pub stream_json: bool,
+    /// `--strict`: every ending without a usable `result` exits [`NO_RESULT`].
+    pub strict: bool,
+    /// `--emit-result` (always for `claude-watchdog`): a kill exits 1, after the synthetic
+    /// `result`, like the real CLI after an error result.
+    pub emit_result: bool,
+}
+
+/// The exit code of a run.
+///
+/// ```
+/// use agent_watchdog::exit_code::{decide, Ending, Intervention};
+/// use watchdog_core::{KillKind, Outcome};
+/// let ended = |outcome, child| Ending {
+///     outcome, intervention: None, child, stream_json: true, strict: false, emit_result: false,
+/// };
+/// // The child ended by itself: its own code, with or without a result.
+/// assert_eq!(decide(&ended(&Outcome::Success, Some(0))), 0);
+/// assert_eq!(decide(&ended(&Outcome::NoResult, Some(7))), 7);
+/// // A stream-json child that exits 0 without a result claims a success it did not reach.
+/// assert_eq!(decide(&ended(&Outcome::NoResult, Some(0))), 3);
+/// // A kill: the kill's code.
+/// let killed = Ending {
+///     intervention: Some(Intervention::Kill(KillKind::Idle)),
+///     ..ended(&Outcome::Killed { kind: KillKind::Idle }, Some(143))
+/// };
+/// assert_eq!(decide(&killed), 124);
+/// ```
+pub fn decide(e: &Ending<'_>) -> i32 {
+    let has_result = matches!(e.outcome, Outcome::Success | Outcome::ErrorResult { .. });
+    match e.intervention {
+        Some(Intervention::Output { closed: true }) => return OUTPUT_CLOSED,
+        Some(Intervention::Output { closed: false }) => return OUTPUT_ERROR,
+        Some(Intervention::Kill(_)) if e.emit_result => return INTERNAL,
+        Some(Intervention::Kill(kind)) => return for_kill(kind),
+        Some(Intervention::Signal(signo)) if !has_result => return 128 + signo,
+        Some(Intervention::Signal(_)) | None => {}
     }
+    if let Outcome::Killed { kind } = e.outcome {
+        // A kill the caller did not report as an intervention still is one.
+        return if e.emit_result {
+            INTERNAL
+        } else {
+            for_kill(*kind)
+        };
+    }
+    let Some(child) = e.child else {
+        return INTERNAL;
+    };
+    match e.outcome {
+        Outcome::NoResult | Outcome::Incomplete if e.strict => NO_RESULT,
+        Outcome::NoResult | Outcome::Incomplete if child == 0 && e.stream_json => NO_RESULT,
+        _ => child,
+    }
+}
+
+/// A usage error as clap renders it, made to start with one line that says what is wrong,
+/// prefixed `agent-watchdog:` like every message of ours; the usage hint follows.
+///
+/// ```
+/// let text = "error: invalid value '0s' for '--idle <DURATION>': must be > 0\n\nUsage: x\n";
+/// let out = agent_watchdog::exit_code::usage_error_text(text);
+/// assert_eq!(out.lines().next(), Some("agent-watchdog: invalid value '0s' for '--idle <DURATION>': must be > 0"));
+/// ```
+pub fn usage_error_text(rendered: &str) -> String {
+    let mut lines = rendered.lines();
+    let first = lines.next().unwrap_or("usage error");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let mut out = format!("agent-watchdog: {first}\n");
+    for line in lines {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// The exit-code table, for `--help`.
 pub const HELP: &str = "\
 Exit codes:
-  <child's code>  the command ended by itself after a `result` line
-  124             killed: idle, no_progress or linger
-  125             killed: startup (no output at all)
-  137             killed: ceiling (total age)
-  3               ended without a `result` (no_result) or mid-task (incomplete)
-  2               usage error (bad flag or value)
-  1               internal error (spawn failed, file not writable, ...)
-  130 / 143       interrupted by SIGINT / SIGTERM, child ended without a `result`";
+  <child's code>   the command ended by itself (no kill, no forwarded signal): its own status
+                   (128+N if signal N ended it), with or without a `result`
+  3                it printed stream-json and exited 0 without a `result` (no_result) or
+                   mid-task (incomplete); with --strict: any ending without a usable `result`
+  124              killed: idle, no_progress or linger
+  125              killed: startup (no stdout line at all)
+  137              killed: ceiling (total age)
+  141 / 74         our stdout reader went away (EPIPE) / stdout not writable (ENOSPC, EIO...):
+                   the command was stopped
+  129/130/131/143  we got SIGHUP/SIGINT/SIGQUIT/SIGTERM, forwarded it, and the command ended
+                   without a `result`
+  2                usage error (bad flag or value)
+  1                internal error; with --emit-result, any kill (after the synthetic result)
+The summary's `kill` and `interrupted` fields are null when the code is the command's own.";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ending(outcome: &Outcome, child: Option<i32>) -> Ending<'_> {
+        Ending {
+            outcome,
+            intervention: None,
+            child,
+            stream_json: true,
+            strict: false,
+            emit_result: false,
+        }
+    }
 
     #[test]
     fn kills_map_to_their_codes() {
@@ -76,8 +201,7 @@ mod tests {
     }
 
     #[test]
-    fn outcomes_map_to_their_codes() {
-        assert_eq!(for_outcome(&Outcome::Success, Some(0)), 0);
+    fn a_child_that_ended_by_itself_keeps_its_code() {
         let err = Outcome::ErrorResult {
             subtype: None,
             terminal_reason: None,
@@ -85,17 +209,83 @@ mod tests {
             api_error: None,
             api_error_status: None,
         };
-        assert_eq!(for_outcome(&err, Some(1)), 1);
-        assert_eq!(for_outcome(&Outcome::NoResult, Some(0)), 3);
-        assert_eq!(for_outcome(&Outcome::Incomplete, Some(0)), 3);
+        assert_eq!(decide(&ending(&Outcome::Success, Some(0))), 0);
+        assert_eq!(decide(&ending(&Outcome::Success, Some(5))), 5);
+        assert_eq!(decide(&ending(&err, Some(1))), 1);
+        assert_eq!(decide(&ending(&Outcome::NoResult, Some(1))), 1);
+        assert_eq!(decide(&ending(&Outcome::NoResult, Some(137))), 137);
+        assert_eq!(decide(&ending(&Outcome::Incomplete, Some(2))), 2);
+        // Text mode: no stream-json, exit 0 is a success.
+        let text = Ending {
+            stream_json: false,
+            ..ending(&Outcome::NoResult, Some(0))
+        };
+        assert_eq!(decide(&text), 0);
+        // Unknown status: internal error.
+        assert_eq!(decide(&ending(&Outcome::Success, None)), INTERNAL);
+    }
+
+    #[test]
+    fn exit_zero_without_a_result_is_not_a_success() {
+        assert_eq!(decide(&ending(&Outcome::NoResult, Some(0))), 3);
+        assert_eq!(decide(&ending(&Outcome::Incomplete, Some(0))), 3);
+    }
+
+    #[test]
+    fn strict_maps_every_ending_without_a_result_to_3() {
+        for outcome in [Outcome::NoResult, Outcome::Incomplete] {
+            for (child, stream_json) in [(Some(0), false), (Some(1), true), (Some(137), true)] {
+                let e = Ending {
+                    strict: true,
+                    stream_json,
+                    ..ending(&outcome, child)
+                };
+                assert_eq!(decide(&e), 3, "{outcome:?} {child:?}");
+            }
+        }
+        let ok = Ending {
+            strict: true,
+            ..ending(&Outcome::Success, Some(0))
+        };
+        assert_eq!(decide(&ok), 0);
+    }
+
+    #[test]
+    fn interventions_have_their_own_codes() {
+        let killed = Outcome::Killed {
+            kind: KillKind::Startup,
+        };
+        let kill = Ending {
+            intervention: Some(Intervention::Kill(KillKind::Startup)),
+            ..ending(&killed, Some(143))
+        };
+        assert_eq!(decide(&kill), 125);
         assert_eq!(
-            for_outcome(
-                &Outcome::Killed {
-                    kind: KillKind::Startup
-                },
-                Some(143)
-            ),
-            125
+            decide(&Ending {
+                emit_result: true,
+                ..kill
+            }),
+            1
         );
+        for (closed, code) in [(true, 141), (false, 74)] {
+            let out = Ending {
+                intervention: Some(Intervention::Output { closed }),
+                ..ending(&Outcome::Success, Some(0))
+            };
+            assert_eq!(decide(&out), code);
+        }
+        for signo in [1, 2, 3, 15] {
+            let sig = Ending {
+                intervention: Some(Intervention::Signal(signo)),
+                ..ending(&Outcome::NoResult, Some(128 + 9))
+            };
+            assert_eq!(decide(&sig), 128 + signo);
+            // With a result the child finished its work: its own code.
+            let done = Ending {
+                intervention: Some(Intervention::Signal(signo)),
+                ..ending(&Outcome::Success, Some(0))
+            };
+            assert_eq!(decide(&done), 0);
+        }
     }
 }

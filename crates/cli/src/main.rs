@@ -10,14 +10,14 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            // `--help` and `--version` print to stdout and exit 0; real errors exit 2.
+        Err(e) if !e.use_stderr() => {
+            // `--help` and `--version` print to stdout and exit 0.
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() {
-                exit_code::USAGE as u8
-            } else {
-                0
-            });
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprint!("{}", exit_code::usage_error_text(&e.render().to_string()));
+            return ExitCode::from(exit_code::USAGE as u8);
         }
     };
     let code = match cli.command {
@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => agent_watchdog::replay_cmd::main(args),
         Command::Audit(args) => audit(&args),
         Command::Demo(args) => agent_watchdog::demo::main(args),
+        Command::Hook(args) => agent_watchdog::hook::main(args),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(exit_code::INTERNAL as u8))
 }

@@ -52,7 +52,9 @@ fn warn_fraction(s: &str) -> Result<f64, String> {
 /// Policy flags. Every flag has an `AGENT_WATCHDOG_<NAME>` environment variable; the flag wins.
 #[derive(Debug, Clone, Default, Args)]
 pub struct PolicyArgs {
-    /// Idle patience: no line at all for this long → kill `idle` [default: 10m]
+    /// Idle patience: no stdout line for this long → kill `idle`. Until the first completed
+    /// write tool and while rate-limit utilization is high, patience is idle × extend-factor
+    /// (20m by default) [default: 10m; at most 365d, like every duration]
     #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_IDLE", value_parser = positive_duration)]
     pub idle: Option<Duration>,
     /// Patience multiplier before the first completed write and at high utilization [default: 2]
@@ -61,7 +63,8 @@ pub struct PolicyArgs {
     /// No line at all since start → kill `startup` [default: 3m]
     #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_STARTUP", value_parser = positive_duration)]
     pub startup: Option<Duration>,
-    /// Keep-alives only (pings, heartbeats) for this long → kill `no_progress` [default: 30m]
+    /// Keep-alives only (pings, heartbeats) for this long → kill `no_progress`; an outstanding
+    /// MCP call gets until Claude Code's own abort + 30s [default: 30m]
     #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_NO_PROGRESS", value_parser = positive_duration)]
     pub no_progress: Option<Duration>,
     /// After a result, nothing new and the stream still open → kill `linger` [default: 11m]
@@ -85,7 +88,8 @@ pub struct PolicyArgs {
     /// Fraction of a limit at which a stalling warning is shown [default: 0.8]
     #[arg(long, value_name = "FRACTION", env = "AGENT_WATCHDOG_WARN_AT", value_parser = warn_fraction)]
     pub warn_at: Option<f64>,
-    /// Time the child gets after SIGTERM before SIGKILL [default: 5s]
+    /// Time the child gets after SIGTERM before SIGKILL, also after a signal we forwarded
+    /// [default: 5s]
     #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_GRACE", value_parser = parse_duration)]
     pub grace: Option<Duration>,
 }

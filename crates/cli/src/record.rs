@@ -20,7 +20,7 @@ impl Recorder {
     /// Create (truncate) the capture file.
     pub fn create(path: &Path) -> std::io::Result<Self> {
         Ok(Recorder {
-            file: Some(File::create(path)?),
+            file: Some(crate::out_file::create(path)?),
             path: path.to_owned(),
         })
     }

@@ -249,16 +249,10 @@ pub(crate) async fn after(
         if let Err(sig) = wait_for(until, &sid, cfg.status, host).await {
             host.status.say(&format!(
                 "recovery: the wait was aborted ({}); session {sid} is not continued",
-                match sig {
-                    UserSig::Int => "SIGINT",
-                    UserSig::Term => "SIGTERM",
-                }
+                sig.name()
             ));
             r.json["aborted_wait"] = json!(true);
-            r.code = Some(match sig {
-                UserSig::Int => crate::exit_code::INTERRUPTED,
-                UserSig::Term => crate::exit_code::TERMINATED,
-            });
+            r.code = Some(sig.exit_code());
             return r;
         }
     }
@@ -285,7 +279,7 @@ pub(crate) async fn after(
     r.json["continued"] = json!({
         "outcome_detail": outcome_fields(&cont.outcome),
         "exit_code": cont.code,
-        "kill": cont.kill.as_ref().map(|k| k.kind.as_str()),
+        "kill": cont.kill().map(|k| k.kind.as_str()),
         "session_id": cont.tally.session_id,
     });
     if let Some(other) = &cont.session_mismatch {

@@ -47,6 +47,8 @@ pub fn main(args: ReplayArgs) -> i32 {
     for (line, why) in &cap.skipped {
         eprintln!("agent-watchdog: {name}:{line}: skipped: {why}");
     }
+    // The MCP rule, from the environment the capture's `start` record kept (or the defaults).
+    let limits = crate::mcp_limits::for_capture(limits, &cap.entries);
     let verdict = replay(&cap.entries, limits.clone());
     let mut out = io::stdout().lock();
     let res = if args.json {

@@ -91,3 +91,23 @@ pub fn render(
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tally::Activity;
+
+    #[test]
+    fn the_status_line_names_the_mcp_tool_in_flight_and_its_age() {
+        let start = Instant::now();
+        let now = start + Duration::from_secs(1900);
+        let a = Activity::InFlight {
+            tool: "mcp__db__query".into(),
+            for_secs: 1830,
+        };
+        // `run` dates the activity back by what the heartbeat said.
+        let since = now - Duration::from_secs(30) - a.already();
+        let line = render(now, start, &a.to_string(), since, Some(since), None);
+        assert_eq!(line, "31m40s · tool mcp__db__query 31m · progress 31m ago");
+    }
+}

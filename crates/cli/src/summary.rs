@@ -1,7 +1,5 @@
 //! `run --summary`: one JSON object describing how the run ended.
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 use watchdog_core::{Kill, Outcome};
 
@@ -75,6 +73,10 @@ impl Summary<'_> {
                 "suppressed_by_code": self.suppressed,
             },
             "interrupted": self.interrupted,
+            "subagents": {
+                "failures": self.tally.subagents.failures_json(),
+                "unrecovered": self.tally.subagents.unrecovered().count(),
+            },
             "events": self.events,
             "command": self.argv,
         });
@@ -82,18 +84,5 @@ impl Summary<'_> {
             v["recovery"] = r.clone();
         }
         v
-    }
-}
-
-/// Write `summary` to `path` (`-` for stderr).
-pub fn write(path: &Path, summary: &Value) -> std::io::Result<()> {
-    let text = format!("{summary}\n");
-    if path.as_os_str() == "-" {
-        use std::io::Write;
-        let mut e = std::io::stderr().lock();
-        e.write_all(text.as_bytes())?;
-        e.flush()
-    } else {
-        std::fs::write(path, text)
     }
 }

@@ -38,6 +38,14 @@ pub enum Activity {
     Requesting,
     /// A tool runs: its name.
     Tool(String),
+    /// A tool call known from its heartbeat (an MCP call, possibly a subagent's): its name and
+    /// how long it had been outstanding when the heartbeat came, in seconds.
+    InFlight {
+        /// The tool, e.g. `mcp__db__query`.
+        tool: String,
+        /// Seconds outstanding at the heartbeat.
+        for_secs: u64,
+    },
     /// Retrying the API after an error.
     Retrying,
     /// Waiting on a human (a permission request).
@@ -53,10 +61,23 @@ impl std::fmt::Display for Activity {
             Activity::Thinking => f.write_str("thinking"),
             Activity::Writing => f.write_str("writing"),
             Activity::Requesting => f.write_str("requesting"),
-            Activity::Tool(name) => write!(f, "tool {name}"),
+            Activity::Tool(name) | Activity::InFlight { tool: name, .. } => {
+                write!(f, "tool {name}")
+            }
             Activity::Retrying => f.write_str("retrying the API"),
             Activity::HumanWait => f.write_str("waiting on a human"),
             Activity::Settled => f.write_str("settled"),
+        }
+    }
+}
+
+impl Activity {
+    /// How long the activity had already lasted when it was noted (a heartbeat's elapsed
+    /// time; zero for the others).
+    pub fn already(&self) -> std::time::Duration {
+        match self {
+            Activity::InFlight { for_secs, .. } => std::time::Duration::from_secs(*for_secs),
+            _ => std::time::Duration::ZERO,
         }
     }
 }
@@ -80,6 +101,8 @@ pub struct Tally {
     pub tool_rounds: u64,
     /// Tool calls started and not yet answered: (id, name).
     open_tools: Vec<(String, String)>,
+    /// Subagents and their failures (`system/task_*` lines).
+    pub subagents: Subagents,
 }
 
 impl Default for Tally {
@@ -93,6 +116,7 @@ impl Default for Tally {
             activity: Activity::Starting,
             tool_rounds: 0,
             open_tools: Vec::new(),
+            subagents: Subagents::default(),
         }
     }
 }
@@ -119,7 +143,7 @@ impl Tally {
         let look = new_session_id
             || matches!(
                 class.kind,
-                LineKind::Result | LineKind::RateLimit | LineKind::System
+                LineKind::Result | LineKind::RateLimit | LineKind::System | LineKind::ToolProgress
             )
             || (top_level && matches!(class.kind, LineKind::Assistant | LineKind::User));
         if look {
@@ -142,6 +166,13 @@ impl Tally {
             LineKind::ApiRetry => self.activity = Activity::Retrying,
             LineKind::StreamEvent if top_level && self.open_tools.is_empty() => {
                 self.activity = Activity::Writing;
+            }
+            // A subagent streams again: the call its heartbeat showed is over.
+            LineKind::StreamEvent if matches!(self.activity, Activity::InFlight { .. }) => {
+                self.activity = match self.open_tools.last() {
+                    Some((_, name)) => Activity::Tool(name.clone()),
+                    None => Activity::Requesting,
+                };
             }
             LineKind::ControlRequest | LineKind::SessionState
                 if class.signal == watchdog_core::Signal::HumanWait =>
@@ -201,9 +232,26 @@ impl Tally {
                     None => Activity::Requesting,
                 };
             }
+            LineKind::ToolProgress => {
+                // An MCP call's heartbeat (its own tool_use may be a subagent's, unseen here):
+                // show it, with the time it has been outstanding.
+                let Some(tool) = view.tool_name().filter(|t| t.starts_with("mcp__")) else {
+                    return;
+                };
+                if !matches!(&self.activity, Activity::Tool(t) if *t == *tool) {
+                    let for_secs = view.elapsed_time_seconds().unwrap_or(0.0) as u64;
+                    self.activity = Activity::InFlight {
+                        tool: tool.into_owned(),
+                        for_secs,
+                    };
+                }
+            }
             LineKind::System => match view.subtype().as_deref() {
                 Some("thinking_tokens") => self.activity = Activity::Thinking,
                 Some("status") => self.activity = Activity::Requesting,
+                Some(sub @ ("task_started" | "task_updated" | "task_notification")) => {
+                    self.subagents.observe(sub, view);
+                }
                 _ => {}
             },
             _ => self.note_class(class, top_level),
@@ -277,6 +325,124 @@ impl Tally {
             );
         }
         json!(m)
+    }
+}
+
+/// One subagent failure seen on stdout (`system/task_updated` with `status: "failed"`, or a
+/// failed `task_notification`): one per run of an agent, so a continued agent that fails again
+/// counts twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentFailure {
+    /// The agent id (`task_id`).
+    pub agent_id: String,
+    /// Its type (`subagent_type` of its `task_started`).
+    pub agent_type: Option<String>,
+    /// The error (`patch.error`), e.g. `… (error type max_output_tokens)`.
+    pub error: Option<String>,
+    /// Whether a later run of the same agent (a `SendMessage` continuation) completed.
+    pub recovered: bool,
+}
+
+/// The subagents of a run, from the `system/task_*` lines. Tasks that are not agents (no
+/// `subagent_type`, e.g. background shells) are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subagents {
+    /// Agent id → type, for every agent started.
+    types: Vec<(String, Option<String>)>,
+    /// (agent id, run id) of the failed runs already counted.
+    failed_runs: Vec<(String, String)>,
+    /// The failures, in order.
+    pub failures: Vec<SubagentFailure>,
+}
+
+impl Subagents {
+    fn observe(&mut self, subtype: &str, view: &LineView<'_>) {
+        let Some(id) = view.task_id() else { return };
+        match subtype {
+            "task_started" => {
+                if let Some(t) = view.subagent_type() {
+                    if !self.types.iter().any(|(a, _)| *a == *id) {
+                        self.types.push((id.into_owned(), Some(t.into_owned())));
+                    }
+                }
+            }
+            _ => {
+                let Some((_, agent_type)) = self.types.iter().find(|(a, _)| *a == *id) else {
+                    return;
+                };
+                let agent_type = agent_type.clone();
+                match view.task_status().as_deref() {
+                    Some("failed") => {
+                        let run = view.run_id().map(|r| r.into_owned()).unwrap_or_default();
+                        let key = (id.to_string(), run);
+                        if let Some(i) = self.failed_runs.iter().position(|k| *k == key) {
+                            // The notification after the update: keep the error we have.
+                            let f = &mut self.failures[i];
+                            if f.error.is_none() {
+                                f.error = view.task_error().map(Into::into);
+                            }
+                            return;
+                        }
+                        self.failed_runs.push(key);
+                        self.failures.push(SubagentFailure {
+                            agent_id: id.into_owned(),
+                            agent_type,
+                            error: view.task_error().map(Into::into),
+                            recovered: false,
+                        });
+                    }
+                    Some("completed") => {
+                        for f in self.failures.iter_mut().filter(|f| *f.agent_id == *id) {
+                            f.recovered = true;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Failures whose agent never completed afterwards.
+    pub fn unrecovered(&self) -> impl Iterator<Item = &SubagentFailure> {
+        self.failures.iter().filter(|f| !f.recovered)
+    }
+
+    /// The failures as JSON: `[{agent_id, agent_type, error, recovered}]`.
+    pub fn failures_json(&self) -> Value {
+        Value::Array(
+            self.failures
+                .iter()
+                .map(|f| {
+                    json!({
+                        "agent_id": f.agent_id,
+                        "agent_type": f.agent_type,
+                        "error": f.error,
+                        "recovered": f.recovered,
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// One line per failure for stderr, e.g. `subagent a02f… (general-purpose) failed:
+    /// … (error type max_output_tokens); the session went on without it`.
+    pub fn report_lines(&self) -> Vec<String> {
+        self.failures
+            .iter()
+            .map(|f| {
+                format!(
+                    "subagent {} ({}) failed: {}; {}",
+                    f.agent_id,
+                    f.agent_type.as_deref().unwrap_or("unknown type"),
+                    f.error.as_deref().unwrap_or("no error given"),
+                    if f.recovered {
+                        "a later run of the same agent completed"
+                    } else {
+                        "its work is unfinished even if the session succeeded"
+                    }
+                )
+            })
+            .collect()
     }
 }
 
@@ -360,6 +526,111 @@ mod tests {
         );
         assert_eq!(t.total_lines(), 4);
         assert_eq!(t.counts_json()["result"], 1);
+    }
+
+    fn recorded(name: &str) -> Vec<String> {
+        let path = format!(
+            "{}/../../testdata/subagents/{name}.stdout.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn a_subagent_failure_is_seen_in_a_successful_session() {
+        for name in ["a2_sub_mt_all_fg", "a8_sub_mt_all_bg"] {
+            let (mut t, mut sid) = (Tally::default(), String::new());
+            for l in recorded(name) {
+                feed_class(&mut t, &mut sid, &l);
+            }
+            assert_eq!(t.result.as_ref().unwrap().is_error, Some(false), "{name}");
+            let f = &t.subagents.failures;
+            assert_eq!(
+                f.len(),
+                1,
+                "{name}: one failure, update and notification merged"
+            );
+            assert_eq!(f[0].agent_type.as_deref(), Some("general-purpose"));
+            assert!(f[0].error.as_deref().unwrap().contains("max_output_tokens"));
+            assert!(!f[0].recovered);
+            assert_eq!(t.subagents.unrecovered().count(), 1);
+            let line = &t.subagents.report_lines()[0];
+            assert!(
+                line.contains(&f[0].agent_id) && line.contains("unfinished"),
+                "{line}"
+            );
+            assert_eq!(
+                t.subagents.failures_json()[0]["agent_id"],
+                f[0].agent_id.as_str()
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_agent_continued_with_send_message_counts_as_recovered() {
+        let (mut t, mut sid) = (Tally::default(), String::new());
+        for l in recorded("b1_sub_mt4_sendmessage") {
+            feed_class(&mut t, &mut sid, &l);
+        }
+        assert_eq!(t.subagents.failures.len(), 1);
+        assert!(t.subagents.failures[0].recovered);
+        assert_eq!(t.subagents.unrecovered().count(), 0);
+    }
+
+    #[test]
+    fn healthy_agents_and_other_tasks_are_no_failures() {
+        let (mut t, mut sid) = (Tally::default(), String::new());
+        for l in recorded("a1_healthy_fg") {
+            feed_class(&mut t, &mut sid, &l);
+        }
+        // A background shell task that failed: not an agent.
+        feed(
+            &mut t,
+            r#"{"type":"system","subtype":"task_started","task_id":"b1","run_id":"r","task_type":"local_bash"}"#,
+        );
+        feed(
+            &mut t,
+            r#"{"type":"system","subtype":"task_updated","task_id":"b1","run_id":"r","patch":{"status":"failed","error":"exit 1"}}"#,
+        );
+        assert!(t.subagents.failures.is_empty());
+        assert_eq!(t.subagents.failures_json(), json!([]));
+    }
+
+    #[test]
+    fn an_mcp_heartbeat_names_the_call_in_flight_and_how_long_it_has_been_outstanding() {
+        let (mut t, mut sid) = (Tally::default(), String::new());
+        // A subagent's MCP call: its tool_use is not top-level; the heartbeat tells.
+        feed_class(
+            &mut t,
+            &mut sid,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"a1","name":"Agent"}]},"session_id":"s"}"#,
+        );
+        feed_class(
+            &mut t,
+            &mut sid,
+            r#"{"type":"tool_progress","tool_use_id":"m1-heartbeat-0","tool_name":"mcp__db__query","parent_tool_use_id":"m1","elapsed_time_seconds":1860,"heartbeat":true,"session_id":"s"}"#,
+        );
+        let a = t.activity.clone();
+        assert_eq!(a.to_string(), "tool mcp__db__query");
+        assert_eq!(a.already(), std::time::Duration::from_secs(1860));
+        // The subagent streams again: back to the tool that runs it.
+        feed_class(
+            &mut t,
+            &mut sid,
+            r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"s","parent_tool_use_id":"a1"}"#,
+        );
+        assert_eq!(t.activity, Activity::Tool("Agent".into()));
+        // A Bash heartbeat changes nothing.
+        feed_class(
+            &mut t,
+            &mut sid,
+            r#"{"type":"tool_progress","tool_name":"Bash","parent_tool_use_id":"b1","elapsed_time_seconds":30,"session_id":"s"}"#,
+        );
+        assert_eq!(t.activity, Activity::Tool("Agent".into()));
     }
 
     #[test]

@@ -30,6 +30,10 @@ pub fn kill_json(kill: &Kill, base: Instant) -> Value {
         "last_signal": kill.last_signal.map(|s| s.as_str()),
         "utilization": kill.utilization,
         "extension": kill.extension.map(|e| e.as_str()),
+        "mcp_call": kill.mcp_call.as_ref().map(|c| json!({
+            "tool": c.tool,
+            "outstanding_ms": ms(c.outstanding),
+        })),
     })
 }
 
@@ -93,13 +97,13 @@ pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
     }
 }
 
-/// What happened, e.g. `no output at all for 10m (last progress 10m ago)`, plus the
+/// What happened, e.g. `no stdout line for 10m (last progress 10m ago)`, plus the
 /// extension that held, if any.
 pub fn kill_detail(kill: &Kill) -> String {
     let detail = match kill.kind {
-        KillKind::Startup => format!("no output at all for {}", format_duration(kill.elapsed)),
+        KillKind::Startup => format!("no stdout line for {}", format_duration(kill.elapsed)),
         KillKind::Idle => format!(
-            "no output at all for {} (last progress {} ago)",
+            "no stdout line for {} (last progress {} ago)",
             format_duration(kill.since_keepalive),
             format_duration(kill.since_progress)
         ),
@@ -109,7 +113,7 @@ pub fn kill_detail(kill: &Kill) -> String {
             format_duration(kill.since_keepalive)
         ),
         KillKind::NoProgress => format!(
-            "no progress and no output at all for {}",
+            "no progress and no stdout line for {}",
             format_duration(kill.since_progress)
         ),
         KillKind::Linger => format!(
@@ -122,9 +126,18 @@ pub fn kill_detail(kill: &Kill) -> String {
         ),
     };
     // The extension only widens the idle patience.
-    match (kill.kind, kill.extension) {
+    let detail = match (kill.kind, kill.extension) {
         (KillKind::Idle, Some(e)) => format!("{detail}, patience extended ({})", e.as_str()),
         _ => detail,
+    };
+    // What hung: the MCP call in flight, and for how long.
+    match &kill.mcp_call {
+        Some(c) => format!(
+            "{detail}; in flight: tool {} {}",
+            c.tool,
+            format_duration(c.outstanding)
+        ),
+        None => detail,
     }
 }
 
@@ -142,4 +155,39 @@ pub fn killed_clause(kill: &Kill, what: &str) -> String {
 /// `agent-watchdog killed <what> (<kind>) after …: ….`
 pub fn kill_sentence(kill: &Kill, what: &str) -> String {
     format!("agent-watchdog {}", killed_clause(kill, what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use watchdog_core::{McpCall, SessionId, Signal};
+
+    #[test]
+    fn a_kill_names_the_mcp_call_in_flight() {
+        let at = Instant::now();
+        let kill = Kill {
+            id: SessionId(1),
+            kind: KillKind::NoProgress,
+            at,
+            elapsed: Duration::from_secs(1900),
+            since_progress: Duration::from_secs(1860),
+            since_keepalive: Duration::from_secs(10),
+            since_tool: Duration::from_secs(1860),
+            last_signal: Some(Signal::KeepAlive),
+            utilization: None,
+            extension: None,
+            mcp_call: Some(McpCall {
+                tool: "mcp__db__query".into(),
+                outstanding: Duration::from_secs(1860),
+            }),
+        };
+        assert_eq!(
+            kill_detail(&kill),
+            "no progress for 31m, only keep-alives (last one 10s ago); in flight: tool \
+             mcp__db__query 31m"
+        );
+        let j = kill_json(&kill, at);
+        assert_eq!(j["mcp_call"]["tool"], "mcp__db__query");
+        assert_eq!(j["mcp_call"]["outstanding_ms"], 1_860_000);
+    }
 }

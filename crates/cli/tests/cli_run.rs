@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_agent-watchdog");
+mod common;
+
+use common::{say, script, stderr, watchdog};
 
 const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"sess-1"}"#;
 const ASSISTANT: &str = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]},"session_id":"sess-1"}"#;
@@ -18,33 +20,6 @@ const RESULT_OK: &str = r#"{"type":"result","subtype":"success","is_error":false
 const RESULT_ERR: &str = r#"{"type":"result","subtype":"error_max_turns","is_error":true,"stop_reason":"tool_use","terminal_reason":"max_turns","session_id":"sess-1"}"#;
 const RESULT_MIDTASK: &str = r#"{"type":"result","subtype":"success","is_error":false,"stop_reason":"tool_use","session_id":"sess-1"}"#;
 const PING: &str = r#"{"type":"stream_event","event":{"type":"ping"},"session_id":"sess-1"}"#;
-
-fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    path
-}
-
-/// `echo` a JSON line from a shell script (single-quoted).
-fn say(line: &str) -> String {
-    format!("printf '%s\\n' '{line}'")
-}
-
-fn watchdog() -> Command {
-    let mut c = Command::new(BIN);
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("AGENT_WATCHDOG_") {
-            c.env_remove(k);
-        }
-    }
-    c.stdin(Stdio::null());
-    c
-}
 
 fn run(args: &[&str], child: &Path) -> Output {
     watchdog()
@@ -54,10 +29,6 @@ fn run(args: &[&str], child: &Path) -> Output {
         .arg(child)
         .output()
         .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn read_json(path: &Path) -> Value {
@@ -125,7 +96,8 @@ fn exit_codes_follow_the_outcome() {
             format!("{}\n{}\nexit 0", say(INIT), say(RESULT_MIDTASK)),
             3,
         ),
-        ("crash", format!("{}\nkill -9 $$", say(INIT)), 3),
+        // It ended by itself: its own status, 128 + 9.
+        ("crash", format!("{}\nkill -9 $$", say(INIT)), 137),
     ];
     for (name, body, code) in cases {
         let child = script(dir.path(), &format!("{name}.sh"), body);

@@ -260,7 +260,26 @@ fn a_continuation_that_runs_another_session_is_stopped_and_reported() {
     assert!(s["recovery"]["error"]
         .as_str()
         .is_some_and(|e| e.contains(OTHER_SID)));
-    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("exiting 1"), "{err}");
+}
+
+#[test]
+fn a_continuation_of_another_session_that_exits_0_still_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The resumed run prints another session's init and exits 0 at once.
+    fake_claude(d, &[init(SID), cut_off(SID)], &[init(OTHER_SID)]);
+    let state = d.join("state");
+    let out = run(
+        d,
+        &["--state-dir", state.to_str().unwrap(), "--grace", "1s"],
+        &P,
+    );
+    let err = stderr(&out);
+    assert_eq!(runs(d).len(), 2);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(summary(d)["exit_code"], 1);
 }
 
 #[test]

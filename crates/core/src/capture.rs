@@ -5,7 +5,7 @@
 //!
 //! | key | value |
 //! |---|---|
-//! | `start` | optional, first: `{"wall_ms": epoch ms at spawn, "argv": [...], "version": 1}` |
+//! | `start` | optional, first: `{"wall_ms": epoch ms at spawn, "argv": [...], "version": 1}`, plus `"env": {name: value}` with the child's variables that change the policy (the MCP limits; never the rest of the environment) when any is set |
 //! | `line` | a stdout line that parsed as JSON, as that JSON value |
 //! | `raw` | a stdout line that did not parse, as a string (lossy UTF-8) |
 //! | `stderr` | a stderr line, as a string |
@@ -14,6 +14,8 @@
 //! | `boundary` | a marker between two runs of one recording (a recovery continuation) |
 //!
 //! Unknown keys are ignored on read, so other tools' recordings with extra fields replay.
+
+use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
@@ -29,6 +31,8 @@ pub enum Record {
         wall_ms: Option<u64>,
         /// The command line.
         argv: Vec<String>,
+        /// The child's environment variables that change the policy (only those).
+        env: BTreeMap<String, String>,
     },
     /// A stdout line that parsed as JSON.
     Line(Value),
@@ -122,6 +126,15 @@ impl Entry {
                             .collect()
                     })
                     .unwrap_or_default(),
+                env: v
+                    .get("env")
+                    .and_then(Value::as_object)
+                    .map(|o| {
+                        o.iter()
+                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             }
         } else if let Some(v) = m.remove("boundary") {
             Record::Boundary(v)
@@ -136,10 +149,13 @@ impl Entry {
         let mut m = Map::new();
         m.insert("t_ms".into(), json!(self.t_ms));
         let (k, v) = match &self.record {
-            Record::Start { wall_ms, argv } => (
-                "start",
-                json!({"wall_ms": wall_ms, "argv": argv, "version": CAPTURE_VERSION}),
-            ),
+            Record::Start { wall_ms, argv, env } => {
+                let mut v = json!({"wall_ms": wall_ms, "argv": argv, "version": CAPTURE_VERSION});
+                if !env.is_empty() {
+                    v["env"] = json!(env);
+                }
+                ("start", v)
+            }
             Record::Line(v) => ("line", v.clone()),
             Record::Raw(s) => ("raw", json!(s)),
             Record::Stderr(s) => ("stderr", json!(s)),
@@ -162,6 +178,12 @@ mod tests {
             Record::Start {
                 wall_ms: Some(1_796_030_275_077),
                 argv: vec!["claude".into(), "-p".into()],
+                env: BTreeMap::new(),
+            },
+            Record::Start {
+                wall_ms: None,
+                argv: vec![],
+                env: [("MCP_TIMEOUT".to_owned(), "60000".to_owned())].into(),
             },
             Record::Line(json!({"type":"system","subtype":"init"})),
             Record::Raw("not json \u{fffd}".into()),

@@ -8,6 +8,13 @@
 //! | `system/session_state_changed` with `state: "requires_action"`, or a `control_request` whose `request.subtype` is `can_use_tool` | [`Signal::HumanWait`] |
 //!
 //! The classifier is pure and total: every input, including garbage, gets a class.
+//!
+//! **MCP calls.** While an MCP tool call is outstanding Claude Code prints nothing but a
+//! `tool_progress` heartbeat every 30 s (`tool_name` `mcp__<server>__<tool>`, the call's id in
+//! `parent_tool_use_id`): keep-alives, so the no-progress clock runs. Claude Code aborts such a
+//! call by itself (1,800 s without a response for a stdio server by default) and the session
+//! goes on; the registry therefore keeps the no-progress kill from coming before that point
+//! plus a margin (see [`McpLimits`](crate::McpLimits)). The classification itself is unchanged.
 
 use crate::view::LineView;
 

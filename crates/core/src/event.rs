@@ -96,6 +96,18 @@ pub struct Kill {
     pub utilization: Option<f64>,
     /// The extension that held at the kill, if any.
     pub extension: Option<ExtendReason>,
+    /// The MCP tool call outstanding at the kill (the longest outstanding one), if any: what
+    /// hung.
+    pub mcp_call: Option<McpCall>,
+}
+
+/// An MCP tool call that was outstanding at a kill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpCall {
+    /// The tool, e.g. `mcp__db__query`.
+    pub tool: String,
+    /// How long it had been outstanding (from its `tool_use`, or as its heartbeats said).
+    pub outstanding: Duration,
 }
 
 /// How a session ended.

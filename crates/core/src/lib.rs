@@ -12,7 +12,8 @@
 //! - [`capture`]: the capture format (recordings of runs).
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window.
 //! - [`warning_filter`]: show a known repeated warning once, count the rest.
-//! - [`recovery`]: the continue-exactly-once decision, and the ledger that makes it durable.
+//! - [`recovery`]: the continue-exactly-once decision, and the ledger that makes it durable
+//!   ([`recovery::subagent`]: the same for Claude Code subagents, keyed by session + agent id).
 //!
 //! # Classification (the contract)
 //!
@@ -36,7 +37,7 @@
 //! |---|---|---|
 //! | `startup` | 3 min | no line at all since registration |
 //! | `idle` | 10 min | no line (progress or keep-alive) for the patience: `idle × extend_factor` (2) before the first completed write tool (`Write`, `Edit`, `MultiEdit`, `NotebookEdit`) and while utilization ≥ `high_utilization` (0.9); else `idle` |
-//! | `no_progress` | 30 min | no progress for this long, keep-alives or not |
+//! | `no_progress` | 30 min | no progress for this long, keep-alives or not; while an MCP tool call is outstanding, never before the call's start + where Claude Code gives up on it (1,800 s by default) + 30 s ([`McpLimits`]) |
 //! | `linger` | 11 min | a `result` came, then no progress, and the stream has not ended |
 //! | `ceiling` | none | total age (checked first; wins over everything) |
 //! | `warn_at` | 0.8 | not a kill: one [`Event::Stalling`] per quiet spell when the idle or no-progress clock passes this fraction of its limit |
@@ -52,6 +53,18 @@
 //! is killed at that instant. Ties on one instant go to the first of ceiling, startup, linger,
 //! idle, no_progress. Every option can be set per registry and overridden per session
 //! ([`SessionConfig`]).
+//!
+//! **The MCP floor.** Claude Code aborts an MCP tool call that sent no response or progress
+//! for its idle limit (1,800 s for a stdio server by default, checked on its 30 s heartbeat
+//! tick), hands the model an `is_error` tool result, and the session goes on. A plain 30-minute
+//! no-progress limit counted from the `tool_use` fired 0.3 s before that (killed at 1,800.9 s,
+//! Claude Code's own abort at 1,801.2 s). So while an MCP call is outstanding (from its
+//! `tool_use`, or from a heartbeat naming an `mcp__…` tool, until its `tool_result` or a
+//! `result`), the no-progress kill comes no earlier than the call's start plus the point where
+//! Claude Code gives up on it plus a margin of at least one heartbeat tick (30 s). The host
+//! derives the give-up point from the child's environment and MCP config ([`McpLimits`]); a
+//! server whose calls Claude Code never aborts sets no floor. A kill names the MCP call in
+//! flight ([`Kill::mcp_call`]).
 //!
 //! # Outcomes
 //!
@@ -117,8 +130,8 @@ mod session;
 pub mod view;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
-pub use config::{ConfigError, Limits, SessionConfig};
-pub use event::{Event, ExtendReason, Kill, KillKind, Outcome, SessionId, StallClock};
+pub use config::{ConfigError, Limits, McpLimits, SessionConfig, HEARTBEAT_TICK};
+pub use event::{Event, ExtendReason, Kill, KillKind, McpCall, Outcome, SessionId, StallClock};
 pub use registry::{Registry, SessionSnapshot};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
 

@@ -29,6 +29,9 @@
 //! 3. On [`Decision::Notice`]: `ledger.record_notice(id)`; show the notice only when it
 //!    returns `Ok(true)`.
 //!
+//! Subagents (Claude Code's `Agent` tool) have their own trigger and marker key (session id +
+//! agent id): see [`subagent`].
+//!
 //! ```
 //! use watchdog_core::recovery::*;
 //! use watchdog_core::Outcome;
@@ -61,6 +64,8 @@
 //! let state = LedgerState::from(ledger.get(id).unwrap());
 //! assert!(matches!(recovery.decide(&again, &state), Decision::Nothing(Skip::AlreadyNoticed)));
 //! ```
+
+pub mod subagent;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -311,7 +316,15 @@ impl TerminalFacts {
     /// The rejection and `credits_required` state of a rate-limit monitor at the end of the
     /// run (a rejection that already reset by then does not count).
     pub fn with_rate_limits(mut self, monitor: &RateLimitMonitor) -> Self {
-        if let Some(w) = monitor.rejection(self.ended_at_ms) {
+        // A rejection whose reset already passed still tells when it reset (the wait is then
+        // over), rather than leaving the reset time unknown.
+        let rejected = monitor.rejection(self.ended_at_ms).or_else(|| {
+            monitor
+                .windows()
+                .filter(|w| w.is_rejected() && w.resets_at_ms.is_some())
+                .max_by_key(|w| w.resets_at_ms)
+        });
+        if let Some(w) = rejected {
             self.rate_limit_rejected = true;
             self.rate_limit_resets_at_ms = w.resets_at_ms;
         }

@@ -36,11 +36,12 @@ use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::classify::{classify, Class, LineKind, Signal};
-use crate::config::{Limits, SessionConfig};
+use crate::config::{Limits, McpLimits, SessionConfig};
 use crate::deadline_queue::{DeadlineQueue, Slots};
-use crate::event::{Event, ExtendReason, Kill, KillKind, Outcome, SessionId};
+use crate::event::{Event, ExtendReason, Kill, KillKind, McpCall, Outcome, SessionId};
 use crate::session::{
-    flag, id_hash, Cold, Due, ErrorDetails, LastResult, LimitsNs, Session, NEVER,
+    dur_ns, flag, id_hash, Cold, Due, ErrorDetails, LastResult, LimitsNs, PendingMcp, Session,
+    NEVER,
 };
 use crate::view::{ContentBlock, LineView};
 
@@ -51,6 +52,7 @@ struct LimitsKey {
     ceiling: Option<Duration>,
     floats: [u64; 3],
     write_tools: Vec<Box<str>>,
+    mcp: McpLimits,
 }
 
 impl LimitsKey {
@@ -64,6 +66,7 @@ impl LimitsKey {
                 l.warn_at().to_bits(),
             ],
             write_tools: l.write_tools().to_vec(),
+            mcp: l.mcp().clone(),
         }
     }
 }
@@ -173,9 +176,15 @@ impl Slots for Filing<'_> {
             return NEVER;
         };
         let p = self.policies.get(s.limits);
-        let retry_end = s.retry_end(&self.cold[slot as usize]);
+        let c = &self.cold[slot as usize];
         let t = s
-            .next_due(&p.ns, p.ns.is_high(self.utilization), p.drop_at, retry_end)
+            .next_due(
+                &p.ns,
+                p.ns.is_high(self.utilization),
+                p.drop_at,
+                s.retry_end(c),
+                s.mcp_floor(c),
+            )
             .map_or(NEVER, |(t, _)| t);
         s.queued = t;
         s.flags &= !flag::RAISED;
@@ -341,8 +350,14 @@ impl Registry {
     fn next_of(&self, slot: u32) -> Option<(u64, Due)> {
         let s = self.session(slot);
         let p = self.policies.get(s.limits);
-        let retry_end = s.retry_end(&self.cold[slot as usize]);
-        s.next_due(&p.ns, p.ns.is_high(self.utilization), p.drop_at, retry_end)
+        let c = &self.cold[slot as usize];
+        s.next_due(
+            &p.ns,
+            p.ns.is_high(self.utilization),
+            p.drop_at,
+            s.retry_end(c),
+            s.mcp_floor(c),
+        )
     }
 
     /// Note the session's next event in the deadline queue. A later event than where the
@@ -456,6 +471,10 @@ impl Registry {
             last_signal: s.last_signal,
             utilization: self.utilization,
             extension: s.extension(&p.ns, p.ns.is_high(self.utilization)),
+            mcp_call: s.oldest_mcp(c).map(|m| McpCall {
+                tool: m.tool.to_string(),
+                outstanding: since(m.started),
+            }),
         }
     }
 
@@ -489,7 +508,37 @@ impl Registry {
         // while the line is classified.
         let slot = self.slot_of(id);
         let class = classify(line);
-        self.feed(now, slot, Some(line), class);
+        self.feed(now, slot, Some(line), class, false);
+        class
+    }
+
+    /// Feed a stdout line (`None`: an unparseable line or a piece of an over-long one) that
+    /// was already waiting to be read while deadlines came due (the host was stopped, say by
+    /// Ctrl-Z, or busy): it counts **before** the deadlines due at `now`, which then fire only
+    /// if they still hold. Otherwise the same as [`Registry::observe`]; when nothing is due at
+    /// `now` the two are identical.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use watchdog_core::{Event, Limits, LineView, Registry, SessionConfig};
+    /// let t0 = Instant::now();
+    /// let mut reg = Registry::new(Limits::default().with_idle(Duration::from_secs(60)).unwrap());
+    /// let id = reg.register(t0, SessionConfig::default());
+    /// let line = LineView::parse(br#"{"type":"assistant","message":{"content":[]}}"#).unwrap();
+    /// reg.observe(t0, id, &line);
+    /// // The host wakes 5 minutes late and finds a line waiting: the idle kill does not land.
+    /// reg.observe_waited(t0 + Duration::from_secs(300), id, Some(&line));
+    /// assert!(!std::iter::from_fn(|| reg.poll_event()).any(|e| matches!(e, Event::Killed(_))));
+    /// ```
+    pub fn observe_waited(
+        &mut self,
+        now: Instant,
+        id: SessionId,
+        line: Option<&LineView<'_>>,
+    ) -> Class {
+        let slot = self.slot_of(id);
+        let class = line.map_or(Class::UNPARSEABLE, classify);
+        self.feed(now, slot, line, class, true);
         class
     }
 
@@ -499,22 +548,40 @@ impl Registry {
             Ok(view) => self.observe(now, id, &view),
             Err(_) => {
                 let slot = self.slot_of(id);
-                self.feed(now, slot, None, Class::UNPARSEABLE);
+                self.feed(now, slot, None, Class::UNPARSEABLE, false);
                 Class::UNPARSEABLE
             }
         }
     }
 
     /// `slot`: the session's slot, from [`Registry::slot_of`] (running due events does not
-    /// change which slots are live).
-    fn feed(&mut self, now: Instant, slot: Option<u32>, line: Option<&LineView<'_>>, class: Class) {
+    /// change which slots are live). `waited`: the line counts before what is due at `now`
+    /// ([`Registry::observe_waited`]).
+    fn feed(
+        &mut self,
+        now: Instant,
+        slot: Option<u32>,
+        line: Option<&LineView<'_>>,
+        class: Class,
+        waited: bool,
+    ) {
         self.counts[class.kind.index()] += 1;
-        let t = self.advance(now);
+        let t = if waited {
+            self.clock(now)
+        } else {
+            self.advance(now)
+        };
         let Some(slot) = slot else {
+            if waited {
+                self.run_due(t);
+            }
             return;
         };
         let id = make_id(slot, self.session(slot).generation);
         if self.session(slot).is_done() {
+            if waited {
+                self.run_due(t);
+            }
             return;
         }
         let policy = self.session(slot).limits;
@@ -536,6 +603,7 @@ impl Registry {
                 read_session_id(s, c, view, class.kind);
                 match class.kind {
                     LineKind::Assistant | LineKind::User => read_tools(s, c, view, limits, t),
+                    LineKind::ToolProgress => read_heartbeat(s, c, view, limits.mcp(), t),
                     LineKind::ApiRetry => {
                         if let Some(ms) = view.retry_delay_ms() {
                             s.note_retry(c, t, ms_to_ns(ms));
@@ -582,9 +650,9 @@ impl Registry {
         if settled_now {
             self.events.push_back(Event::Settled { id });
         }
-        // The queue was settled with nothing due at `t`; unless this line changed it, it
-        // still is.
-        if self.reschedule(slot) {
+        // The queue was settled with nothing due at `t`; unless this line changed it (or it
+        // waited, and the queue was not settled first), it still is.
+        if self.reschedule(slot) || waited {
             self.run_due(t);
         }
     }
@@ -633,6 +701,44 @@ impl Registry {
         if is_write {
             wrote(s, c);
         }
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+
+    /// The last `paused` before `now` does not count toward the idle and no-progress clocks
+    /// of `id`: the host could not take the child's output (a slow reader downstream), so the
+    /// child's silence was the host's doing. The startup and ceiling clocks are not paused. No
+    /// effect on an ended session, nor while a human wait is open (it pauses the same clocks).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use watchdog_core::{Limits, Registry, SessionConfig};
+    /// let t0 = Instant::now();
+    /// let idle = Duration::from_secs(60);
+    /// let mut reg = Registry::new(Limits::default().with_idle(idle).unwrap().with_extend_factor(1.0).unwrap());
+    /// let id = reg.register(t0, SessionConfig::default());
+    /// reg.observe_line(t0, id, br#"{"type":"assistant","message":{"content":[]}}"#);
+    /// // 50 s later: the output was blocked for the last 40 s.
+    /// reg.pause_clocks(t0 + Duration::from_secs(50), id, Duration::from_secs(40));
+    /// let killed = |reg: &mut Registry| {
+    ///     std::iter::from_fn(|| reg.poll_event()).any(|e| matches!(e, watchdog_core::Event::Killed(_)))
+    /// };
+    /// reg.handle_timeout(t0 + Duration::from_secs(99));
+    /// assert!(!killed(&mut reg), "60 s of patience, 40 s of them paused");
+    /// reg.handle_timeout(t0 + Duration::from_secs(100));
+    /// assert!(killed(&mut reg));
+    /// ```
+    pub fn pause_clocks(&mut self, now: Instant, id: SessionId, paused: Duration) {
+        let t = self.clock(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        if self.session(slot).is_done() {
+            return;
+        }
+        let b = t.saturating_sub(u64::try_from(paused.as_nanos()).unwrap_or(u64::MAX));
+        let (s, c) = self.parts_mut(slot);
+        s.pause_clocks(c, b, t);
         self.reschedule(slot);
         self.run_due(t);
     }
@@ -886,6 +992,9 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
     view.for_each_block(|b| match b {
         ContentBlock::ToolUse { id, name } => {
             s.last_tool = t;
+            if name.starts_with("mcp__") {
+                begin_mcp(s, c, &id, &name, t, limits.mcp());
+            }
             if !s.has(flag::WROTE) && limits.is_write_tool(&name) {
                 let pending = &mut s.rare(c).pending_writes;
                 if pending.len() < MAX_PENDING {
@@ -898,6 +1007,9 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
             is_error,
         } => {
             s.last_tool = t;
+            if s.has(flag::MCP) {
+                removed |= end_mcp(s, c, &tool_use_id);
+            }
             if s.has(flag::WROTE) {
                 return;
             }
@@ -924,8 +1036,78 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
     }
 }
 
+/// An MCP tool call began at `t` (a `tool_use`, or a heartbeat of a call not seen before).
+fn begin_mcp(s: &mut Session, c: &mut Cold, id: &str, tool: &str, t: u64, mcp: &McpLimits) {
+    let hash = id_hash(id);
+    let r = s.rare(c);
+    let known = r.mcp_calls.iter().any(|m| m.hash == hash && &*m.id == id);
+    if !known && r.mcp_calls.len() < MAX_PENDING {
+        let floor = mcp
+            .floor_for_tool(tool)
+            .map_or(0, |d| t.saturating_add(dur_ns(d)));
+        r.mcp_calls.push(PendingMcp {
+            hash,
+            id: id.into(),
+            tool: tool.into(),
+            started: t,
+            floor,
+        });
+    }
+    s.sync_mcp(r);
+}
+
+/// A `tool_result` for `id`: the MCP call of that id, if any, is over. Returns whether one
+/// was removed.
+fn end_mcp(s: &mut Session, c: &mut Cold, id: &str) -> bool {
+    let Some(r) = s.rare_mut(c) else {
+        return false;
+    };
+    let h = id_hash(id);
+    let Some(i) = r.mcp_calls.iter().position(|m| m.hash == h && &*m.id == id) else {
+        return false;
+    };
+    r.mcp_calls.swap_remove(i);
+    s.sync_mcp(r);
+    true
+}
+
+/// A `tool_progress` heartbeat: one naming an MCP tool proves its call outstanding since
+/// `elapsed_time_seconds` ago (`parent_tool_use_id` is the call's id; the line's own
+/// `tool_use_id` is made up).
+fn read_heartbeat(s: &mut Session, c: &mut Cold, view: &LineView<'_>, mcp: &McpLimits, t: u64) {
+    let Some(tool) = view.tool_name().filter(|n| n.starts_with("mcp__")) else {
+        return;
+    };
+    let Some(id) = view.parent_tool_use_id() else {
+        return;
+    };
+    if s.has(flag::MCP) {
+        if let Some(r) = s.rare_mut(c) {
+            let h = id_hash(&id);
+            if r.mcp_calls.iter().any(|m| m.hash == h && *m.id == *id) {
+                return;
+            }
+        }
+    }
+    let elapsed = view.elapsed_time_seconds().map_or(0, |e| {
+        let ns = e * 1e9;
+        if ns >= u64::MAX as f64 {
+            NEVER
+        } else {
+            ns as u64
+        }
+    });
+    begin_mcp(s, c, &id, &tool, t.saturating_sub(elapsed), mcp);
+}
+
 /// Remember the last `result`'s verdict.
 fn read_result(s: &mut Session, c: &mut Cold, view: &LineView<'_>) {
+    // The turn is over: no MCP call is outstanding any more.
+    if let Some(r) = s.rare_mut(c) {
+        r.mcp_calls = Vec::new();
+        s.sync_mcp(r);
+        s.compact(c);
+    }
     let subtype = view.subtype();
     let is_error =
         view.is_error() == Some(true) || subtype.as_deref().is_some_and(|st| st != "success");

@@ -109,6 +109,8 @@ pub(crate) mod flag {
     /// Filed in the deadline queue's near heap, and the next event moved later since (the
     /// queue re-files the entry when it reaches the heap's top).
     pub const RAISED: u32 = 1 << 16;
+    /// An MCP tool call is outstanding (`Rare::mcp_calls` is not empty).
+    pub const MCP: u32 = 1 << 17;
 }
 
 /// The last `result` of a session, compactly.
@@ -146,6 +148,21 @@ pub(crate) fn id_hash(id: &str) -> u64 {
     (h.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(K)
 }
 
+/// An outstanding MCP tool call.
+#[derive(Debug)]
+pub(crate) struct PendingMcp {
+    /// [`id_hash`] of `id`.
+    pub hash: u64,
+    /// The `tool_use` id.
+    pub id: Box<str>,
+    /// The tool, `mcp__<server>__<tool>`.
+    pub tool: Box<str>,
+    /// When the call started.
+    pub started: u64,
+    /// The no-progress kill comes no earlier than this (0: no floor).
+    pub floor: u64,
+}
+
 /// State that most sessions never need, boxed on first use.
 #[derive(Debug, Default)]
 pub(crate) struct Rare {
@@ -159,11 +176,14 @@ pub(crate) struct Rare {
     pub error: Option<Box<ErrorDetails>>,
     /// The kill, once killed.
     pub kill: Option<Box<Kill>>,
+    /// Outstanding MCP tool calls (at most `MAX_PENDING`).
+    pub mcp_calls: Vec<PendingMcp>,
 }
 
 impl Rare {
     fn is_empty(&self) -> bool {
-        self.pending_writes.is_empty()
+        self.mcp_calls.is_empty()
+            && self.pending_writes.is_empty()
             && self.pending_requests.is_empty()
             && self.error.is_none()
             && self.kill.is_none()
@@ -315,6 +335,37 @@ impl Session {
         }
     }
 
+    /// Note whether an MCP call is outstanding (after `mcp_calls` changed).
+    pub(crate) fn sync_mcp(&mut self, r: &Rare) {
+        if r.mcp_calls.is_empty() {
+            self.flags &= !flag::MCP;
+        } else {
+            self.flags |= flag::MCP;
+        }
+    }
+
+    /// The no-progress floor set by outstanding MCP calls (the latest of theirs), or 0.
+    pub(crate) fn mcp_floor(&self, c: &Cold) -> u64 {
+        if !self.has(flag::MCP) {
+            return 0;
+        }
+        self.rare_ref(c).map_or(0, |r| {
+            r.mcp_calls.iter().map(|m| m.floor).max().unwrap_or(0)
+        })
+    }
+
+    /// The longest outstanding MCP call, if any.
+    pub(crate) fn oldest_mcp<'c>(&self, c: &'c Cold) -> Option<&'c PendingMcp> {
+        if !self.has(flag::MCP) {
+            return None;
+        }
+        self.rare_ref(c)?.mcp_calls.iter().min_by_key(|m| m.started)
+    }
+
+    fn rare_ref<'c>(&self, c: &'c Cold) -> Option<&'c Rare> {
+        c.rare.as_deref().filter(|_| self.has(flag::RARE))
+    }
+
     /// Whether a permission request is unanswered.
     pub(crate) fn has_pending_requests(&self) -> bool {
         self.has(flag::REQUESTS)
@@ -437,12 +488,24 @@ impl Session {
     pub(crate) fn end_wait_if_clear(&mut self, c: &mut Cold, now: u64, was_paused: bool) {
         if was_paused && !self.paused() {
             let b = c.pause_or_line;
-            let e = now.max(b);
-            self.move_idle_anchor(c, shift(self.idle_anchor, b, e));
-            self.move_progress_anchor(c, shift(self.progress_anchor, b, e));
-            if self.has(flag::RETRY) && c.retry_end != 0 {
-                c.retry_end = shift(c.retry_end, b, e);
-            }
+            self.shift_clocks(c, b, now.max(b));
+        }
+    }
+
+    /// Time in `[b, e)` does not count toward the idle and no-progress clocks (the host could
+    /// not take the output). No effect while a human wait is open: its own pause covers the
+    /// same clocks, and ends by shifting them.
+    pub(crate) fn pause_clocks(&mut self, c: &mut Cold, b: u64, e: u64) {
+        if !self.paused() && b < e {
+            self.shift_clocks(c, b, e);
+        }
+    }
+
+    fn shift_clocks(&mut self, c: &mut Cold, b: u64, e: u64) {
+        self.move_idle_anchor(c, shift(self.idle_anchor, b, e));
+        self.move_progress_anchor(c, shift(self.progress_anchor, b, e));
+        if self.has(flag::RETRY) && c.retry_end != 0 {
+            c.retry_end = shift(c.retry_end, b, e);
         }
     }
 
@@ -451,13 +514,15 @@ impl Session {
     /// `high`: the utilization is at or above this session's threshold; `drop_at`: the last
     /// instant the utilization fell below it (an extension withdrawn then kills no earlier
     /// than then).
-    /// `retry_end`: [`Session::retry_end`].
+    /// `retry_end`: [`Session::retry_end`]; `mcp_floor`: [`Session::mcp_floor`] (the
+    /// no-progress kill comes no earlier).
     pub(crate) fn next_due(
         &self,
         l: &LimitsNs,
         high: bool,
         drop_at: u64,
         retry_end: u64,
+        mcp_floor: u64,
     ) -> Option<(u64, Due)> {
         if self.is_done() {
             return None;
@@ -481,7 +546,10 @@ impl Session {
             };
             let base = self.idle_anchor.max(retry_end);
             let idle_kill = base.saturating_add(patience).max(drop_at);
-            let np_kill = self.progress_anchor.saturating_add(l.no_progress);
+            let np_kill = self
+                .progress_anchor
+                .saturating_add(l.no_progress)
+                .max(mcp_floor);
             take(idle_kill, KillKind::Idle);
             take(np_kill, KillKind::NoProgress);
             let kill_t = kill.0;
@@ -560,8 +628,9 @@ mod tests {
             "{}",
             std::mem::size_of::<Cold>()
         );
+        // Boxed, and only for sessions that need it: 64 bytes plus the MCP calls' vector.
         assert!(
-            std::mem::size_of::<Rare>() <= 64,
+            std::mem::size_of::<Rare>() <= 88,
             "{}",
             std::mem::size_of::<Rare>()
         );

@@ -258,6 +258,7 @@ wire!(Top {
     total_cost_usd,
     tool_name,
     heartbeat,
+    elapsed_time_seconds,
 });
 
 wire!(Event { ty = "type" });
@@ -297,6 +298,8 @@ pub struct Unparseable {
 /// ```
 pub struct LineView<'a> {
     top: Top<'a>,
+    /// The whole line, for [`LineView::member`] (fields the view does not keep).
+    whole: Field<'a>,
 }
 
 impl fmt::Debug for LineView<'_> {
@@ -338,7 +341,10 @@ impl<'a> LineView<'a> {
         .map_err(|e| Unparseable {
             reason: e.to_string(),
         })?;
-        Ok(LineView { top })
+        Ok(LineView {
+            top,
+            whole: Field::Raw(RawJson(text)),
+        })
     }
 
     /// Parse one line given as text.
@@ -355,6 +361,7 @@ impl<'a> LineView<'a> {
         }
         Ok(LineView {
             top: Top::from_value(value),
+            whole: Field::Value(value),
         })
     }
 
@@ -442,6 +449,40 @@ impl<'a> LineView<'a> {
     /// `tool_name` (on `tool_progress`).
     pub fn tool_name(&self) -> Option<Cow<'a, str>> {
         Self::s(self.top.tool_name())
+    }
+    /// `elapsed_time_seconds` of a `tool_progress` heartbeat, when it is a finite,
+    /// non-negative number.
+    pub fn elapsed_time_seconds(&self) -> Option<f64> {
+        let n = self.top.elapsed_time_seconds()?.as_f64()?;
+        (n.is_finite() && n >= 0.0).then_some(n)
+    }
+    /// Any top-level member by key, including those the view does not keep: scans the line's
+    /// text up to the first member with that key (for rare lines; the kept fields have their
+    /// own accessors).
+    pub fn member(&self, key: &str) -> Option<Field<'a>> {
+        self.whole.member(key)
+    }
+    /// `task_id` of a `system/task_*` line (a subagent's agent id).
+    pub fn task_id(&self) -> Option<Cow<'a, str>> {
+        Self::s(self.member("task_id"))
+    }
+    /// `run_id` of a `system/task_*` line: one run of a task (a continuation is a new run).
+    pub fn run_id(&self) -> Option<Cow<'a, str>> {
+        Self::s(self.member("run_id"))
+    }
+    /// `subagent_type` of a `system/task_started` line.
+    pub fn subagent_type(&self) -> Option<Cow<'a, str>> {
+        Self::s(self.member("subagent_type"))
+    }
+    /// A task's status: `patch.status` of `system/task_updated`, else `status` (on
+    /// `system/task_notification`), e.g. `failed`, `completed`.
+    pub fn task_status(&self) -> Option<Cow<'a, str>> {
+        Self::s(self.member("patch").and_then(|p| p.member("status")))
+            .or_else(|| Self::s(self.member("status")))
+    }
+    /// A task's error: `patch.error` of `system/task_updated`.
+    pub fn task_error(&self) -> Option<Cow<'a, str>> {
+        Self::s(self.member("patch")?.member("error"))
     }
     /// `request_id` of a `control_request`, or `response.request_id` of a `control_response`.
     pub fn request_id(&self) -> Option<Cow<'a, str>> {

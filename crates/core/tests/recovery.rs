@@ -241,6 +241,23 @@ fn a_429_result_with_a_known_reset_is_a_trigger_without_one_it_is_not() {
 }
 
 #[test]
+fn a_rejection_whose_reset_already_passed_is_known_not_unknown() {
+    let mut m = RateLimitMonitor::new(RateLimitConfig::default());
+    let reset_s = T / 1000 - 60;
+    let line = format!(
+        r#"{{"type":"rate_limit_event","rate_limit_info":{{"status":"rejected","resetsAt":{reset_s},"rateLimitType":"five_hour"}}}}"#
+    );
+    let _ = m.observe(T - 120_000, &LineView::parse(line.as_bytes()).unwrap());
+    let f = facts(error("success", "api_error", None, Some(429))).with_rate_limits(&m);
+    assert_eq!(f.rate_limit_resets_at_ms, Some(reset_s * 1000));
+    // The reset (plus margin) passed before the run ended: continue at once, not "unknown".
+    assert!(matches!(
+        fresh(&all_on(), &f),
+        Decision::Continue { trigger: Trigger::RateLimitWait, wait_until: Some(w), .. } if w == T
+    ));
+}
+
+#[test]
 fn a_reset_beyond_max_wait_is_not_waited_for_and_the_cap_is_inclusive() {
     let r = all_on().with_reset_margin(Duration::ZERO);
     let six_h = 6 * 3_600_000;

@@ -23,13 +23,15 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod agents;
 pub mod harness;
 mod http;
 mod scenario;
 mod server;
 
+pub use agents::{AgentScript, CutOffs};
 pub use scenario::{
     Block, Matcher, RateLimitHeaders, Scenario, ScenarioOptions, Stall, StopReason, Turn,
-    BASH_TOOL_ID, FINAL_TEXT, WRITE_TOOL_ID,
+    BASH_TOOL_ID, FINAL_TEXT, MCP_CALL_ID, MCP_FINAL_TEXT, MCP_SEARCH_ID, WRITE_TOOL_ID,
 };
 pub use server::{BlockingMockServer, MockServer, RecordedRequest, RequestLog, RequestSummary};

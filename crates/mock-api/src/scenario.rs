@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::agents::AgentScript;
 use crate::RequestSummary;
 
 /// Why a streamed message stopped (`message_delta.delta.stop_reason`).
@@ -479,6 +480,13 @@ pub const BASH_TOOL_ID: &str = "toolu_mock_bash_1";
 /// Final answer text of the named scenarios.
 pub const FINAL_TEXT: &str = "Hello from the mock Messages API.";
 
+/// Tool id of the `ToolSearch` call of [`Scenario::mcp_tool_call`].
+pub const MCP_SEARCH_ID: &str = "toolu_mock_ts_mcp";
+/// Tool id of the MCP tool call of [`Scenario::mcp_tool_call`].
+pub const MCP_CALL_ID: &str = "toolu_mock_mcp_1";
+/// Final answer text of [`Scenario::mcp_tool_call`].
+pub const MCP_FINAL_TEXT: &str = "MCP-FINAL: the MCP call is over.";
+
 /// A scripted conversation: which [`Turn`] answers each main request.
 ///
 /// The turn for a request is the first [`Scenario::when`] rule that matches, else
@@ -491,6 +499,7 @@ pub struct Scenario {
     rules: Vec<(Matcher, Turn)>,
     rate_limit: Option<RateLimitHeaders>,
     headers: Vec<(String, String)>,
+    agents: Option<AgentScript>,
 }
 
 impl Scenario {
@@ -517,6 +526,17 @@ impl Scenario {
             rules: Vec::new(),
             rate_limit: None,
             headers: Vec::new(),
+            agents: None,
+        }
+    }
+
+    /// The agent scenario: the parent delegates to subagents that are cut off as `script`
+    /// says, and continues an agent with `SendMessage` when a message asks it to (see
+    /// [`AgentScript`]). Rules and turns are not used for its requests.
+    pub fn agents(name: impl Into<String>, script: AgentScript) -> Self {
+        Scenario {
+            agents: Some(script),
+            ..Scenario::new(name)
         }
     }
 
@@ -637,6 +657,31 @@ impl Scenario {
         Some(s)
     }
 
+    /// An MCP tool call, as in the recordings (`testdata/mcp`): the model loads the deferred
+    /// tool `tool` (e.g. `mcp__probe__wait`) with `ToolSearch` (`select:<tool>`), calls it
+    /// ([`MCP_CALL_ID`]), and answers [`MCP_FINAL_TEXT`] once the call's tool result comes
+    /// (the server's answer, or Claude Code's own abort). Not one of [`Scenario::NAMES`]: it
+    /// needs an MCP server (`--mcp-config`) beside the CLI.
+    pub fn mcp_tool_call(tool: &str) -> Scenario {
+        let search = json!({"query": format!("select:{tool}"), "max_results": 1});
+        Scenario::new("mcp_tool_call")
+            .when(
+                Matcher::ToolResultFor(MCP_CALL_ID.into()),
+                Turn::answer(MCP_FINAL_TEXT),
+            )
+            .when(
+                Matcher::ToolResultFor(MCP_SEARCH_ID.into()),
+                Turn::new()
+                    .text("Calling the MCP tool.")
+                    .tool_use(MCP_CALL_ID, tool, json!({})),
+            )
+            .turn(Turn::new().text("Loading the MCP tool.").tool_use(
+                MCP_SEARCH_ID,
+                "ToolSearch",
+                search,
+            ))
+    }
+
     /// The turn answering a main request: `index` = main requests seen before it.
     pub fn select(&self, index: usize, summary: &RequestSummary) -> Turn {
         if let Some((_, t)) = self.rules.iter().find(|(m, _)| m.matches(index, summary)) {
@@ -645,6 +690,21 @@ impl Scenario {
         match self.turns.get(index).or(self.turns.last()) {
             Some(t) => t.clone(),
             None => Turn::answer(FINAL_TEXT),
+        }
+    }
+
+    /// The turn answering a main request whose whole body is `body`; `count(key)` is the
+    /// server's per-key request counter (used by the agent scenario).
+    pub(crate) fn select_request(
+        &self,
+        index: usize,
+        summary: &RequestSummary,
+        body: &Value,
+        count: &mut dyn FnMut(String) -> usize,
+    ) -> Turn {
+        match &self.agents {
+            Some(script) => script.turn(summary, body, count),
+            None => self.select(index, summary),
         }
     }
 

@@ -1,5 +1,6 @@
 //! The server: accept loop, routing, request recording, SSE streaming.
 
+use std::collections::HashMap;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,6 +42,8 @@ pub struct RequestSummary {
     pub metadata_session_id: Option<String>,
     /// The working directory the CLI reports in its environment block, if found.
     pub cwd: Option<String>,
+    /// The `x-claude-code-agent-id` header: the request belongs to that subagent.
+    pub agent_id: Option<String>,
 }
 
 impl RequestSummary {
@@ -106,6 +109,7 @@ impl RequestSummary {
             session_id: session_header.map(str::to_string),
             metadata_session_id,
             cwd: find_cwd(body),
+            agent_id: None,
         }
     }
 
@@ -183,6 +187,8 @@ struct Shared {
     scenario: Scenario,
     requests: Mutex<Vec<RecordedRequest>>,
     main_count: Mutex<usize>,
+    /// Per-key request counts of the agent scenario.
+    agent_counts: Mutex<HashMap<String, usize>>,
     seq: AtomicU64,
     salt: u64,
     started: Instant,
@@ -327,6 +333,7 @@ impl MockServer {
             scenario,
             requests: Mutex::new(Vec::new()),
             main_count: Mutex::new(0),
+            agent_counts: Mutex::new(HashMap::new()),
             seq: AtomicU64::new(1),
             salt: salt ^ u64::from(addr.port()),
             started: Instant::now(),
@@ -613,14 +620,26 @@ where
         .await?;
         return Ok(());
     };
-    let summary = RequestSummary::from_body(&body, req.header("x-claude-code-session-id"));
+    let mut summary = RequestSummary::from_body(&body, req.header("x-claude-code-session-id"));
+    summary.agent_id = req.header("x-claude-code-agent-id").map(str::to_string);
     // Select under the same lock that assigns the index, so concurrent requests
     // get distinct turns.
     let turn = {
         let mut count = shared.main_count.lock().unwrap_or_else(|e| e.into_inner());
         let index = *count;
         *count += 1;
-        let turn = shared.scenario.select(index, &summary);
+        let mut counter = |key: String| {
+            let mut counts = shared
+                .agent_counts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let n = counts.entry(key).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
+        let turn = shared
+            .scenario
+            .select_request(index, &summary, &body, &mut counter);
         shared.push(&req, Some(body), Some((summary.clone(), index)));
         turn
     };

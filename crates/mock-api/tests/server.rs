@@ -432,6 +432,7 @@ async fn records_requests_and_summaries() {
             session_id: Some("sess-1".into()),
             metadata_session_id: Some("sess-1".into()),
             cwd: None,
+            agent_id: None,
         }
     );
     assert_eq!(s.message_count(), 4);

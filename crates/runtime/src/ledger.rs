@@ -1,62 +1,4 @@
-//! The durable, race-free recovery ledger: [`FileLedger`], the file implementation of the
-//! core [`Ledger`] trait.
-//!
-//! **The guarantee.** At most one automatic continuation per recovery chain: before a stopped
-//! session is continued, [`Ledger::try_claim`] writes a marker file named after the session id,
-//! and only the caller that created it gets [`Claim::Won`]. The marker is written completely
-//! to a private temporary file, flushed to disk, then published under its final name with
-//! `link(2)`, which fails if the name exists; the directory is flushed before `Won` is
-//! returned. So among any number of threads and processes racing on one session exactly one
-//! wins; a marker, once there, stops every later continuation of that session, across
-//! restarts and duplicate events; a crash between the marker and the continuation costs the
-//! continuation, never duplicates it; and a reader never sees a half-written marker (a marker
-//! that is unreadable anyway — a corrupt file, a filesystem fault — still counts as claimed:
-//! every ledger error means *do not continue*).
-//!
-//! # Layout
-//!
-//! ```text
-//! <state dir>/                 mode 0700; default $XDG_STATE_HOME/agent-watchdog/,
-//!                              else ~/.local/state/agent-watchdog/ (see default_state_dir)
-//!     continued/<session-id>.json   the continuation marker (core Marker as JSON), mode 0600
-//!     noticed/<session-id>.json     written once when the notice of a failed continuation was given
-//! ```
-//!
-//! Session ids are checked with [`validate_session_id`] (a UUID) before any path is built, and
-//! file names use the id in lower case, so `ABC…` and `abc…` share one marker. Publishing a
-//! marker needs hard links, which every local Unix filesystem has; where they are missing,
-//! `try_claim` fails (closed).
-//!
-//! # Example
-//!
-//! ```
-//! use agent_sdk_watchdog::core::recovery::*;
-//! use agent_sdk_watchdog::core::Outcome;
-//! use agent_sdk_watchdog::ledger::FileLedger;
-//!
-//! let state = tempfile::tempdir().unwrap();
-//! let id = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
-//! let cut_off = Outcome::ErrorResult {
-//!     subtype: Some("success".into()),
-//!     terminal_reason: Some("api_error".into()),
-//!     stop_reason: Some("stop_sequence".into()),
-//!     api_error: Some("max_output_tokens".into()),
-//!     api_error_status: None,
-//! };
-//! let facts = TerminalFacts::new(cut_off, 1_000).with_session_id(id);
-//! let recovery = Recovery::default();
-//!
-//! // The run was cut off: decide, then claim the marker before continuing.
-//! let ledger = FileLedger::open(state.path()).unwrap();
-//! let decision = recovery.decide(&facts, &ledger.get(id).unwrap().into());
-//! let marker = Marker::for_continue(&facts, &decision).unwrap();
-//! assert_eq!(ledger.try_claim(id, &marker).unwrap(), Claim::Won); // continue once
-//!
-//! // A restart, or a second process, sees the marker: never a second continuation.
-//! let again = FileLedger::open(state.path()).unwrap();
-//! assert_eq!(again.try_claim(id, &marker).unwrap(), Claim::AlreadyClaimed);
-//! assert_eq!(again.get(id).unwrap().unwrap().marker, marker);
-//! ```
+//! The durable recovery ledger; see [`FileLedger`] (re-exported at the crate root).
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
@@ -65,6 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use watchdog_core::recovery::subagent::{
+    SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker,
+};
 use watchdog_core::recovery::{
     validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, Marker,
 };
@@ -74,6 +19,7 @@ pub const STATE_DIR_NAME: &str = "agent-watchdog";
 
 const CONTINUED: &str = "continued";
 const NOTICED: &str = "noticed";
+const SUBAGENTS: &str = "subagents";
 /// A marker larger than this is not a marker we wrote: corrupt (and so, claimed).
 const MAX_MARKER_BYTES: u64 = 1 << 20;
 
@@ -85,7 +31,7 @@ const MAX_MARKER_BYTES: u64 = 1 << 20;
 /// ```
 /// use std::ffi::OsStr;
 /// use std::path::Path;
-/// use agent_sdk_watchdog::ledger::default_state_dir;
+/// use agent_sdk_watchdog::default_state_dir;
 ///
 /// let dir = default_state_dir(None, Some(OsStr::new("/home/ada")));
 /// assert_eq!(dir.as_deref(), Some(Path::new("/home/ada/.local/state/agent-watchdog")));
@@ -110,7 +56,73 @@ pub fn default_state_dir_from_env() -> Option<PathBuf> {
 }
 
 /// Continuation markers as files in a state directory: durable and race-free across threads,
-/// processes and crashes. See the [module docs](self) for the guarantee and the layout.
+/// processes and crashes.
+///
+/// The durable, race-free recovery ledger: [`FileLedger`], the file implementation of the
+/// core [`Ledger`] trait.
+///
+/// **The guarantee.** At most one automatic continuation per recovery chain: before a stopped
+/// session is continued, [`Ledger::try_claim`] writes a marker file named after the session id,
+/// and only the caller that created it gets [`Claim::Won`]. The marker is written completely
+/// to a private temporary file, flushed to disk, then published under its final name with
+/// `link(2)`, which fails if the name exists; the directory is flushed before `Won` is
+/// returned. So among any number of threads and processes racing on one session exactly one
+/// wins; a marker, once there, stops every later continuation of that session, across
+/// restarts and duplicate events; a crash between the marker and the continuation costs the
+/// continuation, never duplicates it; and a reader never sees a half-written marker (a marker
+/// that is unreadable anyway — a corrupt file, a filesystem fault — still counts as claimed:
+/// every ledger error means *do not continue*).
+///
+/// # Layout
+///
+/// ```text
+/// <state dir>/                 mode 0700; default $XDG_STATE_HOME/agent-watchdog/,
+///                              else ~/.local/state/agent-watchdog/ (see default_state_dir)
+///     continued/<session-id>.json   the continuation marker (core Marker as JSON), mode 0600
+///     noticed/<session-id>.json     written once when the notice of a failed continuation was given
+///     subagents/continued/<session-id>.<agent-id>.json   a subagent's marker (core SubagentMarker)
+///     subagents/noticed/<session-id>.<agent-id>.json     its single notice
+/// ```
+///
+/// Subagent markers ([`SubagentLedger`]) follow the same rules, keyed by session id + agent id
+/// ([`SubagentKey`], both validated before any path is built); their directories are created
+/// on first use.
+///
+/// Session ids are checked with [`validate_session_id`] (a UUID) before any path is built, and
+/// file names use the id in lower case, so `ABC…` and `abc…` share one marker. Publishing a
+/// marker needs hard links, which every local Unix filesystem has; where they are missing,
+/// `try_claim` fails (closed).
+///
+/// # Example
+///
+/// ```
+/// use agent_sdk_watchdog::core::recovery::*;
+/// use agent_sdk_watchdog::core::Outcome;
+/// use agent_sdk_watchdog::FileLedger;
+///
+/// let state = tempfile::tempdir().unwrap();
+/// let id = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
+/// let cut_off = Outcome::ErrorResult {
+///     subtype: Some("success".into()),
+///     terminal_reason: Some("api_error".into()),
+///     stop_reason: Some("stop_sequence".into()),
+///     api_error: Some("max_output_tokens".into()),
+///     api_error_status: None,
+/// };
+/// let facts = TerminalFacts::new(cut_off, 1_000).with_session_id(id);
+/// let recovery = Recovery::default();
+///
+/// // The run was cut off: decide, then claim the marker before continuing.
+/// let ledger = FileLedger::open(state.path()).unwrap();
+/// let decision = recovery.decide(&facts, &ledger.get(id).unwrap().into());
+/// let marker = Marker::for_continue(&facts, &decision).unwrap();
+/// assert_eq!(ledger.try_claim(id, &marker).unwrap(), Claim::Won); // continue once
+///
+/// // A restart, or a second process, sees the marker: never a second continuation.
+/// let again = FileLedger::open(state.path()).unwrap();
+/// assert_eq!(again.try_claim(id, &marker).unwrap(), Claim::AlreadyClaimed);
+/// assert_eq!(again.get(id).unwrap().unwrap().marker, marker);
+/// ```
 #[derive(Debug, Clone)]
 pub struct FileLedger {
     dir: PathBuf,
@@ -203,8 +215,13 @@ impl Ledger for FileLedger {
         let Some(text) = read_small(&path)? else {
             return Ok(None);
         };
-        let marker = Marker::from_json(&text)
-            .map_err(|e| LedgerError::Corrupt(format!("{}: {e}", path.display())))?;
+        let marker = Marker::from_json(&text).map_err(|e| {
+            let why = match e {
+                LedgerError::Corrupt(why) => why,
+                other => other.to_string(),
+            };
+            LedgerError::Corrupt(format!("{}: {why}", path.display()))
+        })?;
         if !marker.session_id.eq_ignore_ascii_case(session_id) {
             return Err(LedgerError::Corrupt(format!(
                 "{}: holds session id {:?}",
@@ -229,6 +246,92 @@ impl Ledger for FileLedger {
             "noticed_at_ms": now_ms(),
         });
         create_exclusive(&path, format!("{record}\n").as_bytes())
+    }
+}
+
+impl FileLedger {
+    /// Where the marker of the subagent `key` lives (whether or not it exists).
+    pub fn subagent_marker_path(&self, key: &SubagentKey) -> PathBuf {
+        self.dir
+            .join(SUBAGENTS)
+            .join(CONTINUED)
+            .join(key.file_name())
+    }
+
+    /// Where the notice record of the subagent `key` lives (whether or not it exists).
+    pub fn subagent_notice_path(&self, key: &SubagentKey) -> PathBuf {
+        self.dir.join(SUBAGENTS).join(NOTICED).join(key.file_name())
+    }
+
+    /// Create the subagent directories (mode 0700) and make them durable.
+    fn subagent_dirs(&self) -> Result<(), LedgerError> {
+        let top = self.dir.join(SUBAGENTS);
+        for sub in [CONTINUED, NOTICED] {
+            let path = top.join(sub);
+            if !path.is_dir() {
+                create_private_dir(&path).map_err(|e| unavailable("create directory", &path, e))?;
+                sync_dir(&path).map_err(|e| unavailable("flush directory", &path, e))?;
+            }
+        }
+        for path in [&top, &self.dir] {
+            sync_dir(path).map_err(|e| unavailable("flush directory", path, e))?;
+        }
+        Ok(())
+    }
+}
+
+impl SubagentLedger for FileLedger {
+    fn try_claim(&self, key: &SubagentKey, marker: &SubagentMarker) -> Result<Claim, LedgerError> {
+        self.subagent_dirs()?;
+        let mut json = marker.to_json();
+        json.push('\n');
+        Ok(
+            if create_exclusive(&self.subagent_marker_path(key), json.as_bytes())? {
+                Claim::Won
+            } else {
+                Claim::AlreadyClaimed
+            },
+        )
+    }
+
+    fn get(&self, key: &SubagentKey) -> Result<Option<SubagentEntry>, LedgerError> {
+        let path = self.subagent_marker_path(key);
+        let Some(text) = read_small(&path)? else {
+            return Ok(None);
+        };
+        let marker = SubagentMarker::from_json(&text)
+            .map_err(|e| LedgerError::Corrupt(format!("{}: {e}", path.display())))?;
+        if !marker.session_id.eq_ignore_ascii_case(key.session_id())
+            || marker.agent_id != key.agent_id()
+        {
+            return Err(LedgerError::Corrupt(format!(
+                "{}: holds {}/{}",
+                path.display(),
+                marker.session_id,
+                marker.agent_id
+            )));
+        }
+        let notice_recorded = exists(&self.subagent_notice_path(key))?;
+        Ok(Some(SubagentEntry {
+            marker,
+            notice_recorded,
+        }))
+    }
+
+    fn record_notice(&self, key: &SubagentKey) -> Result<bool, LedgerError> {
+        if !exists(&self.subagent_marker_path(key))? {
+            return Ok(false);
+        }
+        self.subagent_dirs()?;
+        let record = serde_json::json!({
+            "session_id": key.session_id(),
+            "agent_id": key.agent_id(),
+            "noticed_at_ms": now_ms(),
+        });
+        create_exclusive(
+            &self.subagent_notice_path(key),
+            format!("{record}\n").as_bytes(),
+        )
     }
 }
 

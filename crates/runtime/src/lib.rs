@@ -11,7 +11,7 @@
 //! - [`Supervisor`] (Unix): runs a `claude` child in its own process group, delivers every
 //!   output line unchanged, feeds the policy, and stops the whole process tree with a kill
 //!   ladder (interrupt request, SIGTERM, SIGKILL of every descendant, reap).
-//!   See [`supervisor`] for what differs between Linux and macOS.
+//!   See [`Supervisor`] for what differs between Linux and macOS.
 //! - [`FileLedger`]: the durable, at-most-once recovery ledger.
 //!
 //! All times come from tokio's clock, so tests can run under `tokio::time::pause()`.
@@ -62,31 +62,35 @@
 //! ```
 //!
 //! `next_output` hands over one line at a time. A host that forwards a fast child's output
-//! can take it in batches instead ([`Supervisor::next_batch`](supervisor::Supervisor::next_batch)):
+//! can take it in batches instead ([`Supervisor::next_batch`]):
 //! the bytes of everything read at once, ready for one write, with each line's range and the
 //! class the policy gave it. A host that needs fields of some lines can have them without
-//! parsing again: [`SupervisorConfig::on_stdout_line`](supervisor::SupervisorConfig::on_stdout_line)
+//! parsing again: [`SupervisorConfig::on_stdout_line`]
 //! runs a hook with the view the policy already built.
-#![forbid(unsafe_code)]
+// No unsafe code, but for the one function the OS offers no safe path for (setting the
+// parent-death signal between fork and exec: `supervisor/spawn.rs`), which allows it locally.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub use watchdog_core as core;
 
 mod clock;
-mod driver;
-pub mod ledger;
+mod ledger;
+mod line;
 mod session;
 mod supervise;
 #[cfg(unix)]
-pub mod supervisor;
+mod supervisor;
+mod watchdog;
 
-pub use driver::{CallbackError, Watchdog, WatchdogConfig};
-pub use ledger::FileLedger;
+pub use ledger::{default_state_dir, default_state_dir_from_env, FileLedger, STATE_DIR_NAME};
+pub use line::{AsLine, LineRef};
 pub use session::Session;
-pub use supervise::{supervise, AsLine, Killed, LineRef, Supervised};
+pub use supervise::{supervise, Killed, Supervised};
 #[cfg(unix)]
 pub use supervisor::{
     forward_signals, Batch, KillCause, KillReport, Line, LineCounts, LineInfo, LineMeta, Output,
-    Report, SignalForwarder, SpawnError, Stage, StdinWriter, StdoutBatch, StdoutHook, Supervisor,
-    SupervisorConfig, SupervisorHandle, WaitError,
+    Report, Signal, SignalForwarder, SpawnError, Stage, StdinWriter, StdoutBatch, StdoutHook,
+    Supervisor, SupervisorConfig, SupervisorHandle, WaitError, TREE_MARKER_VAR,
 };
+pub use watchdog::{CallbackError, Watchdog, WatchdogConfig};

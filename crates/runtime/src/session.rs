@@ -7,8 +7,8 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use watchdog_core::{Class, Event, Kill, LineView, Outcome, SessionId};
 
-use crate::driver::{Inner, Slot};
-use crate::supervise::LineRef;
+use crate::line::LineRef;
+use crate::watchdog::{Inner, Slot};
 
 /// A session registered with a [`crate::Watchdog`]. Unregistered when dropped.
 pub struct Session {
@@ -113,6 +113,16 @@ impl Session {
     /// your token, not the session).
     pub fn token(&self) -> CancellationToken {
         self.slot.token.child_token()
+    }
+
+    /// Run `f` on the watchdog's registry with this session's id, under the watchdog's lock;
+    /// the events it causes are then delivered as for any other call.
+    pub(crate) fn with_registry<R>(
+        &self,
+        f: impl FnOnce(&mut watchdog_core::Registry, SessionId) -> R,
+    ) -> R {
+        let id = self.id;
+        self.inner.op(|st, _| f(&mut st.reg, id))
     }
 
     /// Wait until the session is killed; returns the kill.

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::core::recovery::*;
 use agent_sdk_watchdog::core::Outcome;
-use agent_sdk_watchdog::ledger::{default_state_dir, FileLedger};
+use agent_sdk_watchdog::{default_state_dir, FileLedger};
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
@@ -530,6 +530,11 @@ fn a_corrupt_or_partial_marker_counts_as_claimed() {
         assert!(
             matches!(&err, LedgerError::Corrupt(m) if m.contains(&*path.to_string_lossy())),
             "case {i}: {err}"
+        );
+        assert_eq!(
+            err.to_string().matches("corrupt").count(),
+            1,
+            "said once, case {i}: {err}"
         );
         assert_eq!(continuation(&r, &ledger, &cut_off(ID)), None, "case {i}");
         assert!(notice(&r, &ledger, &cut_off(ID)).is_none(), "case {i}");

@@ -152,3 +152,45 @@ async fn a_permission_wait_pauses_idle_until_the_host_answers() {
     assert_eq!(killed_kind(&report), Some(KillKind::Idle));
     assert!(start.elapsed() >= Duration::from_millis(1500));
 }
+
+/// Supervised children registered on one shared `Watchdog`: its one timer task kills the one
+/// that goes silent, the busy one finishes, the ids free up, and the watchdog's own callback
+/// hears of the supervised kill like of any session's.
+#[tokio::test]
+async fn supervised_children_share_one_watchdog_timer() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let kills = Arc::new(AtomicUsize::new(0));
+    let seen = kills.clone();
+    let watchdog = agent_sdk_watchdog::Watchdog::new(
+        agent_sdk_watchdog::WatchdogConfig::new(small()).on_kill(move |_| {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let shared = |limits: Option<Limits>| SupervisorConfig {
+        policy: Some(match limits {
+            Some(l) => SessionConfig::default().with_limits(l),
+            None => SessionConfig::default(),
+        }),
+        watchdog: Some(watchdog.clone()),
+        ..quick()
+    };
+    let silent = format!("echo '{INIT}'; exec sleep 1000");
+    let busy = format!(
+        "echo '{INIT}'; for i in 1 2 3 4 5 6 7 8 9 10; do echo '{{\"type\":\"assistant\",\"message\":{{\"content\":[]}}}}'; sleep 0.1; done; echo '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false}}'"
+    );
+    let a = Supervisor::spawn(sh(&silent), shared(None)).unwrap();
+    let b = Supervisor::spawn(sh(&silent), shared(Some(small()))).unwrap();
+    let c = Supervisor::spawn(sh(&busy), shared(None)).unwrap();
+    assert_eq!(watchdog.len(), 3, "one session each on the shared watchdog");
+    let pids = [a.pid() as i32, b.pid() as i32];
+    let ((_, ra), (_, rb), (_, rc)) =
+        tokio::join!(run_all(a, LIMIT), run_all(b, LIMIT), run_all(c, LIMIT));
+    assert_eq!(killed_kind(&ra), Some(KillKind::Idle));
+    assert_eq!(killed_kind(&rb), Some(KillKind::Idle));
+    assert_eq!(killed_kind(&rc), None, "{rc:?}");
+    assert_eq!(rc.outcome, Some(Outcome::Success));
+    assert!(pids.iter().all(|&p| dead(p)));
+    assert_eq!(kills.load(Ordering::SeqCst), 2);
+    assert_eq!(watchdog.len(), 0, "sessions end with their supervisors");
+}

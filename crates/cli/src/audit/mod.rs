@@ -288,7 +288,9 @@ fn simulate_all(sessions: &[Session], limits: &Limits, threads: usize) -> Vec<Ve
         if s.in_parent {
             Vec::new()
         } else {
-            simulate::simulate(&s.log, s.entries(), &s.analysis, limits)
+            // The MCP rule, from the environment a capture's `start` record kept.
+            let limits = crate::mcp_limits::for_start_json(limits, s.log.start.as_deref());
+            simulate::simulate(&s.log, s.entries(), &s.analysis, &limits)
         }
     })
 }

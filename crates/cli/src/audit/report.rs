@@ -339,8 +339,21 @@ pub fn render_text(r: &AuditReport, out: &mut dyn Write) -> io::Result<()> {
     for (k, d) in &r.quiet_spells {
         row(out, k.as_str(), d)?;
     }
-    for (t, d) in r.tools.iter().take(8) {
-        row(out, &format!("  tool {t}"), d)?;
+    // The eight slowest tools, and every MCP tool (where sessions hang most often).
+    let mut mcp = false;
+    for (i, (t, d)) in r.tools.iter().enumerate() {
+        let is_mcp = t.starts_with("mcp__");
+        mcp |= is_mcp;
+        if i < 8 || is_mcp {
+            row(out, &format!("  tool {t}"), d)?;
+        }
+    }
+    if mcp {
+        writeln!(
+            out,
+            "  (MCP calls: Claude Code aborts a silent one by itself, after 30m for a stdio \
+             server by default; no-progress waits for that plus 30s)"
+        )?;
     }
     writeln!(out)?;
     if r.longest_productive_silences.is_empty() {

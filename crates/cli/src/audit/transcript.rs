@@ -236,6 +236,9 @@ pub struct SessionLog {
     pub records: Vec<(i64, CaptureRecord)>,
     /// Time of the capture's `exit`, if any.
     pub exit_t: Option<i64>,
+    /// The capture's `start` record (its JSON object), if any: the policy reads the child's
+    /// MCP environment from it.
+    pub start: Option<Box<str>>,
 }
 
 impl SessionLog {
@@ -255,6 +258,7 @@ impl SessionLog {
             entries: Vec::new(),
             records: Vec::new(),
             exit_t: None,
+            start: None,
         }
     }
 
@@ -697,6 +701,7 @@ fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
         b"raw" => raw = true,
         b"stdin" => stdin = Some(v),
         b"exit" => exit = true,
+        b"start" => log.start = Some(String::from_utf8_lossy(v).into()),
         _ => {}
     });
     if !ok {
@@ -714,7 +719,10 @@ fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
                 if log.session_id.is_none() {
                     log.session_id = view.session_id().map(Cow::into_owned);
                 }
-                if view.parent_tool_use_id().is_some() {
+                // A `tool_progress` heartbeat names its call in `parent_tool_use_id`, even on
+                // the main thread: a keep-alive, like every keep-alive of a subagent.
+                let keep_alive = || classify(&view).signal == Signal::KeepAlive;
+                if view.parent_tool_use_id().is_some() && !keep_alive() {
                     EntryKind::SubagentProgress
                 } else {
                     capture_kind(&view)

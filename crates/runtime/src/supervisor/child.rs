@@ -1,8 +1,10 @@
 //! Spawning the child and the tasks that read it and watch it.
 
+use std::os::fd::OwnedFd;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
@@ -12,6 +14,7 @@ use watchdog_core::{Limits, LineView, Registry};
 use super::hook::StdoutHook;
 use super::kill::{self, Exit};
 use super::lines::{split_lines, LineMeta, LineReader, StdoutBatch};
+use super::policy::Policy;
 use super::shared::{dispatch, Shared};
 use super::tree::{Tree, TREE_MARKER_VAR};
 use super::{
@@ -53,18 +56,32 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     let started = tokio::time::Instant::now();
-    let mut child = cmd.spawn().map_err(|source| SpawnError::Program {
-        program: program.clone(),
-        source,
-    })?;
+    let mut child =
+        super::spawn::spawn(cmd, cfg.die_with_host).map_err(|source| SpawnError::Program {
+            program: program.clone(),
+            source,
+        })?;
     let pid = child.id().unwrap_or(0);
-    let tree = Tree::new(pid as i32, &marker);
+    let tree = Tree::new(pid as i32, &marker, cfg.claim_orphans);
+    // Copies of the output pipes, to see whether output waits unread before a deadline acts.
+    let pending: Vec<OwnedFd> = [
+        child.stdout.as_ref().and_then(|p| rustix::io::dup(p).ok()),
+        child.stderr.as_ref().and_then(|p| rustix::io::dup(p).ok()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
 
-    let policy = cfg.policy.clone().map(|session| {
-        let mut reg = Registry::new(Limits::default());
-        let id = reg.register(started.into_std(), session);
-        (reg, id)
-    });
+    let policy = match (&cfg.policy, &cfg.watchdog) {
+        (None, _) => Policy::None,
+        (Some(session), Some(watchdog)) => Policy::Shared(watchdog.register(session.clone())),
+        (Some(session), None) => {
+            let mut reg = Registry::new(Limits::default());
+            let id = reg.register(started.into_std(), session.clone());
+            Policy::Own(Box::new(reg), id)
+        }
+    };
+    let events = policy.subscribe();
     let shared = Arc::new(Shared::new(policy));
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let budget = Arc::new(Semaphore::new(OUTPUT_BUDGET));
@@ -82,6 +99,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
             Queue {
                 out: out_tx.clone(),
                 budget: budget.clone(),
+                shared: shared.clone(),
             },
             ctrl_tx.clone(),
         )));
@@ -94,6 +112,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
             Queue {
                 out: out_tx.clone(),
                 budget: budget.clone(),
+                shared: shared.clone(),
             },
         )));
     }
@@ -113,6 +132,8 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         ctrl: ctrl_rx,
         pipe,
         readers,
+        pending,
+        events,
     };
     tokio::spawn(watch.run(report_tx));
     Ok(Supervisor {
@@ -146,20 +167,33 @@ pub(crate) fn cost(item: &Batch) -> u32 {
 struct Queue {
     out: mpsc::UnboundedSender<Batch>,
     budget: Arc<Semaphore>,
+    shared: Arc<Shared>,
 }
 
 impl Queue {
     /// Queue lines once the caller has room for them. Never waits once the caller is gone (its
-    /// receiver dropped, e.g. by [`Supervisor::wait`]): the lines are dropped then.
+    /// receiver dropped, e.g. by [`Supervisor::wait`]): the lines are dropped then. While it
+    /// waits, the child is held back by the caller, not idle: the idle and no-progress clocks
+    /// are paused.
     async fn send(&self, item: Batch) {
-        tokio::select! {
-            permit = self.budget.acquire_many(cost(&item)) => {
-                if let Ok(p) = permit {
-                    p.forget();
-                    let _ = self.out.send(item);
-                }
+        use tokio::sync::TryAcquireError;
+        let n = cost(&item);
+        let permit = match self.budget.try_acquire_many(n) {
+            Ok(p) => Some(p),
+            Err(TryAcquireError::Closed) => None,
+            Err(TryAcquireError::NoPermits) => {
+                self.shared.output_blocked(clock::now());
+                let permit = tokio::select! {
+                    permit = self.budget.acquire_many(n) => permit.ok(),
+                    () = self.out.closed() => None,
+                };
+                self.shared.output_unblocked(clock::now());
+                permit
             }
-            () = self.out.closed() => {}
+        };
+        if let Some(p) = permit {
+            p.forget();
+            let _ = self.out.send(item);
         }
     }
 }
@@ -213,12 +247,14 @@ async fn read_stdout(
         }
         // A read error ends the stream like its end does (what was read still goes out).
         let eof = !matches!(pipe.read_buf(&mut buf).await, Ok(n) if n > 0);
+        shared.reading.store(true, Ordering::SeqCst);
         let mut lines = Vec::new();
         let used = split_lines(&buf, max_line, eof, &mut in_long, &mut lines);
         if !lines.is_empty() {
             // The lines that arrived together: one clock reading, one lock, one message.
             let at = clock::now();
             let (events, overlong) = observe(&shared, hook.as_ref(), at, &buf[..used], &mut lines);
+            shared.reading.store(false, Ordering::SeqCst);
             for _ in 0..overlong {
                 let _ = queue.out.send(Batch::Output(Output::Overlong { max_line }));
             }
@@ -231,6 +267,7 @@ async fn read_stdout(
                 .send(Batch::Stdout(StdoutBatch { bytes, lines, at }))
                 .await;
         }
+        shared.reading.store(false, Ordering::SeqCst);
         if eof {
             return;
         }
@@ -297,6 +334,10 @@ struct Watch {
     ctrl: mpsc::UnboundedReceiver<Control>,
     pipe: Arc<AsyncMutex<Option<ChildStdin>>>,
     readers: Vec<tokio::task::JoinHandle<()>>,
+    /// Copies of the stdout and stderr pipes ([`Watch::catch_up`]).
+    pending: Vec<OwnedFd>,
+    /// The session's events on a shared watchdog (whose timer handles its deadlines).
+    events: Option<tokio::sync::broadcast::Receiver<watchdog_core::Event>>,
 }
 
 enum End {
@@ -331,7 +372,13 @@ impl Watch {
         };
         self.pipe.lock().await.take();
         let pipe_left_open = self.drain().await;
-        let (outcome, events) = self.shared.end();
+        let (outcome, mut events) = self.shared.end();
+        if let Some(rx) = self.events.as_mut() {
+            // What the shared watchdog delivered and the watching task did not pass on yet.
+            while let Ok(ev) = rx.try_recv() {
+                events.push(ev);
+            }
+        }
         dispatch(&self.out, events);
         let st = self.shared.lock();
         let _ = report.send(Report {
@@ -350,7 +397,9 @@ impl Watch {
             pipe_left_open,
             tree_known: Tree::KNOWN,
             duration: self.started.elapsed(),
+            blocked_on_output: st.blocked_total,
         });
+        Tree::forget_root(self.pid);
     }
 
     /// Until the child exits or a kill is decided.
@@ -385,6 +434,7 @@ impl Watch {
                     }
                 },
                 () = &mut sleep, if deadline.is_some() => {
+                    self.catch_up().await;
                     let events = self.shared.timeout();
                     if let Some(kill) = dispatch(&self.out, events) {
                         return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
@@ -396,13 +446,39 @@ impl Watch {
                         return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
                     }
                 }
+                ev = shared_event(&mut self.events) => {
+                    if let Some(kill) = dispatch(&self.out, vec![ev]) {
+                        return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
+                    }
+                }
                 () = &mut scan, if scan_every.is_some() => {
+                    // A shared watchdog's timer does not ask for the output pause first.
+                    self.shared.settle_pause();
                     self.tree.scan(false);
                     if let Some(every) = scan_every {
                         scan.as_mut().reset(tokio::time::Instant::now() + every);
                     }
                 }
             }
+        }
+    }
+
+    /// Before a deadline acts, let the readers take what already waits in the pipes: after the
+    /// host was stopped (Ctrl-Z, then `fg`) a deadline may be overdue while the child went on
+    /// printing; those lines count first, and a kill lands only if the deadline still holds.
+    /// Not while the output is blocked by the caller (the clocks are paused then anyway).
+    /// Bounded: at most ~200 ms.
+    async fn catch_up(&self) {
+        for _ in 0..200 {
+            let waiting = self
+                .pending
+                .iter()
+                .any(|fd| rustix::io::ioctl_fionread(fd).is_ok_and(|n| n > 0));
+            let busy = self.shared.reading.load(Ordering::SeqCst);
+            if !(waiting || busy) || self.shared.is_output_blocked() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
 
@@ -421,7 +497,7 @@ impl Watch {
             self.tree.reap();
             return 0;
         }
-        kill::stop_procs(&mut self.tree, &left, self.cfg.term_grace).await;
+        kill::stop_procs(&mut self.tree, self.pid, &left, self.cfg.term_grace).await;
         left.len()
     }
 
@@ -440,6 +516,24 @@ impl Watch {
                 aborts.iter().for_each(|a| a.abort());
                 true
             }
+        }
+    }
+}
+
+/// The next event of a session on a shared watchdog (pending forever without one). A receiver
+/// that lagged skips what it missed; a kill is never missed, as it ends the session.
+async fn shared_event(
+    rx: &mut Option<tokio::sync::broadcast::Receiver<watchdog_core::Event>>,
+) -> watchdog_core::Event {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match rx {
+            Some(r) => match r.recv().await {
+                Ok(ev) => return ev,
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => *rx = None,
+            },
+            None => std::future::pending::<()>().await,
         }
     }
 }

@@ -48,6 +48,10 @@ impl SupervisorHandle {
             .ctrl
             .send(Control::Signal(rustix::process::Signal::TERM));
     }
+    /// Send `sig` to the child's process group (no effect once the group is gone).
+    pub fn signal(&self, sig: rustix::process::Signal) {
+        let _ = self.ctrl.send(Control::Signal(sig));
+    }
     /// Feed the current rate-limit utilization (0–1, highest window; `None` when unknown):
     /// high utilization extends the idle patience.
     pub fn set_utilization(&self, utilization: Option<f64>) {

@@ -104,7 +104,7 @@ pub(crate) async fn ladder(
         stage = Stage::Term;
         let _ = l.out.send(Batch::Output(Output::Stage(stage)));
         let _ = signals::group(l.pgid, Signal::TERM);
-        term_deadline += l.cfg.term_grace;
+        term_deadline = after(l.cfg.term_grace);
         (exit, escalate) = l.wait_child(l.cfg.term_grace).await;
     }
     // The child is gone: give its tree the rest of the grace to finish cleaning up.
@@ -137,9 +137,9 @@ pub(crate) async fn ladder(
 /// known descendant, until the child is reaped and the tree is empty.
 async fn kill_all(l: &mut Ladder<'_>, mut exit: Exit, killed: &mut HashSet<Proc>) -> Exit {
     for round in 0..250 {
-        if matches!(exit, Exit::Running) || !Tree::KNOWN {
-            let _ = signals::group(l.pgid, Signal::KILL);
-        }
+        // The group too, even once the child is gone: its MCP servers share it, and one
+        // started since the last scan is not known to the tree.
+        let _ = signals::group(l.pgid, Signal::KILL);
         // Marker processes found once stay known: only the first round reads environments.
         let live = l.tree.scan(round == 0);
         for p in &live {
@@ -163,27 +163,37 @@ async fn kill_all(l: &mut Ladder<'_>, mut exit: Exit, killed: &mut HashSet<Proc>
     exit
 }
 
-/// Stop processes the child left behind when it exited by itself: SIGTERM, up to `grace`
-/// for them to go, then SIGKILL whatever remains.
-pub(crate) async fn stop_procs(tree: &mut Tree, procs: &[Proc], grace: Duration) {
+/// Stop processes the child left behind when it exited by itself (`procs`: its descendants and
+/// what is left in its process group `pgid`): SIGTERM, up to `grace` for them to go, then
+/// SIGKILL whatever remains.
+pub(crate) async fn stop_procs(tree: &mut Tree, pgid: i32, procs: &[Proc], grace: Duration) {
+    let _ = signals::group(pgid, Signal::TERM);
     for p in procs {
         let _ = signals::process(p.pid, Signal::TERM);
     }
-    let deadline = tokio::time::Instant::now() + grace;
+    let deadline = after(grace);
     while procs.iter().any(Tree::alive) && tokio::time::Instant::now() < deadline {
         tree.reap();
         tokio::time::sleep(POLL).await;
     }
     for _ in 0..250 {
+        let _ = signals::group(pgid, Signal::KILL);
         let live = tree.scan(true);
-        if live.is_empty() {
-            break;
-        }
         for p in &live {
             let _ = signals::process(p.pid, Signal::KILL);
         }
         tree.reap();
+        if live.is_empty() {
+            break;
+        }
         tokio::time::sleep(POLL).await;
     }
     tree.reap();
+}
+
+/// `grace` from now, or a far-away instant when that cannot be represented (never panics).
+fn after(grace: Duration) -> tokio::time::Instant {
+    tokio::time::Instant::now()
+        .checked_add(grace)
+        .unwrap_or_else(crate::clock::far_future)
 }

@@ -1,32 +1,15 @@
-//! A supervisor for one child process (a Claude Code CLI): lines in, liveness policy, and a
-//! kill ladder that leaves no descendant running.
-//!
-//! # Platforms
-//!
-//! Linux is the tested platform. There the supervisor knows every descendant of the child
-//! (from `/proc` parent chains, start times, and a marker variable in the environment) and
-//! SIGKILLs each one at the last stage of the ladder, even those that called `setsid` (as
-//! Claude Code's Bash tool does) and those orphaned to PID 1. With
-//! [`SupervisorConfig::become_subreaper`] the host process becomes a child subreaper, so
-//! orphans re-parent to it and are reaped by the supervisor.
-//!
-//! Limits on Linux: a descendant that is started and orphaned between two scans
-//! ([`SupervisorConfig::tree_scan`]) and that cleared the marker variable from its
-//! environment is not known; with the subreaper it re-parents to the host instead of PID 1,
-//! and the host must reap it (the supervisor reaps only descendants it knows).
-//!
-//! On macOS and other Unixes there is no `/proc` and no subreaper: the ladder signals the
-//! child's process group only, so a descendant that left the group (`setsid`) and ignores
-//! SIGTERM can survive. [`Report::tree_known`] says which case applied.
+//! The process supervisor; see [`Supervisor`] (re-exported at the crate root).
 
 mod child;
 mod handle;
 mod hook;
 mod kill;
 mod lines;
+mod policy;
 mod report;
 mod shared;
 mod signals;
+mod spawn;
 mod tree;
 
 use std::path::PathBuf;
@@ -43,12 +26,22 @@ pub use report::{Batch, KillCause, KillReport, LineCounts, Output, Report, Stage
 pub use signals::{forward_signals, SignalForwarder};
 pub use tree::TREE_MARKER_VAR;
 
+/// A Unix signal, for [`SupervisorHandle::signal`].
+pub use rustix::process::Signal;
+
 /// How to run and stop a supervised child.
 #[derive(Debug, Clone)]
 pub struct SupervisorConfig {
     /// The liveness policy, or `None` to only supervise (explicit kills, signals, tree
     /// cleanup, counts) with no watchdog deadlines.
     pub policy: Option<SessionConfig>,
+    /// Register the child's session on this shared [`Watchdog`](crate::Watchdog) instead of a
+    /// registry of its own: one timer task for any number of supervised children (and
+    /// in-process sessions), its callbacks and utilization shared by all. `policy` still gives
+    /// the session's limits (the watchdog's when it has none). The output pause of a slow
+    /// reader is then applied at each tree scan ([`SupervisorConfig::tree_scan`]) rather than
+    /// before each deadline. Default `None`.
+    pub watchdog: Option<crate::Watchdog>,
     /// The child reads stream-json on stdin (`--input-format stream-json`): the ladder
     /// starts with an `interrupt` control request. Default false.
     pub stream_json_input: bool,
@@ -78,12 +71,24 @@ pub struct SupervisorConfig {
     /// Run for each stdout line that parsed; see [`SupervisorConfig::on_stdout_line`].
     /// Default `None`.
     pub on_stdout_line: Option<StdoutHook>,
+    /// Linux: the child gets SIGTERM when the host process dies, even by SIGKILL
+    /// (`PR_SET_PDEATHSIG`; Claude Code then stops its own tool processes). The child is
+    /// spawned from a thread that lives as long as the process, as the death signal follows
+    /// the spawning thread. Elsewhere no effect. Default true.
+    pub die_with_host: bool,
+    /// With [`SupervisorConfig::become_subreaper`] (Linux): every child of the host process
+    /// that is not a supervised child itself counts as an orphaned descendant of this child
+    /// (one that left the process group and cleared the marker variable, then lost its
+    /// parent), and is stopped and reaped with the tree. Only for a host that starts no other
+    /// processes and supervises one child at a time (like `agent-watchdog run`). Default false.
+    pub claim_orphans: bool,
 }
 
 impl Default for SupervisorConfig {
     fn default() -> Self {
         SupervisorConfig {
             policy: Some(SessionConfig::default()),
+            watchdog: None,
             stream_json_input: false,
             interrupt_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(5),
@@ -94,6 +99,8 @@ impl Default for SupervisorConfig {
             kill_leftovers: true,
             drain_timeout: Duration::from_secs(2),
             on_stdout_line: None,
+            die_with_host: true,
+            claim_orphans: false,
         }
     }
 }
@@ -151,6 +158,45 @@ pub enum SpawnError {
 
 /// A running child under supervision. Dropping it without [`Supervisor::wait`] starts the
 /// kill ladder (finished in the background while the runtime lives).
+///
+/// A supervisor for one child process (a Claude Code CLI): lines in, liveness policy, and a
+/// kill ladder that leaves no descendant running.
+///
+/// # Platforms
+///
+/// Linux is the tested platform. There the supervisor knows every descendant of the child
+/// (from `/proc` parent chains, start times, and a marker variable in the environment) and
+/// SIGKILLs each one at the last stage of the ladder, even those that called `setsid` (as
+/// Claude Code's Bash tool does) and those orphaned to PID 1. With
+/// [`SupervisorConfig::become_subreaper`] the host process becomes a child subreaper, so
+/// orphans re-parent to it and are reaped by the supervisor.
+///
+/// Limits on Linux: a descendant that is started and orphaned between two scans
+/// ([`SupervisorConfig::tree_scan`]) and that cleared the marker variable from its
+/// environment is not known; with the subreaper it re-parents to the host instead of PID 1,
+/// and the host must reap it (the supervisor reaps only descendants it knows).
+///
+/// On macOS and other Unixes there is no `/proc` and no subreaper: the ladder signals the
+/// child's process group only, so a descendant that left the group (`setsid`) and ignores
+/// SIGTERM can survive. [`Report::tree_known`] says which case applied.
+///
+/// # Faults of the host
+///
+/// - The host dies, even by SIGKILL: on Linux the child gets SIGTERM
+///   ([`SupervisorConfig::die_with_host`]). Elsewhere it keeps running.
+/// - The caller takes output slowly (a slow reader downstream): once 8 MiB wait, the child
+///   waits on its pipe, and that time does not count toward its idle and no-progress clocks
+///   ([`Report::blocked_on_output`]).
+/// - The host was stopped (Ctrl-Z) or busy while deadlines came due: lines that waited in the
+///   pipe count before those deadlines, and a deadline first lets the readers take what waits;
+///   a kill lands only if it still holds.
+///
+/// # One timer for many children
+///
+/// By default each supervisor runs the policy of its one child itself. With
+/// [`SupervisorConfig::watchdog`] the child's session is registered on a shared
+/// [`Watchdog`](crate::Watchdog) instead, whose one timer task handles the deadlines of every
+/// supervised child and in-process session.
 #[derive(Debug)]
 pub struct Supervisor {
     handle: SupervisorHandle,

@@ -155,4 +155,7 @@ pub struct Report {
     pub tree_known: bool,
     /// From spawn to the end.
     pub duration: Duration,
+    /// How long the child's output waited because the caller did not take it (a slow reader
+    /// downstream): time that did not count toward the idle and no-progress clocks.
+    pub blocked_on_output: Duration,
 }

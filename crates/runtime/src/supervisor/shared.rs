@@ -1,13 +1,15 @@
 //! State shared by the stdout reader, the stdin writer and the watching task: the policy
 //! registry of this one session, the counters, and the wake-up for the watching task.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, Notify};
-use watchdog_core::{classify, Class, Event, LineView, Outcome, Registry, SessionId};
+use watchdog_core::{classify, Class, Event, LineView, Outcome};
 
 use super::lines::LineMeta;
+use super::policy::Policy;
 use super::{Batch, LineCounts, Output};
 use crate::clock;
 
@@ -15,10 +17,12 @@ use crate::clock;
 pub(crate) struct Shared {
     state: Mutex<State>,
     pub(crate) notify: Notify,
+    /// The stdout reader read bytes it has not yet fed to the policy.
+    pub(crate) reading: AtomicBool,
 }
 
 pub(crate) struct State {
-    policy: Option<(Registry, SessionId)>,
+    pub(crate) policy: Policy,
     armed: Option<Instant>,
     pub(crate) counts: LineCounts,
     pub(crate) session_id: Option<String>,
@@ -31,11 +35,17 @@ pub(crate) struct State {
     pub(crate) hook_panics: u64,
     /// An over-long stdout line is being read (a piece that continues was seen).
     in_long: bool,
+    /// Readers waiting for the caller to take output (a slow reader downstream).
+    blocked_readers: u32,
+    /// Since when the output was blocked, up to which the pause was applied.
+    blocked_since: Instant,
+    /// Time the output was blocked, in all.
+    pub(crate) blocked_total: Duration,
 }
 
 impl Shared {
-    /// Shared state for a session registered (when `policy` is set) in its own registry.
-    pub(crate) fn new(policy: Option<(Registry, SessionId)>) -> Self {
+    /// Shared state for a child with this policy cell.
+    pub(crate) fn new(policy: Policy) -> Self {
         Shared {
             state: Mutex::new(State {
                 policy,
@@ -48,8 +58,12 @@ impl Shared {
                 overlong_lines: 0,
                 hook_panics: 0,
                 in_long: false,
+                blocked_readers: 0,
+                blocked_since: clock::now(),
+                blocked_total: Duration::ZERO,
             }),
             notify: Notify::new(),
+            reading: AtomicBool::new(false),
         }
     }
 
@@ -59,12 +73,10 @@ impl Shared {
 
     /// Wake the watching task if the next deadline moved earlier.
     fn rearm(&self, st: &mut State) {
-        if let Some((reg, _)) = &st.policy {
-            let next = reg.poll_timeout();
-            if clock::earlier(next, st.armed) {
-                st.armed = next;
-                self.notify.notify_one();
-            }
+        let next = st.policy.poll_timeout();
+        if clock::earlier(next, st.armed) {
+            st.armed = next;
+            self.notify.notify_one();
         }
     }
 
@@ -82,6 +94,7 @@ impl Shared {
     ) -> (u64, usize) {
         let mut st = self.lock();
         let st = &mut *st;
+        settle_pause(st, now);
         let first = st.stdout_lines;
         let mut overlong = 0;
         for (m, view) in lines.iter_mut().zip(views) {
@@ -105,17 +118,18 @@ impl Shared {
                             st.last_session_id = sid.into_owned();
                         }
                     }
-                    match &mut st.policy {
-                        Some((reg, id)) => reg.observe(now, *id, view),
-                        None => classify(view),
-                    }
+                    // Waited: a line read late (the host was stopped or busy) counts before
+                    // the deadlines that came due meanwhile, as if read in time.
+                    st.policy
+                        .with(now, |reg, id, now| reg.observe_waited(now, id, Some(view)))
+                        .unwrap_or_else(|| classify(view))
                 }
                 // A piece (not parsed, however huge) or an unparseable line (an empty one
                 // too): a keep-alive.
-                None => match &mut st.policy {
-                    Some((reg, id)) => reg.observe_line(now, *id, b""),
-                    None => Class::UNPARSEABLE,
-                },
+                None => st
+                    .policy
+                    .with(now, |reg, id, now| reg.observe_waited(now, id, None))
+                    .unwrap_or(Class::UNPARSEABLE),
             };
             st.counts.add(m.class.kind);
         }
@@ -141,9 +155,9 @@ impl Shared {
         };
         let now = clock::now();
         let mut st = self.lock();
-        if let Some((reg, id)) = &mut st.policy {
-            reg.observe_input(now, *id, &view);
-        }
+        settle_pause(&mut st, now);
+        st.policy
+            .with(now, |reg, id, now| reg.observe_input(now, id, &view));
         self.rearm(&mut st);
         // The call may have fired what was due: the watching task delivers those events.
         self.notify.notify_one();
@@ -157,23 +171,24 @@ impl Shared {
     /// The next deadline; the watching task sleeps until it.
     pub(crate) fn arm(&self) -> Option<Instant> {
         let mut st = self.lock();
-        st.armed = st.policy.as_ref().and_then(|(reg, _)| reg.poll_timeout());
+        st.armed = st.policy.poll_timeout();
         st.armed
     }
 
     pub(crate) fn set_utilization(&self, utilization: Option<f64>) -> Vec<Event> {
         let now = clock::now();
         let mut st = self.lock();
-        if let Some((reg, _)) = &mut st.policy {
-            reg.set_utilization(now, utilization);
-        }
+        settle_pause(&mut st, now);
+        st.policy
+            .with(now, |reg, _, now| reg.set_utilization(now, utilization));
         drain(&mut st)
     }
 
     pub(crate) fn timeout(&self) -> Vec<Event> {
         let now = clock::now();
         let mut st = self.lock();
-        if let Some((reg, _)) = &mut st.policy {
+        settle_pause(&mut st, now);
+        if let Policy::Own(reg, _) = &mut st.policy {
             reg.handle_timeout(now);
         }
         drain(&mut st)
@@ -182,22 +197,66 @@ impl Shared {
     pub(crate) fn end(&self) -> (Option<Outcome>, Vec<Event>) {
         let now = clock::now();
         let mut st = self.lock();
-        let outcome = match &mut st.policy {
-            Some((reg, id)) => reg.end(now, *id),
-            None => None,
-        };
-        (outcome, drain(&mut st))
+        settle_pause(&mut st, now);
+        let outcome = st
+            .policy
+            .with(now, |reg, id, now| reg.end(now, id))
+            .flatten();
+        let events = drain(&mut st);
+        // A session on a shared watchdog leaves it now, before the report goes out.
+        if matches!(st.policy, Policy::Shared(_)) {
+            st.policy = Policy::None;
+        }
+        (outcome, events)
     }
 }
 
-fn drain(st: &mut State) -> Vec<Event> {
-    let mut events = Vec::new();
-    if let Some((reg, _)) = &mut st.policy {
-        while let Some(ev) = reg.poll_event() {
-            events.push(ev);
+impl Shared {
+    /// A reader has to wait for the caller to take output: from `now` on, the idle and
+    /// no-progress clocks are paused (the child waits on its pipe because of the host).
+    pub(crate) fn output_blocked(&self, now: Instant) {
+        let mut st = self.lock();
+        settle_pause(&mut st, now);
+        st.blocked_readers += 1;
+        if st.blocked_readers == 1 {
+            st.blocked_since = now;
         }
     }
-    events
+
+    /// A reader that waited got room at `now`.
+    pub(crate) fn output_unblocked(&self, now: Instant) {
+        let mut st = self.lock();
+        settle_pause(&mut st, now);
+        st.blocked_readers = st.blocked_readers.saturating_sub(1);
+    }
+
+    /// Whether a reader waits for the caller.
+    pub(crate) fn is_output_blocked(&self) -> bool {
+        self.lock().blocked_readers > 0
+    }
+
+    /// Apply the output pause so far (a shared watchdog's timer does not ask first).
+    pub(crate) fn settle_pause(&self) {
+        settle_pause(&mut self.lock(), clock::now());
+    }
+}
+
+/// Apply the output pause up to `now`: the time since it was last applied does not count
+/// toward the idle and no-progress clocks. Every call that lets the policy see time pass
+/// applies it first, so no deadline fires for time the host held the child back.
+fn settle_pause(st: &mut State, now: Instant) {
+    if st.blocked_readers == 0 {
+        return;
+    }
+    let paused = now.saturating_duration_since(st.blocked_since);
+    st.blocked_since = now;
+    st.blocked_total += paused;
+    st.policy
+        .with(now, |reg, id, now| reg.pause_clocks(now, id, paused));
+}
+
+fn drain(st: &mut State) -> Vec<Event> {
+    st.policy.drain()
 }
 
 /// Deliver events; returns the kill among them, if any.

@@ -21,25 +21,38 @@ pub(crate) struct Proc {
 mod imp {
     use super::Proc;
     use std::collections::{HashMap, HashSet};
+    use std::sync::Mutex;
 
     #[derive(Debug, Clone, Copy)]
     struct Stat {
         pid: i32,
         ppid: i32,
+        pgrp: i32,
         zombie: bool,
         start: u64,
     }
 
     fn parse_stat(pid: i32, text: &str) -> Option<Stat> {
-        // `pid (comm) state ppid ...`; comm may contain spaces and parentheses.
+        // `pid (comm) state ppid pgrp ...`; comm may contain spaces and parentheses.
         let rest = &text[text.rfind(')')? + 1..];
         let f: Vec<&str> = rest.split_whitespace().collect();
         Some(Stat {
             pid,
             zombie: matches!(*f.first()?, "Z" | "X"),
             ppid: f.get(1)?.parse().ok()?,
+            pgrp: f.get(2)?.parse().ok()?,
             start: f.get(19)?.parse().ok()?,
         })
+    }
+
+    /// The pids of every supervised child of this process that is still being supervised:
+    /// never taken for an orphan ([`Tree::claim_orphans`]).
+    static ROOTS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+    fn roots() -> std::sync::MutexGuard<'static, Vec<i32>> {
+        ROOTS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn stat(pid: i32) -> Option<Stat> {
@@ -66,20 +79,33 @@ mod imp {
     #[derive(Debug)]
     pub(crate) struct Tree {
         root: Option<Proc>,
+        /// The child's process group (its pid): members count as descendants.
+        pgid: i32,
         needle: Vec<u8>,
         known: HashSet<Proc>,
+        /// Every child of this process but the supervised ones counts as a descendant.
+        claim_orphans: bool,
     }
 
     impl Tree {
-        pub(crate) fn new(root_pid: i32, marker: &str) -> Self {
+        pub(crate) fn new(root_pid: i32, marker: &str, claim_orphans: bool) -> Self {
+            roots().push(root_pid);
             Tree {
                 root: stat(root_pid).map(|s| Proc {
                     pid: s.pid,
                     start: s.start,
                 }),
+                pgid: root_pid,
                 needle: format!("{}={marker}", super::TREE_MARKER_VAR).into_bytes(),
                 known: HashSet::new(),
+                claim_orphans,
             }
+        }
+
+        /// The supervision of the child `root_pid` is over: it is no longer protected from
+        /// being taken for an orphan.
+        pub(crate) fn forget_root(root_pid: i32) {
+            roots().retain(|&p| p != root_pid);
         }
 
         /// Rescan: returns the live (non-zombie) descendants, not counting the child itself.
@@ -101,6 +127,24 @@ mod imp {
                 .collect();
             if let Some(root) = self.root.filter(|r| same(r)) {
                 stack.push(root.pid);
+            }
+            // Members of the child's process group (its MCP servers, say), even once the
+            // child is gone; not older than the child (a pid reused as a group id).
+            let born = self.root.map_or(0, |r| r.start);
+            stack.extend(
+                procs
+                    .iter()
+                    .filter(|s| s.pgrp == self.pgid && s.pid != me && s.start >= born)
+                    .map(|s| s.pid),
+            );
+            if self.claim_orphans {
+                let roots = roots();
+                stack.extend(
+                    procs
+                        .iter()
+                        .filter(|s| s.ppid == me && !roots.contains(&s.pid))
+                        .map(|s| s.pid),
+                );
             }
             if deep {
                 stack.extend(
@@ -141,6 +185,18 @@ mod imp {
         pub(crate) fn reap(&mut self) -> usize {
             let me = std::process::id() as i32;
             let mut reaped = 0;
+            if self.claim_orphans {
+                // Orphans that ended before any scan knew them are ours to reap too.
+                let roots = roots().clone();
+                for s in all() {
+                    if s.ppid == me && s.zombie && !roots.contains(&s.pid) {
+                        self.known.insert(Proc {
+                            pid: s.pid,
+                            start: s.start,
+                        });
+                    }
+                }
+            }
             for p in &self.known {
                 let Some(s) = stat(p.pid) else { continue };
                 if s.start == p.start && s.zombie && s.ppid == me {
@@ -178,6 +234,7 @@ mod imp {
             )
             .unwrap();
             assert_eq!(s.ppid, 3);
+            assert_eq!(s.pgrp, 7);
             assert_eq!(s.start, 12345);
             assert!(!s.zombie);
             assert!(parse_stat(1, "garbage").is_none());
@@ -199,9 +256,10 @@ mod imp {
     pub(crate) struct Tree;
 
     impl Tree {
-        pub(crate) fn new(_root_pid: i32, _marker: &str) -> Self {
+        pub(crate) fn new(_root_pid: i32, _marker: &str, _claim_orphans: bool) -> Self {
             Tree
         }
+        pub(crate) fn forget_root(_root_pid: i32) {}
         pub(crate) fn scan(&mut self, _deep: bool) -> Vec<Proc> {
             Vec::new()
         }

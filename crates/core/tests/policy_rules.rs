@@ -1,6 +1,6 @@
-//! What the reference suite does not check: startup, no-progress, linger, human waits,
+//! Every rule of the policy beyond the reference checks: startup, no-progress, linger, human waits,
 //! api_retry, keep-alive kinds, hostile input, overrides, withdrawal, exact instants, ties,
-//! warnings once per spell, outcomes.
+//! warnings once per spell, outcomes, and faults of the host (output pauses, lines that waited).
 
 mod common;
 
@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::{kill_kinds, lines as l, min, sec, H};
 use watchdog_core::{
-    Event, ExtendReason, KillKind, Limits, LineKind, Outcome, SessionId, Signal, StallClock,
+    Event, ExtendReason, KillKind, Limits, LineKind, LineView, Outcome, SessionId, Signal,
+    StallClock,
 };
 
 const NS: Duration = Duration::from_nanos(1);
@@ -332,6 +333,75 @@ fn the_pause_moves_the_no_progress_deadline_too() {
     }
     let k = killed.unwrap();
     assert_eq!((k.kind, h.off(&k)), (KillKind::NoProgress, min(35.0)));
+}
+
+// ---------------------------------------------------------------- host faults
+
+#[test]
+fn an_output_pause_moves_idle_and_no_progress_but_not_the_ceiling() {
+    let limits = Limits::default()
+        .with_no_progress(min(15.0))
+        .unwrap()
+        .with_ceiling(Some(min(30.0)))
+        .unwrap();
+    let mut h = H::new(limits);
+    let id = written(&mut h);
+    // The host could not take the output from 2 to 9 min: 7 min that were not the child's.
+    h.r.pause_clocks(h.at(min(9.0)), id, min(7.0));
+    assert!(h.kills(min(17.0) - NS).is_empty(), "idle 10m + 7m paused");
+    let k = h.kills(min(17.0));
+    assert_eq!((k[0].kind, h.off(&k[0])), (KillKind::Idle, min(17.0)));
+
+    let mut h = H::new(
+        Limits::default()
+            .with_no_progress(min(15.0))
+            .unwrap()
+            .with_ceiling(Some(min(30.0)))
+            .unwrap(),
+    );
+    let id = written(&mut h);
+    let mut t = sec(30.0);
+    while t < min(40.0) && h.r.kill(id).is_none() {
+        h.line(t, id, l::PING);
+        if t == min(10.0) {
+            h.r.pause_clocks(h.at(t), id, min(5.0));
+        }
+        h.tick(t);
+        t += sec(30.0);
+    }
+    let k = h.r.kill(id).cloned().unwrap();
+    assert_eq!((k.kind, h.off(&k)), (KillKind::NoProgress, min(20.0)));
+
+    // The ceiling is never paused.
+    let mut h = H::new(Limits::default().with_ceiling(Some(min(30.0))).unwrap());
+    let id = written(&mut h);
+    let mut t = min(1.0);
+    while t < min(30.0) {
+        h.line(t, id, l::ASSISTANT_TEXT);
+        h.r.pause_clocks(h.at(t), id, min(1.0));
+        t += min(1.0);
+    }
+    let k = h.kills(min(30.0));
+    assert_eq!(kill_kinds_of(&k), vec![(id, KillKind::Ceiling)]);
+}
+
+#[test]
+fn a_line_that_waited_counts_before_the_deadline_it_waited_past() {
+    let mut h = H::default();
+    let id = written(&mut h);
+    let v = LineView::parse_str(l::PING).unwrap();
+    // The host was stopped from 1 to 15 min; a line waited in the pipe meanwhile.
+    h.r.observe_waited(h.at(min(15.0)), id, Some(&v));
+    assert!(h.drain().iter().all(|e| !matches!(e, Event::Killed(_))));
+    // The deadline holds from that line on: idle 10 min later.
+    assert!(h.kills(min(25.0) - NS).is_empty());
+    assert_eq!(h.kills(min(25.0)).len(), 1);
+    // The same line read late, not waited: the overdue kill lands first, at its deadline.
+    let mut h = H::default();
+    let id = written(&mut h);
+    h.r.observe(h.at(min(15.0)), id, &v);
+    let k = h.r.kill(id).cloned().unwrap();
+    assert_eq!((k.kind, h.off(&k)), (KillKind::Idle, min(10.0)));
 }
 
 // ---------------------------------------------------------------- api_retry

@@ -1,21 +1,17 @@
-//! `agent-watchdog run` and the `claude-watchdog` drop-in: a presenter on top of the runtime's
-//! [`Supervisor`], which spawns the command in its own process group, feeds the core policy and
-//! stops the whole process tree. Here: stdout passed through byte for byte, stderr through the
-//! warning filter, host stdin forwarded, our own messages and the status line, `--record`,
-//! `--summary`, the exit code, and (for `run`) recovery after the first run ends.
+//! One supervised run, from spawn to the end: the main loop that passes the child's output on,
+//! records it, shows what happens, forwards the user's signals (and escalates them), and stops
+//! the child when its output cannot be delivered.
 
-use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::{
     Batch, LineInfo, LineMeta, Output, Report, Stage, StdoutBatch, Supervisor, SupervisorConfig,
     SupervisorHandle,
 };
 use serde_json::{json, Value};
-use tokio::io::AsyncWriteExt;
+use std::collections::VecDeque;
 use tokio::sync::mpsc;
 use watchdog_core::capture::Record;
 use watchdog_core::{
@@ -23,376 +19,23 @@ use watchdog_core::{
     Signal, StallClock,
 };
 
-use crate::cli::RunArgs;
+use super::host_signals::UserSig;
+use super::stdout::WriteError;
+use super::{program_name, stdin, wall_ms, Finished, Host, RunConfig, Stopped};
 use crate::duration::format_duration;
 use crate::exit_code;
-use crate::record::{trim_cr, Recorder};
-use crate::recover;
+use crate::record::trim_cr;
 use crate::status::{self, Status};
 use crate::stderr_filter::StderrFilter;
-use crate::summary::{self, Summary};
 use crate::tally::{Activity, Tally};
-use crate::verdict::{event_json, kill_sentence, killed_clause, ms};
-
-/// How the run presents itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// `agent-watchdog run`: exit codes from the outcome table.
-    Run,
-    /// `claude-watchdog`: behaves like `claude`; the child's own exit code unless killed.
-    DropIn,
-}
-
-/// Everything a run needs.
-#[derive(Debug, Clone)]
-pub struct RunConfig {
-    /// The policy.
-    pub limits: watchdog_core::Limits,
-    /// Time between SIGTERM and SIGKILL.
-    pub grace: Duration,
-    /// Where to write the summary (`-` for stderr).
-    pub summary: Option<PathBuf>,
-    /// Where to record the capture.
-    pub record: Option<PathBuf>,
-    /// Write a synthetic `result` on a kill and exit 1.
-    pub emit_result: bool,
-    /// Show the live status line on a terminal.
-    pub status: bool,
-    /// Print the missing-flags hint for `claude` commands.
-    pub hint: bool,
-    /// Run or drop-in.
-    pub mode: Mode,
-    /// The command line.
-    pub argv: Vec<OsString>,
-    /// The child's whole environment (`None`: inherit ours).
-    pub env: Option<Vec<(OsString, OsString)>>,
-    /// The child's working directory (`None`: ours).
-    pub cwd: Option<PathBuf>,
-    /// Discard the child's stdout instead of passing it through (for `demo`).
-    pub quiet_stdout: bool,
-}
-
-/// Buffered child stdout is written at once past this size.
-const OUT_BUF_FLUSH: usize = 256 * 1024;
+use crate::verdict::{event_json, killed_clause, ms};
 
 /// How long the interrupt request of the kill ladder gets before SIGTERM.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// After the child exited, how long its pipes may stay open (held by descendants).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 /// The longest stdout line handled as one line (64 MiB); longer ones come in pieces.
-const MAX_LINE: usize = 64 << 20;
-
-/// Run `run`; returns the exit code.
-pub fn main(args: RunArgs, mode: Mode) -> i32 {
-    let limits = match args.policy.limits() {
-        Ok(l) => l,
-        Err(e) => return crate::replay_cmd::policy_error(&e),
-    };
-    let recovery = match args.recovery.settings() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("agent-watchdog: {e}");
-            return exit_code::USAGE;
-        }
-    };
-    execute_with(
-        RunConfig {
-            limits,
-            grace: args.policy.grace(),
-            summary: args.summary,
-            record: args.record,
-            emit_result: args.emit_result,
-            status: !args.no_status,
-            hint: true,
-            mode,
-            argv: args.command,
-            env: None,
-            cwd: None,
-            quiet_stdout: false,
-        },
-        Some(recovery),
-    )
-}
-
-/// Run a command under the watchdog, without recovery; returns the exit code.
-pub fn execute(cfg: RunConfig) -> i32 {
-    execute_with(cfg, None)
-}
-
-/// Run a command under the watchdog and, with `recovery` (in [`Mode::Run`]), continue its
-/// session once when the recovery policy says so; returns the exit code of the last run.
-pub fn execute_with(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("agent-watchdog: cannot start the runtime: {e}");
-            return exit_code::INTERNAL;
-        }
-    };
-    let code = rt.block_on(run(cfg, recovery));
-    // The host stdin reader may be blocked in a read; do not wait for it.
-    rt.shutdown_background();
-    code
-}
-
-/// A signal the user sent us.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UserSig {
-    /// SIGINT.
-    Int,
-    /// SIGTERM.
-    Term,
-}
-
-impl UserSig {
-    fn name(self) -> &'static str {
-        match self {
-            UserSig::Int => "SIGINT",
-            UserSig::Term => "SIGTERM",
-        }
-    }
-}
-
-/// The host's SIGINT and SIGTERM, for every run of one invocation and the waits between.
-pub(crate) struct UserSignals {
-    int: Option<tokio::signal::unix::Signal>,
-    term: Option<tokio::signal::unix::Signal>,
-}
-
-impl UserSignals {
-    fn new() -> Self {
-        use tokio::signal::unix::{signal, SignalKind};
-        UserSignals {
-            int: signal(SignalKind::interrupt()).ok(),
-            term: signal(SignalKind::terminate()).ok(),
-        }
-    }
-
-    /// The next signal (pending forever when none can be received).
-    pub(crate) async fn recv(&mut self) -> UserSig {
-        async fn one(s: &mut Option<tokio::signal::unix::Signal>) {
-            match s {
-                Some(s) => {
-                    if s.recv().await.is_none() {
-                        std::future::pending::<()>().await;
-                    }
-                }
-                None => std::future::pending().await,
-            }
-        }
-        tokio::select! {
-            () = one(&mut self.int) => UserSig::Int,
-            () = one(&mut self.term) => UserSig::Term,
-        }
-    }
-}
-
-/// What one invocation shares between its runs: our stderr, the capture, the user's signals,
-/// and the host's stdin (forwarded to the first run only).
-pub(crate) struct Host {
-    pub(crate) status: Status,
-    pub(crate) recorder: Recorder,
-    pub(crate) signals: UserSignals,
-    stdin: Option<mpsc::Receiver<Option<Vec<u8>>>>,
-}
-
-/// One finished supervised run.
-pub(crate) struct Finished {
-    /// The command line.
-    pub(crate) argv: Vec<OsString>,
-    /// How it ended.
-    pub(crate) outcome: Outcome,
-    /// The watchdog's kill, if any.
-    pub(crate) kill: Option<Kill>,
-    /// How far the kill ladder went.
-    ladder: Option<Stage>,
-    /// The child's exit code and signal.
-    exit: Option<(Option<i32>, Option<i32>)>,
-    /// Our exit code for this run.
-    pub(crate) code: i32,
-    /// From spawn to the end.
-    pub(crate) duration: Duration,
-    /// What stdout said.
-    pub(crate) tally: Tally,
-    /// Stderr lines seen and suppressed.
-    stderr: (u64, u64),
-    /// Suppressed repeats per warning code.
-    suppressed: Value,
-    /// The user's signal, if one came.
-    pub(crate) interrupted: Option<UserSig>,
-    /// The events, as JSON.
-    events: Vec<Value>,
-    /// The spawn instant.
-    start: Instant,
-    /// The last top-level `result` line, as printed.
-    pub(crate) last_result: Option<Vec<u8>>,
-    /// The rate-limit readings.
-    pub(crate) monitor: RateLimitMonitor,
-    /// When it ended, epoch ms.
-    pub(crate) ended_wall_ms: u64,
-    /// The `system/init` session id when it differed from the one expected (continuations).
-    pub(crate) session_mismatch: Option<String>,
-}
-
-impl Finished {
-    /// The summary of this run, with the process exit code `exit_code`.
-    fn summary(&self, exit_code: i32, recovery: Option<Value>) -> Value {
-        Summary {
-            argv: self
-                .argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-            outcome: &self.outcome,
-            kill: self.kill.as_ref(),
-            ladder: self.ladder.map(Stage::as_str),
-            exit: self.exit,
-            exit_code,
-            duration_ms: ms(self.duration),
-            tally: &self.tally,
-            stderr: self.stderr,
-            suppressed: self.suppressed.clone(),
-            interrupted: self.interrupted.map(UserSig::name),
-            events: self.events.clone(),
-            base: self.start,
-            recovery,
-        }
-        .to_json()
-    }
-}
-
-fn has_stream_json_input(argv: &[OsString]) -> bool {
-    let args: Vec<_> = argv.iter().map(|a| a.to_string_lossy()).collect();
-    args.iter().enumerate().any(|(i, a)| {
-        a == "--input-format=stream-json"
-            || (a == "--input-format" && args.get(i + 1).is_some_and(|v| v == "stream-json"))
-    })
-}
-
-/// Now, epoch milliseconds.
-pub(crate) fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(ms)
-        .unwrap_or(0)
-}
-
-/// Read the host's stdin line by line on a thread (`None` at its end).
-fn spawn_stdin_reader() -> mpsc::Receiver<Option<Vec<u8>>> {
-    let (tx, rx) = mpsc::channel(64);
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        let stdin = std::io::stdin();
-        let mut lock = stdin.lock();
-        loop {
-            let mut buf = Vec::new();
-            match lock.read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => {
-                    let _ = tx.blocking_send(None);
-                    return;
-                }
-                Ok(_) => {
-                    if tx.blocking_send(Some(buf)).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-    });
-    rx
-}
-
-async fn run(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
-    let status = Status::new(cfg.status);
-    if cfg.argv.is_empty() {
-        status.say(
-            "error: no command given (usage: agent-watchdog run [FLAGS] -- COMMAND [ARGS...])",
-        );
-        return exit_code::USAGE;
-    }
-    if cfg.hint {
-        if let Some(h) = crate::hint::missing_flags_hint(&cfg.argv) {
-            status.say(&h);
-        }
-    }
-    let recorder = match &cfg.record {
-        Some(p) => match Recorder::create(p) {
-            Ok(r) => r,
-            Err(e) => {
-                status.say(&format!(
-                    "error: cannot create the capture {}: {e}",
-                    p.display()
-                ));
-                return exit_code::INTERNAL;
-            }
-        },
-        None => Recorder::none(),
-    };
-    let mut host = Host {
-        status,
-        recorder,
-        signals: UserSignals::new(),
-        stdin: Some(spawn_stdin_reader()),
-    };
-    let first = match supervise(&cfg, &cfg.argv, &mut host, None).await {
-        Ok(f) => f,
-        Err(code) => return code,
-    };
-    let (last, recovery_json, code) = match recovery.filter(|_| cfg.mode == Mode::Run) {
-        Some(settings) => {
-            let r = recover::after(&cfg, &settings, &first, &mut host).await;
-            let code = r
-                .code
-                .or(r.continued.as_ref().map(|c| c.code))
-                .unwrap_or(first.code);
-            (r.continued, Some(r.json), code)
-        }
-        None => (None, None, first.code),
-    };
-    let final_run = last.as_ref().unwrap_or(&first);
-
-    // The synthetic result goes after everything the child printed.
-    if let (true, Some(k)) = (emits_result(&cfg), final_run.kill.as_ref()) {
-        let what = program_name(&final_run.argv);
-        let line = crate::synthetic::result_line(
-            k,
-            &kill_sentence(k, &what),
-            final_run.tally.session_id.as_deref(),
-            ms(final_run.duration),
-            final_run.tally.num_turns(),
-        );
-        let mut out = tokio::io::stdout();
-        let _ = out.write_all(format!("{line}\n").as_bytes()).await;
-        let _ = out.flush().await;
-    }
-
-    if let Some(path) = &cfg.summary {
-        if let Err(e) = summary::write(path, &first.summary(code, recovery_json)) {
-            eprintln!(
-                "agent-watchdog: cannot write the summary {}: {e}",
-                path.display()
-            );
-            return exit_code::INTERNAL;
-        }
-    }
-    code
-}
-
-fn emits_result(cfg: &RunConfig) -> bool {
-    cfg.emit_result || cfg.mode == Mode::DropIn
-}
-
-fn program_name(argv: &[OsString]) -> String {
-    let program = argv.first().cloned().unwrap_or_default();
-    std::path::Path::new(&program)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| program.to_string_lossy().into_owned())
-}
+pub(crate) const MAX_LINE: usize = 64 << 20;
 
 /// What `run` learns from the fields of stdout lines, kept by the supervisor's stdout hook
 /// ([`Seen::observe`]) from the view the supervisor parsed (so no line is parsed twice).
@@ -472,12 +115,6 @@ struct Live<'h> {
     handle: SupervisorHandle,
     start: Instant,
     what: String,
-    quiet: bool,
-    stdout: tokio::io::Stdout,
-    stdout_ok: bool,
-    /// Child stdout not yet written: flushed when no more output is ready, or when large, so
-    /// a burst of lines costs one write and a quiet child's line goes out at once.
-    out_buf: Vec<u8>,
     /// What the stdout hook saw.
     seen: Arc<Mutex<Seen>>,
     /// Stdout lines (and pieces) passed on so far: the index of the next one.
@@ -490,6 +127,8 @@ struct Live<'h> {
     stderr_filter: StderrFilter,
     events: Vec<Value>,
     kill: Option<Kill>,
+    /// Our stdout could not be written: the child is being stopped.
+    output_error: Option<WriteError>,
     ladder: Option<Stage>,
     last_progress: Option<Instant>,
     activity: Activity,
@@ -503,25 +142,24 @@ struct Live<'h> {
 }
 
 impl Live<'_> {
-    /// Write the buffered child stdout. A closed stdout (e.g. `| head`) must not stop the run:
-    /// the run keeps reading and stops writing.
+    /// Write the buffered child stdout.
     async fn flush_stdout(&mut self) {
-        if self.out_buf.is_empty() {
-            return;
-        }
-        let buf = std::mem::take(&mut self.out_buf);
-        self.write_stdout(&buf).await;
-        self.out_buf = buf;
-        self.out_buf.clear();
+        let r = self.host.stdout.flush().await;
+        self.check_write(r);
     }
 
-    async fn write_stdout(&mut self, bytes: &[u8]) {
-        if self.stdout_ok {
-            let mut r = self.stdout.write_all(bytes).await;
-            if r.is_ok() {
-                r = self.stdout.flush().await;
+    /// The first stdout write error: say it once, stop the child (it would work on, and bill,
+    /// for a reader that is gone), keep reading and recording what it prints until it ends.
+    fn check_write(&mut self, r: Result<(), WriteError>) {
+        if let Err(e) = r {
+            self.host.status.say(&format!(
+                "{e}; stopping {} and its whole process tree",
+                self.what
+            ));
+            if self.kill.is_none() {
+                self.handle.kill_now();
             }
-            self.stdout_ok = r.is_ok();
+            self.output_error = Some(e);
         }
     }
 
@@ -555,16 +193,8 @@ impl Live<'_> {
     /// Stdout lines read together: passed on as they are (one write for a large batch), then
     /// tallied from the class the supervisor gave each.
     async fn on_stdout(&mut self, b: StdoutBatch) {
-        if self.stdout_ok && !self.quiet {
-            if self.out_buf.is_empty() && b.bytes().len() >= OUT_BUF_FLUSH {
-                self.write_stdout(b.bytes()).await;
-            } else {
-                self.out_buf.extend_from_slice(b.bytes());
-                if self.out_buf.len() >= OUT_BUF_FLUSH {
-                    self.flush_stdout().await;
-                }
-            }
-        }
+        let r = self.host.stdout.push(b.bytes()).await;
+        self.check_write(r);
         let now = b.at();
         for m in b.lines() {
             let bytes = b.line(m);
@@ -611,8 +241,8 @@ impl Live<'_> {
                 Note::Say(msg) => self.host.status.say(&msg),
                 Note::RateLimit => {}
                 Note::Activity(a) => {
+                    self.activity_since = now.checked_sub(a.already()).unwrap_or(now);
                     self.activity = a;
-                    self.activity_since = now;
                 }
                 Note::Init(sid) => self.check_session(sid),
             }
@@ -710,7 +340,7 @@ impl Live<'_> {
         };
         self.events.push(event_json(&ev, at, self.start));
         match ev {
-            Event::Killed(k) if self.kill.is_none() => {
+            Event::Killed(k) if self.kill.is_none() && self.output_error.is_none() => {
                 self.host.status.say(&killed_clause(&k, &self.what));
                 self.kill = Some(k);
             }
@@ -718,7 +348,7 @@ impl Live<'_> {
                 clock, remaining, ..
             } => {
                 let (what, kind) = match clock {
-                    StallClock::Idle => ("no output at all", "idle"),
+                    StallClock::Idle => ("no stdout line", "idle"),
                     StallClock::NoProgress => ("no progress (keep-alives only)", "no_progress"),
                 };
                 self.host.status.say(&format!(
@@ -752,26 +382,21 @@ impl Live<'_> {
     }
 }
 
-/// Forward the host's stdin to the child (in order; its end closes the child's stdin) and
-/// report what was written, for the capture.
-fn forward_stdin(
-    mut host_stdin: mpsc::Receiver<Option<Vec<u8>>>,
-    writer: agent_sdk_watchdog::StdinWriter,
-) -> mpsc::UnboundedReceiver<Option<Vec<u8>>> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Some(Some(line)) = host_stdin.recv().await {
-            if writer.write_line(&line).await.is_err() {
-                break;
-            }
-            if tx.send(Some(line)).is_err() {
-                return;
-            }
+/// The user's signals during one run: the first is forwarded, and if the child is still there
+/// `grace` later its whole tree is killed; a second one kills the tree at once.
+struct Interrupts {
+    first: Option<UserSig>,
+    escalate_at: Option<tokio::time::Instant>,
+    grace: Duration,
+}
+
+impl Interrupts {
+    async fn escalation(&self) {
+        match self.escalate_at {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
         }
-        writer.close().await;
-        let _ = tx.send(None);
-    });
-    rx
+    }
 }
 
 /// Run `argv` under the supervisor to its end. `expect_session`: the session id its
@@ -803,10 +428,12 @@ pub(crate) async fn supervise(
     let hook_seen = seen.clone();
     let config = SupervisorConfig {
         policy: Some(SessionConfig::default().with_limits(cfg.limits.clone())),
-        stream_json_input: has_stream_json_input(argv),
+        stream_json_input: stdin::has_stream_json_input(argv),
         interrupt_grace: INTERRUPT_GRACE,
         term_grace: cfg.grace,
         become_subreaper: true,
+        claim_orphans: true,
+        die_with_host: true,
         max_line: MAX_LINE,
         pipe_stdin: host_stdin.is_some(),
         drain_timeout: DRAIN_AFTER_EXIT,
@@ -832,10 +459,11 @@ pub(crate) async fn supervise(
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
+            env: crate::mcp_limits::recorded_env(cfg.env.as_deref()),
         },
     );
     let mut written = match (host_stdin, sup.stdin()) {
-        (Some(h), Some(w)) => Some(forward_stdin(h, w)),
+        (Some(h), Some(w)) => Some(stdin::forward(h, w)),
         _ => None,
     };
     let mut live = Live {
@@ -843,10 +471,6 @@ pub(crate) async fn supervise(
         host,
         start,
         what: program_name(argv),
-        quiet: cfg.quiet_stdout,
-        stdout: tokio::io::stdout(),
-        stdout_ok: true,
-        out_buf: Vec::new(),
         seen,
         lines_done: 0,
         unparseable: 0,
@@ -855,6 +479,7 @@ pub(crate) async fn supervise(
         stderr_filter: StderrFilter::default(),
         events: Vec::new(),
         kill: None,
+        output_error: None,
         ladder: None,
         last_progress: None,
         activity: Activity::Starting,
@@ -864,13 +489,17 @@ pub(crate) async fn supervise(
         expect_session: expect_session.map(str::to_owned),
         session_mismatch: None,
     };
-    let mut interrupted: Option<UserSig> = None;
+    let mut signals = Interrupts {
+        first: None,
+        escalate_at: None,
+        grace: cfg.grace,
+    };
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tokio::select! {
             biased;
             // What we wrote to the child is recorded before what the child answered to it.
-            note = recv_written(&mut written) => {
+            note = stdin::recv_written(&mut written) => {
                 if note.is_none() {
                     written = None;
                 }
@@ -881,18 +510,30 @@ pub(crate) async fn supervise(
                 None => break,
             },
             // Nothing else is ready: write what the child printed.
-            () = std::future::ready(()), if !live.out_buf.is_empty() => live.flush_stdout().await,
+            () = std::future::ready(()), if !live.host.stdout.is_empty() => live.flush_stdout().await,
             sig = live.host.signals.recv() => {
-                if interrupted.is_some() {
-                    live.host.status.say("second signal: killing the command's whole process tree");
+                if signals.first.is_some() {
+                    live.host.status.say(&format!(
+                        "second signal ({}): killing the command's whole process tree",
+                        sig.name()
+                    ));
                     live.handle.kill_tree_now();
+                    signals.escalate_at = None;
                 } else {
-                    interrupted = Some(sig);
-                    match sig {
-                        UserSig::Int => live.handle.interrupt(),
-                        UserSig::Term => live.handle.terminate(),
-                    }
+                    signals.first = Some(sig);
+                    live.handle.signal(sig.to_rustix());
+                    signals.escalate_at = tokio::time::Instant::now().checked_add(signals.grace);
                 }
+            }
+            () = signals.escalation() => {
+                signals.escalate_at = None;
+                live.host.status.say(&format!(
+                    "{} still runs {} after {}: killing its whole process tree",
+                    live.what,
+                    format_duration(signals.grace),
+                    signals.first.map_or("the signal", UserSig::name),
+                ));
+                live.handle.kill_tree_now();
             }
             _ = tick.tick() => {
                 live.update_utilization();
@@ -924,18 +565,6 @@ pub(crate) async fn supervise(
             .and_then(|r| r.outcome.clone())
             .unwrap_or(Outcome::NoResult),
     };
-    let child_code = code.or(signal.map(|s| 128 + s));
-    let our_code = match (cfg.mode, &live.kill) {
-        (_, Some(_)) if emits_result(cfg) => exit_code::INTERNAL,
-        (Mode::DropIn, None) => child_code.unwrap_or(exit_code::INTERNAL),
-        (Mode::Run, None) if interrupted.is_some() && matches!(outcome, Outcome::NoResult) => {
-            match interrupted {
-                Some(UserSig::Int) => exit_code::INTERRUPTED,
-                _ => exit_code::TERMINATED,
-            }
-        }
-        _ => exit_code::for_outcome(&outcome, child_code),
-    };
     // Every line was passed on and the reader is gone: what the hook saw is complete.
     let (tally, monitor) = {
         let mut seen = Seen::lock(&live.seen);
@@ -953,37 +582,42 @@ pub(crate) async fn supervise(
     let ladder = live.ladder.or(report
         .as_ref()
         .and_then(|r| r.kill.as_ref().map(|k| k.stage)));
-    Ok(Finished {
+    let stopped = match (live.output_error, live.kill) {
+        (Some(e), _) => Some(Stopped::Output(e)),
+        (None, Some(k)) => Some(Stopped::Kill(k)),
+        (None, None) => None,
+    };
+    let mut finished = Finished {
+        code: exit_code::INTERNAL,
         argv: argv.to_vec(),
         outcome,
-        kill: live.kill,
+        stopped,
         ladder,
         exit,
-        code: our_code,
         duration: end.saturating_duration_since(start),
         tally,
         stderr,
         suppressed,
-        interrupted,
+        interrupted: signals.first,
         events: live.events,
         start,
         last_result: live.last_result,
         monitor,
         ended_wall_ms: wall_ms(),
         session_mismatch: live.session_mismatch,
-    })
-}
-
-async fn recv_written(
-    rx: &mut Option<mpsc::UnboundedReceiver<Option<Vec<u8>>>>,
-) -> Option<Vec<u8>> {
-    match rx {
-        Some(rx) => rx.recv().await.flatten(),
-        None => std::future::pending().await,
-    }
+        leftovers_killed: report.as_ref().map_or(0, |r| r.leftovers_killed),
+        blocked_on_output: report
+            .as_ref()
+            .map_or(Duration::ZERO, |r| r.blocked_on_output),
+    };
+    finished.code = finished.exit_code(cfg);
+    Ok(finished)
 }
 
 fn split_status(s: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
     use std::os::unix::process::ExitStatusExt;
     (s.code(), s.signal())
 }
+
+/// The host's stdin, line by line, as [`stdin::spawn_reader`] delivers it.
+pub(crate) type HostStdin = mpsc::Receiver<Option<Vec<u8>>>;

@@ -1028,7 +1028,7 @@ fn ref_82_post_tool_use_failure_is_activity_but_not_a_write() {
 
 #[test]
 fn there_is_one_test_per_reference_check() {
-    let src = include_str!("reference_parity.rs");
+    let src = include_str!("reference_checks.rs");
     let mut numbers: Vec<u32> = src
         .lines()
         .filter_map(|l| l.strip_prefix("fn ref_"))

@@ -1,0 +1,250 @@
+//! `agent-watchdog hook`: the Claude Code command hook that continues a subagent cut off by the
+//! output token limit **once** (the `dsh-subagent-watchdog` contract on Claude Code).
+//!
+//! Claude Code runs it with one JSON object on stdin and reads one on stdout (see
+//! `plugin/hooks/hooks.json`):
+//!
+//! - `PostToolUseFailure` (matcher `Agent`): a foreground agent died. Its `tool_use_id` is
+//!   mapped to the agent id through `agent-<id>.meta.json`; if the agent's transcript ends in
+//!   the synthetic `apiError: "max_output_tokens"` entry (or still in the cut-off reply, the
+//!   synthetic entry not written yet, and the reported error is `max_output_tokens`) and the
+//!   durable marker is claimed, the parent gets `additionalContext` telling it to
+//!   `SendMessage` exactly that agent.
+//! - `Stop`: the safety net (and the only signal for background agents): every
+//!   `subagents/agent-*.jsonl` of the session is checked the same way; what must be said goes
+//!   out as `{"decision":"block","reason":…}`, which makes the parent take one more turn.
+//!   A `Stop` is never blocked for any other reason.
+//!
+//! A continued agent that fails again (output limit or another API error) gets exactly one
+//! notice with the facts and the manual options. Markers live in the same state directory as
+//! `run`'s (`--state-dir`, `AGENT_WATCHDOG_STATE_DIR`, default `$XDG_STATE_HOME/agent-watchdog`).
+//!
+//! Every error fails closed: nothing on stdout (no decision), one line on stderr, exit 0. A hook
+//! never breaks the user's session.
+
+pub mod act;
+pub mod input;
+pub mod output;
+pub mod session_files;
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use agent_sdk_watchdog::FileLedger;
+use clap::builder::BoolishValueParser;
+use clap::Args;
+use watchdog_core::recovery::Trigger;
+use watchdog_core::Recovery;
+
+use act::{consider, LedgerSource, Said};
+use input::{Event, HookInput};
+use session_files::SubagentFiles;
+
+/// Hook input larger than this is not one Claude Code sends.
+const MAX_INPUT_BYTES: u64 = 16 << 20;
+
+/// Flags of `hook`. Each has the same `AGENT_WATCHDOG_*` environment variable as `run`'s flag.
+#[derive(Debug, Clone, Default, Args)]
+pub struct HookArgs {
+    /// Where the continuation markers live [default: $XDG_STATE_HOME/agent-watchdog, else
+    /// ~/.local/state/agent-watchdog]
+    #[arg(long, value_name = "DIR", env = "AGENT_WATCHDOG_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Do not continue subagents cut off by the output token limit (the hook then does nothing)
+    #[arg(long, env = "AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT", value_parser = BoolishValueParser::new())]
+    pub no_recover_output_limit: bool,
+}
+
+/// What the hook prints.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Response {
+    /// The JSON for stdout, if there is a decision.
+    pub stdout: Option<String>,
+    /// One line for stderr, if something went wrong.
+    pub stderr: Option<String>,
+}
+
+struct Lazy {
+    dir: Option<PathBuf>,
+    ledger: Option<FileLedger>,
+}
+
+impl LedgerSource for Lazy {
+    type Ledger = FileLedger;
+    fn ledger(&mut self) -> Result<&FileLedger, String> {
+        if self.ledger.is_none() {
+            let l = match &self.dir {
+                Some(d) => FileLedger::open(d.clone()),
+                None => FileLedger::open_default(),
+            }
+            .map_err(|e| e.to_string())?;
+            self.ledger = Some(l);
+        }
+        self.ledger
+            .as_ref()
+            .ok_or_else(|| "ledger unavailable".to_owned())
+    }
+}
+
+/// Answer one hook input (`now_ms`: the wall clock, epoch ms). Never panics; errors become the
+/// stderr line.
+pub fn respond(args: &HookArgs, stdin: &[u8], now_ms: u64) -> Response {
+    let input = match HookInput::parse(stdin) {
+        Ok(i) => i,
+        Err(e) => return failed(e.to_string()),
+    };
+    if args.no_recover_output_limit || matches!(input.event, Event::Other(_)) {
+        return Response::default();
+    }
+    let recovery = Recovery::default().with_trigger(Trigger::OutputLimit, true);
+    let Some(dir) = input.subagents_dir() else {
+        return failed(format!(
+            "no session directory beside transcript_path {:?}",
+            input.transcript_path
+        ));
+    };
+    let files = SubagentFiles::new(dir);
+    let mut source = Lazy {
+        dir: args.state_dir.clone(),
+        ledger: None,
+    };
+    match &input.event {
+        Event::Other(_) => Response::default(),
+        Event::PostToolUseFailure {
+            tool_name,
+            tool_use_id,
+            error,
+        } => {
+            if tool_name != "Agent" && tool_name != "Task" {
+                return Response::default();
+            }
+            let agent = match files.agent_for_tool_use(tool_use_id) {
+                Ok(Some(a)) => a,
+                Ok(None) => return Response::default(),
+                Err(e) => return failed(e.to_string()),
+            };
+            match consider(
+                &recovery,
+                &files,
+                &mut source,
+                &input.session_id,
+                &agent,
+                Some(error),
+                now_ms,
+            ) {
+                Ok(Some(said)) => Response {
+                    stdout: Some(output::additional_context(said.text())),
+                    stderr: None,
+                },
+                Ok(None) => Response::default(),
+                Err(e) => failed(format!("agent {agent}: {e}")),
+            }
+        }
+        Event::Stop { .. } => {
+            let agents = match files.agent_ids() {
+                Ok(a) => a,
+                Err(e) => return failed(e.to_string()),
+            };
+            let mut said: Vec<Said> = Vec::new();
+            let mut errors = Vec::new();
+            for agent in &agents {
+                match consider(
+                    &recovery,
+                    &files,
+                    &mut source,
+                    &input.session_id,
+                    agent,
+                    None,
+                    now_ms,
+                ) {
+                    Ok(Some(s)) => said.push(s),
+                    Ok(None) => {}
+                    Err(e) => errors.push(format!("agent {agent}: {e}")),
+                }
+            }
+            let texts: Vec<&str> = said.iter().map(Said::text).collect();
+            Response {
+                stdout: (!texts.is_empty()).then(|| output::block(&texts.join("\n\n"))),
+                stderr: (!errors.is_empty())
+                    .then(|| format!("agent-watchdog hook: {}", errors.join("; "))),
+            }
+        }
+    }
+}
+
+fn failed(why: String) -> Response {
+    Response {
+        stdout: None,
+        stderr: Some(format!("agent-watchdog hook: {why}")),
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis().min(u128::from(u64::MAX)) as u64)
+        .unwrap_or(0)
+}
+
+/// The `hook` subcommand: read stdin, answer, always exit 0.
+pub fn main(args: HookArgs) -> i32 {
+    let mut bytes = Vec::new();
+    let read = std::io::stdin()
+        .lock()
+        .take(MAX_INPUT_BYTES)
+        .read_to_end(&mut bytes);
+    let response = match read {
+        Ok(_) => respond(&args, &bytes, now_ms()),
+        Err(e) => failed(format!("cannot read stdin: {e}")),
+    };
+    if let Some(out) = &response.stdout {
+        let mut o = std::io::stdout().lock();
+        // A closed stdout leaves nothing to do: Claude Code then sees no decision.
+        let _ = o.write_all(out.as_bytes()).and_then(|()| o.flush());
+    }
+    if let Some(err) = &response.stderr {
+        let _ = writeln!(std::io::stderr().lock(), "{err}");
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_events_and_the_off_switch_say_nothing_at_all() {
+        let args = HookArgs::default();
+        for input in [
+            r#"{"hook_event_name":"SubagentStop","session_id":"x"}"#,
+            r#"{"hook_event_name":"StopFailure"}"#,
+        ] {
+            assert_eq!(respond(&args, input.as_bytes(), 0), Response::default());
+        }
+        let off = HookArgs {
+            no_recover_output_limit: true,
+            ..HookArgs::default()
+        };
+        let stop = r#"{"hook_event_name":"Stop","session_id":"s","transcript_path":"/nonexistent/s.jsonl"}"#;
+        assert_eq!(respond(&off, stop.as_bytes(), 0), Response::default());
+    }
+
+    #[test]
+    fn a_session_without_subagents_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = HookArgs {
+            state_dir: Some(dir.path().join("state")),
+            ..HookArgs::default()
+        };
+        let stop = serde_json::json!({
+            "hook_event_name": "Stop",
+            "session_id": "79a60e20-b342-4ecc-aa97-cb905bafbe16",
+            "transcript_path": dir.path().join("79a60e20-b342-4ecc-aa97-cb905bafbe16.jsonl"),
+        });
+        assert_eq!(
+            respond(&args, stop.to_string().as_bytes(), 0),
+            Response::default()
+        );
+        assert!(!dir.path().join("state").exists());
+    }
+}

@@ -1,0 +1,130 @@
+//! The signals the watchdog itself receives.
+//!
+//! SIGHUP (the terminal was closed), SIGINT (Ctrl-C), SIGQUIT (Ctrl-\) and SIGTERM are
+//! forwarded to the child's process group; the run then escalates to SIGKILL of the whole tree
+//! after `--grace` if the child is still there, and a second one escalates at once. SIGUSR1,
+//! SIGUSR2 and SIGALRM, whose default action would end the watchdog silently and orphan the
+//! child's tree, are caught and ignored. (SIGPIPE is ignored by the Rust runtime: a closed
+//! reader shows up as a write error. SIGKILL cannot be caught: on Linux the child gets SIGTERM
+//! through its parent-death signal.)
+
+use tokio::signal::unix::{signal, Signal, SignalKind};
+
+/// A signal the user (or the system) sent us, which we forward to the child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UserSig {
+    /// SIGHUP: the terminal went away.
+    Hup,
+    /// SIGINT: Ctrl-C.
+    Int,
+    /// SIGQUIT: Ctrl-\.
+    Quit,
+    /// SIGTERM.
+    Term,
+}
+
+impl UserSig {
+    /// The signal's name, e.g. `SIGTERM`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            UserSig::Hup => "SIGHUP",
+            UserSig::Int => "SIGINT",
+            UserSig::Quit => "SIGQUIT",
+            UserSig::Term => "SIGTERM",
+        }
+    }
+
+    /// The signal's number (Linux and the BSDs agree on these four).
+    pub(crate) fn number(self) -> i32 {
+        match self {
+            UserSig::Hup => 1,
+            UserSig::Int => 2,
+            UserSig::Quit => 3,
+            UserSig::Term => 15,
+        }
+    }
+
+    /// The exit code of a run that this signal ended: `128 + N`, as a shell reports it.
+    pub(crate) fn exit_code(self) -> i32 {
+        128 + self.number()
+    }
+
+    /// The same signal, for the child's process group.
+    pub(crate) fn to_rustix(self) -> agent_sdk_watchdog::Signal {
+        use agent_sdk_watchdog::Signal;
+        match self {
+            UserSig::Hup => Signal::HUP,
+            UserSig::Int => Signal::INT,
+            UserSig::Quit => Signal::QUIT,
+            UserSig::Term => Signal::TERM,
+        }
+    }
+}
+
+/// The host's signals, for every run of one invocation and the waits between.
+pub(crate) struct UserSignals {
+    forwarded: Vec<(UserSig, Option<Signal>)>,
+    /// Caught so that their default action does not end us; never reported.
+    ignored: Vec<Option<Signal>>,
+}
+
+impl UserSignals {
+    /// Install the handlers (from now on these signals no longer end the process by default).
+    pub(crate) fn new() -> Self {
+        let forwarded = [
+            (UserSig::Hup, SignalKind::hangup()),
+            (UserSig::Int, SignalKind::interrupt()),
+            (UserSig::Quit, SignalKind::quit()),
+            (UserSig::Term, SignalKind::terminate()),
+        ]
+        .into_iter()
+        .map(|(s, k)| (s, signal(k).ok()))
+        .collect();
+        let ignored = [
+            SignalKind::user_defined1(),
+            SignalKind::user_defined2(),
+            SignalKind::alarm(),
+        ]
+        .into_iter()
+        .map(|k| signal(k).ok())
+        .collect();
+        UserSignals { forwarded, ignored }
+    }
+
+    /// The next forwarded signal (pending forever when none can be received). Ignored signals
+    /// are drained on the way.
+    pub(crate) async fn recv(&mut self) -> UserSig {
+        use std::future::poll_fn;
+        use std::task::Poll;
+        poll_fn(|cx| {
+            for s in self.ignored.iter_mut().flatten() {
+                while let Poll::Ready(Some(())) = s.poll_recv(cx) {}
+            }
+            for (sig, s) in &mut self.forwarded {
+                if let Some(s) = s {
+                    if let Poll::Ready(Some(())) = s.poll_recv(cx) {
+                        return Poll::Ready(*sig);
+                    }
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_128_plus_the_signal() {
+        assert_eq!(UserSig::Hup.exit_code(), 129);
+        assert_eq!(UserSig::Int.exit_code(), 130);
+        assert_eq!(UserSig::Quit.exit_code(), 131);
+        assert_eq!(UserSig::Term.exit_code(), 143);
+        for s in [UserSig::Hup, UserSig::Int, UserSig::Quit, UserSig::Term] {
+            assert_eq!(s.to_rustix().as_raw(), s.number(), "{}", s.name());
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! `agent-watchdog run` and the `claude-watchdog` drop-in: a presenter on top of the runtime's
+//! [`Supervisor`](agent_sdk_watchdog::Supervisor), which spawns the command in its own process
+//! group, feeds the core policy and stops the whole process tree.
+//!
+//! One job a file: `live` runs one supervised child (the main loop), `stdout` passes its
+//! output on and handles write errors, `stdin` forwards the host's input, `host_signals`
+//! takes the signals sent to us. Here: the invocation (files opened before the child starts,
+//! the runs, recovery, the synthetic `result`, the summary, the final message and the exit
+//! code, whose rules are in [`crate::exit_code`]).
+
+mod host_signals;
+mod live;
+mod stdin;
+mod stdout;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use agent_sdk_watchdog::Stage;
+use serde_json::Value;
+use watchdog_core::{Kill, LineKind, Outcome, RateLimitMonitor};
+
+pub(crate) use host_signals::{UserSig, UserSignals};
+pub(crate) use live::supervise;
+
+use crate::cli::RunArgs;
+use crate::exit_code::{self, Ending, Intervention};
+use crate::out_file::SummaryTarget;
+use crate::record::Recorder;
+use crate::recover;
+use crate::status::Status;
+use crate::summary::Summary;
+use crate::tally::Tally;
+use crate::verdict::{kill_sentence, ms};
+
+/// How the run presents itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `agent-watchdog run`.
+    Run,
+    /// `claude-watchdog`: behaves like `claude`; always writes the synthetic `result` on a kill.
+    DropIn,
+}
+
+/// Everything a run needs.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The policy.
+    pub limits: watchdog_core::Limits,
+    /// Time between SIGTERM and SIGKILL (also after a forwarded signal of the user's).
+    pub grace: Duration,
+    /// Where to write the summary (`-` for stderr).
+    pub summary: Option<PathBuf>,
+    /// Where to record the capture.
+    pub record: Option<PathBuf>,
+    /// Write a synthetic `result` on a kill and exit 1.
+    pub emit_result: bool,
+    /// Every ending without a usable `result` exits 3 (see [`crate::exit_code`]).
+    pub strict: bool,
+    /// Show the live status line on a terminal.
+    pub status: bool,
+    /// Print the missing-flags hint for `claude` commands.
+    pub hint: bool,
+    /// Run or drop-in.
+    pub mode: Mode,
+    /// The command line.
+    pub argv: Vec<OsString>,
+    /// The child's whole environment (`None`: inherit ours).
+    pub env: Option<Vec<(OsString, OsString)>>,
+    /// The child's working directory (`None`: ours).
+    pub cwd: Option<PathBuf>,
+    /// Discard the child's stdout instead of passing it through (for `demo`).
+    pub quiet_stdout: bool,
+}
+
+/// Run `run`; returns the exit code.
+pub fn main(args: RunArgs, mode: Mode) -> i32 {
+    let limits = match args.policy.limits() {
+        Ok(l) => l,
+        Err(e) => return crate::replay_cmd::policy_error(&e),
+    };
+    let recovery = match args.recovery.settings() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("agent-watchdog: {e}");
+            return exit_code::USAGE;
+        }
+    };
+    execute_with(
+        RunConfig {
+            limits,
+            grace: args.policy.grace(),
+            summary: args.summary,
+            record: args.record,
+            emit_result: args.emit_result,
+            strict: args.strict,
+            status: !args.no_status,
+            hint: true,
+            mode,
+            argv: args.command,
+            env: None,
+            cwd: None,
+            quiet_stdout: false,
+        },
+        Some(recovery),
+    )
+}
+
+/// Run a command under the watchdog, without recovery; returns the exit code.
+pub fn execute(cfg: RunConfig) -> i32 {
+    execute_with(cfg, None)
+}
+
+/// Run a command under the watchdog and, with `recovery` (in [`Mode::Run`]), continue its
+/// session once when the recovery policy says so; returns the exit code of the last run.
+pub fn execute_with(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("agent-watchdog: cannot start the runtime: {e}");
+            return exit_code::INTERNAL;
+        }
+    };
+    let code = rt.block_on(run(cfg, recovery));
+    // The host stdin reader may be blocked in a read; do not wait for it.
+    rt.shutdown_background();
+    code
+}
+
+/// What one invocation shares between its runs: our stdout and stderr, the capture, the
+/// user's signals, and the host's stdin (forwarded to the first run only).
+pub(crate) struct Host {
+    pub(crate) status: Status,
+    pub(crate) recorder: Recorder,
+    pub(crate) signals: UserSignals,
+    pub(crate) stdout: stdout::StdoutSink,
+    stdin: Option<live::HostStdin>,
+}
+
+/// Why we stopped a run, when we did.
+#[derive(Debug)]
+pub(crate) enum Stopped {
+    /// The policy killed it.
+    Kill(Kill),
+    /// Our stdout could not be written.
+    Output(stdout::WriteError),
+}
+
+/// One finished supervised run.
+pub(crate) struct Finished {
+    /// The command line.
+    pub(crate) argv: Vec<OsString>,
+    /// How it ended.
+    pub(crate) outcome: Outcome,
+    /// Why we stopped it, if we did.
+    stopped: Option<Stopped>,
+    /// How far the kill ladder went.
+    ladder: Option<Stage>,
+    /// The child's exit code and signal.
+    exit: Option<(Option<i32>, Option<i32>)>,
+    /// Our exit code for this run.
+    pub(crate) code: i32,
+    /// From spawn to the end.
+    pub(crate) duration: Duration,
+    /// What stdout said.
+    pub(crate) tally: Tally,
+    /// Stderr lines seen and suppressed.
+    stderr: (u64, u64),
+    /// Suppressed repeats per warning code.
+    suppressed: Value,
+    /// The user's signal, if one came.
+    pub(crate) interrupted: Option<UserSig>,
+    /// The events, as JSON.
+    events: Vec<Value>,
+    /// The spawn instant.
+    start: Instant,
+    /// The last top-level `result` line, as printed.
+    pub(crate) last_result: Option<Vec<u8>>,
+    /// The rate-limit readings.
+    pub(crate) monitor: RateLimitMonitor,
+    /// When it ended, epoch ms.
+    pub(crate) ended_wall_ms: u64,
+    /// The `system/init` session id when it differed from the one expected (continuations).
+    pub(crate) session_mismatch: Option<String>,
+    /// Descendants still running when the child exited by itself, then stopped.
+    leftovers_killed: usize,
+    /// How long the child's output waited for our stdout (a slow reader downstream).
+    blocked_on_output: Duration,
+}
+
+impl Finished {
+    /// The policy's kill, if any.
+    pub(crate) fn kill(&self) -> Option<&Kill> {
+        match &self.stopped {
+            Some(Stopped::Kill(k)) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The child's status: its code, or `128 + N` for signal N.
+    fn child_status(&self) -> Option<i32> {
+        let (code, signal) = self.exit?;
+        code.or(signal.map(|s| 128 + s))
+    }
+
+    /// The child printed stream-json: a line of a known Claude Code message type.
+    fn printed_stream_json(&self) -> bool {
+        LineKind::ALL
+            .iter()
+            .filter(|k| !matches!(k, LineKind::Unknown | LineKind::Unparseable))
+            .any(|k| self.tally.counts[k.index()] > 0)
+    }
+
+    /// This run's exit code under `cfg` ([`exit_code::decide`]).
+    fn exit_code(&self, cfg: &RunConfig) -> i32 {
+        let intervention = match &self.stopped {
+            Some(Stopped::Output(e)) => Some(Intervention::Output { closed: e.closed }),
+            Some(Stopped::Kill(k)) => Some(Intervention::Kill(k.kind)),
+            None => self.interrupted.map(|s| Intervention::Signal(s.number())),
+        };
+        exit_code::decide(&Ending {
+            outcome: &self.outcome,
+            intervention,
+            child: self.child_status(),
+            stream_json: self.printed_stream_json(),
+            strict: cfg.strict,
+            emit_result: emits_result(cfg),
+        })
+    }
+
+    /// The one line that says how a run that ended by itself without success ended, naming
+    /// the child's code; `None` for a success, a kill (said already) or a forwarded signal, a
+    /// plain-text run that exited 0 (the hint said what to add), and in `claude-watchdog`
+    /// whenever the code is the child's own (it is as transparent as `claude`).
+    fn ending_message(&self, code: i32, mode: Mode) -> Option<String> {
+        if self.stopped.is_some() || self.interrupted.is_some() || self.session_mismatch.is_some() {
+            return None;
+        }
+        let own = Some(code) == self.child_status();
+        if own && (mode == Mode::DropIn || (code == 0 && !self.printed_stream_json())) {
+            return None;
+        }
+        let what = program_name(&self.argv);
+        let status = match self.exit {
+            Some((Some(c), _)) => format!("exited with code {c}"),
+            Some((None, Some(s))) => format!("was ended by signal {s}"),
+            _ => "ended (its status could not be read)".to_string(),
+        };
+        let ours = if Some(code) != self.child_status() {
+            format!("; exiting {code}")
+        } else {
+            String::new()
+        };
+        let no_stdout = self.tally.counts.iter().sum::<u64>() == 0 && self.tally.overlong == 0;
+        match &self.outcome {
+            Outcome::Success | Outcome::Killed { .. } => None,
+            Outcome::NoResult if no_stdout => Some(format!(
+                "{what} {status} before any result (no_result; it printed no stdout line){ours}"
+            )),
+            Outcome::NoResult if !self.printed_stream_json() => Some(format!(
+                "{what} {status}; it printed no stream-json, so there is no result to check \
+                 (no_result){ours}"
+            )),
+            Outcome::NoResult => Some(format!(
+                "{what} {status} before any result (no_result){ours}"
+            )),
+            Outcome::Incomplete => Some(format!(
+                "{what} {status} after a result that stopped mid-task (incomplete){ours}"
+            )),
+            Outcome::ErrorResult {
+                subtype,
+                terminal_reason,
+                ..
+            } => Some(format!(
+                "{what} {status} after an error result ({}){ours}",
+                [subtype.as_deref(), terminal_reason.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// The summary of this run, with the process exit code `exit_code`.
+    fn summary(&self, exit_code: i32, recovery: Option<Value>) -> Value {
+        let mut v = Summary {
+            argv: self
+                .argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            outcome: &self.outcome,
+            kill: self.kill(),
+            ladder: self.ladder.map(Stage::as_str),
+            exit: self.exit,
+            exit_code,
+            duration_ms: ms(self.duration),
+            tally: &self.tally,
+            stderr: self.stderr,
+            suppressed: self.suppressed.clone(),
+            interrupted: self.interrupted.map(UserSig::name),
+            events: self.events.clone(),
+            base: self.start,
+            recovery,
+        }
+        .to_json();
+        if let Some(Stopped::Output(e)) = &self.stopped {
+            v["kill"] = serde_json::json!({
+                "kind": "output",
+                "error": e.error.to_string(),
+                "reader_gone": e.closed,
+                "ladder": self.ladder.map(Stage::as_str),
+            });
+        }
+        v["leftovers_killed"] = self.leftovers_killed.into();
+        v["blocked_on_output_ms"] = ms(self.blocked_on_output).into();
+        v
+    }
+}
+
+/// Now, epoch milliseconds.
+pub(crate) fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(ms)
+        .unwrap_or(0)
+}
+
+async fn run(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
+    let status = Status::new(cfg.status);
+    let cfg = crate::mcp_limits::for_run(cfg, &status);
+    if cfg.argv.is_empty() {
+        status.say(
+            "error: no command given (usage: agent-watchdog run [FLAGS] -- COMMAND [ARGS...])",
+        );
+        return exit_code::USAGE;
+    }
+    // Every file is opened before the child starts: a bad path costs nothing.
+    let summary_target = match &cfg.summary {
+        Some(p) => match SummaryTarget::open(p) {
+            Ok(t) => Some((p, t)),
+            Err(e) => {
+                status.say(&format!(
+                    "error: cannot write the summary {}: {e}",
+                    p.display()
+                ));
+                return exit_code::INTERNAL;
+            }
+        },
+        None => None,
+    };
+    let recorder = match &cfg.record {
+        Some(p) => match Recorder::create(p) {
+            Ok(r) => r,
+            Err(e) => {
+                status.say(&format!(
+                    "error: cannot create the capture {}: {e}",
+                    p.display()
+                ));
+                return exit_code::INTERNAL;
+            }
+        },
+        None => Recorder::none(),
+    };
+    if cfg.hint {
+        if let Some(h) = crate::hint::missing_flags_hint(&cfg.argv) {
+            status.say(&h);
+        }
+    }
+    let mut host = Host {
+        status,
+        recorder,
+        signals: UserSignals::new(),
+        stdout: stdout::StdoutSink::new(cfg.quiet_stdout),
+        stdin: stdin::should_pipe(&cfg.argv).then(stdin::spawn_reader),
+    };
+    let first = match supervise(&cfg, &cfg.argv, &mut host, None).await {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    let (last, recovery_json, mut code) = match recovery.filter(|_| cfg.mode == Mode::Run) {
+        Some(settings) => {
+            let r = recover::after(&cfg, &settings, &first, &mut host).await;
+            let code = r
+                .code
+                .or(r.continued.as_ref().map(|c| c.code))
+                .unwrap_or(first.code);
+            (r.continued, Some(r.json), code)
+        }
+        None => (None, None, first.code),
+    };
+    let final_run = last.as_ref().unwrap_or(&first);
+    // Subagent failures are said even when the session succeeded (the exit code is kept).
+    for run in std::iter::once(&first).chain(last.as_ref()) {
+        for line in run.tally.subagents.report_lines() {
+            host.status.say(&line);
+        }
+    }
+    if final_run.session_mismatch.is_some() {
+        // The continuation was stopped: the work was not continued.
+        host.status.say(
+            "recovery: exiting 1: the continuation was stopped, the session was not continued",
+        );
+        code = exit_code::INTERNAL;
+    }
+
+    // The synthetic result goes after everything the child printed, on a line of its own.
+    if let (true, Some(k)) = (emits_result(&cfg), final_run.kill()) {
+        let what = program_name(&final_run.argv);
+        let line = crate::synthetic::result_line(
+            k,
+            &kill_sentence(k, &what),
+            final_run.tally.session_id.as_deref(),
+            ms(final_run.duration),
+            final_run.tally.num_turns(),
+        );
+        if let Err(e) = host.stdout.write_own_line(&line.to_string()).await {
+            host.status
+                .say(&format!("{e}; the synthetic result is lost"));
+        }
+    }
+    if let Some(msg) = final_run.ending_message(code, cfg.mode) {
+        host.status.say(&msg);
+    }
+    if let Some((path, target)) = summary_target {
+        let text = format!("{}\n", first.summary(code, recovery_json));
+        if let Err(e) = target.write(&text) {
+            // The run's own code stands: the summary is a report about it, not its result.
+            host.status
+                .say(&format!("cannot write the summary {}: {e}", path.display()));
+        }
+    }
+    code
+}
+
+fn emits_result(cfg: &RunConfig) -> bool {
+    cfg.emit_result || cfg.mode == Mode::DropIn
+}
+
+pub(crate) fn program_name(argv: &[OsString]) -> String {
+    let program = argv.first().cloned().unwrap_or_default();
+    std::path::Path::new(&program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| program.to_string_lossy().into_owned())
+}

@@ -1,0 +1,55 @@
+//! Helpers shared by the `run` tests: script children and a clean `agent-watchdog` command.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The `agent-watchdog` binary.
+pub const BIN: &str = env!("CARGO_BIN_EXE_agent-watchdog");
+
+pub const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s1"}"#;
+pub const ASSISTANT: &str =
+    r#"{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]},"session_id":"s1"}"#;
+pub const RESULT_OK: &str = r#"{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn","session_id":"s1"}"#;
+pub const PING: &str = r#"{"type":"stream_event","event":{"type":"ping"},"session_id":"s1"}"#;
+
+/// An executable `/bin/sh` script `name` in `dir`.
+pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A shell command that prints `line` (single-quoted).
+pub fn say(line: &str) -> String {
+    format!("printf '%s\\n' '{line}'")
+}
+
+/// `agent-watchdog` with no `AGENT_WATCHDOG_*` variable of ours leaking in, stdin `/dev/null`.
+pub fn watchdog() -> Command {
+    let mut c = Command::new(BIN);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("AGENT_WATCHDOG_") {
+            c.env_remove(k);
+        }
+    }
+    c.stdin(Stdio::null());
+    c
+}
+
+/// The output's stderr, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Send signal `sig` to `pid`.
+pub fn signal(pid: u32, sig: i32) {
+    let status = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}

@@ -1,0 +1,288 @@
+//! The exit-code table in the README is the contract: every row is produced here, and the
+//! table lists exactly these rows. Plus the real CLI in each output mode: no successful run of
+//! any of them exits non-zero under the watchdog, and a failing one keeps claude's own code.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::{say, script, signal, stderr, watchdog, ASSISTANT, INIT, RESULT_OK};
+use mock_api::harness::{find_claude, ClaudeRun};
+use mock_api::{BlockingMockServer, Scenario};
+use serde_json::Value;
+
+/// The first column of the README's exit-code table.
+fn readme_rows() -> Vec<String> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let table = readme
+        .split("### Exit codes")
+        .nth(1)
+        .expect("an Exit codes section");
+    table
+        .lines()
+        .skip_while(|l| !l.starts_with("| code"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.split('|').nth(1).unwrap_or("").trim().to_string())
+        .collect()
+}
+
+fn run(dir: &Path, flags: &[&str], body: &str) -> (Output, Value) {
+    let child = script(dir, "child.sh", body);
+    let summary = dir.join("summary.json");
+    let out = watchdog()
+        .arg("run")
+        .args(["--grace", "1s", "--summary"])
+        .arg(&summary)
+        .args(flags)
+        .arg("--")
+        .arg(&child)
+        .output()
+        .unwrap();
+    let s = std::fs::read(&summary)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    (out, s)
+}
+
+/// Run a child that ignores the signal, send `sig` to the watchdog once it started.
+fn signalled(dir: &Path, sig: i32) -> Output {
+    let child = script(
+        dir,
+        "stubborn.sh",
+        &format!(
+            "trap '' HUP INT QUIT TERM\n{}\nwhile :; do sleep 1; done",
+            say(INIT)
+        ),
+    );
+    let mut w = watchdog()
+        .args(["run", "--grace", "1s", "--"])
+        .arg(&child)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(w.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    signal(w.id(), sig);
+    w.wait_with_output().unwrap()
+}
+
+#[test]
+fn every_row_of_the_readme_table_is_what_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rows = readme_rows();
+    assert_eq!(
+        rows,
+        [
+            "the child's own",
+            "3",
+            "124",
+            "125",
+            "137",
+            "141",
+            "74",
+            "129 / 130 / 131 / 143",
+            "2",
+            "1"
+        ],
+        "the README table changed: update this test with it"
+    );
+
+    // The child's own: with a result, without one, and a signal that ended it; kill and
+    // interrupted are null, so a script can tell the code is the child's.
+    for (body, code) in [
+        (format!("{}\n{}\nexit 5", say(INIT), say(RESULT_OK)), 5),
+        ("exit 7".to_string(), 7),
+        ("echo text mode; exit 0".to_string(), 0),
+        (format!("{}\nexit 124", say(INIT)), 124),
+        (format!("{}\nkill -9 $$", say(INIT)), 137),
+    ] {
+        let (out, s) = run(d, &[], &body);
+        assert_eq!(out.status.code(), Some(code), "{body}: {}", stderr(&out));
+        assert!(s["kill"].is_null() && s["interrupted"].is_null(), "{s}");
+        assert_eq!(s["exit_code"], code);
+    }
+    // 3: a stream-json child that exits 0 without a result; any ending without one with --strict.
+    let (out, _) = run(
+        d,
+        &[],
+        &format!("{}\n{}\nexit 0", say(INIT), say(ASSISTANT)),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let (out, _) = run(d, &["--strict"], "exit 1");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    // 124 / 125 / 137: kills.
+    let quick = ["--extend-factor", "1"];
+    for (flags, body, code, kind) in [
+        (
+            vec!["--idle", "1s"],
+            format!("{}\nsleep 30", say(INIT)),
+            124,
+            "idle",
+        ),
+        (
+            vec!["--startup", "1s"],
+            "sleep 30".to_string(),
+            125,
+            "startup",
+        ),
+        (
+            vec!["--ceiling", "1s"],
+            format!("while :; do {}; sleep 0.1; done", say(ASSISTANT)),
+            137,
+            "ceiling",
+        ),
+    ] {
+        let flags: Vec<&str> = flags.iter().chain(&quick).copied().collect();
+        let (out, s) = run(d, &flags, &body);
+        assert_eq!(out.status.code(), Some(code), "{kind}: {}", stderr(&out));
+        assert_eq!(s["kill"]["kind"], kind, "{s}");
+    }
+    // 141 / 74: output errors.
+    let chatty = script(
+        d,
+        "chatty.sh",
+        &format!("while :; do {}; sleep 0.05; done", say(ASSISTANT)),
+    );
+    let out = watchdog()
+        .args(["run", "--grace", "1s", "--"])
+        .arg(&chatty)
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(74), "{}", stderr(&out));
+    let mut w = watchdog()
+        .args(["run", "--grace", "1s", "--"])
+        .arg(&chatty)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    let mut reader = BufReader::new(w.stdout.take().unwrap());
+    reader.read_line(&mut first).unwrap();
+    drop(reader);
+    assert_eq!(w.wait().unwrap().code(), Some(141));
+    // 129 / 130 / 131 / 143: forwarded signals.
+    for (sig, code) in [(1, 129), (2, 130), (3, 131), (15, 143)] {
+        let out = signalled(d, sig);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "signal {sig}: {}",
+            stderr(&out)
+        );
+    }
+    // 2: usage error, one line first that says what is wrong.
+    let out = watchdog()
+        .args(["run", "--idle", "0s", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.lines().next().unwrap().starts_with("agent-watchdog: ") && err.contains("--idle"),
+        "{err}"
+    );
+    // 1: internal error (here: the command cannot start).
+    let out = watchdog()
+        .args(["run", "--", "/nonexistent/command"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+}
+
+fn claude() -> std::path::PathBuf {
+    find_claude()
+        .unwrap_or_else(|e| panic!("\n\nThis test needs the real Claude Code CLI.\n{e}\n\n"))
+}
+
+/// Run the real CLI on the `healthy` mock scenario under `agent-watchdog run`, with the
+/// harness's command line rewritten by `edit`.
+fn real_claude(edit: impl Fn(Vec<String>) -> Vec<String>) -> Output {
+    let server = BlockingMockServer::start(Scenario::named("healthy").expect("scenario"))
+        .expect("start the mock");
+    let run = ClaudeRun::new(claude(), server.base_url(), "Say hello.").expect("dirs");
+    let cmd = run.command();
+    let args: Vec<String> = cmd
+        .args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let out = Command::new(common::BIN)
+        .args(["run", "--idle", "60s", "--"])
+        .arg(&cmd.program)
+        .args(edit(args))
+        .env_clear()
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&cmd.cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    server.shutdown();
+    out
+}
+
+fn without(args: Vec<String>, drop: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        if a == "--output-format" {
+            let v = it.next().unwrap_or_default();
+            if !drop.contains(&"--output-format") {
+                out.extend([a, v]);
+            }
+        } else if !drop.contains(&a.as_str()) {
+            out.push(a);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_real_cli_keeps_its_own_code_in_every_output_mode() {
+    // Plain text: success is 0, the text passes through, the hint stays.
+    let out = real_claude(|a| {
+        without(
+            a,
+            &["--output-format", "--verbose", "--include-partial-messages"],
+        )
+    });
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "text mode: {err}");
+    assert!(!out.stdout.is_empty(), "the text passes through");
+    assert!(
+        err.contains("--output-format stream-json"),
+        "the hint: {err}"
+    );
+
+    // --output-format json: one result object, 0.
+    let out = real_claude(|a| {
+        let mut a = without(
+            a,
+            &["--output-format", "--verbose", "--include-partial-messages"],
+        );
+        a.extend(["--output-format".into(), "json".into()]);
+        a
+    });
+    assert_eq!(out.status.code(), Some(0), "json mode: {}", stderr(&out));
+
+    // stream-json without --verbose: claude refuses with its own 1; we say so in one line.
+    let out = real_claude(|a| without(a, &["--verbose", "--include-partial-messages"]));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let ours: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("agent-watchdog: ") && l.contains("exited with code 1"))
+        .collect();
+    assert_eq!(ours.len(), 1, "{err}");
+}

@@ -1,0 +1,683 @@
+//! The subagent trigger: continue a Claude Code subagent cut off by the output token limit
+//! **once**, then stop (the `dsh-subagent-watchdog` contract on Claude Code).
+//!
+//! Pure and sans-IO, like the rest of [`recovery`](super). A host (the `agent-watchdog hook`
+//! command, or any Rust program) reads how a subagent ended from its transcript
+//! ([`SubagentEnd::from_transcript`]), asks the durable ledger what it knows about that agent
+//! ([`SubagentState`], keyed by [`SubagentKey`]: session id + agent id), and gets a
+//! [`SubagentDecision`] from [`Recovery::decide_subagent`]:
+//!
+//! | how the agent ended | ledger | decision |
+//! |---|---|---|
+//! | the output limit ([`SubagentEnd::OutputLimit`]), a continuable type | no marker | **continue once**: claim the marker, then tell the parent to `SendMessage` that agent |
+//! | the output limit, one-shot type (`Explore`, `Plan`) or unknown type | no marker | nothing ([`SubagentSkip::OneShot`], [`SubagentSkip::TypeUnknown`]) |
+//! | the same failure the marker was made for (a duplicate event, a restart, `--resume`; failures are told apart by their ordinal, [`TranscriptEnd::failure_id`]) | marker | nothing ([`SubagentSkip::Duplicate`]) |
+//! | a later output-limit or API error failure | marker | **one notice** with the facts and the manual options |
+//! | completed, refused, aborted, running, another API error, unknown | no marker | nothing ([`SubagentSkip::NotATrigger`]) |
+//! | completed, or anything that is not a failure | marker | nothing ([`SubagentSkip::ContinuationEnded`]) |
+//! | anything | notice given | nothing ([`SubagentSkip::AlreadyNoticed`]) |
+//!
+//! The output-limit trigger of the policy ([`Trigger::OutputLimit`]) switches this one too: a
+//! policy with it off never continues a subagent ([`SubagentSkip::Disabled`]).
+//!
+//! # The host's protocol
+//!
+//! 1. `state = SubagentState::from(ledger.get(&key)?)`; `decision = recovery.decide_subagent(&facts, &state)`.
+//! 2. On [`SubagentDecision::Continue`]: [`SubagentMarker::for_continue`], then
+//!    `ledger.try_claim(&key, &marker)`; only on [`Claim::Won`] tell the parent.
+//! 3. On [`SubagentDecision::Notice`]: `ledger.record_notice(&key)`; show the notice only when it
+//!    returns `Ok(true)`.
+//!
+//! Any error means: do nothing (fail closed).
+//!
+//! ```
+//! use watchdog_core::recovery::subagent::*;
+//! use watchdog_core::recovery::{Claim, Recovery};
+//!
+//! let session = "b042aa30-1f9b-40da-b416-11c34370df5c";
+//! let key = SubagentKey::new(session, "a02f401cf8728967a").unwrap();
+//! let ledger = MemorySubagentLedger::default();
+//! let recovery = Recovery::default();
+//! let cut_off = |failure: &str| SubagentFacts {
+//!     key: key.clone(),
+//!     agent_type: Some("general-purpose".into()),
+//!     end: SubagentEnd::OutputLimit,
+//!     failure_id: Some(failure.into()),
+//!     error: None,
+//!     seen_at_ms: 1_000,
+//! };
+//!
+//! // First cut-off: continue once.
+//! let facts = cut_off("failure-1");
+//! let decision = recovery.decide_subagent(&facts, &ledger.get(&key).unwrap().into());
+//! assert!(matches!(decision, SubagentDecision::Continue { .. }));
+//! let marker = SubagentMarker::for_continue(&facts, &decision).unwrap();
+//! assert_eq!(ledger.try_claim(&key, &marker).unwrap(), Claim::Won);
+//!
+//! // The same failure seen again (Stop after PostToolUseFailure, a resume): nothing.
+//! let again = recovery.decide_subagent(&facts, &ledger.get(&key).unwrap().into());
+//! assert_eq!(again, SubagentDecision::Nothing(SubagentSkip::Duplicate));
+//!
+//! // The continued agent is cut off again: one notice, then nothing.
+//! let second = cut_off("failure-2");
+//! let decision = recovery.decide_subagent(&second, &ledger.get(&key).unwrap().into());
+//! assert!(matches!(decision, SubagentDecision::Notice(_)));
+//! assert!(ledger.record_notice(&key).unwrap());
+//! let decision = recovery.decide_subagent(&second, &ledger.get(&key).unwrap().into());
+//! assert_eq!(decision, SubagentDecision::Nothing(SubagentSkip::AlreadyNoticed));
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{validate_session_id, Claim, LedgerError, Recovery, Trigger};
+use crate::rate_limit::WallMs;
+
+/// Agent types Claude Code runs once and never lets the parent message again
+/// (`Explore`, `Plan`): never continued.
+pub const ONE_SHOT_AGENT_TYPES: &[&str] = &["Explore", "Plan"];
+
+/// The message the parent sends to the cut-off agent.
+pub const SUBAGENT_CONTINUE_MESSAGE: &str = "You stopped at the output token limit before \
+finishing. Continue the unfinished task from where you stopped, in smaller pieces, without \
+recap.";
+
+/// Format version of [`SubagentMarker`].
+pub const SUBAGENT_MARKER_VERSION: u32 = 1;
+
+/// Check that `id` is a plausible Claude Code agent id (`a` + 16 hex digits today): 1 to 64 ASCII
+/// letters, digits, `-` or `_`, so it is safe in a file name.
+///
+/// ```
+/// use watchdog_core::recovery::subagent::validate_agent_id;
+/// assert!(validate_agent_id("a02f401cf8728967a").is_ok());
+/// assert!(validate_agent_id("../x").is_err());
+/// assert!(validate_agent_id("").is_err());
+/// ```
+pub fn validate_agent_id(id: &str) -> Result<(), LedgerError> {
+    let ok = (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(LedgerError::InvalidSessionId(format!(
+            "agent id {}",
+            id.chars().take(64).collect::<String>()
+        )))
+    }
+}
+
+/// The key of a subagent's marker: the session id (a UUID) plus the agent id, both validated.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SubagentKey {
+    session_id: String,
+    agent_id: String,
+}
+
+impl SubagentKey {
+    /// A key, if both ids are valid ([`validate_session_id`], [`validate_agent_id`]).
+    pub fn new(session_id: &str, agent_id: &str) -> Result<SubagentKey, LedgerError> {
+        validate_session_id(session_id)?;
+        validate_agent_id(agent_id)?;
+        Ok(SubagentKey {
+            session_id: session_id.to_ascii_lowercase(),
+            agent_id: agent_id.to_owned(),
+        })
+    }
+    /// The session id (lower case).
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+    /// The agent id.
+    pub fn agent_id(&self) -> &str {
+        &self.agent_id
+    }
+    /// The marker's file name: `<session id>.<agent id>.json`.
+    pub fn file_name(&self) -> String {
+        format!("{}.{}.json", self.session_id, self.agent_id)
+    }
+}
+
+impl fmt::Display for SubagentKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.session_id, self.agent_id)
+    }
+}
+
+/// How a subagent's transcript ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubagentEnd {
+    /// A final answer (`end_turn` or `stop_sequence`, no tool call).
+    Completed,
+    /// Claude Code gave up on the output limit: the synthetic entry with
+    /// `apiError: "max_output_tokens"`.
+    OutputLimit,
+    /// Another synthetic API error entry (`isApiErrorMessage`), with its error.
+    ApiError(String),
+    /// The model refused (`stop_reason: "refusal"`).
+    Refusal,
+    /// The user interrupted it.
+    Aborted,
+    /// Not ended: a tool call or request is in flight, or a message arrived for it.
+    Running,
+    /// Nothing we recognise (no message entry, an unknown stop reason): never recovered.
+    Unknown,
+}
+
+impl SubagentEnd {
+    /// Snake-case name: `completed`, `output_limit`, `api_error`, `refusal`, `aborted`,
+    /// `running`, `unknown`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SubagentEnd::Completed => "completed",
+            SubagentEnd::OutputLimit => "output_limit",
+            SubagentEnd::ApiError(_) => "api_error",
+            SubagentEnd::Refusal => "refusal",
+            SubagentEnd::Aborted => "aborted",
+            SubagentEnd::Running => "running",
+            SubagentEnd::Unknown => "unknown",
+        }
+    }
+
+    /// Whether this end is a failure that counts as the second one after a continuation.
+    pub fn is_failure(&self) -> bool {
+        matches!(self, SubagentEnd::OutputLimit | SubagentEnd::ApiError(_))
+    }
+
+    /// How the transcript whose JSON Lines are `lines` (in file order; unparseable lines are
+    /// skipped) ends, from its last `assistant` or `user` entry. Only lines holding a `"user"`
+    /// or `"assistant"` token are parsed, so big attachment lines cost a substring search.
+    pub fn from_transcript<'a>(lines: impl IntoIterator<Item = &'a str>) -> TranscriptEnd {
+        let mut last: Option<Value> = None;
+        let mut agent_type = None;
+        let mut failures = 0usize;
+        for line in lines {
+            let line = line.trim();
+            if line.is_empty() || !(line.contains("\"assistant\"") || line.contains("\"user\"")) {
+                continue;
+            }
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if !matches!(
+                v.get("type").and_then(Value::as_str),
+                Some("assistant" | "user")
+            ) {
+                continue;
+            }
+            if let Some(t) = v.get("attributionAgent").and_then(Value::as_str) {
+                agent_type = Some(t.to_owned());
+            }
+            if v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
+                failures += 1;
+            }
+            last = Some(v);
+        }
+        let Some(entry) = last else {
+            return TranscriptEnd {
+                end: SubagentEnd::Unknown,
+                failure_id: None,
+                error: None,
+                agent_type,
+                failures,
+            };
+        };
+        let (end, error) = classify_entry(&entry);
+        TranscriptEnd {
+            failure_id: end.is_failure().then(|| failure_ordinal(failures)),
+            end,
+            error,
+            agent_type,
+            failures,
+        }
+    }
+}
+
+fn failure_ordinal(n: usize) -> String {
+    format!("failure-{n}")
+}
+
+impl TranscriptEnd {
+    /// Use `n`, the synthetic error entries of the **whole** transcript, when only its tail was
+    /// given to [`SubagentEnd::from_transcript`]: the failure id then counts every failure.
+    pub fn with_failure_count(mut self, n: usize) -> Self {
+        self.failures = self.failures.max(n);
+        if self.end.is_failure() {
+            self.failure_id = Some(failure_ordinal(self.failures));
+        }
+        self
+    }
+
+    /// Combine the transcript with a failure Claude Code already reported for this agent: the
+    /// `error` of a `PostToolUseFailure` hook, which runs before the CLI has written the
+    /// agent's last entries (measured: often the transcript still ends in the prompt or a
+    /// cut-off reply). A transcript that has not ended yet (running or unknown), reported as
+    /// `max_output_tokens`, ended on the output limit; its failure is the next one
+    /// (`failures + 1`), the same id the synthetic entry gets once written.
+    pub fn with_reported_error(mut self, reported: &str) -> Self {
+        if matches!(self.end, SubagentEnd::Running | SubagentEnd::Unknown)
+            && reported.contains("max_output_tokens")
+        {
+            self.end = SubagentEnd::OutputLimit;
+            self.failure_id = Some(failure_ordinal(self.failures + 1));
+            self.error = Some(reported.chars().take(500).collect());
+        }
+        self
+    }
+}
+
+fn message_text(entry: &Value) -> Option<String> {
+    let content = entry.pointer("/message/content")?;
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+fn classify_entry(entry: &Value) -> (SubagentEnd, Option<String>) {
+    let text = message_text(entry).map(|t| t.chars().take(500).collect::<String>());
+    let is_api_error = entry
+        .get("isApiErrorMessage")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if entry.get("type").and_then(Value::as_str) == Some("user") {
+        if text
+            .as_deref()
+            .is_some_and(|t| t.starts_with("[Request interrupted"))
+        {
+            return (SubagentEnd::Aborted, text);
+        }
+        return (SubagentEnd::Running, None);
+    }
+    if is_api_error {
+        let kind = entry
+            .get("apiError")
+            .or_else(|| entry.get("error"))
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
+        return if kind == "max_output_tokens" {
+            (SubagentEnd::OutputLimit, text)
+        } else {
+            (SubagentEnd::ApiError(kind.to_owned()), text)
+        };
+    }
+    let has_tool_use = entry
+        .pointer("/message/content")
+        .and_then(Value::as_array)
+        .is_some_and(|b| {
+            b.iter()
+                .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+        });
+    let stop = entry
+        .pointer("/message/stop_reason")
+        .and_then(Value::as_str);
+    let end = match stop {
+        _ if has_tool_use => SubagentEnd::Running,
+        Some("end_turn" | "stop_sequence") => SubagentEnd::Completed,
+        Some("refusal") => SubagentEnd::Refusal,
+        Some("max_tokens" | "tool_use" | "pause_turn") | None => SubagentEnd::Running,
+        Some(_) => SubagentEnd::Unknown,
+    };
+    (end, None)
+}
+
+/// What [`SubagentEnd::from_transcript`] read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptEnd {
+    /// How it ends.
+    pub end: SubagentEnd,
+    /// Tells one failure from a later one: `failure-<n>` for the agent's n-th failure (the
+    /// synthetic error entries counted), when it ends in one.
+    pub failure_id: Option<String>,
+    /// The error text of a failure entry (at most 500 characters).
+    pub error: Option<String>,
+    /// The agent type (`attributionAgent` of its assistant entries), if seen.
+    pub agent_type: Option<String>,
+    /// Synthetic error entries (`isApiErrorMessage`) seen: the agent's failures so far.
+    pub failures: usize,
+}
+
+/// How one subagent ended, with everything the decision needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentFacts {
+    /// Session id + agent id.
+    pub key: SubagentKey,
+    /// The agent type (`general-purpose`, `Explore`, a custom agent's name), if known.
+    pub agent_type: Option<String>,
+    /// How its transcript ends.
+    pub end: SubagentEnd,
+    /// The `uuid` of the entry that ended it.
+    pub failure_id: Option<String>,
+    /// The error text, if any.
+    pub error: Option<String>,
+    /// When this was observed, epoch ms.
+    pub seen_at_ms: WallMs,
+}
+
+/// The durable record that a subagent was continued, written before the parent is told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubagentMarker {
+    /// Format version ([`SUBAGENT_MARKER_VERSION`]).
+    pub version: u32,
+    /// The session.
+    pub session_id: String,
+    /// The agent.
+    pub agent_id: String,
+    /// Its type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    /// The `uuid` of the failure entry this continuation answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_id: Option<String>,
+    /// The first failure's error text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When the marker was made, epoch ms.
+    pub created_at_ms: WallMs,
+    /// The message the parent was told to send.
+    pub message: String,
+}
+
+impl SubagentMarker {
+    /// The marker for a [`SubagentDecision::Continue`] about `facts`; `None` for any other
+    /// decision.
+    pub fn for_continue(facts: &SubagentFacts, decision: &SubagentDecision) -> Option<Self> {
+        let SubagentDecision::Continue { message } = decision else {
+            return None;
+        };
+        Some(SubagentMarker {
+            version: SUBAGENT_MARKER_VERSION,
+            session_id: facts.key.session_id.clone(),
+            agent_id: facts.key.agent_id.clone(),
+            agent_type: facts.agent_type.clone(),
+            failure_id: facts.failure_id.clone(),
+            error: facts.error.clone(),
+            created_at_ms: facts.seen_at_ms,
+            message: message.clone(),
+        })
+    }
+
+    /// As one line of JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Read a marker; a corrupt one is an error, never a default.
+    pub fn from_json(text: &str) -> Result<Self, LedgerError> {
+        serde_json::from_str(text).map_err(|e| LedgerError::Corrupt(e.to_string()))
+    }
+}
+
+/// What the ledger holds for one subagent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentEntry {
+    /// The continuation marker.
+    pub marker: SubagentMarker,
+    /// Whether the notice was given.
+    pub notice_recorded: bool,
+}
+
+/// What the ledger knows about one subagent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubagentState {
+    /// Never continued.
+    Fresh,
+    /// Continued once.
+    Continued(SubagentMarker),
+    /// Continued once, failed again, and the notice was given.
+    Noticed(SubagentMarker),
+}
+
+impl From<Option<SubagentEntry>> for SubagentState {
+    fn from(entry: Option<SubagentEntry>) -> Self {
+        match entry {
+            None => SubagentState::Fresh,
+            Some(e) if e.notice_recorded => SubagentState::Noticed(e.marker),
+            Some(e) => SubagentState::Continued(e.marker),
+        }
+    }
+}
+
+/// Why nothing is done for a subagent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubagentSkip {
+    /// It did not end on the output limit (completed, refused, aborted, running, another API
+    /// error, unknown): never recovered automatically.
+    NotATrigger(&'static str),
+    /// A one-shot agent type: Claude Code offers no way to continue it.
+    OneShot(String),
+    /// Its type is unknown, so whether it can be continued cannot be verified.
+    TypeUnknown,
+    /// The output-limit trigger is off.
+    Disabled,
+    /// The failure the marker was made for, seen again (or one that cannot be told apart).
+    Duplicate,
+    /// The continued agent ended without failing again.
+    ContinuationEnded,
+    /// The single notice was already given.
+    AlreadyNoticed,
+}
+
+impl fmt::Display for SubagentSkip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubagentSkip::NotATrigger(end) => {
+                write!(f, "the agent ended {end}: never continued automatically")
+            }
+            SubagentSkip::OneShot(t) => write!(f, "{t} agents are one-shot: never continued"),
+            SubagentSkip::TypeUnknown => {
+                f.write_str("the agent type is unknown: cannot verify it can be continued")
+            }
+            SubagentSkip::Disabled => f.write_str("the output_limit trigger is off"),
+            SubagentSkip::Duplicate => f.write_str("this failure was already continued"),
+            SubagentSkip::ContinuationEnded => {
+                f.write_str("the continued agent ended without failing again")
+            }
+            SubagentSkip::AlreadyNoticed => {
+                f.write_str("the notice for this agent was already given")
+            }
+        }
+    }
+}
+
+/// The single notice for a continued agent that failed again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentNotice {
+    /// Session + agent.
+    pub key: SubagentKey,
+    /// The agent type.
+    pub agent_type: Option<String>,
+    /// The first failure (from the marker).
+    pub first_error: Option<String>,
+    /// How the continued agent ended.
+    pub again: SubagentEnd,
+    /// The second failure's error text.
+    pub again_error: Option<String>,
+}
+
+/// A short paragraph for the parent: the facts, then the manual options. It never asks for a
+/// continuation itself.
+impl fmt::Display for SubagentNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let agent = self.key.agent_id();
+        let kind = self.agent_type.as_deref().unwrap_or("unknown type");
+        let why = match &self.again {
+            SubagentEnd::OutputLimit => "the output token limit".to_owned(),
+            SubagentEnd::ApiError(e) => format!("an API error ({e})"),
+            other => other.as_str().to_owned(),
+        };
+        write!(
+            f,
+            "agent-watchdog notice: subagent {agent} ({kind}) stopped at the output token limit, \
+             was continued once automatically, and stopped again on {why}. It will not be \
+             continued automatically again."
+        )?;
+        if let Some(e) = &self.first_error {
+            write!(f, " First failure: {e}")?;
+        }
+        if let Some(e) = &self.again_error {
+            write!(f, " Second failure: {e}")?;
+        }
+        write!(
+            f,
+            " Its work is unfinished. Options: send it a narrower instruction yourself with \
+             SendMessage (agent id {agent}); stop it with TaskStop; or delegate a fresh \
+             subagent with a smaller task. Tell the user which you chose."
+        )
+    }
+}
+
+/// What to do about one subagent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubagentDecision {
+    /// Claim the marker, then tell the parent to send `message` to the agent.
+    Continue {
+        /// The message for the agent.
+        message: String,
+    },
+    /// The continued agent failed again: give this once (after
+    /// [`SubagentLedger::record_notice`]).
+    Notice(Box<SubagentNotice>),
+    /// Do nothing, for this reason.
+    Nothing(SubagentSkip),
+}
+
+impl Recovery {
+    /// Decide what to do about a subagent that ended as `facts` says. Pure.
+    pub fn decide_subagent(
+        &self,
+        facts: &SubagentFacts,
+        state: &SubagentState,
+    ) -> SubagentDecision {
+        match state {
+            SubagentState::Noticed(_) => SubagentDecision::Nothing(SubagentSkip::AlreadyNoticed),
+            SubagentState::Continued(marker) => {
+                let same = match (&facts.failure_id, &marker.failure_id) {
+                    (Some(now), Some(then)) => now == then,
+                    // Without ids a later failure cannot be told from the first: stay silent.
+                    _ => true,
+                };
+                if !facts.end.is_failure() {
+                    SubagentDecision::Nothing(SubagentSkip::ContinuationEnded)
+                } else if same {
+                    SubagentDecision::Nothing(SubagentSkip::Duplicate)
+                } else {
+                    SubagentDecision::Notice(Box::new(SubagentNotice {
+                        key: facts.key.clone(),
+                        agent_type: facts.agent_type.clone().or(marker.agent_type.clone()),
+                        first_error: marker.error.clone(),
+                        again: facts.end.clone(),
+                        again_error: facts.error.clone(),
+                    }))
+                }
+            }
+            SubagentState::Fresh => {
+                if facts.end != SubagentEnd::OutputLimit {
+                    return SubagentDecision::Nothing(SubagentSkip::NotATrigger(
+                        facts.end.as_str(),
+                    ));
+                }
+                if !self.is_enabled(Trigger::OutputLimit) {
+                    return SubagentDecision::Nothing(SubagentSkip::Disabled);
+                }
+                match facts.agent_type.as_deref() {
+                    None | Some("") => SubagentDecision::Nothing(SubagentSkip::TypeUnknown),
+                    Some(t) if ONE_SHOT_AGENT_TYPES.contains(&t) => {
+                        SubagentDecision::Nothing(SubagentSkip::OneShot(t.to_owned()))
+                    }
+                    Some(_) => SubagentDecision::Continue {
+                        message: SUBAGENT_CONTINUE_MESSAGE.to_owned(),
+                    },
+                }
+            }
+        }
+    }
+}
+
+/// The instruction to the parent for a [`SubagentDecision::Continue`]: continue exactly this
+/// agent, once, with `SendMessage` (loaded through `ToolSearch` when deferred).
+pub fn continue_instruction(key: &SubagentKey, agent_type: Option<&str>, message: &str) -> String {
+    let call = serde_json::json!({
+        "to": key.agent_id(),
+        "message": message,
+        "summary": "continue after the output limit",
+    });
+    format!(
+        "agent-watchdog: subagent {} ({}) stopped at the output token limit before finishing \
+         its task. Continue exactly that agent once, from its existing state: if SendMessage is \
+         not loaded, load it with ToolSearch (query \"select:SendMessage\"), then call \
+         SendMessage with {call}. Do not start a new agent for this task and do not redo its \
+         work yourself.",
+        key.agent_id(),
+        agent_type.unwrap_or("unknown type"),
+    )
+}
+
+/// Durable, race-free subagent markers, keyed by [`SubagentKey`]. The same rules as
+/// [`Ledger`](super::Ledger): `try_claim` is atomic and exclusive; every error means *do not
+/// continue*.
+pub trait SubagentLedger {
+    /// Write `marker` for `key` unless one exists.
+    fn try_claim(&self, key: &SubagentKey, marker: &SubagentMarker) -> Result<Claim, LedgerError>;
+    /// The entry of `key`, if any.
+    fn get(&self, key: &SubagentKey) -> Result<Option<SubagentEntry>, LedgerError>;
+    /// Record that the notice was given: `Ok(true)` the first time only; `Ok(false)` if it was
+    /// already recorded or there is no marker.
+    fn record_notice(&self, key: &SubagentKey) -> Result<bool, LedgerError>;
+}
+
+/// Subagent markers in memory: for tests and process-lifetime guards.
+#[derive(Debug, Default)]
+pub struct MemorySubagentLedger {
+    entries: Mutex<HashMap<SubagentKey, SubagentEntry>>,
+}
+
+impl MemorySubagentLedger {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SubagentKey, SubagentEntry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl SubagentLedger for MemorySubagentLedger {
+    fn try_claim(&self, key: &SubagentKey, marker: &SubagentMarker) -> Result<Claim, LedgerError> {
+        let mut m = self.lock();
+        if m.contains_key(key) {
+            return Ok(Claim::AlreadyClaimed);
+        }
+        m.insert(
+            key.clone(),
+            SubagentEntry {
+                marker: marker.clone(),
+                notice_recorded: false,
+            },
+        );
+        Ok(Claim::Won)
+    }
+
+    fn get(&self, key: &SubagentKey) -> Result<Option<SubagentEntry>, LedgerError> {
+        Ok(self.lock().get(key).cloned())
+    }
+
+    fn record_notice(&self, key: &SubagentKey) -> Result<bool, LedgerError> {
+        Ok(match self.lock().get_mut(key) {
+            Some(e) if !e.notice_recorded => {
+                e.notice_recorded = true;
+                true
+            }
+            _ => false,
+        })
+    }
+}

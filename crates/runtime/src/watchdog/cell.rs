@@ -1,0 +1,123 @@
+//! The policy cell a [`Watchdog`](super::Watchdog) and its sessions share: the registry under
+//! one lock, each session's runtime side (token, kill, event stream), and the delivery of the
+//! events every call causes (callbacks, then cancellation, then subscribers).
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Instant;
+
+use tokio::sync::{broadcast, Notify};
+use tokio_util::sync::CancellationToken;
+use watchdog_core::{Event, Kill, Registry, SessionId};
+
+use super::config::{CallbackError, WatchdogConfig};
+use crate::clock;
+
+/// One registered session's runtime side.
+pub(crate) struct Slot {
+    pub(crate) token: CancellationToken,
+    pub(crate) kill: OnceLock<Kill>,
+    pub(crate) events: broadcast::Sender<Event>,
+}
+
+/// The registry and the sessions' runtime sides, under one lock.
+pub(crate) struct State {
+    pub(crate) reg: Registry,
+    pub(crate) slots: HashMap<SessionId, Arc<Slot>>,
+    /// The deadline the timer task sleeps until.
+    pub(crate) armed: Option<Instant>,
+}
+
+/// The cell: state, the timer's wake-up, and the callbacks.
+pub(crate) struct Inner {
+    pub(crate) state: Mutex<State>,
+    pub(crate) notify: Notify,
+    pub(crate) config: WatchdogConfig,
+}
+
+impl Inner {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Run `f` on the registry at `now`, then deliver the events it produced (outside the
+    /// lock), and wake the timer if the next deadline moved earlier.
+    pub(crate) fn op<R>(&self, f: impl FnOnce(&mut State, Instant) -> R) -> R {
+        let now = clock::now();
+        let (r, batch) = {
+            let mut st = self.lock();
+            let r = f(&mut st, now);
+            let mut batch = Vec::new();
+            while let Some(ev) = st.reg.poll_event() {
+                let slot = st.slots.get(&ev.id()).cloned();
+                if let (Event::Killed(k), Some(slot)) = (&ev, &slot) {
+                    let _ = slot.kill.set(k.clone());
+                }
+                batch.push((ev, slot));
+            }
+            let next = st.reg.poll_timeout();
+            if clock::earlier(next, st.armed) {
+                st.armed = next;
+                self.notify.notify_one();
+            }
+            (r, batch)
+        };
+        for (ev, slot) in batch {
+            self.dispatch(ev, slot);
+        }
+        r
+    }
+
+    /// Callback, then cancellation, then the event to subscribers.
+    fn dispatch(&self, ev: Event, slot: Option<Arc<Slot>>) {
+        let c = &self.config;
+        match &ev {
+            Event::Killed(k) => {
+                if let Some(f) = &c.on_kill {
+                    self.guard("on_kill", k.id, || f(k));
+                }
+                if let Some(slot) = &slot {
+                    slot.token.cancel();
+                }
+            }
+            Event::Extended { id, reason } => {
+                if let Some(f) = &c.on_extend {
+                    self.guard("on_extend", *id, || f(*id, *reason));
+                }
+            }
+            Event::Stalling {
+                id,
+                clock,
+                remaining,
+            } => {
+                if let Some(f) = &c.on_stalling {
+                    self.guard("on_stalling", *id, || f(*id, *clock, *remaining));
+                }
+            }
+            Event::Settled { .. } | Event::Ended { .. } => {}
+        }
+        if let Some(slot) = slot {
+            let _ = slot.events.send(ev);
+        }
+    }
+
+    fn guard(&self, callback: &'static str, session: SessionId, f: impl FnOnce()) {
+        let Err(payload) = catch_unwind(AssertUnwindSafe(f)) else {
+            return;
+        };
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "non-string panic payload".into());
+        if let Some(on_error) = &self.config.on_error {
+            let err = CallbackError {
+                callback,
+                session,
+                message,
+            };
+            let _ = catch_unwind(AssertUnwindSafe(|| on_error(&err)));
+        }
+    }
+}

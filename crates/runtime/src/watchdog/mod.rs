@@ -1,0 +1,116 @@
+//! [`Watchdog`]: one timer task for every session, in-process or supervised.
+
+mod cell;
+mod config;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tokio::sync::{broadcast, Notify};
+use tokio_util::sync::{CancellationToken, DropGuard};
+use watchdog_core::{Registry, SessionConfig};
+
+pub(crate) use cell::{Inner, Slot};
+pub use config::{CallbackError, WatchdogConfig};
+
+use crate::clock;
+use crate::session::Session;
+use cell::State;
+
+/// Supervises any number of in-process sessions on one timer task.
+///
+/// Cloning is cheap; the timer task ends when the last clone is dropped (sessions still
+/// alive then keep observing but are no longer killed).
+#[derive(Clone)]
+pub struct Watchdog {
+    inner: Arc<Inner>,
+    _alive: Arc<DropGuard>,
+}
+
+impl std::fmt::Debug for Watchdog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watchdog")
+            .field("sessions", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watchdog {
+    /// Start the watchdog and its timer task.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (like `tokio::spawn`).
+    pub fn new(config: WatchdogConfig) -> Self {
+        let inner = Arc::new(Inner {
+            state: Mutex::new(State {
+                reg: Registry::new(config.limits.clone()),
+                slots: HashMap::new(),
+                armed: None,
+            }),
+            notify: Notify::new(),
+            config,
+        });
+        let shutdown = CancellationToken::new();
+        tokio::spawn(timer(inner.clone(), shutdown.clone()));
+        Watchdog {
+            inner,
+            _alive: Arc::new(shutdown.drop_guard()),
+        }
+    }
+
+    /// Start supervising a session now.
+    pub fn register(&self, config: SessionConfig) -> Session {
+        let slot = Arc::new(Slot {
+            token: CancellationToken::new(),
+            kill: OnceLock::new(),
+            events: broadcast::channel(64).0,
+        });
+        let id = self.inner.op(|st, now| {
+            let id = st.reg.register(now, config);
+            st.slots.insert(id, slot.clone());
+            id
+        });
+        Session::new(id, self.inner.clone(), slot)
+    }
+
+    /// The current rate-limit utilization (0–1, highest window), or `None` when unknown.
+    pub fn set_utilization(&self, utilization: Option<f64>) {
+        self.inner
+            .op(|st, now| st.reg.set_utilization(now, utilization));
+    }
+
+    /// Number of registered sessions.
+    pub fn len(&self) -> usize {
+        self.inner.lock().slots.len()
+    }
+
+    /// Whether no session is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Sleep until the next deadline (one `Sleep`, reset in place), handle it, repeat.
+async fn timer(inner: Arc<Inner>, shutdown: CancellationToken) {
+    let sleep = tokio::time::sleep_until(clock::far_future());
+    tokio::pin!(sleep);
+    loop {
+        let deadline = {
+            let mut st = inner.lock();
+            st.armed = st.reg.poll_timeout();
+            st.armed
+        };
+        if let Some(d) = deadline {
+            sleep.as_mut().reset(clock::to_tokio(d));
+        }
+        tokio::select! {
+            biased;
+            () = shutdown.cancelled() => return,
+            () = inner.notify.notified() => {}
+            () = &mut sleep, if deadline.is_some() => {
+                inner.op(|st, now| st.reg.handle_timeout(now));
+            }
+        }
+    }
+}
