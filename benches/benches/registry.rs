@@ -485,6 +485,7 @@ impl Host {
                 Event::Stalling { .. } => self.counts.stalling += 1,
                 Event::Settled { .. } => self.counts.settled += 1,
                 Event::Ended { .. } => self.counts.ended += 1,
+                _ => {}
             }
         }
     }

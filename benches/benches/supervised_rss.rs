@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mock_api::harness::{claude_version, find_claude, ClaudeRun};
-use mock_api::{BlockingMockServer, Scenario};
+use mock_api::{BlockingMockServer, Scenario, ScenarioOptions};
 use watchdog_benches::{agent_watchdog_bin, rss_kb};
 
 /// Direct children of `pid` (from `/proc/<pid>/task/*/children`).
@@ -25,6 +25,46 @@ fn children(pid: u32) -> Vec<u32> {
         }
     }
     out
+}
+
+/// One supervised real session on `scenario`: (watchdog CPU ms, claude CPU ms, wall s, exit).
+fn cpu_of(
+    claude: &std::path::Path,
+    watchdog: &std::path::Path,
+    scenario: Scenario,
+) -> (u64, u64, f64, String) {
+    let server = BlockingMockServer::start(scenario).expect("mock server");
+    let run = ClaudeRun::new(claude, server.base_url(), "Say hello.").expect("session dirs");
+    let cc = run.command();
+    let summary = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("bench-supervised-cpu-summary.json");
+    let t = Instant::now();
+    let status = Command::new(watchdog)
+        .arg("run")
+        .arg("--summary")
+        .arg(&summary)
+        .arg("--")
+        .arg(&cc.program)
+        .args(&cc.args)
+        .env_clear()
+        .envs(cc.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&cc.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run agent-watchdog");
+    let wall = t.elapsed().as_secs_f64();
+    let s: serde_json::Value = std::fs::read(&summary)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .expect("the run's summary");
+    (
+        s["cpu"]["watchdog_ms"].as_u64().expect("cpu.watchdog_ms"),
+        s["cpu"]["child_ms"].as_u64().expect("cpu.child_ms"),
+        wall,
+        format!("{} ({status})", s["outcome"].as_str().unwrap_or("?")),
+    )
 }
 
 fn mb(kb: u64) -> f64 {
@@ -48,9 +88,13 @@ fn main() {
     println!(
         "bench supervised_rss: agent-watchdog run -- claude {version} on the mock's long_tool scenario"
     );
+    let summary = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("bench-supervised-rss-summary.json");
     let t = Instant::now();
     let mut child = Command::new(&watchdog)
         .arg("run")
+        .arg("--summary")
+        .arg(&summary)
         .arg("--")
         .arg(&cc.program)
         .args(&cc.args)
@@ -102,5 +146,43 @@ fn main() {
         "  claude CLI peak RSS (VmHWM)    : {:>7.1} MB ({:.1}× the watchdog)",
         mb(cli_hwm),
         cli_hwm as f64 / wd_hwm.max(1) as f64
+    );
+    // Issue 17 target 1: what supervising costs next to claude itself (the summary's `cpu`,
+    // from /proc/self/stat of the watchdog: its own time, and the children it waited for).
+    let s: serde_json::Value = std::fs::read(&summary)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .expect("the run's summary");
+    let (own, kid) = (
+        s["cpu"]["watchdog_ms"].as_u64().expect("cpu.watchdog_ms"),
+        s["cpu"]["child_ms"].as_u64().expect("cpu.child_ms"),
+    );
+    println!(
+        "  CPU: agent-watchdog {own} ms, claude (and its tools) {kid} ms: {:.2} % of claude's (target ≤ 1 %; 10 ms ticks)",
+        own as f64 * 100.0 / kid.max(1) as f64
+    );
+    // The demo's short sessions and a 20 s ping stall (partial messages on): CPU only.
+    let stall = ScenarioOptions {
+        stall: Some(Duration::from_secs(20)),
+        ..ScenarioOptions::default()
+    };
+    let (mut own_all, mut kid_all) = (own, kid);
+    for (name, opts) in [
+        ("healthy", ScenarioOptions::default()),
+        ("tool_then_answer", ScenarioOptions::default()),
+        ("ping_only_stall", stall),
+    ] {
+        let scenario = Scenario::named_with(name, &opts).expect("a named scenario");
+        let (own, kid, wall, how) = cpu_of(&claude, &watchdog, scenario);
+        own_all += own;
+        kid_all += kid;
+        println!(
+            "  CPU, {name:<17} {wall:>5.1} s, {how}: agent-watchdog {own} ms, claude {kid} ms: {:.2} %",
+            own as f64 * 100.0 / kid.max(1) as f64
+        );
+    }
+    println!(
+        "  CPU, all four sessions: agent-watchdog {own_all} ms, claude {kid_all} ms: {:.2} % (target ≤ 1 %)",
+        own_all as f64 * 100.0 / kid_all.max(1) as f64
     );
 }

@@ -219,3 +219,52 @@ pub fn rss_kb(pid: u32) -> Option<(u64, u64)> {
     };
     Some((field("VmHWM:")?, field("VmRSS:")?))
 }
+
+/// What [`measure`] saw of one command: wall time, CPU of the command and its children (user +
+/// system), and the command's own peak resident set (`VmHWM`).
+#[derive(Debug, Clone, Copy)]
+pub struct Measured {
+    /// Wall time from spawn to exit.
+    pub wall: Duration,
+    /// CPU of the process and its waited-for children.
+    pub cpu: Duration,
+    /// The process's peak resident set, kB (sampled continuously for the first 50 ms, then
+    /// every millisecond: the high-water mark only ever grows, so a sample after the peak reads
+    /// it; a process that lives less than a sample may read 0).
+    pub peak_kb: u64,
+}
+
+/// Run `cmd` (stdout and stderr to /dev/null unless set) and measure it (see [`Measured`]).
+/// Panics if it fails.
+pub fn measure(cmd: &mut std::process::Command) -> Measured {
+    use std::process::Stdio;
+    let cpu0 = children_cpu();
+    let t = std::time::Instant::now();
+    let mut child = cmd.stdin(Stdio::null()).spawn().expect("spawn");
+    let mut peak = 0;
+    let status = loop {
+        if let Some((hwm, _)) = rss_kb(child.id()) {
+            peak = peak.max(hwm);
+        }
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if t.elapsed() > Duration::from_millis(50) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    let wall = t.elapsed();
+    assert!(status.success(), "{cmd:?} failed: {status}");
+    Measured {
+        wall,
+        cpu: children_cpu() - cpu0,
+        peak_kb: peak,
+    }
+}
+
+/// `/proc/loadavg`'s three load averages, for the record of how busy the machine was.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}

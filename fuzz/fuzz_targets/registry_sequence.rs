@@ -243,7 +243,7 @@ fuzz_target!(|data: &[u8]| {
         now: 0,
         reg: Registry::new(limits[0].clone()),
         books: [Book {
-            id: SessionId(u64::MAX),
+            id: Registry::new(Limits::default()).register(Instant::now(), SessionConfig::default()),
             variant: 0,
             started: 0,
             first_line: None,

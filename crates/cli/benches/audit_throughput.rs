@@ -8,7 +8,7 @@
 //!
 //! Environment: `AUDIT_BENCH_BYTES` (default 1 GiB), `AUDIT_BENCH_FILES` (default 2000),
 //! `AUDIT_BENCH_SEED` (default 7), `AUDIT_BENCH_DIR` (parent of the temporary corpus folder),
-//! `AUDIT_BENCH_REPS` (best of, default 3), `AUDIT_BENCH_CORPUS` (keep or reuse the corpus in
+//! `AUDIT_BENCH_REPS` (median of, default 5), `AUDIT_BENCH_CORPUS` (keep or reuse the corpus in
 //! this folder), `AUDIT_BENCH_REPORT` (print the audit's text report).
 //! Entries follow the key order of the real transcripts in `testdata/transcripts`
 //! (`type` first on API request records, after the payload on attachments and messages).
@@ -384,18 +384,18 @@ fn cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0 // USER_HZ is 100 on Linux
 }
 
-/// Best wall-clock MB/s over `reps` runs, and MB per CPU-second (all threads) of the best run.
-fn best_of(reps: u64, mb: f64, mut f: impl FnMut()) -> (f64, f64) {
-    let mut best = (f64::INFINITY, f64::INFINITY);
+/// Median wall-clock MB/s over `reps` runs, and MB per CPU-second (all threads) of that run:
+/// the median, not the best, so that a ratio holds reliably on a busy machine.
+fn median_of(reps: u64, mb: f64, mut f: impl FnMut()) -> (f64, f64) {
+    let mut runs = Vec::new();
     for _ in 0..reps.max(1) {
         let (t, c) = (Instant::now(), cpu_seconds());
         f();
-        let run = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
-        if run.0 < best.0 {
-            best = run;
-        }
+        runs.push((t.elapsed().as_secs_f64(), cpu_seconds() - c));
     }
-    (mb / best.0, mb / best.1.max(0.01))
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mid = runs[runs.len() / 2];
+    (mb / mid.0, mb / mid.1.max(0.01))
 }
 
 fn main() {
@@ -403,7 +403,7 @@ fn main() {
     let total = env_u64("AUDIT_BENCH_BYTES", 1 << 30);
     let nfiles = env_u64("AUDIT_BENCH_FILES", 2000);
     let seed = env_u64("AUDIT_BENCH_SEED", 7);
-    let reps = env_u64("AUDIT_BENCH_REPS", 3);
+    let reps = env_u64("AUDIT_BENCH_REPS", 5);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     // AUDIT_BENCH_CORPUS: keep (or reuse) the corpus in this folder instead of a temporary one.
     let keep = std::env::var_os("AUDIT_BENCH_CORPUS").map(PathBuf::from);
@@ -438,7 +438,7 @@ fn main() {
         .map(|m| m.len())
         .sum();
     println!(
-        "corpus: {} files, {:.1} MB (seed {seed}), ready in {:.1}s; {threads} threads, best of {reps}",
+        "corpus: {} files, {:.1} MB (seed {seed}), ready in {:.1}s; {threads} threads, median of {reps}",
         files.len(),
         bytes as f64 / 1e6,
         t.elapsed().as_secs_f64()
@@ -451,13 +451,13 @@ fn main() {
     let (mut floor, mut full) = ((f64::NAN, f64::NAN), (f64::NAN, f64::NAN));
     let mut lines = 0;
     if !only_audit {
-        floor = best_of(reps, mb, || lines = par(&files, threads, count_newlines));
+        floor = median_of(reps, mb, || lines = par(&files, threads, count_newlines));
         println!(
             "(a) read + count newlines: {:>8.1} MB/s wall, {:>8.1} MB per CPU-second  ({lines} lines)",
             floor.0, floor.1
         );
         let mut parsed = 0;
-        full = best_of(reps.min(2), mb, || {
+        full = median_of(reps.min(2), mb, || {
             parsed = par(&files, threads, parse_values)
         });
         println!(
@@ -466,7 +466,7 @@ fn main() {
         );
     }
     let mut n = 0;
-    let scan_only = best_of(reps, mb, || {
+    let scan_only = median_of(reps, mb, || {
         let found = scan::discover(&dirs);
         n = scan::read_all(&found.files, threads, &|_| {}).len();
     });
@@ -478,7 +478,7 @@ fn main() {
         return;
     }
     let mut report = None;
-    let audit = best_of(reps, mb, || {
+    let audit = median_of(reps, mb, || {
         report = Some(audit_paths(&dirs, &Limits::default()));
     });
     let Some(report) = report else { return };

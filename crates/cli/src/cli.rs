@@ -63,7 +63,7 @@ pub struct RunArgs {
     pub no_status: bool,
     /// Recovery flags.
     #[command(flatten)]
-    pub recovery: crate::recover::RecoveryArgs,
+    pub recovery: crate::policy_args::RecoveryArgs,
     /// The command and its arguments (after `--`).
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
@@ -72,7 +72,9 @@ pub struct RunArgs {
 /// Flags of `replay`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// The capture to replay (`-` for stdin).
+    /// The capture to replay (`-` for stdin; character devices and FIFOs only that way). A
+    /// recovered run's recording gives one verdict per run. Exit 0 after a verdict, 1 when the
+    /// file cannot be read or holds no capture record, 141 when stdout's reader went away.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// Policy flags.

@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::cli::DemoArgs;
 use crate::exit_code;
 use crate::policy_args::PolicyArgs;
-use crate::replay::{read_capture, replay, write_human};
+use crate::replay::{replay_reader, write_human};
 use crate::run::{execute, Mode, RunConfig};
 
 struct Act {
@@ -191,11 +191,9 @@ fn run_act(
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(Value::Null);
     // What the watchdog saw, from the recording.
-    let cap = std::fs::File::open(&capture)
-        .map(std::io::BufReader::new)
-        .and_then(read_capture)
+    let verdict = std::fs::File::open(&capture)
+        .and_then(|f| replay_reader(f, limits.clone()))
         .map_err(|e| format!("cannot read the capture: {e}"))?;
-    let verdict = replay(&cap.entries, limits.clone());
     let mut timeline = Vec::new();
     let _ = write_human(&verdict, "the recording", &limits, &mut timeline);
     for line in String::from_utf8_lossy(&timeline).lines().skip(1) {

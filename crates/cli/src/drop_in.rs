@@ -73,7 +73,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     };
     let limits = match policy.limits() {
         Ok(l) => l,
-        Err(e) => return crate::replay_cmd::policy_error(&e),
+        Err(e) => return crate::exit_code::config_error(&e),
     };
     let claude = match crate::find_claude::for_drop_in() {
         Ok(p) => p,

@@ -14,7 +14,7 @@
 //! | 124 | killed by the watchdog: `idle`, `no_progress` or `linger` |
 //! | 125 | killed by the watchdog: `startup` (no stdout line at all) |
 //! | 137 | killed by the watchdog: `ceiling` |
-//! | 141 | our stdout reader went away (EPIPE): the child was stopped |
+//! | 141 | our stdout reader went away (EPIPE): the child was stopped; `replay` / `audit` end quietly |
 //! | 74 | our stdout could not be written (ENOSPC, EIO, …): the child was stopped |
 //! | 129 / 130 / 131 / 143 | we got SIGHUP / SIGINT / SIGQUIT / SIGTERM, forwarded it, and the child ended without a `result` |
 //! | 2 | usage error (bad flag or value) |
@@ -43,6 +43,18 @@ pub const INTERNAL: i32 = 1;
 pub const OUTPUT_CLOSED: i32 = 141;
 /// Our stdout could not be written for another reason (`EX_IOERR`).
 pub const OUTPUT_ERROR: i32 = 74;
+
+/// The exit code of `replay` or `audit` after a failed write of `what` to stdout: a closed
+/// reader (`… | head`) ends quietly with [`OUTPUT_CLOSED`]; any other error is said once and
+/// exits [`OUTPUT_ERROR`], as for `run`.
+pub fn output_error(e: &std::io::Error, what: &str) -> i32 {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        OUTPUT_CLOSED
+    } else {
+        eprintln!("agent-watchdog: cannot write {what}: {e}");
+        OUTPUT_ERROR
+    }
+}
 /// Interrupted by SIGINT (forwarded to the child, which ended without a `result`).
 pub const INTERRUPTED: i32 = 130;
 /// Terminated by SIGTERM (forwarded to the child, which ended without a `result`).
@@ -136,6 +148,17 @@ pub fn decide(e: &Ending<'_>) -> i32 {
         Outcome::NoResult | Outcome::Incomplete if child == 0 && e.stream_json => NO_RESULT,
         _ => child,
     }
+}
+
+/// Print a policy error the way clap prints a bad flag, and return the usage exit code.
+pub fn config_error(e: &watchdog_core::ConfigError) -> i32 {
+    eprintln!(
+        "agent-watchdog: invalid value '{}' for '--{}': must be {}",
+        e.value,
+        e.option.replace('_', "-"),
+        e.allowed
+    );
+    USAGE
 }
 
 /// A usage error as clap renders it, made to start with one line that says what is wrong,

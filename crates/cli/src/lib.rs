@@ -3,26 +3,21 @@
 #![warn(missing_docs)]
 
 pub mod audit;
+pub mod capture_reader;
 pub mod cli;
-pub mod continuation;
+pub mod cpu;
 pub mod demo;
 pub mod drop_in;
 pub mod duration;
+pub mod event_log;
 pub mod exit_code;
-pub mod find_claude;
-pub mod hint;
+pub(crate) mod find_claude;
 pub mod hook;
-pub mod mcp_limits;
-pub mod out_file;
-pub mod policy_args;
-pub mod record;
-pub mod recover;
+pub(crate) mod mcp_limits;
+pub(crate) mod policy_args;
 pub mod replay;
 pub mod replay_cmd;
 pub mod run;
-pub mod status;
-pub mod stderr_filter;
-pub mod summary;
-pub mod synthetic;
-pub mod tally;
-pub mod verdict;
+pub(crate) mod status;
+pub(crate) mod tally;
+pub(crate) mod verdict;

@@ -36,7 +36,11 @@ fn audit(args: &agent_watchdog::audit::AuditArgs) -> i32 {
     let mut err = std::io::stderr().lock();
     match run_audit(args, &mut out, &mut err) {
         Ok(code) => code,
-        Err(AuditError::Config(e)) => agent_watchdog::replay_cmd::policy_error(&e),
+        Err(AuditError::Config(e)) => agent_watchdog::exit_code::config_error(&e),
+        // `audit | head`: the reader went away; end quietly, as `replay` does.
+        Err(AuditError::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            exit_code::OUTPUT_CLOSED
+        }
         Err(e) => {
             eprintln!("agent-watchdog: audit: {e}");
             exit_code::INTERNAL

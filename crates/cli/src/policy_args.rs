@@ -1,14 +1,16 @@
 //! The policy flags shared by `run`, `replay` and `audit`, each also readable from an
 //! `AGENT_WATCHDOG_*` environment variable.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::BoolishValueParser;
 use clap::Args;
 use watchdog_core::{ConfigError, Limits};
 
 use crate::duration::parse_duration;
 
-fn positive_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn positive_duration(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d.is_zero() {
         return Err(format!("must be a duration > 0, got {s:?}"));
@@ -132,4 +134,30 @@ impl PolicyArgs {
     pub fn grace(&self) -> Duration {
         self.grace.unwrap_or(Duration::from_secs(5))
     }
+}
+
+/// Recovery flags of `run`. Every flag has an `AGENT_WATCHDOG_<NAME>` environment variable (the
+/// switches accept `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RecoveryArgs {
+    /// Do not continue a session cut off by the output token limit (continued once by default)
+    #[arg(long, env = "AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT", value_parser = BoolishValueParser::new())]
+    pub no_recover_output_limit: bool,
+    /// Continue the session once after our own idle, no_progress or linger kill
+    #[arg(long, env = "AGENT_WATCHDOG_RESUME_AFTER_KILL", value_parser = BoolishValueParser::new())]
+    pub resume_after_kill: bool,
+    /// After a rejected rate limit with a known reset time, wait for the reset, then continue
+    /// the session once
+    #[arg(long, env = "AGENT_WATCHDOG_WAIT_FOR_RESET", value_parser = BoolishValueParser::new())]
+    pub wait_for_reset: bool,
+    /// The longest rate-limit wait [default: 6h]
+    #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_MAX_WAIT", value_parser = positive_duration)]
+    pub max_wait: Option<Duration>,
+    /// Added to the reset time before continuing [default: 30s]
+    #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_RESET_MARGIN", value_parser = parse_duration)]
+    pub reset_margin: Option<Duration>,
+    /// Where the continuation markers live [default: $XDG_STATE_HOME/agent-watchdog, else
+    /// ~/.local/state/agent-watchdog]
+    #[arg(long, value_name = "DIR", env = "AGENT_WATCHDOG_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
 }

@@ -1,337 +1,300 @@
-//! `agent-watchdog replay`: feed a capture through the core in virtual time and report what
-//! the watchdog would have done.
+//! `agent-watchdog replay`: stream a capture through the core's virtual-time replay and report
+//! what the watchdog would have done.
 //!
-//! Rules (the same the live `run` follows):
-//! - virtual time is a base `Instant` plus each entry's `t_ms` (never going backwards);
-//! - before an entry at `t` is delivered, every deadline strictly before `t` fires; an entry
-//!   whose `t_ms` equals a pending deadline is delivered first (captures round times down to
-//!   the millisecond, so such a line may well have come first live; the core fires a deadline
-//!   before a line of the very same instant, so the entry is fed one nanosecond earlier);
-//! - `line` and `raw` entries are stdout lines (`raw` ones are unparseable keep-alives), `stdin`
-//!   entries go to `observe_input`, `stderr` entries move no clock, `exit` ends the session;
-//! - a capture without `exit` means the child stayed silent from its last entry on: deadlines
-//!   fire until a kill (or until nothing is pending);
-//! - the `start` record's `wall_ms` tells when a rate-limit window's `resetsAt` has passed;
-//!   without it no window expires.
+//! The rules are the core's ([`watchdog_core::replay`]): one replay for `replay` and `audit`,
+//! with the live run's rule at a deadline (a line exactly at a deadline comes too late). This
+//! module reads the file line by line ([`crate::capture_reader`]: 64 MiB cap, a leading BOM
+//! skipped), tallies each run's stdout lines, keeps a bounded log of its events
+//! ([`crate::event_log`]), and renders the report. Memory does not grow with the capture.
+//!
+//! A recording of a recovered run (a `boundary` record, then the continuation with `t_ms`
+//! from 0) gives one verdict per run.
 
-use std::io::{BufRead, Write};
+use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use watchdog_core::capture::{Entry, Record};
-use watchdog_core::rate_limit::{RateLimitConfig, RateLimitMonitor};
-use watchdog_core::{
-    Event, Kill, Limits, LineKind, LineView, Outcome, Registry, SessionConfig, SessionId,
-};
+use watchdog_core::capture::{Entry, EntryView, RecordView};
+use watchdog_core::replay::{ExitRecord, Replay, RunVerdict, Step, TimeFaults, TimedEvent};
+use watchdog_core::{Event, Kill, Limits, Outcome};
 
+use crate::capture_reader::{is_blank, Item, Lines};
 use crate::duration::format_duration;
+use crate::event_log::EventLog;
 use crate::tally::Tally;
-use crate::verdict::{event_json, kill_json, offset_ms};
+use crate::verdict::{event_json, kill_json};
 
-/// Cap on `t_ms` (about 10 years), so that no virtual instant can overflow.
-const MAX_T_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
+/// Unreadable lines listed one by one; the rest are only counted.
+const SKIPPED_LISTED: usize = 10;
 
-/// A capture read from a file: its entries and the lines that could not be read.
-#[derive(Debug, Default)]
-pub struct Capture {
-    /// The readable entries, in file order.
-    pub entries: Vec<Entry>,
-    /// Unreadable lines: (1-based line number, reason).
-    pub skipped: Vec<(usize, String)>,
-}
-
-/// Read a capture. Blank lines are skipped silently, unreadable ones are listed in
-/// [`Capture::skipped`] (a crash may truncate the last line).
-pub fn read_capture(reader: impl BufRead) -> std::io::Result<Capture> {
-    let mut cap = Capture::default();
-    for (i, line) in reader.split(b'\n').enumerate() {
-        let line = line?;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match Entry::parse(&line) {
-            Ok(Some(e)) => cap.entries.push(e),
-            Ok(None) => {}
-            Err(e) => cap.skipped.push((i + 1, e.to_string())),
-        }
-    }
-    Ok(cap)
-}
-
-/// One event of the replay, at its virtual time.
-#[derive(Debug, Clone)]
-pub struct TimedEvent {
-    /// Milliseconds since spawn.
-    pub t_ms: u64,
-    /// The event.
-    pub event: Event,
-}
-
-/// What the watchdog would have done with a capture.
+/// What the watchdog would have done with one recorded run.
 #[derive(Debug, Clone)]
 pub struct Verdict {
+    /// The run (0 for the first, one more after each `boundary`).
+    pub run: usize,
     /// The outcome.
     pub outcome: Outcome,
     /// The kill, if any.
     pub kill: Option<Kill>,
-    /// Every event, in order.
-    pub events: Vec<TimedEvent>,
+    /// The events, bounded (the first and last ones; the rest counted).
+    pub events: EventLog<TimedEvent>,
     /// The first stdout line: (t_ms, its type/subtype).
     pub first_line: Option<(u64, String)>,
-    /// The exit record, if the capture has one: (t_ms, code, signal).
-    pub exit: Option<(u64, Option<i32>, Option<i32>)>,
-    /// The last entry's time (the point from which a capture without `exit` is silent).
+    /// The exit record, if the run has one.
+    pub exit: Option<ExitRecord>,
+    /// The last entry's time (the point from which a run without `exit` is silent).
     pub last_t_ms: u64,
     /// Entries after the kill (lines the child printed while it was being stopped).
-    pub after_kill: usize,
+    pub after_kill: u64,
+    /// The run ended at a `boundary` at this time (where the next run's t = 0 lies).
+    pub boundary_ms: Option<u64>,
     /// What the stdout lines said.
     pub tally: Tally,
     /// The virtual base instant (t_ms = 0).
     pub base: Instant,
 }
 
+/// A whole capture replayed: one verdict per run, and what could not be read.
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    /// One verdict per recorded run, in order (at least one).
+    pub runs: Vec<Verdict>,
+    /// Records read (lines with a known record and a time).
+    pub records: u64,
+    /// The first unreadable lines: (1-based line number, reason).
+    pub skipped: Vec<(u64, String)>,
+    /// Unreadable lines in all.
+    pub skipped_count: u64,
+    /// Times not taken as written (clamped to the previous time), if any.
+    pub time_faults: Option<TimeFaults>,
+}
+
 impl Verdict {
+    fn new(run: usize, base: Instant) -> Self {
+        Verdict {
+            run,
+            outcome: Outcome::NoResult,
+            kill: None,
+            events: EventLog::default(),
+            first_line: None,
+            exit: None,
+            last_t_ms: 0,
+            after_kill: 0,
+            boundary_ms: None,
+            tally: Tally::default(),
+            base,
+        }
+    }
+
+    fn close(&mut self, v: RunVerdict) {
+        self.outcome = v.outcome;
+        self.kill = v.kill;
+        self.exit = v.exit;
+        self.last_t_ms = v.last_t_ms;
+        self.after_kill = v.after_kill;
+        self.boundary_ms = v.boundary_ms;
+        self.base = v.base;
+    }
+
     /// The session id the lines carried.
     pub fn session_id(&self) -> Option<&str> {
         self.tally.session_id.as_deref()
     }
 
-    /// The `--json` object.
+    /// The `--json` object of this run.
     pub fn to_json(&self) -> Value {
         json!({
+            "run": self.run,
             "outcome": self.outcome.as_str(),
             "kill": self.kill.as_ref().map(|k| kill_json(k, self.base)),
-            "events": self
-                .events
-                .iter()
-                .map(|e| event_json(&e.event, self.base + Duration::from_millis(e.t_ms), self.base))
-                .collect::<Vec<_>>(),
+            "events": self.events.to_json_with(|e| {
+                event_json(&e.event, self.base + Duration::from_millis(e.t_ms), self.base)
+            }),
             "session_id": self.session_id(),
             "result": self.tally.result_json(),
-            "exit": self.exit.map(|(t, code, signal)| json!({"t_ms": t, "code": code, "signal": signal})),
+            "exit": self.exit.map(|e| json!({"t_ms": e.t_ms, "code": e.code, "signal": e.signal})),
             "lines": self.tally.counts_json(),
+            "boundary_ms": self.boundary_ms,
         })
     }
 }
 
-struct Replayer {
-    reg: Registry,
-    id: SessionId,
-    base: Instant,
-    events: Vec<TimedEvent>,
-    kill: Option<Kill>,
-    ended: Option<Outcome>,
-    tally: Tally,
-    wall_ms: Option<u64>,
-    monitor: RateLimitMonitor,
-}
-
-impl Replayer {
-    fn at(&self, t_ms: u64) -> Instant {
-        self.base + Duration::from_millis(t_ms.min(MAX_T_MS))
-    }
-
-    fn drain(&mut self, now: Instant) {
-        while let Some(event) = self.reg.poll_event() {
-            match &event {
-                Event::Killed(k) if self.kill.is_none() => self.kill = Some(k.clone()),
-                Event::Ended { outcome, .. } if self.ended.is_none() => {
-                    self.ended = Some(outcome.clone());
-                }
-                _ => {}
-            }
-            // A kill is stamped with its own instant; other events with the current one.
-            let at = match &event {
-                Event::Killed(k) => k.at,
-                _ => now,
-            };
-            self.events.push(TimedEvent {
-                t_ms: offset_ms(self.base, at),
-                event,
-            });
+impl Replayed {
+    /// The `--json` object: the first run's fields at the top level (a plain capture has only
+    /// that one), every run under `runs`, and what could not be read.
+    pub fn to_json(&self) -> Value {
+        let mut v = self.runs.first().map_or(Value::Null, Verdict::to_json);
+        if let Value::Object(m) = &mut v {
+            m.remove("run");
+            m.insert(
+                "runs".into(),
+                self.runs.iter().map(Verdict::to_json).collect(),
+            );
+            m.insert("skipped_lines".into(), json!(self.skipped_count));
+            m.insert(
+                "clamped_times".into(),
+                json!(self.time_faults.map_or(0, |f| f.count)),
+            );
         }
+        v
     }
 
-    /// Fire every deadline strictly before `until` (or all of them when `None`), stopping at
-    /// a kill.
-    fn fire_until(&mut self, until: Option<Instant>) {
-        let mut last: Option<Instant> = None;
-        while self.kill.is_none() && self.ended.is_none() {
-            let Some(d) = self.reg.poll_timeout() else {
-                break;
-            };
-            if until.is_some_and(|u| d >= u) {
-                break;
-            }
-            // Guard against a deadline that does not move (never loop forever).
-            if last.is_some_and(|l| d <= l) {
-                break;
-            }
-            last = Some(d);
-            self.reg.handle_timeout(d);
-            self.drain(d);
-        }
-    }
-
-    /// Wall-clock epoch ms at `t_ms`; without a `start` record 0, so that no window's reset
-    /// has passed.
-    fn wall_now(&self, t_ms: u64) -> u64 {
-        self.wall_ms.map_or(0, |w| w.saturating_add(t_ms))
-    }
-
-    fn utilization_now(&self, t_ms: u64) -> Option<f64> {
-        self.monitor.utilization(self.wall_now(t_ms))
+    /// The first run's verdict.
+    pub fn first(&self) -> &Verdict {
+        &self.runs[0]
     }
 }
 
-/// Replay `entries` under `limits`.
-pub fn replay(entries: &[Entry], limits: Limits) -> Verdict {
+/// Replay a capture read from `reader`, line by line, under `limits`.
+pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> {
     let base = Instant::now();
-    let mut reg = Registry::new(limits);
-    let id = reg.register(base, SessionConfig::default());
-    let mut r = Replayer {
-        reg,
-        id,
-        base,
-        events: Vec::new(),
-        kill: None,
-        ended: None,
-        tally: Tally::default(),
-        wall_ms: None,
-        monitor: RateLimitMonitor::new(RateLimitConfig::default()),
+    let mut lines = Lines::new(reader);
+    let mut replay = Replay::new(limits, base);
+    let mut out = Replayed {
+        runs: Vec::new(),
+        records: 0,
+        skipped: Vec::new(),
+        skipped_count: 0,
+        time_faults: None,
     };
-    let mut first_line = None;
-    let mut exit = None;
-    let mut t_ms = 0u64;
-    let mut after_kill = 0usize;
-    let mut util: Option<f64> = None;
-
-    for entry in entries {
-        if r.kill.is_some() || r.ended.is_some() {
-            if r.kill.is_some() && exit.is_none() {
-                after_kill += 1;
-                if let Record::Exit { code, signal } = entry.record {
-                    exit = Some((entry.t_ms, code, signal));
-                }
-            }
-            continue;
+    let mut cur = Verdict::new(0, base);
+    let skip = |out: &mut Replayed, n: u64, why: String| {
+        out.skipped_count += 1;
+        if out.skipped.len() < SKIPPED_LISTED {
+            out.skipped.push((n, why));
         }
-        t_ms = t_ms.max(entry.t_ms.min(MAX_T_MS));
-        let at = r.at(t_ms);
-        r.fire_until(Some(at));
-        // An entry exactly at a pending deadline comes first (see the module docs).
-        let now = if r.reg.poll_timeout() == Some(at) {
-            at.checked_sub(Duration::from_nanos(1)).unwrap_or(at)
-        } else {
-            at
+    };
+    while let Some(item) = lines.next_item()? {
+        let (n, line) = match item {
+            Item::Overlong(n, len) => {
+                let why = format!(
+                    "line of {len} bytes, longer than {} MiB",
+                    crate::capture_reader::MAX_LINE >> 20
+                );
+                skip(&mut out, n, why);
+                continue;
+            }
+            Item::Line { n, line, .. } => (n, line),
         };
-        if r.kill.is_some() {
-            after_kill += 1;
-            if let Record::Exit { code, signal } = entry.record {
-                exit = Some((entry.t_ms, code, signal));
-            }
+        if is_blank(line) {
             continue;
         }
-        match &entry.record {
-            Record::Start { wall_ms, .. } => r.wall_ms = *wall_ms,
-            Record::Line(v) => {
-                match LineView::from_value(v) {
-                    Ok(view) => {
-                        let class = r.reg.observe(now, r.id, &view);
-                        r.tally.observe(&view, class);
-                        if class.kind == LineKind::RateLimit {
-                            let wall = r.wall_now(t_ms);
-                            let _ = r.monitor.observe(wall, &view);
+        let entry = match EntryView::parse(line) {
+            Ok(Some(e)) => e,
+            Ok(None) => continue,
+            Err(e) => {
+                skip(&mut out, n, e.to_string());
+                continue;
+            }
+        };
+        out.records += 1;
+        let step = replay.feed(n, &entry);
+        if let Step::Line { class, t_ms } = step {
+            match &entry.record {
+                RecordView::Line(view) => {
+                    // As `run` tallies: inside a line only when its fields count.
+                    let top_level = view.parent_tool_use_id().is_none();
+                    let new_sid = view
+                        .session_id()
+                        .is_some_and(|s| !s.is_empty() && cur.session_id() != Some(&*s));
+                    cur.tally.observe_line(view, class, top_level, new_sid);
+                    if cur.first_line.is_none() {
+                        let mut name = view.kind().map(|k| k.into_owned()).unwrap_or_default();
+                        if let Some(s) = view.subtype() {
+                            name = format!("{name}/{s}");
                         }
-                        if first_line.is_none() {
-                            let mut name = view.kind().map(|k| k.into_owned()).unwrap_or_default();
-                            if let Some(s) = view.subtype() {
-                                name = format!("{name}/{s}");
-                            }
-                            first_line = Some((t_ms, name));
-                        }
-                    }
-                    Err(_) => {
-                        r.reg.observe_line(now, r.id, v.to_string().as_bytes());
-                        r.tally.unparseable();
-                        first_line.get_or_insert((t_ms, "unparseable".into()));
+                        cur.first_line = Some((t_ms, name));
                     }
                 }
-                let u = r.utilization_now(t_ms);
-                if u != util {
-                    util = u;
-                    r.reg.set_utilization(now, u);
-                }
-            }
-            Record::Raw(s) => {
-                r.reg.observe_line(now, r.id, s.as_bytes());
-                r.tally.unparseable();
-                first_line.get_or_insert((t_ms, "unparseable".into()));
-            }
-            Record::Stdin(v) => {
-                if let Ok(view) = LineView::from_value(v) {
-                    r.reg.observe_input(now, r.id, &view);
-                }
-            }
-            Record::Stderr(_) | Record::Boundary(_) => {}
-            Record::Exit { code, signal } => {
-                exit = Some((t_ms, *code, *signal));
-                let out = r.reg.end(now, r.id);
-                if r.ended.is_none() {
-                    r.ended = out;
+                _ => {
+                    cur.tally.unparseable();
+                    cur.first_line.get_or_insert((t_ms, "unparseable".into()));
                 }
             }
         }
-        r.drain(now);
-        // A window whose reset passed lowers the utilization even without a new line.
-        if r.wall_ms.is_some() && r.monitor.latest().is_some() {
-            let u = r.utilization_now(t_ms);
-            if u != util {
-                util = u;
-                r.reg.set_utilization(now, u);
-                r.drain(now);
-            }
+        drain(&mut replay, &mut cur);
+        if let Step::RunEnded(v) = step {
+            cur.close(*v);
+            let next = Verdict::new(cur.run + 1, base);
+            out.runs.push(std::mem::replace(&mut cur, next));
         }
     }
+    let v = replay.finish();
+    drain(&mut replay, &mut cur);
+    cur.close(v);
+    out.runs.push(cur);
+    out.time_faults = replay.time_faults();
+    Ok(out)
+}
 
-    if r.kill.is_none() && r.ended.is_none() {
-        // No exit: the child is silent from its last entry on.
-        r.fire_until(None);
+fn drain(replay: &mut Replay, cur: &mut Verdict) {
+    while let Some(e) = replay.poll_event() {
+        let kind = match e.event {
+            Event::Killed(_) => "killed",
+            Event::Extended { .. } => "extended",
+            Event::Stalling { .. } => "stalling",
+            Event::Settled { .. } => "settled",
+            Event::Ended { .. } => "ended",
+            _ => "other",
+        };
+        cur.events.push(kind, e);
     }
-    let outcome = if let Some(k) = &r.kill {
-        Outcome::Killed { kind: k.kind }
-    } else if let Some(o) = r.ended.clone() {
-        o
-    } else {
-        let now = r.at(t_ms);
-        let o = r.reg.end(now, r.id).unwrap_or(Outcome::NoResult);
-        r.drain(now);
-        o
-    };
-    Verdict {
-        outcome,
-        kill: r.kill,
-        events: r.events,
-        first_line,
-        exit,
-        last_t_ms: t_ms,
-        after_kill,
-        tally: r.tally,
-        base,
+}
+
+/// Replay owned entries (for tests and tools that build captures in memory).
+pub fn replay_entries(entries: &[Entry], limits: Limits) -> Replayed {
+    let mut text = Vec::new();
+    for e in entries {
+        text.extend_from_slice(e.to_json().as_bytes());
+        text.push(b'\n');
     }
+    // Reading from memory cannot fail.
+    replay_reader(&text[..], limits).unwrap_or_else(|_| Replayed {
+        runs: vec![Verdict::new(0, Instant::now())],
+        records: 0,
+        skipped: Vec::new(),
+        skipped_count: 0,
+        time_faults: None,
+    })
 }
 
 fn secs(t_ms: u64) -> String {
     format!("{:>9.3}s", t_ms as f64 / 1000.0)
 }
 
-/// The human report: a short timeline and the verdict.
+fn event_line(v: &Verdict, e: &TimedEvent) -> String {
+    match &e.event {
+        Event::Settled { .. } => {
+            let r = v.tally.result.as_ref();
+            let sub = r.and_then(|r| r.subtype.clone()).unwrap_or_default();
+            format!("settled: result {sub}")
+        }
+        Event::Extended { reason, .. } => {
+            format!("idle patience extended ({})", reason.as_str())
+        }
+        Event::Stalling {
+            clock, remaining, ..
+        } => format!(
+            "stalling: {} clock, {} left",
+            match clock {
+                watchdog_core::StallClock::Idle => "idle",
+                watchdog_core::StallClock::NoProgress => "no-progress",
+            },
+            format_duration(*remaining)
+        ),
+        Event::Killed(k) => format!("KILL {}: {}", k.kind, crate::verdict::kill_detail(k)),
+        Event::Ended { outcome, .. } => format!("ended: {}", outcome.as_str()),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The human report: per run, a short timeline and the verdict.
 pub fn write_human(
-    v: &Verdict,
+    r: &Replayed,
     name: &str,
     limits: &Limits,
     out: &mut impl Write,
-) -> std::io::Result<()> {
+) -> io::Result<()> {
     writeln!(
         out,
         "replay of {name} (idle {}, no-progress {}, startup {}, linger {}, ceiling {})",
@@ -341,6 +304,27 @@ pub fn write_human(
         format_duration(limits.linger()),
         limits.ceiling().map_or("none".into(), format_duration),
     )?;
+    let many = r.runs.len() > 1;
+    for v in &r.runs {
+        if many {
+            let what = if v.run == 0 {
+                "the first run".to_string()
+            } else {
+                format!("continuation {}", v.run)
+            };
+            writeln!(
+                out,
+                "run {} of {} ({what}), t from 0:",
+                v.run + 1,
+                r.runs.len()
+            )?;
+        }
+        write_run(v, out)?;
+    }
+    Ok(())
+}
+
+fn write_run(v: &Verdict, out: &mut impl Write) -> io::Result<()> {
     if let Some((t, what)) = &v.first_line {
         let sid = v
             .session_id()
@@ -348,49 +332,40 @@ pub fn write_human(
             .unwrap_or_default();
         writeln!(out, "{}  first line ({what}){sid}", secs(*t))?;
     }
-    for e in &v.events {
-        let line = match &e.event {
-            Event::Settled { .. } => {
-                let r = v.tally.result.as_ref();
-                let sub = r.and_then(|r| r.subtype.clone()).unwrap_or_default();
-                format!("settled: result {sub}")
-            }
-            Event::Extended { reason, .. } => {
-                format!("idle patience extended ({})", reason.as_str())
-            }
-            Event::Stalling {
-                clock, remaining, ..
-            } => format!(
-                "stalling: {} clock, {} left",
-                match clock {
-                    watchdog_core::StallClock::Idle => "idle",
-                    watchdog_core::StallClock::NoProgress => "no-progress",
-                },
-                format_duration(*remaining)
-            ),
-            Event::Killed(k) => format!("KILL {}: {}", k.kind, crate::verdict::kill_detail(k)),
-            Event::Ended { outcome, .. } => format!("ended: {}", outcome.as_str()),
-        };
-        writeln!(out, "{}  {line}", secs(e.t_ms))?;
+    for e in v.events.head() {
+        writeln!(out, "{}  {}", secs(e.t_ms), event_line(v, e))?;
     }
-    if v.exit.is_none() {
+    if v.events.left_out() > 0 {
         writeln!(
+            out,
+            "{:>10}  … {} more events left out: {}",
+            "",
+            v.events.left_out(),
+            v.events.left_out_json()
+        )?;
+    }
+    for e in v.events.tail() {
+        writeln!(out, "{}  {}", secs(e.t_ms), event_line(v, e))?;
+    }
+    match v.exit {
+        None => writeln!(
             out,
             "{}  (capture ends without an exit: assumed silent from here on)",
             secs(v.last_t_ms)
-        )?;
-    } else if let Some((t, code, signal)) = v.exit {
-        let how = match (code, signal) {
-            (Some(c), _) => format!("code {c}"),
-            (None, Some(s)) => format!("signal {s}"),
-            _ => "unknown status".into(),
-        };
-        let note = if v.kill.is_some() {
-            " (after the kill)"
-        } else {
-            ""
-        };
-        writeln!(out, "{}  process exited, {how}{note}", secs(t))?;
+        )?,
+        Some(e) => {
+            let how = match (e.code, e.signal) {
+                (Some(c), _) => format!("code {c}"),
+                (None, Some(s)) => format!("signal {s}"),
+                _ => "unknown status".into(),
+            };
+            let note = if v.kill.is_some() {
+                " (after the kill)"
+            } else {
+                ""
+            };
+            writeln!(out, "{}  process exited, {how}{note}", secs(e.t_ms))?;
+        }
     }
     let verdict = match (&v.kill, &v.outcome) {
         (Some(k), _) => format!(
@@ -401,6 +376,5 @@ pub fn write_human(
         ),
         (None, o) => o.as_str().to_string(),
     };
-    writeln!(out, "verdict: {verdict}")?;
-    Ok(())
+    writeln!(out, "verdict: {verdict}")
 }

@@ -94,6 +94,7 @@ pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
             v["event"] = json!("ended");
             v
         }
+        other => json!({"t_ms": t_ms, "event": format!("{other:?}")}),
     }
 }
 
@@ -160,13 +161,14 @@ pub fn kill_sentence(kill: &Kill, what: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use watchdog_core::{McpCall, SessionId, Signal};
+    use watchdog_core::{McpCall, Signal};
 
     #[test]
     fn a_kill_names_the_mcp_call_in_flight() {
         let at = Instant::now();
         let kill = Kill {
-            id: SessionId(1),
+            id: watchdog_core::Registry::new(watchdog_core::Limits::default())
+                .register(at, watchdog_core::SessionConfig::default()),
             kind: KillKind::NoProgress,
             at,
             elapsed: Duration::from_secs(1900),

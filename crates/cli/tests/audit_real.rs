@@ -213,7 +213,8 @@ fn run_audit_writes_text_json_and_the_plot() {
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["sessions_scanned"], 2);
 
-    // Nothing readable at all: exit 1; the reason in the report (and on stderr with --json).
+    // Nothing readable at all: exit 1 and the reason on stderr, no all-zero report (with
+    // --json the object is still printed, and the reason is on stderr too).
     let mut args = AuditArgs {
         paths: vec![tmp.path().join("missing")],
         quiet: true,
@@ -221,7 +222,12 @@ fn run_audit_writes_text_json_and_the_plot() {
     };
     let (mut out, mut err) = (Vec::new(), Vec::new());
     assert_eq!(run_audit(&args, &mut out, &mut err).unwrap(), 1);
-    assert!(String::from_utf8(out).unwrap().contains("skipped"));
+    assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
+    let err = String::from_utf8(err).unwrap();
+    assert!(
+        err.contains("cannot read") && err.contains("missing") && err.contains("No such file"),
+        "{err}"
+    );
     args.json = true;
     let (mut out, mut err) = (Vec::new(), Vec::new());
     assert_eq!(run_audit(&args, &mut out, &mut err).unwrap(), 1);

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use agent_watchdog::replay::{read_capture, replay};
+use agent_watchdog::replay::{replay_entries, replay_reader, Verdict};
 use serde_json::Value;
 use watchdog_core::capture::{Entry, Record};
 use watchdog_core::{classify, KillKind, Limits, LineView, Outcome, Signal};
@@ -26,13 +26,13 @@ fn all_captures() -> Vec<(String, Vec<Entry>)> {
         if !name.ends_with(".capture.jsonl") {
             continue;
         }
-        let cap =
-            read_capture(std::io::BufReader::new(std::fs::File::open(&path).unwrap())).unwrap();
-        assert!(cap.skipped.is_empty(), "{name}: {:?}", cap.skipped);
-        out.push((
-            name.trim_end_matches(".capture.jsonl").to_owned(),
-            cap.entries,
-        ));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let entries: Vec<Entry> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| Entry::parse(l.as_bytes()).unwrap().unwrap())
+            .collect();
+        out.push((name.trim_end_matches(".capture.jsonl").to_owned(), entries));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     assert!(
@@ -41,6 +41,13 @@ fn all_captures() -> Vec<(String, Vec<Entry>)> {
         out.len()
     );
     out
+}
+
+/// The one run of a capture without boundaries, replayed from its entries.
+fn replay(entries: &[Entry], limits: Limits) -> Verdict {
+    let r = replay_entries(entries, limits);
+    assert_eq!(r.runs.len(), 1);
+    r.runs.into_iter().next().unwrap()
 }
 
 fn replay_json(args: &[&str]) -> Value {
@@ -80,7 +87,7 @@ fn every_shared_capture_replays_to_its_verdict() {
             v.outcome.as_str(),
             expected_default(&name),
             "{name}: {:?}",
-            v.events
+            v.events.iter().collect::<Vec<_>>()
         );
         assert!(v.session_id().is_some(), "{name}: no session id");
         if name.starts_with("s6_") {
@@ -159,10 +166,12 @@ fn small_thresholds_kill_at_the_exact_deadline() {
         .any(|e| e["event"] == "stalling"));
 }
 
+/// One rule at a deadline, the live one: a line that lands exactly on a deadline comes too
+/// late (the core fires the deadline first, and kills land exactly at their deadline).
 #[test]
-fn a_line_at_the_deadline_is_delivered_before_it_fires() {
+fn a_line_exactly_at_the_deadline_comes_too_late_as_live() {
     // Last delta at 550 ms, first ping at 20551 ms: an idle limit of 20001 ms puts the
-    // deadline exactly on the ping, which comes first and keeps the run alive.
+    // deadline exactly on the ping: killed at 20551 ms, as a live run would be.
     let path = capture("s4_stall_ping");
     let v = replay_json(&[
         path.to_str().unwrap(),
@@ -171,17 +180,38 @@ fn a_line_at_the_deadline_is_delivered_before_it_fires() {
         "--extend-factor",
         "1",
     ]);
-    assert_eq!(v["outcome"], "success", "{v}");
-    // One millisecond less and the kill comes first.
+    assert_eq!(v["kill"]["kind"], "idle", "{v}");
+    assert_eq!(v["kill"]["at_ms"], 20_551);
+    // One millisecond more and the ping is in time: the run goes on to its result.
     let v = replay_json(&[
         path.to_str().unwrap(),
         "--idle",
-        "20000ms",
+        "20002ms",
         "--extend-factor",
         "1",
     ]);
-    assert_eq!(v["kill"]["kind"], "idle");
-    assert_eq!(v["kill"]["at_ms"], 20_550);
+    assert_eq!(v["outcome"], "success", "{v}");
+    // The core fed live, line by line, at the same instants: the same verdict.
+    let base = std::time::Instant::now();
+    let limits = Limits::default()
+        .with_idle(Duration::from_millis(20_001))
+        .and_then(|l| l.with_extend_factor(1.0))
+        .unwrap();
+    let mut reg = watchdog_core::Registry::new(limits);
+    let id = reg.register(base, watchdog_core::SessionConfig::default());
+    let text = std::fs::read_to_string(&path).unwrap();
+    for l in text.lines() {
+        let e = Entry::parse(l.as_bytes()).unwrap().unwrap();
+        if let Record::Line(v) = &e.record {
+            let now = base + Duration::from_millis(e.t_ms);
+            reg.observe(now, id, &LineView::from_value(v).unwrap());
+        }
+        if reg.kill(id).is_some() {
+            break;
+        }
+    }
+    let k = reg.kill(id).expect("live: killed");
+    assert_eq!(k.at.duration_since(base), Duration::from_millis(20_551));
 }
 
 /// The kill the rules predict for a capture cut after `entries` (child silent afterwards),
@@ -402,19 +432,20 @@ fn hostile_captures_never_panic() {
         "{\"t_ms\":1,\"boundary\":{}}\n{\"t_ms\":1e300,\"raw\":\"x\"}\n{\"t_ms\":-5,\"raw\":\"y\"}",
         "{\"t_ms\":1,\"start\":{\"wall_ms\":-1}}\n{\"t_ms\":2,\"line\":{\"type\":\"rate_limit_event\",\"rate_limit_info\":{\"unifiedWindows\":{\"x\":{\"utilization\":1e308,\"resetsAt\":-1}}}}}",
         "\u{0}\u{1}garbage\u{ff}",
+        "{\"t_ms\":1,\"boundary\":{}}\n{\"t_ms\":1,\"boundary\":{}}\n{\"t_ms\":1,\"boundary\":{}}",
     ];
     for (i, text) in cases.iter().enumerate() {
-        let cap = read_capture(text.as_bytes()).unwrap();
         for limits in [
             Limits::default(),
             Limits::default()
                 .with_idle(Duration::from_millis(1))
                 .unwrap(),
         ] {
-            let v = replay(&cap.entries, limits);
-            let _ = v.to_json();
+            let r = replay_reader(text.as_bytes(), limits).unwrap();
+            assert!(!r.runs.is_empty(), "case {i}");
+            let _ = r.to_json();
             let mut out = Vec::new();
-            agent_watchdog::replay::write_human(&v, "x", &Limits::default(), &mut out).unwrap();
+            agent_watchdog::replay::write_human(&r, "x", &Limits::default(), &mut out).unwrap();
             assert!(!out.is_empty(), "case {i}");
         }
     }

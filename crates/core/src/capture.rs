@@ -14,10 +14,17 @@
 //! | `boundary` | a marker between two runs of one recording (a recovery continuation) |
 //!
 //! Unknown keys are ignored on read, so other tools' recordings with extra fields replay.
+//!
+//! Two readers: [`Entry::parse`] builds owned records (for tools and tests), and
+//! [`EntryView::parse`] borrows from the line, validating it once and reading the `line` record
+//! through the same [`LineView`] as a live run: this is what [`crate::replay`] streams.
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
+
+use crate::json_scan::{self, Member};
+use crate::view::{Field, LineBuilder, LineView, RawJson};
 
 /// Version written in the `start` record.
 pub const CAPTURE_VERSION: u64 = 1;
@@ -76,6 +83,164 @@ pub enum CaptureError {
 fn as_i32(v: Option<&Value>) -> Option<i32> {
     v.and_then(Value::as_i64)
         .and_then(|n| i32::try_from(n).ok())
+}
+
+/// A `t_ms` that is not a whole, non-negative number of milliseconds that fits in a `u64`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadTime {
+    /// A fraction of a millisecond, e.g. `12.5`.
+    Fractional,
+    /// Below zero.
+    Negative,
+    /// Too large for a `u64` (or not finite).
+    TooLarge,
+}
+
+/// The record of one capture line, borrowed from it (see [`EntryView::parse`]).
+#[derive(Debug)]
+pub enum RecordView<'a> {
+    /// `start`: the wall clock at spawn, if recorded.
+    Start {
+        /// Epoch milliseconds at spawn.
+        wall_ms: Option<u64>,
+    },
+    /// `line`: a stdout line that is a JSON object.
+    Line(LineView<'a>),
+    /// `raw`, or a `line` that is not a JSON object: a stdout line that does not parse.
+    Unparseable,
+    /// `stderr`.
+    Stderr,
+    /// `stdin`: a line written to the child; its view when it is an object.
+    Stdin(Option<LineView<'a>>),
+    /// `exit`.
+    Exit {
+        /// Exit code, if it exited normally.
+        code: Option<i32>,
+        /// Signal number, if a signal ended it.
+        signal: Option<i32>,
+    },
+    /// `boundary`: one run of the recording ended, the next begins (its `t_ms` from 0).
+    Boundary,
+}
+
+/// One capture line, read in place: its time as written and its record.
+#[derive(Debug)]
+pub struct EntryView<'a> {
+    /// `t_ms`, or why it is not a usable number of milliseconds.
+    pub t_ms: Result<u64, BadTime>,
+    /// What happened.
+    pub record: RecordView<'a>,
+}
+
+/// Read a raw JSON number as whole milliseconds.
+fn time_of(text: &str) -> Option<Result<u64, BadTime>> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(text.parse::<u64>().map_err(|_| BadTime::TooLarge));
+    }
+    let f = Field::Raw(RawJson::new(text)).as_f64()?;
+    Some(if f < 0.0 {
+        Err(BadTime::Negative)
+    } else if !f.is_finite() || f >= u64::MAX as f64 {
+        Err(BadTime::TooLarge)
+    } else if f.fract() != 0.0 {
+        Err(BadTime::Fractional)
+    } else {
+        Ok(f as u64)
+    })
+}
+
+fn i32_of(f: Option<Field<'_>>) -> Option<i32> {
+    let n = f?.as_f64()?;
+    (n.fract() == 0.0 && n >= f64::from(i32::MIN) && n <= f64::from(i32::MAX)).then_some(n as i32)
+}
+
+impl<'a> EntryView<'a> {
+    /// Read one capture line in place: it is validated once, and a `line` record becomes a
+    /// [`LineView`] without a second check or any copy. The record is chosen by the same
+    /// precedence as [`Entry::parse`]; `Ok(None)` for an object with a `t_ms` and none of the
+    /// known keys.
+    pub fn parse(line: &'a [u8]) -> Result<Option<Self>, CaptureError> {
+        let text = std::str::from_utf8(line)
+            .map_err(|e| CaptureError::NotAnObject(format!("not UTF-8: {e}")))?;
+        // Members by key (the last duplicate wins, as in a `serde_json::Map`); the members of
+        // `line` are read in the same pass that validates the capture line.
+        let mut m: [Option<&'a str>; 8] = [None; 8];
+        const KEYS: [&str; 8] = [
+            "t_ms", "line", "raw", "stderr", "stdin", "exit", "start", "boundary",
+        ];
+        let mut inner: Option<LineBuilder<'a>> = None;
+        let mut inner_of: Option<&'a str> = None;
+        let mut fresh = false;
+        json_scan::members_nested(text, "line", |member| match member {
+            Member::InnerStart => {
+                inner = Some(LineView::builder());
+                fresh = true;
+            }
+            Member::Inner(k, esc, v) => {
+                if let Some(b) = inner.as_mut() {
+                    b.member(k, esc, v);
+                }
+            }
+            Member::Outer(k, esc, v) => {
+                // The members just built belong to this value (an unescaped `line`).
+                let built_here = std::mem::take(&mut fresh);
+                let key: std::borrow::Cow<'_, str> = if esc {
+                    match serde_json::from_str::<String>(&format!("\"{k}\"")) {
+                        Ok(k) => k.into(),
+                        Err(_) => return,
+                    }
+                } else {
+                    k.into()
+                };
+                if let Some(i) = KEYS.iter().position(|x| *x == key) {
+                    m[i] = Some(v);
+                    if i == 1 {
+                        // Which value the built view belongs to (a later duplicate replaces it).
+                        inner_of = built_here.then_some(v);
+                    }
+                }
+            }
+        })
+        .map_err(|e| CaptureError::NotAnObject(e.to_string()))?;
+        let t_ms = m[0].and_then(time_of).ok_or(CaptureError::NoTime)?;
+        let field = |v: &'a str| Field::Raw(RawJson::new(v));
+        let record = if let Some(v) = m[1] {
+            let built = match (inner, inner_of) {
+                (Some(b), Some(of)) if std::ptr::eq(of, v) => Some(b.finish(v)),
+                _ => LineView::from_validated(v),
+            };
+            match built {
+                Some(view) => RecordView::Line(view),
+                None => RecordView::Unparseable,
+            }
+        } else if m[2].is_some() {
+            RecordView::Unparseable
+        } else if m[3].is_some() {
+            RecordView::Stderr
+        } else if let Some(v) = m[4] {
+            RecordView::Stdin(LineView::from_validated(v))
+        } else if let Some(v) = m[5] {
+            let f = field(v);
+            RecordView::Exit {
+                code: i32_of(f.member("code")),
+                signal: i32_of(f.member("signal")),
+            }
+        } else if let Some(v) = m[6] {
+            let wall_ms = field(v)
+                .member("wall_ms")
+                .and_then(|w| match w {
+                    Field::Raw(r) => time_of(r.get()),
+                    Field::Value(_) => None,
+                })
+                .and_then(Result::ok);
+            RecordView::Start { wall_ms }
+        } else if m[7].is_some() {
+            RecordView::Boundary
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(EntryView { t_ms, record }))
+    }
 }
 
 impl Entry {
@@ -202,6 +367,81 @@ mod tests {
             };
             assert_eq!(Entry::parse(e.to_json().as_bytes()).unwrap(), Some(e));
         }
+    }
+
+    /// The in-place reader agrees with the owned one on every record and on errors.
+    #[test]
+    fn the_view_reads_what_the_owned_reader_reads() {
+        let lines: &[&[u8]] = &[
+            br#"{"t_ms":0,"start":{"wall_ms":1796030275077,"argv":["claude"],"version":1}}"#,
+            br#"{"t_ms":5,"line":{"type":"system","subtype":"init","session_id":"s1"}}"#,
+            br#"{"t_ms":6,"line":[1,2]}"#,
+            br#"{"t_ms":7,"raw":"x"}"#,
+            br#"{"t_ms":8,"stderr":"w"}"#,
+            br#"{"t_ms":9,"stdin":{"type":"control_response"}}"#,
+            br#"{"t_ms":10,"exit":{"code":-1,"signal":null}}"#,
+            br#"{"t_ms":11,"exit":{"code":null,"signal":9}}"#,
+            br#"{"t_ms":12,"boundary":{}}"#,
+            br#"{"t_ms":13,"other":1}"#,
+            br#"{"t_ms":14,"line":{"type":"user"},"raw":"ignored: line wins"}"#,
+            br#"{"line":{}}"#,
+            br#"{"t_ms":1,"line":{"#,
+            br#"{"t_ms":15,"line":{"type":"user"},"line":5}"#,
+            br#"{"t_ms":16,"line":5,"line":{"type":"assistant","session_id":"z"}}"#,
+            br#"{"t_ms":17,"line":{"type":"user"},"line":{"type":"result"}}"#,
+            b"\xff",
+            b"[]",
+        ];
+        for line in lines {
+            let owned = Entry::parse(line);
+            let view = EntryView::parse(line);
+            match (&owned, &view) {
+                (Ok(None), Ok(None)) => {}
+                (Err(a), Err(b)) => assert_eq!(
+                    std::mem::discriminant(a),
+                    std::mem::discriminant(b),
+                    "{}",
+                    String::from_utf8_lossy(line)
+                ),
+                (Ok(Some(o)), Ok(Some(v))) => {
+                    assert_eq!(Ok(o.t_ms), v.t_ms);
+                    let same = match (&o.record, &v.record) {
+                        (Record::Start { wall_ms: a, .. }, RecordView::Start { wall_ms: b }) => {
+                            a == b
+                        }
+                        (Record::Line(x), RecordView::Line(view)) => {
+                            x["type"].as_str() == view.kind().as_deref()
+                                && x["session_id"].as_str() == view.session_id().as_deref()
+                        }
+                        (Record::Line(x), RecordView::Unparseable) => !x.is_object(),
+                        (Record::Raw(_), RecordView::Unparseable)
+                        | (Record::Stderr(_), RecordView::Stderr)
+                        | (Record::Boundary(_), RecordView::Boundary) => true,
+                        (Record::Stdin(x), RecordView::Stdin(view)) => {
+                            view.as_ref().and_then(|v| v.kind()).as_deref() == x["type"].as_str()
+                        }
+                        (
+                            Record::Exit { code, signal },
+                            RecordView::Exit { code: c, signal: s },
+                        ) => code == c && signal == s,
+                        _ => false,
+                    };
+                    assert!(same, "{}: {o:?} vs {v:?}", String::from_utf8_lossy(line));
+                }
+                _ => panic!("{}: {owned:?} vs {view:?}", String::from_utf8_lossy(line)),
+            }
+        }
+        let t = |s: &str| {
+            EntryView::parse(format!("{{\"t_ms\":{s},\"raw\":\"\"}}").as_bytes())
+                .map(|e| e.map(|e| e.t_ms))
+        };
+        assert_eq!(t("12"), Ok(Some(Ok(12))));
+        assert_eq!(t("12.0"), Ok(Some(Ok(12))));
+        assert_eq!(t("12.5"), Ok(Some(Err(BadTime::Fractional))));
+        assert_eq!(t("-1"), Ok(Some(Err(BadTime::Negative))));
+        assert_eq!(t("1e300"), Ok(Some(Err(BadTime::TooLarge))));
+        assert_eq!(t("99999999999999999999"), Ok(Some(Err(BadTime::TooLarge))));
+        assert_eq!(t("\"12\""), Err(CaptureError::NoTime));
     }
 
     #[test]

@@ -46,6 +46,7 @@ impl Signal {
 
 /// Fine-grained kind of a line, for counters and status displays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LineKind {
     /// `assistant`.
     Assistant,

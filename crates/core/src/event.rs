@@ -5,9 +5,27 @@ use std::time::{Duration, Instant};
 use crate::classify::Signal;
 
 /// Identifies one registered session. Ids are never reused within a registry (the slot and a
-/// generation are encoded in it).
+/// generation are encoded in it); only [`Registry::register`](crate::Registry::register)
+/// makes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct SessionId(pub u64);
+pub struct SessionId(u64);
+
+impl SessionId {
+    pub(crate) const fn new(raw: u64) -> Self {
+        SessionId(raw)
+    }
+
+    /// The id as a number (for logs and maps; it cannot be turned back into an id).
+    pub const fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
 
 /// Why a session was killed. When several deadlines fall on the same instant, the kind
 /// reported is the first of this list in declaration order.
@@ -154,6 +172,7 @@ impl Outcome {
 
 /// Something the registry reports through [`crate::Registry::poll_event`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Event {
     /// A session must be stopped. Reported once per session.
     Killed(Kill),

@@ -421,6 +421,102 @@ pub(crate) fn members<'a>(text: &'a str, mut f: impl FnMut(&'a str, bool, &'a st
     Ok(())
 }
 
+/// A member seen by [`members_nested`].
+pub(crate) enum Member<'a> {
+    /// A member of the outer object: `(key, key_has_escapes, raw value)`.
+    Outer(&'a str, bool, &'a str),
+    /// The nested object begins (it may come more than once: a duplicate key).
+    InnerStart,
+    /// A member of the nested object: `(key, key_has_escapes, raw value)`.
+    Inner(&'a str, bool, &'a str),
+}
+
+/// [`members`], walking in the same single pass the members of one nested object too: when
+/// the value of the outer key `inner` (written without escapes) is an object, its members come
+/// as [`Member::Inner`] after a [`Member::InnerStart`], each validated once, before the outer
+/// member itself. A capture line's `line` is read this way, with no second pass over it.
+pub(crate) fn members_nested<'a>(
+    text: &'a str,
+    inner: &str,
+    mut f: impl FnMut(Member<'a>),
+) -> R<()> {
+    let mut c = Cursor {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    c.ws();
+    c.expect(b'{')?;
+    c.ws();
+    if c.peek()? == b'}' {
+        c.i += 1;
+    } else {
+        loop {
+            c.ws();
+            let k0 = c.i;
+            let esc = c.string()?;
+            let key = &text[k0 + 1..c.i - 1];
+            c.ws();
+            c.expect(b':')?;
+            c.ws();
+            let v0 = c.i;
+            if !esc && key == inner && c.peek()? == b'{' {
+                f(Member::InnerStart);
+                c.nested_members(text, &mut f)?;
+            } else {
+                c.value()?;
+            }
+            f(Member::Outer(key, esc, &text[v0..c.i]));
+            c.ws();
+            match c.peek()? {
+                b',' => c.i += 1,
+                b'}' => {
+                    c.i += 1;
+                    break;
+                }
+                _ => return Err(ScanError::Unexpected(c.i)),
+            }
+        }
+    }
+    c.ws();
+    if c.i != c.b.len() {
+        return Err(ScanError::Trailing(c.i));
+    }
+    Ok(())
+}
+
+impl<'a> Cursor<'a> {
+    /// Validate the object at `{`, calling `f(Member::Inner(..))` for each of its members.
+    fn nested_members(&mut self, text: &'a str, f: &mut impl FnMut(Member<'a>)) -> R<()> {
+        self.expect(b'{')?;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            let k0 = self.i;
+            let esc = self.string()?;
+            let key = &text[k0 + 1..self.i - 1];
+            self.ws();
+            self.expect(b':')?;
+            self.ws();
+            let v0 = self.i;
+            self.value()?;
+            f(Member::Inner(key, esc, &text[v0..self.i]));
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(ScanError::Unexpected(self.i)),
+            }
+        }
+    }
+}
+
 /// Call `f(key, key_has_escapes, value)` for every member of the object `text`, which must
 /// already be validated. Returns `false` when `text` is not an object.
 pub(crate) fn for_each_member<'a>(

@@ -10,6 +10,7 @@
 //! - [`registry`]: many sessions on one timer, exact deadlines ([`Registry`]).
 //! - [`event`]: kills, extensions, stalling warnings, outcomes.
 //! - [`capture`]: the capture format (recordings of runs).
+//! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window.
 //! - [`warning_filter`]: show a known repeated warning once, count the rest.
 //! - [`recovery`]: the continue-exactly-once decision, and the ledger that makes it durable
@@ -126,6 +127,7 @@ mod deadline_queue;
 pub mod event;
 mod json_scan;
 pub mod registry;
+pub mod replay;
 mod session;
 pub mod view;
 

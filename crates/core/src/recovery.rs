@@ -429,6 +429,7 @@ impl fmt::Display for OutcomeFacts {
 
 /// Why nothing is done.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Skip {
     /// The run ended in a way that is never continued (success, a limit the user set, an
     /// execution error, a refusal, no `result`, …).
@@ -760,6 +761,7 @@ impl Marker {
 
 /// A ledger failure. Every error means: do **not** continue.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LedgerError {
     /// The session id is not a UUID; it is never used in a path.
     #[error("invalid session id {0:?}: expected a UUID")]

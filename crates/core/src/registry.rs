@@ -254,11 +254,12 @@ pub struct Registry {
 const MAX_PENDING: usize = 64;
 
 fn make_id(slot: u32, generation: u32) -> SessionId {
-    SessionId((u64::from(generation) << 32) | u64::from(slot))
+    SessionId::new((u64::from(generation) << 32) | u64::from(slot))
 }
 
 fn split_id(id: SessionId) -> (u32, u32) {
-    ((id.0 & 0xffff_ffff) as u32, (id.0 >> 32) as u32)
+    let raw = id.as_u64();
+    ((raw & 0xffff_ffff) as u32, (raw >> 32) as u32)
 }
 
 fn ms_to_ns(ms: f64) -> u64 {

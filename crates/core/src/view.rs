@@ -19,6 +19,11 @@ use crate::json_scan;
 pub struct RawJson<'a>(&'a str);
 
 impl<'a> RawJson<'a> {
+    /// Raw text that a scan already validated.
+    pub(crate) fn new(text: &'a str) -> Self {
+        RawJson(text)
+    }
+
     /// The JSON text, exactly as it appeared in the line.
     pub fn get(&self) -> &'a str {
         self.0
@@ -278,6 +283,32 @@ wire!(Response {
 });
 wire!(Block { ty = "type", id, name, tool_use_id, is_error });
 
+/// A [`LineView`] being built from the members of a validated object, in order.
+pub(crate) struct LineBuilder<'a> {
+    top: Top<'a>,
+}
+
+impl<'a> LineBuilder<'a> {
+    /// One top-level member (`key` as written between its quotes).
+    pub(crate) fn member(&mut self, key: &str, escaped: bool, value: &'a str) {
+        if escaped {
+            if let Some(k) = unescape_key(key) {
+                self.top.set(&k, value);
+            }
+        } else {
+            self.top.set(key, value);
+        }
+    }
+
+    /// The view of the object whose text is `whole` (for [`LineView::member`]).
+    pub(crate) fn finish(self, whole: &'a str) -> LineView<'a> {
+        LineView {
+            top: self.top,
+            whole: Field::Raw(RawJson(whole)),
+        }
+    }
+}
+
 /// A line that is not a JSON object (malformed, truncated, not UTF-8, or another JSON type).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unparseable stream-json line: {reason}")]
@@ -342,6 +373,24 @@ impl<'a> LineView<'a> {
             reason: e.to_string(),
         })?;
         Ok(LineView {
+            top,
+            whole: Field::Raw(RawJson(text)),
+        })
+    }
+
+    /// Start a view built member by member by a scan that validates them
+    /// ([`LineBuilder::member`]).
+    pub(crate) fn builder() -> LineBuilder<'a> {
+        LineBuilder {
+            top: Top::default(),
+        }
+    }
+
+    /// A view of a JSON value that an enclosing line's scan already validated (a capture's
+    /// `line` member): its members are skimmed, not checked again. `None` when the value is
+    /// not an object.
+    pub(crate) fn from_validated(text: &'a str) -> Option<Self> {
+        Top::from_raw(text).map(|top| LineView {
             top,
             whole: Field::Raw(RawJson(text)),
         })

@@ -510,7 +510,16 @@ fn unknown_malformed_huge_and_non_utf8_lines_are_keep_alives() {
 fn lines_for_unknown_ids_are_classified_and_ignored() {
     let mut h = H::default();
     let id = written(&mut h);
-    let ghost = SessionId(0xdead_beef_0000_0042);
+    // An id another registry issued: its slot is not live here.
+    let mut other = watchdog_core::Registry::new(Limits::default());
+    other.register(
+        h.at(Duration::ZERO),
+        watchdog_core::SessionConfig::default(),
+    );
+    let ghost: SessionId = other.register(
+        h.at(Duration::ZERO),
+        watchdog_core::SessionConfig::default(),
+    );
     assert_eq!(h.line(min(1.0), ghost, l::DELTA).signal, Signal::Progress);
     h.input(min(1.0), ghost, &l::control_response("r"));
     h.r.tool_boundary(h.at(min(1.0)), ghost, Some("Write"));

@@ -258,15 +258,6 @@ pub(crate) fn as_bool(v: &[u8]) -> Option<bool> {
     }
 }
 
-/// A raw value as a non-negative integer (a float is truncated).
-pub(crate) fn as_u64(v: &[u8]) -> Option<u64> {
-    let s = std::str::from_utf8(v).ok()?;
-    s.parse::<u64>().ok().or_else(|| {
-        let f: f64 = s.parse().ok()?;
-        (f.is_finite() && f >= 0.0).then_some(f as u64)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,9 +316,6 @@ mod tests {
         assert_eq!(as_str(br#""a\u00e9\n""#).as_deref(), Some("a\u{e9}\n"));
         assert_eq!(as_str(b"12"), None);
         assert_eq!(as_bool(b"true"), Some(true));
-        assert_eq!(as_u64(b"1500"), Some(1500));
-        assert_eq!(as_u64(b"12.9"), Some(12));
-        assert_eq!(as_u64(b"-3"), None);
         let mut n = 0;
         assert!(elements(br#"[1, {"a":[2]}, "x"]"#, |_| n += 1));
         assert_eq!(n, 3);

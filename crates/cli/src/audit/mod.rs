@@ -43,7 +43,8 @@ pub struct AuditArgs {
     /// The settings to check (the recommendation is computed regardless).
     #[command(flatten)]
     pub policy: crate::policy_args::PolicyArgs,
-    /// Transcript folders (searched recursively for `*.jsonl`), transcript files or captures
+    /// Transcript folders (searched recursively for `*.jsonl`), transcript files or captures;
+    /// `-` for standard input. Character devices and FIFOs are refused unless given as `-`
     /// [default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects]
     #[arg(value_name = "PATHS")]
     pub paths: Vec<PathBuf>,
@@ -98,10 +99,24 @@ pub fn run_audit(
     err: &mut dyn Write,
 ) -> Result<i32, AuditError> {
     let limits = args.policy.limits()?;
-    let paths = if args.paths.is_empty() {
+    let mut paths = if args.paths.is_empty() {
         vec![default_projects_dir().ok_or(AuditError::NoDefaultPath)?]
     } else {
         args.paths.clone()
+    };
+    // `-`: standard input, whatever it is (a pipe, a terminal, a device), spooled once to a
+    // temporary file because a capture is streamed again for every simulation.
+    let spool = if paths.iter().any(|p| p.as_os_str() == "-") {
+        let spool = Spool::from_stdin().map_err(|source| AuditError::Io {
+            what: "reading standard input".into(),
+            source,
+        })?;
+        for p in paths.iter_mut().filter(|p| p.as_os_str() == "-") {
+            p.clone_from(&spool.path);
+        }
+        Some(spool)
+    } else {
+        None
     };
     let discovery = scan::discover(&paths);
     let total: u64 = discovery.files.iter().map(|f| f.1).sum();
@@ -122,14 +137,30 @@ pub fn run_audit(
             pb.inc(n);
         }
     };
-    let report = audit_files(discovery, &limits, scan::threads(), &on_bytes);
+    let mut report = audit_files(discovery, &limits, scan::threads(), &on_bytes);
     if let Some(pb) = bar {
         pb.finish_and_clear();
+    }
+    if let Some(spool) = &spool {
+        spool.rename_in(&mut report);
     }
     let io = |what: &str| {
         let what = what.to_string();
         move |source| AuditError::Io { what, source }
     };
+    // Nothing could be read: say why on stderr; the text report would be all zeros, so it is
+    // left out (`--json` still prints its object, for scripts).
+    if report.sessions_scanned == 0 && report.files_skipped > 0 && !args.json {
+        for (f, why) in &report.skipped {
+            writeln!(
+                err,
+                "agent-watchdog: audit: cannot read {}: {why}",
+                f.display()
+            )
+            .map_err(io("writing to stderr"))?;
+        }
+        return Ok(1);
+    }
     // The text report lists skipped files itself; with --json they are also told on stderr.
     if args.json {
         for (f, why) in &report.skipped {
@@ -157,6 +188,63 @@ pub fn run_audit(
             0
         },
     )
+}
+
+/// Standard input copied to a temporary file (removed on drop), line by line with the 64 MiB
+/// cap: an over-long line is kept as one unreadable line, so `/dev/zero` costs no disk.
+struct Spool {
+    path: PathBuf,
+}
+
+impl Spool {
+    fn from_stdin() -> std::io::Result<Spool> {
+        use crate::capture_reader::{Item, Lines};
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = std::env::temp_dir().join(format!(
+            "agent-watchdog-audit-stdin-{}-{nanos}.jsonl",
+            std::process::id()
+        ));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        let spool = Spool { path };
+        let mut w = std::io::BufWriter::new(file);
+        let mut lines = Lines::new(std::io::stdin().lock());
+        while let Some(item) = lines.next_item()? {
+            match item {
+                Item::Line { line, .. } => w.write_all(line)?,
+                Item::Overlong(..) => w.write_all(b"\0 over-long line")?,
+            }
+            w.write_all(b"\n")?;
+        }
+        w.flush()?;
+        Ok(spool)
+    }
+
+    /// Name the spooled file `-` in the report.
+    fn rename_in(&self, r: &mut AuditReport) {
+        let dash = PathBuf::from("-");
+        let fix = |p: &mut PathBuf| {
+            if *p == self.path {
+                p.clone_from(&dash);
+            }
+        };
+        r.skipped.iter_mut().for_each(|(p, _)| fix(p));
+        r.would_kill.iter_mut().for_each(|k| fix(&mut k.file));
+        r.sessions.iter_mut().for_each(|s| fix(&mut s.file));
+        r.longest_productive_silences
+            .iter_mut()
+            .for_each(|s| fix(&mut s.file));
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// Audit these paths (folders recursively, files as given) with these settings, on every core.

@@ -1,7 +1,8 @@
 //! Replaying a session through the core [`Registry`] in virtual time.
 //!
 //! Virtual time is one base [`Instant`] plus each entry's offset. A line whose time equals a
-//! deadline is delivered before that deadline fires (as `replay` does).
+//! deadline comes too late: the deadline fires first, as in a live run and in `replay` (the
+//! rule of [`watchdog_core::replay`]).
 //!
 //! **Transcripts**: each run (see [`super::spells`]) is one supervised process, registered at its
 //! first entry and ended at its last one (the transcript cannot say how long a dead process was
@@ -13,17 +14,26 @@
 //! request (after the call) and its `control_response` on stdin (before the result), so the
 //! idle clocks pause as they would have. Queued prompts go to stdin and are not fed.
 //!
-//! **Captures** are replayed record by record from spawn (t = 0): `line` and `raw` as stdout,
-//! `stdin` as input, until `exit`; without an `exit`, the child is assumed silent forever from
-//! its last line, so a truncated capture shows when a hang would have been killed.
+//! **Captures** are replayed by the core's one replay ([`watchdog_core::replay::Replay`], the
+//! same as `agent-watchdog replay`), streamed from the file again for every simulation, so
+//! nothing of a capture is held in memory: `line` and `raw` as stdout, `stdin` as input, until
+//! `exit`; without an `exit`, the child is assumed silent forever from its last line, so a
+//! truncated capture shows when a hang would have been killed. Each run of a recording (after
+//! a `boundary`) is replayed in turn; its kill is placed on the file's timeline after the runs
+//! before it.
 
+use std::io::Read;
 use std::time::{Duration, Instant};
 
+use watchdog_core::capture::EntryView;
+use watchdog_core::replay::{ms_since, Replay, Step};
 use watchdog_core::{Event, KillKind, Limits, LineView, Registry, SessionConfig, SessionId};
+
+use crate::capture_reader::{Item, Lines};
 
 use super::spells::{Analysis, Spell};
 use super::transcript::Entry;
-use super::transcript::{CaptureRecord, Ending, EntryKind, Format, SessionLog};
+use super::transcript::{Ending, EntryKind, Format, SessionLog};
 
 /// A kill the simulation found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +83,8 @@ impl Sim<'_> {
         }
     }
 
-    /// Fire every deadline strictly before `t` (or at or before, when `inclusive`).
+    /// Fire every deadline strictly before `t` (or at or before, when `inclusive`; a line at
+    /// `t` then fires the deadlines at `t` itself, in the registry, before it counts).
     fn advance(&mut self, t: Option<i64>, inclusive: bool) {
         let limit = t.map(|t| self.at(t));
         for _ in 0..MAX_STEPS {
@@ -123,9 +134,7 @@ pub fn simulate(
 ) -> Vec<SimKill> {
     let base = Instant::now();
     match log.format {
-        Format::Capture => simulate_capture(log, analysis, limits, base)
-            .into_iter()
-            .collect(),
+        Format::Capture => simulate_capture(log, analysis, limits, base),
         Format::Transcript => simulate_transcript(entries, analysis, limits, base),
     }
 }
@@ -155,33 +164,55 @@ fn simulate_capture(
     analysis: &Analysis,
     limits: &Limits,
     base: Instant,
-) -> Option<SimKill> {
-    let mut sim = new_sim(limits, base, 0, &analysis.spells, 0);
-    for (t, rec) in &log.records {
-        sim.advance(Some(*t), false);
-        if sim.kill.is_some() {
-            break;
-        }
-        match rec {
-            CaptureRecord::Out(line) => sim.line(*t, line),
-            CaptureRecord::Raw => sim.line(*t, b"\x00unparseable"),
-            CaptureRecord::In(line) => sim.input(*t, line),
-        }
-    }
-    if sim.kill.is_none() {
-        match log.exit_t {
-            Some(t) => {
-                sim.advance(Some(t), false);
-                if sim.kill.is_none() {
-                    let now = sim.at(t);
-                    let _ = sim.reg.end(now, sim.id);
-                    sim.drain();
-                }
+) -> Vec<SimKill> {
+    // The file was read once already; a file that cannot be read again gives no kill.
+    let Ok(file) = crate::capture_reader::open(&log.file) else {
+        return Vec::new();
+    };
+    replay_capture(file, &analysis.spells, limits, base)
+}
+
+/// Replay a capture from `r` with the core's replay; one kill at most per run, at its time on
+/// the file's timeline (each run's `t_ms` continues from the `boundary` before it, as
+/// [`super::transcript`] reads it).
+fn replay_capture(r: impl Read, spells: &[Spell], limits: &Limits, base: Instant) -> Vec<SimKill> {
+    let mut replay = Replay::new(limits.clone(), base);
+    let mut lines = Lines::new(r);
+    let mut kills = Vec::new();
+    let mut offset = 0u64;
+    let note = |replay: &mut Replay, offset: u64, kills: &mut Vec<SimKill>| {
+        while let Some(e) = replay.poll_event() {
+            if let Event::Killed(k) = e.event {
+                let at_ms = offset.saturating_add(ms_since(base, k.at));
+                let productive = spells
+                    .iter()
+                    .find(|s| s.start_ms <= at_ms && at_ms < s.start_ms + s.ms)
+                    .is_some_and(|s| s.productive);
+                kills.push(SimKill {
+                    kind: k.kind,
+                    at_ms,
+                    productive,
+                });
             }
-            None => sim.advance(None, true),
+        }
+    };
+    while let Ok(Some(item)) = lines.next_item() {
+        let Item::Line { n, line, .. } = item else {
+            continue;
+        };
+        let Ok(Some(entry)) = EntryView::parse(line) else {
+            continue;
+        };
+        let step = replay.feed(n, &entry);
+        note(&mut replay, offset, &mut kills);
+        if let Step::RunEnded(v) = step {
+            // The boundary's time, on the run that ended, is where the next run starts.
+            offset = offset.saturating_add(v.boundary_ms.unwrap_or(0));
         }
     }
-    sim.kill
+    let _ = replay.finish();
+    note(&mut replay, offset, &mut kills);
+    kills
 }
 
 fn simulate_transcript(

@@ -24,15 +24,20 @@
 //!
 //! # Captures
 //! Our capture format (`t_ms` + `line` / `raw` / `stdin` / `exit` / …) is recognised by the file
-//! name (`*.capture.jsonl`) or by a first object with `t_ms`. `line` records are classified by the
-//! core; `raw` ones are keep-alives; a `stdin` `control_response` ends a human wait; `exit` ends
-//! the stream. The records are also kept verbatim for the simulation.
+//! name (`*.capture.jsonl`) or by a first object with `t_ms`, and read by the core's capture
+//! reader ([`EntryView`], the one `replay` uses). `line` records are classified by the core;
+//! `raw` ones are keep-alives; a `stdin` `control_response` ends a human wait. A `boundary`
+//! starts the next run, whose `t_ms` from 0 continue the timeline after it; a `t_ms` that goes
+//! backwards or is not a whole number of ms is taken as the previous time, as `replay` does.
+//! Nothing else is kept: the simulation streams the file again.
 
 use std::borrow::Cow;
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use crate::capture_reader::{Item, Lines};
+
+use watchdog_core::capture::{CaptureError, EntryView, RecordView};
 use watchdog_core::{classify, classify_line, LineKind, LineView, Signal};
 
 use super::json::{self, Val};
@@ -187,17 +192,6 @@ pub struct Entry {
     pub kind: EntryKind,
 }
 
-/// A capture record kept verbatim for the simulation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CaptureRecord {
-    /// A stdout line (JSON text).
-    Out(Box<[u8]>),
-    /// A stdout line that did not parse.
-    Raw,
-    /// A line written to the child's stdin (JSON text).
-    In(Box<[u8]>),
-}
-
 /// The file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -232,10 +226,9 @@ pub struct SessionLog {
     pub clock_jumps: u64,
     /// Timing entries in order.
     pub entries: Vec<Entry>,
-    /// Capture records with their times (captures only).
-    pub records: Vec<(i64, CaptureRecord)>,
-    /// Time of the capture's `exit`, if any.
-    pub exit_t: Option<i64>,
+    /// Captures: where the current run's `t_ms` starts on this timeline (the time of the last
+    /// `boundary`; each run's `t_ms` restarts at 0).
+    run_offset: i64,
     /// The capture's `start` record (its JSON object), if any: the policy reads the child's
     /// MCP environment from it.
     pub start: Option<Box<str>>,
@@ -256,20 +249,14 @@ impl SessionLog {
             untimed_entries: 0,
             clock_jumps: 0,
             entries: Vec::new(),
-            records: Vec::new(),
-            exit_t: None,
+            run_offset: 0,
             start: None,
         }
     }
 
-    /// Time of the first timing entry (or record).
+    /// Time of the first timing entry.
     pub fn start(&self) -> Option<i64> {
-        let e = self.entries.first().map(|e| e.t);
-        let r = self.records.first().map(|r| r.0);
-        match (e, r) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.entries.first().map(|e| e.t)
     }
 
     /// Push an entry, keeping time monotonic.
@@ -279,9 +266,7 @@ impl SessionLog {
     }
 
     fn last_t(&self) -> Option<i64> {
-        let e = self.entries.last().map(|e| e.t);
-        let r = self.records.last().map(|r| r.0);
-        e.max(r)
+        self.entries.last().map(|e| e.t)
     }
 
     fn clamp(&mut self, t: i64) -> i64 {
@@ -302,77 +287,51 @@ pub fn is_capture_name(path: &Path) -> bool {
         .is_some_and(|n| n.ends_with(".capture.jsonl"))
 }
 
-/// Read one file. `progress` is called with byte counts as they are read.
+/// Read one file. `progress` is called with byte counts as they are read. Character devices
+/// and FIFOs are refused ([`crate::capture_reader::open`]); a line longer than 64 MiB is
+/// dropped and counted as a bad line, so no file can make memory grow without bound.
 pub fn read_session(path: &Path, progress: &mut dyn FnMut(u64)) -> io::Result<SessionLog> {
     // A folder opens on some systems; its first read fails ("Is a directory").
-    let mut file = File::open(path)?;
+    let file = crate::capture_reader::open(path)?;
+    read_session_from(file, path, progress)
+}
+
+/// Read one file's content from `r` (see [`read_session`]); `path` names it.
+pub fn read_session_from(
+    r: impl Read,
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<SessionLog> {
     let format = is_capture_name(path).then_some(Format::Capture);
     let mut reader = LineReader {
         log: SessionLog::new(path.to_path_buf(), format.unwrap_or(Format::Transcript)),
         format_known: format.is_some(),
     };
-    // Lines are handled in place in one 1 MiB buffer; only a line cut by the buffer's end is
-    // moved to its front (and the buffer grows for a line longer than itself).
-    let mut buf = READ_BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
-    if buf.len() < READ_BUF {
-        buf = vec![0u8; READ_BUF];
+    // One buffer per thread for all its files, as they are read one after another.
+    let buf = READ_BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    let mut lines = Lines::with_buffer(r, buf);
+    let mut seen = 0;
+    while let Some(item) = lines.next_item()? {
+        match item {
+            Item::Line { line, newline, .. } => reader.line(line, newline),
+            Item::Overlong(..) => {
+                reader.log.lines += 1;
+                reader.log.bad_lines += 1;
+            }
+        }
+        if lines.bytes > seen {
+            progress(lines.bytes - seen);
+            seen = lines.bytes;
+        }
     }
-    let result = read_lines(&mut file, &mut buf, &mut reader, progress);
-    // Keep the (zeroed once) buffer for this thread's next file.
-    buf.truncate(READ_BUF);
-    READ_BUFFER.with(|b| *b.borrow_mut() = buf);
-    result.map(|()| reader.log)
+    reader.log.bytes = lines.bytes;
+    READ_BUFFER.with(|b| *b.borrow_mut() = lines.into_buffer());
+    Ok(reader.log)
 }
 
 thread_local! {
     static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
-
-fn read_lines(
-    file: &mut File,
-    buf: &mut Vec<u8>,
-    reader: &mut LineReader,
-    progress: &mut dyn FnMut(u64),
-) -> io::Result<()> {
-    let mut filled = 0;
-    loop {
-        if filled == buf.len() {
-            buf.resize(buf.len() * 2, 0);
-        }
-        let n = match file.read(&mut buf[filled..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if n == 0 {
-            if filled > 0 {
-                reader.line(&buf[..filled], false);
-            }
-            break;
-        }
-        progress(n as u64);
-        reader.log.bytes += n as u64;
-        let scan_from = filled;
-        filled += n;
-        let mut start = 0;
-        let mut at = scan_from;
-        while let Some(p) = memchr::memchr(b'\n', &buf[at..filled]) {
-            let end = at + p;
-            reader.line(&buf[start..end], true);
-            start = end + 1;
-            at = start;
-        }
-        buf.copy_within(start..filled, 0);
-        filled -= start;
-        if buf.len() > READ_BUF && filled < READ_BUF / 2 {
-            buf.truncate(READ_BUF);
-            buf.shrink_to_fit();
-        }
-    }
-    Ok(())
-}
-
-const READ_BUF: usize = 1 << 20;
 
 struct LineReader {
     log: SessionLog,
@@ -693,66 +652,67 @@ fn user_entry(top: &Top<'_>) -> EntryKind {
     }
 }
 
+/// One capture line, read by the core's capture reader (the one `replay` and the simulation
+/// use), with the replay's rule for times: a `t_ms` that goes backwards, is fractional,
+/// negative or absurd is taken as the previous time (counted in `clock_jumps`).
 fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
-    let (mut t_ms, mut out, mut raw, mut stdin, mut exit) = (None, None, false, None, false);
-    let ok = json::line_fields(line, |k, v| match k {
-        b"t_ms" => t_ms = json::as_u64(v),
-        b"line" => out = Some(v),
-        b"raw" => raw = true,
-        b"stdin" => stdin = Some(v),
-        b"exit" => exit = true,
-        b"start" => log.start = Some(String::from_utf8_lossy(v).into()),
-        _ => {}
-    });
-    if !ok {
-        return false;
-    }
-    let Some(t) = t_ms.and_then(|t| i64::try_from(t).ok()) else {
-        log.untimed_entries += 1;
-        return true;
+    let entry = match EntryView::parse(line) {
+        Ok(Some(e)) => e,
+        Ok(None) => return true,
+        Err(CaptureError::NoTime) => {
+            log.untimed_entries += 1;
+            return true;
+        }
+        Err(CaptureError::NotAnObject(_)) => return false,
     };
-    if let Some(v) = out {
-        let t = log.clamp(t);
-        log.records.push((t, CaptureRecord::Out(v.into())));
-        let kind = match LineView::parse(v) {
-            Ok(view) => {
-                if log.session_id.is_none() {
-                    log.session_id = view.session_id().map(Cow::into_owned);
-                }
-                // A `tool_progress` heartbeat names its call in `parent_tool_use_id`, even on
-                // the main thread: a keep-alive, like every keep-alive of a subagent.
-                let keep_alive = || classify(&view).signal == Signal::KeepAlive;
-                if view.parent_tool_use_id().is_some() && !keep_alive() {
-                    EntryKind::SubagentProgress
-                } else {
-                    capture_kind(&view)
-                }
+    let t = match entry.t_ms {
+        Ok(t) if t <= watchdog_core::replay::MAX_T_MS => {
+            // After a boundary the next run's `t_ms` starts at 0: continue the timeline.
+            log.clamp(
+                i64::try_from(t)
+                    .unwrap_or(i64::MAX)
+                    .saturating_add(log.run_offset),
+            )
+        }
+        _ => {
+            log.clock_jumps += 1;
+            log.last_t().unwrap_or(log.run_offset)
+        }
+    };
+    let kind = match &entry.record {
+        RecordView::Boundary => {
+            log.run_offset = t;
+            return true;
+        }
+        RecordView::Line(view) => {
+            if log.session_id.is_none() {
+                log.session_id = view.session_id().map(Cow::into_owned);
             }
-            Err(_) => EntryKind::KeepAlive,
-        };
-        log.entries.push(Entry { t, kind });
-    } else if raw {
-        let t = log.clamp(t);
-        log.records.push((t, CaptureRecord::Raw));
-        log.entries.push(Entry {
-            t,
-            kind: EntryKind::KeepAlive,
-        });
-    } else if let Some(v) = stdin {
-        let t = log.clamp(t);
-        log.records.push((t, CaptureRecord::In(v.into())));
-        if let Ok(view) = LineView::parse(v) {
-            if view.kind().as_deref() == Some("control_response") {
-                log.entries.push(Entry {
-                    t,
-                    kind: EntryKind::HumanWaitEnd,
-                });
+            // A `tool_progress` heartbeat names its call in `parent_tool_use_id`, even on the
+            // main thread: a keep-alive, like every keep-alive of a subagent.
+            let keep_alive = || classify(view).signal == Signal::KeepAlive;
+            if view.parent_tool_use_id().is_some() && !keep_alive() {
+                EntryKind::SubagentProgress
+            } else {
+                capture_kind(view)
             }
         }
-    } else if exit {
-        let t = log.clamp(t);
-        log.exit_t = Some(t);
-    }
+        RecordView::Unparseable => EntryKind::KeepAlive,
+        RecordView::Stdin(Some(view)) if view.kind().as_deref() == Some("control_response") => {
+            EntryKind::HumanWaitEnd
+        }
+        RecordView::Start { .. } => {
+            // Kept for the MCP rule: the child's environment as the capture recorded it.
+            if log.start.is_none() {
+                log.start = serde_json::from_slice::<serde_json::Value>(line)
+                    .ok()
+                    .and_then(|v| v.get("start").map(|s| s.to_string().into()));
+            }
+            return true;
+        }
+        RecordView::Stdin(_) | RecordView::Stderr | RecordView::Exit { .. } => return true,
+    };
+    log.entries.push(Entry { t, kind });
     true
 }
 

@@ -20,13 +20,14 @@ use watchdog_core::{
 };
 
 use super::host_signals::UserSig;
+use super::record::trim_cr;
+use super::stderr_dedup::StderrDedup;
 use super::stdout::WriteError;
 use super::{program_name, stdin, wall_ms, Finished, Host, RunConfig, Stopped};
 use crate::duration::format_duration;
+use crate::event_log::EventLog;
 use crate::exit_code;
-use crate::record::trim_cr;
 use crate::status::{self, Status};
-use crate::stderr_filter::StderrFilter;
 use crate::tally::{Activity, Tally};
 use crate::verdict::{event_json, killed_clause, ms};
 
@@ -124,8 +125,8 @@ struct Live<'h> {
     /// Over-long stdout lines.
     overlong_lines: u64,
     utilization: Option<f64>,
-    stderr_filter: StderrFilter,
-    events: Vec<Value>,
+    stderr_filter: StderrDedup,
+    events: EventLog<Value>,
     kill: Option<Kill>,
     /// Our stdout could not be written: the child is being stopped.
     output_error: Option<WriteError>,
@@ -272,8 +273,9 @@ impl Live<'_> {
                 }
             }
             Output::Event(ev) => self.on_event(now, ev),
-            Output::Overlong { .. } => {}
             Output::Stage(stage) => self.ladder = Some(stage),
+            // Over-long lines are said when they end (`end_overlong`).
+            _ => {}
         }
     }
 
@@ -338,7 +340,7 @@ impl Live<'_> {
             Event::Killed(k) => k.at,
             _ => now,
         };
-        self.events.push(event_json(&ev, at, self.start));
+        self.events.push_json(event_json(&ev, at, self.start));
         match ev {
             Event::Killed(k) if self.kill.is_none() && self.output_error.is_none() => {
                 self.host.status.say(&killed_clause(&k, &self.what));
@@ -476,8 +478,8 @@ pub(crate) async fn supervise(
         unparseable: 0,
         overlong_lines: 0,
         utilization: None,
-        stderr_filter: StderrFilter::default(),
-        events: Vec::new(),
+        stderr_filter: StderrDedup::default(),
+        events: EventLog::default(),
         kill: None,
         output_error: None,
         ladder: None,

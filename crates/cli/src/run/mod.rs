@@ -8,10 +8,18 @@
 //! the runs, recovery, the synthetic `result`, the summary, the final message and the exit
 //! code, whose rules are in [`crate::exit_code`]).
 
+mod continuation;
+mod hint;
 mod host_signals;
 mod live;
+mod out_file;
+mod record;
+mod recovery;
+mod stderr_dedup;
 mod stdin;
 mod stdout;
+mod summary;
+mod synthetic;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -22,17 +30,16 @@ use serde_json::Value;
 use watchdog_core::{Kill, LineKind, Outcome, RateLimitMonitor};
 
 pub(crate) use host_signals::{UserSig, UserSignals};
-pub(crate) use live::supervise;
+pub(crate) use live::{supervise, MAX_LINE};
 
 use crate::cli::RunArgs;
 use crate::exit_code::{self, Ending, Intervention};
-use crate::out_file::SummaryTarget;
-use crate::record::Recorder;
-use crate::recover;
 use crate::status::Status;
-use crate::summary::Summary;
 use crate::tally::Tally;
 use crate::verdict::{kill_sentence, ms};
+use out_file::SummaryTarget;
+use record::Recorder;
+use summary::Summary;
 
 /// How the run presents itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,9 +85,9 @@ pub struct RunConfig {
 pub fn main(args: RunArgs, mode: Mode) -> i32 {
     let limits = match args.policy.limits() {
         Ok(l) => l,
-        Err(e) => return crate::replay_cmd::policy_error(&e),
+        Err(e) => return crate::exit_code::config_error(&e),
     };
-    let recovery = match args.recovery.settings() {
+    let recovery = match recovery::settings(&args.recovery) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("agent-watchdog: {e}");
@@ -114,7 +121,7 @@ pub fn execute(cfg: RunConfig) -> i32 {
 
 /// Run a command under the watchdog and, with `recovery` (in [`Mode::Run`]), continue its
 /// session once when the recovery policy says so; returns the exit code of the last run.
-pub fn execute_with(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
+pub fn execute_with(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -175,8 +182,8 @@ pub(crate) struct Finished {
     suppressed: Value,
     /// The user's signal, if one came.
     pub(crate) interrupted: Option<UserSig>,
-    /// The events, as JSON.
-    events: Vec<Value>,
+    /// The events, as JSON (bounded: see [`EventLog`](crate::event_log::EventLog)).
+    events: crate::event_log::EventLog<Value>,
     /// The spawn instant.
     start: Instant,
     /// The last top-level `result` line, as printed.
@@ -305,7 +312,7 @@ impl Finished {
             stderr: self.stderr,
             suppressed: self.suppressed.clone(),
             interrupted: self.interrupted.map(UserSig::name),
-            events: self.events.clone(),
+            events: self.events.to_vec(),
             base: self.start,
             recovery,
         }
@@ -318,6 +325,8 @@ impl Finished {
                 "ladder": self.ladder.map(Stage::as_str),
             });
         }
+        // The whole invocation's CPU: ours, and the children's we waited for.
+        v["cpu"] = crate::cpu::usage_json();
         v["leftovers_killed"] = self.leftovers_killed.into();
         v["blocked_on_output_ms"] = ms(self.blocked_on_output).into();
         v
@@ -332,7 +341,7 @@ pub(crate) fn wall_ms() -> u64 {
         .unwrap_or(0)
 }
 
-async fn run(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
+async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
     let status = Status::new(cfg.status);
     let cfg = crate::mcp_limits::for_run(cfg, &status);
     if cfg.argv.is_empty() {
@@ -369,7 +378,7 @@ async fn run(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
         None => Recorder::none(),
     };
     if cfg.hint {
-        if let Some(h) = crate::hint::missing_flags_hint(&cfg.argv) {
+        if let Some(h) = hint::missing_flags_hint(&cfg.argv) {
             status.say(&h);
         }
     }
@@ -386,7 +395,7 @@ async fn run(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
     };
     let (last, recovery_json, mut code) = match recovery.filter(|_| cfg.mode == Mode::Run) {
         Some(settings) => {
-            let r = recover::after(&cfg, &settings, &first, &mut host).await;
+            let r = recovery::after(&cfg, &settings, &first, &mut host).await;
             let code = r
                 .code
                 .or(r.continued.as_ref().map(|c| c.code))
@@ -413,7 +422,7 @@ async fn run(cfg: RunConfig, recovery: Option<recover::Settings>) -> i32 {
     // The synthetic result goes after everything the child printed, on a line of its own.
     if let (true, Some(k)) = (emits_result(&cfg), final_run.kill()) {
         let what = program_name(&final_run.argv);
-        let line = crate::synthetic::result_line(
+        let line = synthetic::result_line(
             k,
             &kill_sentence(k, &what),
             final_run.tally.session_id.as_deref(),

@@ -130,6 +130,7 @@ impl SupervisorConfig {
 
 /// The child could not be started.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpawnError {
     /// The program could not be executed (missing binary, no permission, ...).
     #[error("cannot start `{program}`: {source}")]

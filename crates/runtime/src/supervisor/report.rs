@@ -40,6 +40,7 @@ impl Stage {
 
 /// Why the ladder ran.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum KillCause {
     /// The watchdog decided.
     Watchdog(Kill),
@@ -68,6 +69,7 @@ pub struct KillReport {
 
 /// A supervisor output, in order.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Output {
     /// A stdout line, unchanged.
     Stdout(Line),

@@ -69,6 +69,29 @@ mod imp {
             .collect()
     }
 
+    /// Whether the kernel lists each thread's children (`CONFIG_PROC_CHILDREN`).
+    fn children_files() -> bool {
+        static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *HAS.get_or_init(|| std::path::Path::new("/proc/thread-self/children").exists())
+    }
+
+    /// The children of every thread of `pid` (empty if it is gone).
+    fn children_of(pid: i32) -> Vec<i32> {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for t in tasks.flatten() {
+            if let Ok(list) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(
+                    list.split_whitespace()
+                        .filter_map(|p| p.parse::<i32>().ok()),
+                );
+            }
+        }
+        out
+    }
+
     fn has_marker(pid: i32, needle: &[u8]) -> bool {
         std::fs::read(format!("/proc/{pid}/environ"))
             .map(|env| env.split(|&b| b == 0).any(|kv| kv == needle))
@@ -109,8 +132,70 @@ mod imp {
         }
 
         /// Rescan: returns the live (non-zombie) descendants, not counting the child itself.
-        /// `deep` also looks for the marker in every process's environment.
+        /// `deep` also looks for the marker in every process's environment, which reads every
+        /// process on the machine; a shallow scan walks down from the child and the known
+        /// descendants only ([`Tree::walk`]), when the kernel offers that.
         pub(crate) fn scan(&mut self, deep: bool) -> Vec<Proc> {
+            if !deep && children_files() {
+                return self.walk();
+            }
+            self.scan_all(deep)
+        }
+
+        /// A shallow scan that costs the size of the tree, not of the machine: from the child
+        /// and every known descendant still alive (same start time), down through
+        /// `/proc/<pid>/task/*/children`. The periodic scan runs every second of a session; on
+        /// a machine with a hundred processes reading all of `/proc` cost about 2 ms each time,
+        /// most of the watchdog's own CPU in a long quiet session.
+        fn walk(&mut self) -> Vec<Proc> {
+            let me = std::process::id() as i32;
+            let same = |p: &Proc| stat(p.pid).filter(|s| s.start == p.start);
+            let mut stack: Vec<Stat> = self.known.iter().filter_map(same).collect();
+            let root = self.root.as_ref().and_then(same);
+            stack.extend(root);
+            if self.claim_orphans {
+                // Orphans re-parented to us: our children that are not supervised children.
+                let roots = roots().clone();
+                stack.extend(
+                    children_of(me)
+                        .into_iter()
+                        .filter(|p| !roots.contains(p))
+                        .filter_map(stat),
+                );
+            }
+            let mut found: HashMap<i32, Stat> = HashMap::new();
+            while let Some(s) = stack.pop() {
+                if s.pid == me || found.contains_key(&s.pid) {
+                    continue;
+                }
+                found.insert(s.pid, s);
+                for kid in children_of(s.pid) {
+                    if !found.contains_key(&kid) {
+                        stack.extend(stat(kid).filter(|k| k.ppid == s.pid));
+                    }
+                }
+            }
+            let root_pid = self.root.map(|r| r.pid);
+            self.known = found
+                .values()
+                .filter(|s| Some(s.pid) != root_pid)
+                .map(|s| Proc {
+                    pid: s.pid,
+                    start: s.start,
+                })
+                .collect();
+            found
+                .values()
+                .filter(|s| Some(s.pid) != root_pid && !s.zombie)
+                .map(|s| Proc {
+                    pid: s.pid,
+                    start: s.start,
+                })
+                .collect()
+        }
+
+        /// The full scan: every process's parent, from all of `/proc`.
+        fn scan_all(&mut self, deep: bool) -> Vec<Proc> {
             let procs = all();
             let by_pid: HashMap<i32, Stat> = procs.iter().map(|s| (s.pid, *s)).collect();
             let same = |p: &Proc| by_pid.get(&p.pid).is_some_and(|s| s.start == p.start);
@@ -243,6 +328,40 @@ mod imp {
         #[test]
         fn finds_itself() {
             assert!(stat(std::process::id() as i32).is_some());
+        }
+
+        /// The walk down the tree finds what the full scan of `/proc` finds.
+        #[test]
+        fn the_walk_finds_what_the_full_scan_finds() {
+            assert!(
+                children_files(),
+                "this kernel lists children: the walk is tested here"
+            );
+            let mut child = std::process::Command::new("sh")
+                .args(["-c", "sleep 30 & sleep 30 & echo up; wait"])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            use std::io::BufRead;
+            std::io::BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            let mut tree = Tree::new(child.id() as i32, "test", false);
+            let mut walked = tree.walk();
+            let mut scanned = tree.scan_all(false);
+            walked.sort_by_key(|p| p.pid);
+            scanned.sort_by_key(|p| p.pid);
+            assert_eq!(walked.len(), 2, "the two sleeps: {walked:?}");
+            assert_eq!(walked, scanned);
+            for p in &walked {
+                let _ = rustix::process::kill_process(
+                    rustix::process::Pid::from_raw(p.pid).unwrap(),
+                    rustix::process::Signal::KILL,
+                );
+            }
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }

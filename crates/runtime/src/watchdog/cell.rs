@@ -95,7 +95,8 @@ impl Inner {
                     self.guard("on_stalling", *id, || f(*id, *clock, *remaining));
                 }
             }
-            Event::Settled { .. } | Event::Ended { .. } => {}
+            // Settles, ends, and kinds a newer core may add: to subscribers only.
+            _ => {}
         }
         if let Some(slot) = slot {
             let _ = slot.events.send(ev);

@@ -13,7 +13,7 @@ type ErrorFn = dyn Fn(&CallbackError) + Send + Sync;
 
 /// A callback panicked; reported through [`WatchdogConfig::on_error`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("watchdog callback {callback} panicked for session {}: {message}", session.0)]
+#[error("watchdog callback {callback} panicked for session {}: {message}", session.as_u64())]
 pub struct CallbackError {
     /// `on_kill`, `on_extend` or `on_stalling`.
     pub callback: &'static str,

@@ -42,17 +42,9 @@ fn starts_with_flag(arg: &OsStr, name: &str) -> bool {
         .is_some_and(|s| s.strip_prefix(name).is_some_and(|r| r.starts_with('=')))
 }
 
-/// Build the continuation of `argv` (program first) for `session_id` with `prompt`.
-///
-/// ```
-/// use std::ffi::OsString;
-/// use agent_watchdog::continuation::continuation_argv;
-/// let argv: Vec<OsString> = ["claude", "-p", "fix it", "--output-format", "stream-json", "--verbose"]
-///     .map(OsString::from).into();
-/// let next = continuation_argv(&argv, "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc", "continue").unwrap();
-/// assert_eq!(next, ["claude", "-p", "continue", "--output-format", "stream-json", "--verbose",
-///     "--resume", "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc"].map(OsString::from));
-/// ```
+/// Build the continuation of `argv` (program first) for `session_id` with `prompt`: the same
+/// command line with the prompt replaced and `--resume <session_id>` added
+/// (`claude -p "fix it" …` → `claude -p continue … --resume <id>`).
 pub fn continuation_argv(
     argv: &[OsString],
     session_id: &str,
@@ -106,6 +98,36 @@ pub fn continuation_argv(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_prompt_is_replaced_and_the_session_resumed() {
+        let argv: Vec<OsString> = [
+            "claude",
+            "-p",
+            "fix it",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ]
+        .map(OsString::from)
+        .into();
+        let id = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
+        let next = continuation_argv(&argv, id, "continue").unwrap();
+        assert_eq!(
+            next,
+            [
+                "claude",
+                "-p",
+                "continue",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--resume",
+                id
+            ]
+            .map(OsString::from)
+        );
+    }
+
     use super::*;
 
     fn v(args: &[&str]) -> Vec<OsString> {

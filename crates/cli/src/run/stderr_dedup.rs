@@ -8,14 +8,14 @@ use watchdog_core::warning_filter::{Pattern, StderrFilter as CoreFilter, SHADOWE
 /// Known warnings: the Agent SDK's `CLAUDE_SDK_CAN_USE_TOOL_SHADOWED` (repeated on every query
 /// that passes `canUseTool` beside bare tool names in `allowedTools`).
 #[derive(Debug)]
-pub struct StderrFilter {
+pub struct StderrDedup {
     inner: CoreFilter,
     lines: u64,
 }
 
-impl Default for StderrFilter {
+impl Default for StderrDedup {
     fn default() -> Self {
-        StderrFilter {
+        StderrDedup {
             inner: CoreFilter::default()
                 .with_rule(SHADOWED_CODE, Pattern::Contains(SHADOWED_CODE.into())),
             lines: 0,
@@ -23,7 +23,7 @@ impl Default for StderrFilter {
     }
 }
 
-impl StderrFilter {
+impl StderrDedup {
     /// Whether to show this stderr line (without its newline).
     pub fn admit(&mut self, line: &[u8]) -> bool {
         self.lines += 1;
@@ -56,7 +56,7 @@ mod tests {
 
     #[test]
     fn a_known_warning_is_shown_once_others_always() {
-        let mut f = StderrFilter::default();
+        let mut f = StderrDedup::default();
         let w = b"warning: CLAUDE_SDK_CAN_USE_TOOL_SHADOWED: canUseTool is shadowed";
         assert!(f.admit(w));
         assert!(!f.admit(w));

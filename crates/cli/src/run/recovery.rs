@@ -12,8 +12,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use agent_sdk_watchdog::FileLedger;
-use clap::builder::BoolishValueParser;
-use clap::Args;
 use serde_json::{json, Value};
 use watchdog_core::capture::Record;
 use watchdog_core::recovery::{
@@ -21,44 +19,11 @@ use watchdog_core::recovery::{
 };
 use watchdog_core::{Ledger, LineView, Recovery, TerminalFacts};
 
-use crate::continuation::continuation_argv;
-use crate::duration::{format_duration, parse_duration};
+use super::continuation::continuation_argv;
+use crate::duration::format_duration;
+use crate::policy_args::RecoveryArgs;
 use crate::run::{self, wall_ms, Finished, Host, RunConfig, UserSig};
 use crate::verdict::{ms, outcome_fields};
-
-fn positive_duration(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
-    if d.is_zero() {
-        return Err(format!("must be a duration > 0, got {s:?}"));
-    }
-    Ok(d)
-}
-
-/// Recovery flags of `run`. Every flag has an `AGENT_WATCHDOG_<NAME>` environment variable (the
-/// switches accept `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct RecoveryArgs {
-    /// Do not continue a session cut off by the output token limit (continued once by default)
-    #[arg(long, env = "AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT", value_parser = BoolishValueParser::new())]
-    pub no_recover_output_limit: bool,
-    /// Continue the session once after our own idle, no_progress or linger kill
-    #[arg(long, env = "AGENT_WATCHDOG_RESUME_AFTER_KILL", value_parser = BoolishValueParser::new())]
-    pub resume_after_kill: bool,
-    /// After a rejected rate limit with a known reset time, wait for the reset, then continue
-    /// the session once
-    #[arg(long, env = "AGENT_WATCHDOG_WAIT_FOR_RESET", value_parser = BoolishValueParser::new())]
-    pub wait_for_reset: bool,
-    /// The longest rate-limit wait [default: 6h]
-    #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_MAX_WAIT", value_parser = positive_duration)]
-    pub max_wait: Option<Duration>,
-    /// Added to the reset time before continuing [default: 30s]
-    #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_RESET_MARGIN", value_parser = parse_duration)]
-    pub reset_margin: Option<Duration>,
-    /// Where the continuation markers live [default: $XDG_STATE_HOME/agent-watchdog, else
-    /// ~/.local/state/agent-watchdog]
-    #[arg(long, value_name = "DIR", env = "AGENT_WATCHDOG_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
-}
 
 /// The recovery policy of one `run` and where its markers live.
 #[derive(Debug, Clone)]
@@ -69,26 +34,24 @@ pub struct Settings {
     pub state_dir: Option<PathBuf>,
 }
 
-impl RecoveryArgs {
-    /// The settings these flags describe.
-    pub fn settings(&self) -> Result<Settings, String> {
-        let mut recovery = Recovery::default()
-            .with_trigger(Trigger::OutputLimit, !self.no_recover_output_limit)
-            .with_trigger(Trigger::AfterKill, self.resume_after_kill)
-            .with_trigger(Trigger::RateLimitWait, self.wait_for_reset);
-        if let Some(w) = self.max_wait {
-            recovery = recovery
-                .with_max_wait(w)
-                .map_err(|e| format!("--max-wait: {e}"))?;
-        }
-        if let Some(m) = self.reset_margin {
-            recovery = recovery.with_reset_margin(m);
-        }
-        Ok(Settings {
-            recovery,
-            state_dir: self.state_dir.clone(),
-        })
+/// The settings `args` describe.
+pub(crate) fn settings(args: &RecoveryArgs) -> Result<Settings, String> {
+    let mut recovery = Recovery::default()
+        .with_trigger(Trigger::OutputLimit, !args.no_recover_output_limit)
+        .with_trigger(Trigger::AfterKill, args.resume_after_kill)
+        .with_trigger(Trigger::RateLimitWait, args.wait_for_reset);
+    if let Some(w) = args.max_wait {
+        recovery = recovery
+            .with_max_wait(w)
+            .map_err(|e| format!("--max-wait: {e}"))?;
     }
+    if let Some(m) = args.reset_margin {
+        recovery = recovery.with_reset_margin(m);
+    }
+    Ok(Settings {
+        recovery,
+        state_dir: args.state_dir.clone(),
+    })
 }
 
 /// What recovery did after the first run.

@@ -20,7 +20,7 @@ impl Recorder {
     /// Create (truncate) the capture file.
     pub fn create(path: &Path) -> std::io::Result<Self> {
         Ok(Recorder {
-            file: Some(crate::out_file::create(path)?),
+            file: Some(super::out_file::create(path)?),
             path: path.to_owned(),
         })
     }
@@ -59,11 +59,6 @@ impl Recorder {
             Err(_) => Record::Raw(String::from_utf8_lossy(trim_cr(bytes)).into_owned()),
         };
         self.write(t_ms, record);
-    }
-
-    /// Whether anything is being recorded.
-    pub fn is_active(&self) -> bool {
-        self.file.is_some()
     }
 }
 

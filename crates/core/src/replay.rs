@@ -1,0 +1,602 @@
+//! Replaying a capture in virtual time: what the watchdog would have done with a recording.
+//!
+//! [`Replay`] takes a capture's entries one at a time, each read in place
+//! ([`EntryView::parse`]: the `line` record is the same borrowed [`LineView`](crate::LineView) a live run
+//! builds), and drives one [`Registry`] per recorded run in virtual time. Nothing is kept per
+//! entry, so a capture of any length replays in constant memory. It is the one replay of the
+//! project: `agent-watchdog replay` and `audit`'s simulation of captures both use it.
+//!
+//! # Rules
+//!
+//! - **Virtual time** of an entry is a base instant plus its `t_ms`. Time never goes
+//!   backwards: a `t_ms` earlier than the previous entry's, fractional, negative, or above
+//!   [`MAX_T_MS`] (about ten years) is taken as the previous entry's time, and reported once
+//!   per replay ([`Replay::time_faults`]: the first such line and how many there were).
+//! - **A line exactly at a deadline comes too late**, as in a live run: before an entry at
+//!   `t` is delivered, every deadline at or before `t` fires, in time order (the registry does
+//!   the same with a live line: it processes everything due at or before the line's instant
+//!   first, and every kill lands exactly at its deadline).
+//! - **Records.** `line` is a stdout line ([`Registry::observe`]); `raw`, and a `line` that
+//!   is not a JSON object, is an unparseable line (a keep-alive); `stdin` goes to
+//!   [`Registry::observe_input`]; `stderr` moves no clock; `start` gives the wall clock at
+//!   spawn, which tells when a rate-limit window's `resetsAt` has passed (without it no window
+//!   expires); `exit` ends the session ([`Registry::end`]).
+//! - **After a kill** nothing more is fed; the entries that follow up to the `exit` are
+//!   counted ([`RunVerdict::after_kill`]: lines the child printed while it was being stopped).
+//! - **A run that stops without an `exit`** is silent from its last entry on: deadlines fire
+//!   until a kill (or until nothing is pending).
+//! - **Runs.** A `boundary` record ends the current run (as if its capture stopped there) and
+//!   starts the next one (a recovery continuation) on a new registry, with `t_ms` from 0.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Instant;
+//! use watchdog_core::capture::EntryView;
+//! use watchdog_core::replay::{Replay, Step};
+//! use watchdog_core::{Limits, Outcome};
+//!
+//! let capture = br#"{"t_ms":0,"start":{"wall_ms":1,"argv":["claude"],"version":1}}
+//! {"t_ms":40,"line":{"type":"system","subtype":"init","session_id":"s1"}}
+//! {"t_ms":900,"line":{"type":"result","subtype":"success","is_error":false}}
+//! {"t_ms":950,"exit":{"code":0,"signal":null}}"#;
+//! let mut replay = Replay::new(Limits::default(), Instant::now());
+//! for (i, line) in capture.split(|b| *b == b'\n').enumerate() {
+//!     let entry = EntryView::parse(line).unwrap().unwrap();
+//!     let step = replay.feed(i as u64 + 1, &entry);
+//!     assert!(!matches!(step, Step::RunEnded(_)));
+//!     while let Some(_event) = replay.poll_event() {}
+//! }
+//! let verdict = replay.finish();
+//! assert_eq!(verdict.outcome, Outcome::Success);
+//! ```
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::capture::{BadTime, EntryView, RecordView};
+use crate::classify::{Class, LineKind};
+use crate::config::{Limits, SessionConfig};
+use crate::event::{Event, Kill, Outcome, SessionId};
+use crate::rate_limit::{RateLimitConfig, RateLimitMonitor};
+use crate::registry::Registry;
+
+/// The largest `t_ms` taken as given (about ten years): no virtual instant can overflow.
+pub const MAX_T_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
+
+/// Bound on deadlines fired for one silent tail (a registry that kept rescheduling could
+/// otherwise loop; a real one reaches a kill in a handful).
+const MAX_TAIL_STEPS: usize = 100_000;
+
+/// Why an entry's `t_ms` was not taken as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeFault {
+    /// Earlier than the previous entry's time.
+    Backwards,
+    /// A fraction of a millisecond.
+    Fractional,
+    /// Below zero.
+    Negative,
+    /// Above [`MAX_T_MS`].
+    TooLarge,
+}
+
+impl TimeFault {
+    /// A short phrase, e.g. `goes backwards`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeFault::Backwards => "goes backwards",
+            TimeFault::Fractional => "is fractional",
+            TimeFault::Negative => "is negative",
+            TimeFault::TooLarge => "is absurdly large",
+        }
+    }
+}
+
+/// The times that were not taken as written: the first one, and how many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeFaults {
+    /// The line number (as given to [`Replay::feed`]) of the first one.
+    pub first_line: u64,
+    /// What was wrong with it.
+    pub first: TimeFault,
+    /// The time it was taken as (the previous entry's), in ms.
+    pub taken_ms: u64,
+    /// How many entries in all.
+    pub count: u64,
+}
+
+/// One event of the replay, at its virtual time.
+#[derive(Debug, Clone)]
+pub struct TimedEvent {
+    /// The run it belongs to (0 for the first; one more after each `boundary`).
+    pub run: usize,
+    /// Milliseconds since the run's spawn.
+    pub t_ms: u64,
+    /// The event.
+    pub event: Event,
+}
+
+/// An `exit` record: when, and how the process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitRecord {
+    /// Milliseconds since spawn.
+    pub t_ms: u64,
+    /// Exit code, if it exited normally.
+    pub code: Option<i32>,
+    /// Signal number, if a signal ended it.
+    pub signal: Option<i32>,
+}
+
+/// What the watchdog would have done with one recorded run.
+#[derive(Debug, Clone)]
+pub struct RunVerdict {
+    /// The run (0 for the first).
+    pub run: usize,
+    /// How it ends.
+    pub outcome: Outcome,
+    /// The kill, if any.
+    pub kill: Option<Kill>,
+    /// The `exit` record, if the run has one.
+    pub exit: Option<ExitRecord>,
+    /// The last entry's time: from here on a run without `exit` is silent.
+    pub last_t_ms: u64,
+    /// Entries after the kill, up to the `exit`.
+    pub after_kill: u64,
+    /// Entries of this run fed (every record with a usable time).
+    pub entries: u64,
+    /// The run ended at a `boundary`: its time on this run's clock, which is where the next
+    /// run's t = 0 lies on the recording's timeline.
+    pub boundary_ms: Option<u64>,
+    /// The virtual instant of t = 0 (kills carry instants; subtract this for ms).
+    pub base: Instant,
+}
+
+/// What [`Replay::feed`] did with an entry.
+#[derive(Debug)]
+pub enum Step {
+    /// A stdout line was observed, with its class, at this time (ms since the run's spawn).
+    /// [`LineKind::Unparseable`] for `raw` records.
+    Line {
+        /// The line's class.
+        class: Class,
+        /// Its virtual time.
+        t_ms: u64,
+    },
+    /// Another record was applied (start, stdin, stderr, exit).
+    Applied,
+    /// The run was already killed or ended: nothing was fed.
+    Ignored,
+    /// A `boundary`: this run ended (the verdict), the next one begins.
+    RunEnded(Box<RunVerdict>),
+}
+
+/// One recorded run being replayed.
+struct Run {
+    reg: Registry,
+    id: SessionId,
+    t_ms: u64,
+    kill: Option<Kill>,
+    ended: Option<Outcome>,
+    exit: Option<ExitRecord>,
+    after_kill: u64,
+    entries: u64,
+    wall_ms: Option<u64>,
+    monitor: RateLimitMonitor,
+    utilization: Option<f64>,
+}
+
+/// A capture being replayed in virtual time (see the module docs for the rules).
+pub struct Replay {
+    limits: Limits,
+    base: Instant,
+    run_index: usize,
+    run: Run,
+    events: VecDeque<TimedEvent>,
+    faults: Option<TimeFaults>,
+}
+
+impl std::fmt::Debug for Replay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replay")
+            .field("run", &self.run_index)
+            .field("t_ms", &self.run.t_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Run {
+    fn new(limits: &Limits, base: Instant) -> Self {
+        let mut reg = Registry::new(limits.clone());
+        let id = reg.register(base, SessionConfig::default());
+        Run {
+            reg,
+            id,
+            t_ms: 0,
+            kill: None,
+            ended: None,
+            exit: None,
+            after_kill: 0,
+            entries: 0,
+            wall_ms: None,
+            monitor: RateLimitMonitor::new(RateLimitConfig::default()),
+            utilization: None,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.kill.is_some() || self.ended.is_some()
+    }
+
+    /// Wall-clock epoch ms at `t_ms`; without a `start` record 0, so no window's reset passed.
+    fn wall_now(&self) -> u64 {
+        self.wall_ms.map_or(0, |w| w.saturating_add(self.t_ms))
+    }
+}
+
+impl Replay {
+    /// A replay under `limits`; `base` is the virtual instant of t = 0 (any instant will do).
+    pub fn new(limits: Limits, base: Instant) -> Self {
+        let run = Run::new(&limits, base);
+        Replay {
+            limits,
+            base,
+            run_index: 0,
+            run,
+            events: VecDeque::new(),
+            faults: None,
+        }
+    }
+
+    /// The current run's time, ms since its spawn.
+    pub fn t_ms(&self) -> u64 {
+        self.run.t_ms
+    }
+
+    /// The current run (0 for the first).
+    pub fn run(&self) -> usize {
+        self.run_index
+    }
+
+    /// The times not taken as written so far, if any.
+    pub fn time_faults(&self) -> Option<TimeFaults> {
+        self.faults
+    }
+
+    /// The next event, in order. Drain after every call; undrained events accumulate.
+    pub fn poll_event(&mut self) -> Option<TimedEvent> {
+        self.events.pop_front()
+    }
+
+    fn at(&self) -> Instant {
+        self.base + Duration::from_millis(self.run.t_ms)
+    }
+
+    /// Move the clock to the entry's time (never backwards; see the module docs).
+    fn advance(&mut self, line: u64, t: Result<u64, BadTime>) {
+        let prev = self.run.t_ms;
+        let fault = match t {
+            Ok(t) if t > MAX_T_MS => Some(TimeFault::TooLarge),
+            Ok(t) if t < prev => Some(TimeFault::Backwards),
+            Ok(t) => {
+                self.run.t_ms = t;
+                None
+            }
+            Err(BadTime::Fractional) => Some(TimeFault::Fractional),
+            Err(BadTime::Negative) => Some(TimeFault::Negative),
+            Err(BadTime::TooLarge) => Some(TimeFault::TooLarge),
+        };
+        if let Some(fault) = fault {
+            match &mut self.faults {
+                Some(f) => f.count += 1,
+                None => {
+                    self.faults = Some(TimeFaults {
+                        first_line: line,
+                        first: fault,
+                        taken_ms: prev,
+                        count: 1,
+                    })
+                }
+            }
+        }
+    }
+
+    fn drain(&mut self, now: Instant) {
+        while let Some(event) = self.run.reg.poll_event() {
+            match &event {
+                Event::Killed(k) if self.run.kill.is_none() => self.run.kill = Some(k.clone()),
+                Event::Ended { outcome, .. } if self.run.ended.is_none() => {
+                    self.run.ended = Some(outcome.clone());
+                }
+                _ => {}
+            }
+            // A kill is dated at its own deadline; the others at the call that made them.
+            let at = match &event {
+                Event::Killed(k) => k.at,
+                _ => now,
+            };
+            self.events.push_back(TimedEvent {
+                run: self.run_index,
+                t_ms: ms_since(self.base, at),
+                event,
+            });
+        }
+    }
+
+    /// Fire every deadline at or before `until` (all of them when `None`), one at a time so
+    /// that each event is dated at its own instant; stops at a kill.
+    fn fire_until(&mut self, until: Option<Instant>) {
+        let mut last: Option<Instant> = None;
+        for _ in 0..MAX_TAIL_STEPS {
+            if self.run.done() {
+                return;
+            }
+            let Some(d) = self.run.reg.poll_timeout() else {
+                return;
+            };
+            if until.is_some_and(|u| d > u) || last.is_some_and(|l| d <= l) {
+                return;
+            }
+            last = Some(d);
+            self.run.reg.handle_timeout(d);
+            self.drain(d);
+        }
+    }
+
+    fn set_utilization(&mut self, now: Instant) {
+        let u = self.run.monitor.utilization(self.run.wall_now());
+        if u != self.run.utilization {
+            self.run.utilization = u;
+            self.run.reg.set_utilization(now, u);
+        }
+    }
+
+    /// Feed one entry; `line` is its line number, for [`Replay::time_faults`]. Drain
+    /// [`Replay::poll_event`] afterwards.
+    pub fn feed(&mut self, line: u64, entry: &EntryView<'_>) -> Step {
+        if let RecordView::Boundary = entry.record {
+            self.advance(line, entry.t_ms);
+            let mut verdict = self.end_run();
+            verdict.boundary_ms = Some(self.run.t_ms);
+            self.run_index += 1;
+            self.run = Run::new(&self.limits, self.base);
+            return Step::RunEnded(Box::new(verdict));
+        }
+        if self.run.done() {
+            if self.run.kill.is_some() && self.run.exit.is_none() {
+                self.run.after_kill += 1;
+                if let RecordView::Exit { code, signal } = entry.record {
+                    self.advance(line, entry.t_ms);
+                    self.run.exit = Some(ExitRecord {
+                        t_ms: self.run.t_ms,
+                        code,
+                        signal,
+                    });
+                }
+            }
+            return Step::Ignored;
+        }
+        self.advance(line, entry.t_ms);
+        self.run.entries += 1;
+        let now = self.at();
+        self.fire_until(Some(now));
+        if self.run.kill.is_some() {
+            // The kill came first: this entry is one the child printed while being stopped.
+            return self.feed_after_kill(entry);
+        }
+        let (id, t_ms) = (self.run.id, self.run.t_ms);
+        let step = match &entry.record {
+            RecordView::Start { wall_ms } => {
+                self.run.wall_ms = *wall_ms;
+                Step::Applied
+            }
+            RecordView::Line(view) => {
+                let class = self.run.reg.observe(now, id, view);
+                if class.kind == LineKind::RateLimit {
+                    let wall = self.run.wall_now();
+                    let _ = self.run.monitor.observe(wall, view);
+                    self.set_utilization(now);
+                }
+                Step::Line { class, t_ms }
+            }
+            RecordView::Unparseable => {
+                let class = self.run.reg.observe_line(now, id, b"");
+                Step::Line { class, t_ms }
+            }
+            RecordView::Stdin(view) => {
+                if let Some(view) = view {
+                    self.run.reg.observe_input(now, id, view);
+                }
+                Step::Applied
+            }
+            RecordView::Stderr => Step::Applied,
+            RecordView::Exit { code, signal } => {
+                self.run.exit = Some(ExitRecord {
+                    t_ms,
+                    code: *code,
+                    signal: *signal,
+                });
+                let out = self.run.reg.end(now, id);
+                if self.run.ended.is_none() {
+                    self.run.ended = out;
+                }
+                Step::Applied
+            }
+            RecordView::Boundary => Step::Applied,
+        };
+        self.drain(now);
+        // A window whose reset passed lowers the utilization even without a new line.
+        if !self.run.done() && self.run.wall_ms.is_some() && self.run.monitor.latest().is_some() {
+            self.set_utilization(now);
+            self.drain(now);
+        }
+        step
+    }
+
+    fn feed_after_kill(&mut self, entry: &EntryView<'_>) -> Step {
+        self.run.after_kill += 1;
+        if let RecordView::Exit { code, signal } = entry.record {
+            self.run.exit = Some(ExitRecord {
+                t_ms: self.run.t_ms,
+                code,
+                signal,
+            });
+        }
+        Step::Ignored
+    }
+
+    /// End the current run: without an `exit`, the child is silent from its last entry on.
+    fn end_run(&mut self) -> RunVerdict {
+        if !self.run.done() {
+            self.fire_until(None);
+        }
+        let outcome = if let Some(k) = &self.run.kill {
+            Outcome::Killed { kind: k.kind }
+        } else if let Some(o) = self.run.ended.clone() {
+            o
+        } else {
+            let now = self.at();
+            let o = self
+                .run
+                .reg
+                .end(now, self.run.id)
+                .unwrap_or(Outcome::NoResult);
+            self.drain(now);
+            o
+        };
+        RunVerdict {
+            run: self.run_index,
+            outcome,
+            kill: self.run.kill.clone(),
+            exit: self.run.exit,
+            last_t_ms: self.run.t_ms,
+            after_kill: self.run.after_kill,
+            entries: self.run.entries,
+            boundary_ms: None,
+            base: self.base,
+        }
+    }
+
+    /// End the replay: the verdict of the last run. Drain [`Replay::poll_event`] afterwards.
+    pub fn finish(&mut self) -> RunVerdict {
+        self.end_run()
+    }
+}
+
+/// Milliseconds from `base` to `at`, rounded to the nearest (0 before `base`).
+pub fn ms_since(base: Instant, at: Instant) -> u64 {
+    let ns = at.saturating_duration_since(base).as_nanos();
+    u64::try_from(ns.saturating_add(500_000) / 1_000_000).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::KillKind;
+
+    fn replay(text: &str, limits: Limits) -> (Vec<RunVerdict>, Vec<TimedEvent>, Replay) {
+        let mut r = Replay::new(limits, Instant::now());
+        let mut runs = Vec::new();
+        let mut events = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if let Ok(Some(e)) = EntryView::parse(line.as_bytes()) {
+                if let Step::RunEnded(v) = r.feed(i as u64 + 1, &e) {
+                    runs.push(*v);
+                }
+            }
+            events.extend(std::iter::from_fn(|| r.poll_event()));
+        }
+        runs.push(r.finish());
+        events.extend(std::iter::from_fn(|| r.poll_event()));
+        (runs, events, r)
+    }
+
+    fn idle(ms: u64) -> Limits {
+        Limits::default()
+            .with_idle(Duration::from_millis(ms))
+            .and_then(|l| l.with_extend_factor(1.0))
+            .unwrap()
+    }
+
+    /// A line exactly at the idle deadline is too late, as live; a millisecond earlier saves it.
+    #[test]
+    fn a_line_at_the_deadline_comes_after_the_kill() {
+        let at = |t: u64| {
+            format!(
+                "{{\"t_ms\":0,\"line\":{{\"type\":\"system\",\"subtype\":\"init\"}}}}\n{{\"t_ms\":{t},\"line\":{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false}}}}\n{{\"t_ms\":{t},\"exit\":{{\"code\":0}}}}"
+            )
+        };
+        let (runs, _, _) = replay(&at(1000), idle(1000));
+        let k = runs[0].kill.as_ref().expect("killed at the deadline");
+        assert_eq!(k.kind, KillKind::Idle);
+        assert_eq!(ms_since(runs[0].base, k.at), 1000);
+        assert_eq!(runs[0].after_kill, 2);
+        assert_eq!(runs[0].exit.map(|e| e.t_ms), Some(1000));
+        let (runs, _, _) = replay(&at(999), idle(1000));
+        assert_eq!(runs[0].outcome, Outcome::Success);
+    }
+
+    /// The same rule as the registry fed live: a line at the deadline's instant.
+    #[test]
+    fn the_rule_is_the_registry_s_own() {
+        let base = Instant::now();
+        let mut reg = Registry::new(idle(1000));
+        let id = reg.register(base, SessionConfig::default());
+        reg.observe_line(base, id, br#"{"type":"system","subtype":"init"}"#);
+        reg.observe_line(
+            base + Duration::from_millis(1000),
+            id,
+            br#"{"type":"user"}"#,
+        );
+        assert_eq!(reg.kill(id).map(|k| k.kind), Some(KillKind::Idle));
+    }
+
+    #[test]
+    fn bad_times_are_clamped_and_reported_once() {
+        let text = "{\"t_ms\":0,\"line\":{\"type\":\"system\",\"subtype\":\"init\"}}\n\
+            {\"t_ms\":500,\"line\":{\"type\":\"user\"}}\n\
+            {\"t_ms\":100,\"line\":{\"type\":\"user\"}}\n\
+            {\"t_ms\":700.5,\"line\":{\"type\":\"user\"}}\n\
+            {\"t_ms\":1e300,\"line\":{\"type\":\"user\"}}\n\
+            {\"t_ms\":-3,\"line\":{\"type\":\"user\"}}\n\
+            {\"t_ms\":99999999999999999999,\"line\":{\"type\":\"user\"}}\n\
+            {\"t_ms\":800,\"exit\":{\"code\":0}}";
+        let (runs, _, r) = replay(text, Limits::default());
+        let f = r.time_faults().unwrap();
+        assert_eq!(
+            (f.first_line, f.first, f.taken_ms, f.count),
+            (3, TimeFault::Backwards, 500, 5)
+        );
+        assert_eq!(runs[0].exit.unwrap().t_ms, 800);
+        assert_eq!(runs[0].outcome, Outcome::NoResult);
+    }
+
+    #[test]
+    fn a_boundary_starts_a_second_run_from_zero() {
+        let text = "{\"t_ms\":0,\"line\":{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"a\"}}\n\
+            {\"t_ms\":5000,\"line\":{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"api_error\":\"max_output_tokens\"}}\n\
+            {\"t_ms\":5010,\"exit\":{\"code\":1}}\n\
+            {\"t_ms\":5010,\"boundary\":{\"recovery\":\"max_output_tokens\"}}\n\
+            {\"t_ms\":0,\"start\":{\"wall_ms\":1}}\n\
+            {\"t_ms\":30,\"line\":{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"a\"}}";
+        let (runs, events, r) = replay(text, Limits::default());
+        assert_eq!(runs.len(), 2);
+        assert!(matches!(runs[0].outcome, Outcome::ErrorResult { .. }));
+        assert_eq!(
+            runs[1].outcome,
+            Outcome::Killed {
+                kind: KillKind::Idle
+            }
+        );
+        // Patience is doubled before the first write: 30 ms + 20 min, in the second run's time.
+        let k = runs[1].kill.as_ref().unwrap();
+        assert_eq!(ms_since(runs[1].base, k.at), 30 + 20 * 60 * 1000);
+        assert!(events.iter().any(|e| e.run == 1));
+        assert_eq!(runs[0].boundary_ms, Some(5010));
+        assert_eq!(
+            r.time_faults(),
+            None,
+            "t_ms restarting after a boundary is no fault"
+        );
+    }
+}
