@@ -7,8 +7,8 @@
 //! of all children (user + system, from `/proc/self/stat` after each wait). Median of 3 runs
 //! each, interleaved.
 //!
-//! Run: `cargo build --release -p agent-watchdog && cargo bench -p watchdog-benches --bench
-//! passthrough` (`PASSTHROUGH_LINES`, default 1000000).
+//! Run: `cargo build --release --bin agent-watchdog --bin claude-watchdog &&
+//! cargo bench -p watchdog-benches --bench passthrough` (`PASSTHROUGH_LINES`, default 1000000).
 
 use std::fs::File;
 use std::process::{Command, Stdio};

@@ -10,7 +10,7 @@
 //!
 //! The baseline (`TickScan`) is the reference design written efficiently in Rust: a `Vec` of
 //! plain structs, observe = update timestamps, and every 30 s tick evaluates every session with
-//! the reference rule (`/work/shared/protocol/reference-checks.md`, "Pure policy
+//! the reference rule (the reference TypeScript package's "Pure policy
 //! evaluateWatchdog").
 //!
 //! Run: `cargo bench -p watchdog-benches --bench registry`

@@ -10,7 +10,7 @@
 //!   (target ≤ 32 MB), next to the same binary replaying a 3-line capture (its fixed floor) and
 //!   `wc -l FILE` (reading the file at all).
 //!
-//! Run: `cargo build --release -p agent-watchdog && cargo bench -p watchdog-benches --bench
+//! Run: `cargo build --release --bin agent-watchdog && cargo bench -p watchdog-benches --bench
 //! replay` (`REPLAY_LINES`).
 
 use std::fs::File;

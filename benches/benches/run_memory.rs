@@ -6,7 +6,7 @@
 //! own peak RSS, with the same 1 MiB pipe) and the same `run` over a 3-line file (the
 //! watchdog's fixed cost). The summary is checked: every event counted, a bounded list kept.
 //!
-//! Run: `cargo build --release -p agent-watchdog && cargo bench -p watchdog-benches --bench
+//! Run: `cargo build --release --bin agent-watchdog && cargo bench -p watchdog-benches --bench
 //! run_memory` (`RUN_MEMORY_LINES`).
 
 use std::fs::File;

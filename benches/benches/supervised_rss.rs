@@ -4,8 +4,8 @@
 //! every 50 ms. Reports the peak RSS (`VmHWM`) of both: the watchdog's is the figure, the CLI's
 //! is the scale it sits next to.
 //!
-//! Run: `cargo build --release -p agent-watchdog && cargo bench -p watchdog-benches --bench
-//! supervised_rss` (needs the real CLI: `scripts/install-claude`).
+//! Run: `cargo build --release --bin agent-watchdog --bin claude-watchdog &&
+//! cargo bench -p watchdog-benches --bench supervised_rss` (needs the real CLI: `scripts/install-claude`).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

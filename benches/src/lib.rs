@@ -50,21 +50,19 @@ pub fn live_bytes() -> i64 {
     LIVE.load(Relaxed)
 }
 
-/// The shared reference folder (`../shared` beside the repository, or `AGENT_WATCHDOG_SHARED`).
-/// Panics with a clear message when it is missing: a benchmark never runs on made-up input.
-pub fn shared_dir() -> PathBuf {
-    let dir = std::env::var_os("AGENT_WATCHDOG_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+/// The repository's `testdata/` folder (recordings of the real CLI). Panics with a clear
+/// message when it is missing: a benchmark never runs on made-up input.
+pub fn testdata_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata");
     assert!(
-        dir.join("protocol/captures").is_dir(),
-        "the reference captures are missing: expected {}/protocol/captures (set AGENT_WATCHDOG_SHARED)",
+        dir.join("captures").is_dir(),
+        "the recordings are missing: expected {}/captures",
         dir.display()
     );
     dir
 }
 
-/// Every stdout line of every real capture in `shared/protocol/captures`, as the CLI printed it
+/// Every stdout line of every real capture in `testdata/captures`, as the CLI printed it
 /// (the raw JSON text of each `line` record, key order kept).
 pub fn capture_lines() -> Vec<String> {
     #[derive(serde::Deserialize)]
@@ -72,7 +70,7 @@ pub fn capture_lines() -> Vec<String> {
         #[serde(borrow)]
         line: Option<&'a serde_json::value::RawValue>,
     }
-    let dir = shared_dir().join("protocol/captures");
+    let dir = testdata_dir().join("captures");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("read captures")
         .map(|e| e.expect("dir entry").path())
@@ -91,7 +89,7 @@ pub fn capture_lines() -> Vec<String> {
     out
 }
 
-/// Every real capture in `shared/protocol/captures`, in file order: its name and its stdout
+/// Every real capture in `testdata/captures`, in file order: its name and its stdout
 /// lines with the milliseconds at which the CLI printed them.
 pub fn capture_timelines() -> Vec<(String, Vec<(u64, String)>)> {
     #[derive(serde::Deserialize)]
@@ -100,7 +98,7 @@ pub fn capture_timelines() -> Vec<(String, Vec<(u64, String)>)> {
         #[serde(borrow)]
         line: Option<&'a serde_json::value::RawValue>,
     }
-    let dir = shared_dir().join("protocol/captures");
+    let dir = testdata_dir().join("captures");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("read captures")
         .map(|e| e.expect("dir entry").path())
@@ -206,7 +204,7 @@ pub fn agent_watchdog_bin() -> PathBuf {
         .expect("target dir");
     assert!(
         bin.is_file(),
-        "{} is missing: run `cargo build --release -p agent-watchdog` first (scripts/bench does)",
+        "{} is missing: run `cargo build --release --bin agent-watchdog` first (scripts/bench does)",
         bin.display()
     );
     bin

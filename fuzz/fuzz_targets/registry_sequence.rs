@@ -21,7 +21,7 @@ use watchdog_core::{Event, KillKind, Limits, LineView, Registry, SessionConfig, 
 
 const N: usize = 4;
 
-/// Real line shapes (from ../shared/protocol), trimmed to the fields the core reads.
+/// Real line shapes (from testdata/captures), trimmed to the fields the core reads.
 const ALPHABET: &[&str] = &[
     r#"{"type":"system","subtype":"init","session_id":"s-1","tools":["Bash","Write"]}"#,
     r#"{"type":"system","subtype":"status","status":"requesting","session_id":"s-1"}"#,

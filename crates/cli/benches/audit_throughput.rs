@@ -1,4 +1,4 @@
-//! `cargo bench -p agent-watchdog --bench audit_throughput`
+//! `cargo bench -p agent-sdk-watchdog-cli --bench audit_throughput`
 //!
 //! Generates a synthetic corpus shaped like Claude Code transcripts (seeded), then measures in
 //! the same run, each on every core:
@@ -10,7 +10,7 @@
 //! `AUDIT_BENCH_SEED` (default 7), `AUDIT_BENCH_DIR` (parent of the temporary corpus folder),
 //! `AUDIT_BENCH_REPS` (median of, default 5), `AUDIT_BENCH_CORPUS` (keep or reuse the corpus in
 //! this folder), `AUDIT_BENCH_REPORT` (print the audit's text report).
-//! Entries follow the key order of the real transcripts in `shared/protocol/transcripts`
+//! Entries follow the key order of the real transcripts in `testdata/transcripts`
 //! (`type` first on API request records, after the payload on attachments and messages).
 //! The corpus is deleted afterwards. All figures are with a warm page cache (the corpus was just
 //! written, and a first untimed floor pass reads it once).
@@ -73,7 +73,7 @@ fn iso(ms: i64) -> String {
 }
 
 /// Words of the synthetic text: code and prose, with escapes about as often as in the real
-/// transcripts in `shared/protocol/transcripts` (there: ~36 quotes and ~7 backslashes per KB).
+/// transcripts in `testdata/transcripts` (there: ~36 quotes and ~7 backslashes per KB).
 const WORDS: &[&str] = &[
     "the",
     "cargo",

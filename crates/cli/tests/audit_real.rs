@@ -1,4 +1,4 @@
-//! `audit` on the real transcripts and captures in `shared/protocol`, the plot, and `run_audit`.
+//! `audit` on the real transcripts and captures in `testdata/`, the plot, and `run_audit`.
 
 use agent_watchdog::audit::spells::SpellKind;
 use agent_watchdog::audit::transcript::Ending;
@@ -7,7 +7,7 @@ use watchdog_core::Limits;
 
 #[test]
 fn the_real_transcripts_give_sensible_values() {
-    let dir = mock_api::harness::shared_dir().join("protocol/transcripts");
+    let dir = mock_api::harness::testdata_dir().join("transcripts");
     let r = audit_paths(&[dir], &Limits::default());
     assert_eq!(r.sessions_scanned, 2);
     assert_eq!(r.files_skipped, 0);
@@ -51,7 +51,7 @@ fn the_real_transcripts_give_sensible_values() {
 
 #[test]
 fn the_real_captures_are_read_and_replayed() {
-    let dir = mock_api::harness::shared_dir().join("protocol/captures");
+    let dir = mock_api::harness::testdata_dir().join("captures");
     let n = std::fs::read_dir(&dir).unwrap().count() as u64;
     let r = audit_paths(&[dir], &Limits::default());
     assert_eq!(r.sessions_scanned, n);
@@ -153,7 +153,7 @@ fn check_text(t: &str) -> Result<(), String> {
 
 #[test]
 fn the_plot_is_well_formed_with_one_bar_per_non_empty_bin_and_kind() {
-    let dir = mock_api::harness::shared_dir().join("protocol");
+    let dir = mock_api::harness::testdata_dir();
     let r = audit_paths(&[dir], &Limits::default());
     let svg = render_svg(&r);
     check_xml(&svg).unwrap();
@@ -184,7 +184,7 @@ fn the_plot_is_well_formed_with_one_bar_per_non_empty_bin_and_kind() {
 fn run_audit_writes_text_json_and_the_plot() {
     let tmp = tempfile::tempdir().unwrap();
     let plot = tmp.path().join("spells.svg");
-    let dir = mock_api::harness::shared_dir().join("protocol/transcripts");
+    let dir = mock_api::harness::testdata_dir().join("transcripts");
     let args = AuditArgs {
         paths: vec![dir.clone()],
         plot: Some(plot.clone()),

@@ -19,8 +19,8 @@ impl Rng {
 fn mutilated_transcripts_and_captures_never_panic() {
     let tmp = tempfile::tempdir().unwrap();
     let mut sources = Vec::new();
-    for sub in ["protocol/transcripts", "protocol/captures"] {
-        for e in fs::read_dir(mock_api::harness::shared_dir().join(sub)).unwrap() {
+    for sub in ["transcripts", "captures"] {
+        for e in fs::read_dir(mock_api::harness::testdata_dir().join(sub)).unwrap() {
             let p = e.unwrap().path();
             sources.push((p.file_name().unwrap().to_owned(), fs::read(&p).unwrap()));
         }

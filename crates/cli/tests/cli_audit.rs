@@ -7,7 +7,7 @@ use std::process::Command;
 const BIN: &str = env!("CARGO_BIN_EXE_agent-watchdog");
 
 fn transcripts() -> PathBuf {
-    mock_api::harness::shared_dir().join("protocol/transcripts")
+    mock_api::harness::testdata_dir().join("transcripts")
 }
 
 #[test]

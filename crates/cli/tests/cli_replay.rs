@@ -1,4 +1,4 @@
-//! `replay` on the real-CLI captures in `../shared/protocol/captures`, whole and truncated,
+//! `replay` on the real-CLI captures in `testdata/captures`, whole and truncated,
 //! in virtual time: the verdicts the core's rules predict.
 
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ use watchdog_core::capture::{Entry, Record};
 use watchdog_core::{classify, KillKind, Limits, LineView, Outcome, Signal};
 
 fn captures_dir() -> PathBuf {
-    mock_api::harness::shared_dir().join("protocol/captures")
+    mock_api::harness::testdata_dir().join("captures")
 }
 
 fn capture(name: &str) -> PathBuf {

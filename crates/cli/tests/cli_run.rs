@@ -566,7 +566,7 @@ fn emit_result_ends_a_killed_run_with_a_synthetic_result_and_exit_1() {
 #[test]
 fn rate_limit_warnings_and_rejections_are_said_once_each() {
     let dir = tempfile::tempdir().unwrap();
-    // The frames the real CLI prints under a gateway token (shapes from shared/protocol): two
+    // The frames the real CLI prints under a gateway token (shapes from testdata/captures): two
     // warnings for one window (said once), then a rejection of it (said).
     let warning = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":4102444800,"rateLimitType":"five_hour","utilization":0.95,"overageStatus":"rejected","unifiedWindows":{"five_hour":{"utilization":0.95,"resetsAt":4102444800,"status":"allowed_warning"}}},"session_id":"sess-1"}"#;
     let rejected = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":4102444800,"rateLimitType":"five_hour","overageStatus":"rejected"},"session_id":"sess-1"}"#;

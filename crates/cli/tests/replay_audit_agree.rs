@@ -56,7 +56,7 @@ fn kills(path: &Path, flags: &[&str]) -> (Kills, Kills) {
 }
 
 fn capture(name: &str) -> std::path::PathBuf {
-    mock_api::harness::shared_dir().join(format!("protocol/captures/{name}.capture.jsonl"))
+    mock_api::harness::testdata_dir().join(format!("captures/{name}.capture.jsonl"))
 }
 
 #[test]

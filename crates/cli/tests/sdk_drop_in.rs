@@ -6,6 +6,11 @@
 //!
 //! Needs node, python3, the SDKs in `.tools/sdk` and the real `claude`; a missing prerequisite
 //! fails with the command that installs it, never a skip.
+//!
+//! `scripts/test-packages` reruns these tests against the installed packages:
+//! `WATCHDOG_TEST_DROP_IN` replaces the drop-in under test (default: this build's
+//! `claude-watchdog`), `WATCHDOG_TEST_PYTHON` the Python that has the SDK, and
+//! `WATCHDOG_TEST_SDK_MODULES` the `node_modules` that holds the TypeScript SDK.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -16,7 +21,21 @@ use mock_api::harness::{find_claude, repo_root, ClaudeRun};
 use mock_api::{BlockingMockServer, Scenario, ScenarioOptions};
 use serde_json::Value;
 
-const DROP_IN: &str = env!("CARGO_BIN_EXE_claude-watchdog");
+/// The drop-in under test: `WATCHDOG_TEST_DROP_IN` (an installed package's), else this build's.
+fn drop_in() -> PathBuf {
+    match std::env::var_os("WATCHDOG_TEST_DROP_IN").filter(|p| !p.is_empty()) {
+        Some(p) => {
+            let p = PathBuf::from(p);
+            assert!(
+                p.is_file(),
+                "WATCHDOG_TEST_DROP_IN={} does not exist",
+                p.display()
+            );
+            p
+        }
+        None => PathBuf::from(env!("CARGO_BIN_EXE_claude-watchdog")),
+    }
+}
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -27,8 +46,12 @@ enum Sdk {
 }
 
 fn python() -> PathBuf {
-    let root = repo_root().expect("the repository root");
-    let py = root.join(".tools/sdk/py/bin/python");
+    let py = match std::env::var_os("WATCHDOG_TEST_PYTHON").filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => repo_root()
+            .expect("the repository root")
+            .join(".tools/sdk/py/bin/python"),
+    };
     assert!(
         py.is_file(),
         "\n\nThe Python SDK test needs claude-agent-sdk in {}.\nRun `scripts/install-sdk-test-deps`.\n",
@@ -38,8 +61,12 @@ fn python() -> PathBuf {
 }
 
 fn sdk_modules() -> PathBuf {
-    let root = repo_root().expect("the repository root");
-    let modules = root.join(".tools/sdk/node_modules");
+    let modules = match std::env::var_os("WATCHDOG_TEST_SDK_MODULES").filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => repo_root()
+            .expect("the repository root")
+            .join(".tools/sdk/node_modules"),
+    };
     assert!(
         modules.join("@anthropic-ai/claude-agent-sdk/sdk.mjs").is_file(),
         "\n\nThe SDK tests need the TypeScript Agent SDK in {}.\nRun `scripts/install-sdk-test-deps`.\n",
@@ -96,7 +123,7 @@ fn sdk_query(sdk: Sdk, scenario: &str, policy: &[(&str, &str)]) -> SdkRun {
         }
     };
     node.envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .env("DROP_IN", DROP_IN)
+        .env("DROP_IN", drop_in())
         .env("WORK_DIR", &cmd.cwd)
         .env("PROMPT", "Write hello.txt, then say hello.")
         .env("AGENT_WATCHDOG_CLAUDE", &claude)

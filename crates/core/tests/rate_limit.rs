@@ -38,7 +38,7 @@ const NOW: u64 = RESET_MS - 3_600_000;
 
 /// The stdout lines of a capture from the real CLI.
 fn capture_lines(name: &str) -> Vec<(u64, Value)> {
-    let path = common::shared_dir().join("protocol/captures").join(name);
+    let path = common::testdata_dir().join("captures").join(name);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()
@@ -381,7 +381,7 @@ fn resets_at_iso_accessors() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Frames the real CLI printed (CLI 2.1.332, shared/protocol/captures/s3_*).
+// Frames the real CLI printed (CLI 2.1.332, testdata/captures/s3_*).
 
 /// Feed every line of a capture; return the events.
 fn replay(m: &mut RateLimitMonitor, name: &str, now: u64) -> Vec<RateLimitEvent> {
@@ -472,7 +472,7 @@ fn a_run_without_rate_limit_frames_leaves_the_monitor_empty() {
 #[test]
 fn real_frames_as_raw_lines_give_the_same_reading() {
     // The borrowed (raw text) path of LineView must agree with the Value path.
-    let path = common::shared_dir().join("protocol/captures/s3_ratelimit_gwjwt.capture.jsonl");
+    let path = common::testdata_dir().join("captures/s3_ratelimit_gwjwt.capture.jsonl");
     let text = std::fs::read_to_string(path).unwrap();
     let mut a = monitor();
     for l in text.lines() {
@@ -795,7 +795,7 @@ fn event_messages_read_well() {
 
 #[test]
 fn every_line_of_every_real_capture_is_safe_to_observe() {
-    let dir = common::shared_dir().join("protocol/captures");
+    let dir = common::testdata_dir().join("captures");
     let mut frames = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();

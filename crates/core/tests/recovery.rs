@@ -1,6 +1,6 @@
 //! The recovery decision table: every trigger, every non-trigger, the single notice of a failed
 //! continuation, fail-closed handling of unknown values, markers and the in-memory ledger.
-//! Result lines come from the real CLI (shared/protocol) where one exists.
+//! Result lines come from the real CLI (testdata/) where one exists.
 
 mod common;
 
@@ -18,7 +18,7 @@ const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
 
 fn capture(name: &str) -> Vec<Value> {
-    let path = common::shared_dir().join("protocol/captures").join(name);
+    let path = common::testdata_dir().join("captures").join(name);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()
@@ -31,7 +31,7 @@ fn capture(name: &str) -> Vec<Value> {
 }
 
 fn example(key: &str) -> Value {
-    let path = common::shared_dir().join("protocol/examples.json");
+    let path = common::testdata_dir().join("examples.json");
     let all: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     all[key]["json"].clone()
 }

@@ -1,5 +1,5 @@
 //! Parity with the reference TypeScript suite: one test per watchdog check (82), in virtual
-//! time, numbered `ref N` as in `shared/protocol/reference-checks.md`.
+//! time, numbered `ref N` in the order of that suite's checks.
 //!
 //! Conventions. T0 is the registry's base instant. A "lane" is a session with a 70-minute
 //! ceiling registered at T0; because the reference counts registration as activity while our

@@ -1,4 +1,4 @@
-//! Real CLI output (Claude Code 2.1.332, `shared/protocol/`) through the view, the classifier
+//! Real CLI output (Claude Code 2.1.332, `testdata/`) through the view, the classifier
 //! and the registry.
 //!
 //! Every stdout line of every capture must classify as the contract table says (an oracle
@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::shared_dir;
+use common::testdata_dir;
 use serde_json::Value;
 use watchdog_core::capture::{Entry, Record};
 use watchdog_core::{
@@ -75,7 +75,7 @@ struct Capture {
 }
 
 fn captures() -> Vec<Capture> {
-    let dir = shared_dir().join("protocol/captures");
+    let dir = testdata_dir().join("captures");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("captures folder")
         .map(|e| e.unwrap().path())
@@ -183,7 +183,7 @@ fn capture_specific_counts() {
 
 #[test]
 fn every_example_message_classifies_as_the_contract_says() {
-    let path = shared_dir().join("protocol/examples.json");
+    let path = testdata_dir().join("examples.json");
     let all: BTreeMap<String, Value> =
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let mut n = 0;
@@ -211,7 +211,7 @@ fn every_example_message_classifies_as_the_contract_says() {
 #[test]
 fn claude_session_transcripts_never_break_the_view() {
     // Claude Code's own session files are not stream-json, but a host may feed anything.
-    let dir = shared_dir().join("protocol/transcripts");
+    let dir = testdata_dir().join("transcripts");
     let mut n = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let text = std::fs::read(entry.unwrap().path()).unwrap();

@@ -1,5 +1,5 @@
 //! Runs the real CLI against a named scenario and prints what it wrote and what
-//! the mock received: `cargo run -p mock-api --example probe -- healthy [seconds]`
+//! the mock received: `cargo run -p agent-sdk-watchdog-mock --example probe -- healthy [seconds]`
 //! (`PROBE_BODY=file.json` also saves the first request body).
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

@@ -46,32 +46,47 @@ pub fn gateway_jwt() -> String {
     format!("{header}.{payload}.sig")
 }
 
-/// The shared reference folder (`shared/` beside the repository, or `AGENT_WATCHDOG_SHARED`).
+/// The repository's `testdata/` folder (recordings of the real CLI, see its README), found
+/// from the current directory or the current executable upwards. Cargo runs tests and
+/// benchmarks in their package's directory, so this finds the checkout they belong to.
 /// Panics with a clear message when it is missing: tests never run on made-up protocol facts.
-pub fn shared_dir() -> PathBuf {
-    let dir = std::env::var_os("AGENT_WATCHDOG_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    assert!(
-        dir.join("protocol/captures").is_dir(),
-        "the shared reference folder is missing: expected {} (with protocol/captures); set AGENT_WATCHDOG_SHARED to its path",
-        dir.display()
-    );
-    dir
+pub fn testdata_dir() -> PathBuf {
+    let found = starts().into_iter().find_map(|start| {
+        start
+            .ancestors()
+            .map(|dir| dir.join("testdata"))
+            .find(|dir| dir.join("captures").is_dir())
+    });
+    match found {
+        Some(dir) => dir,
+        None => panic!(
+            "the recordings are missing: no testdata/captures above the current directory ({}) \
+             or the test executable; run the tests from a checkout of the repository",
+            std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default()
+        ),
+    }
 }
 
-/// The repository root: the nearest ancestor of this crate's manifest dir, the
-/// current executable or the current directory that holds `.tools` or a workspace
-/// `Cargo.toml`.
-pub fn repo_root() -> Option<PathBuf> {
-    let mut starts = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR"))];
-    if let Ok(exe) = std::env::current_exe() {
-        starts.push(exe);
-    }
+/// Where [`repo_root`] and [`testdata_dir`] start looking: the current directory, then the
+/// current executable. (Never a path fixed at build time: an installed binary must not carry
+/// the path of the machine it was built on.)
+fn starts() -> Vec<PathBuf> {
+    let mut starts = Vec::new();
     if let Ok(cwd) = std::env::current_dir() {
         starts.push(cwd);
     }
-    starts.iter().find_map(|start| {
+    if let Ok(exe) = std::env::current_exe() {
+        starts.push(exe);
+    }
+    starts
+}
+
+/// The repository root: the nearest ancestor of the current directory or the current
+/// executable that holds `.tools` or a workspace `Cargo.toml`.
+pub fn repo_root() -> Option<PathBuf> {
+    starts().iter().find_map(|start| {
         start
             .ancestors()
             .find(|dir| {

@@ -1,7 +1,7 @@
 //! End-to-end tests: the real Claude Code CLI against the mock.
 //!
-//! They pin the protocol facts the watchdog depends on (see
-//! `shared/protocol/README.md`, measured on Claude Code 2.1.332), so a CLI upgrade
+//! They pin the protocol facts the watchdog depends on (the recordings in
+//! `testdata/`, measured on Claude Code 2.1.332), so a CLI upgrade
 //! that changes one fails here with a message saying which. A missing CLI is a
 //! failure naming `scripts/install-claude`, never a skip. `CLAUDE_BIN=/path/to/claude`
 //! runs them against another build.

@@ -183,14 +183,13 @@ pub fn kill_kinds(events: &[Event]) -> Vec<(SessionId, KillKind)> {
         .collect()
 }
 
-/// The shared reference folder; panics with a clear message when missing.
-pub fn shared_dir() -> PathBuf {
-    let dir = std::env::var_os("AGENT_WATCHDOG_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+/// The repository's `testdata/` folder (recordings of the real CLI); panics with a clear
+/// message when it is missing.
+pub fn testdata_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
     assert!(
-        dir.join("protocol/captures").is_dir(),
-        "the shared reference folder is missing: expected {} (with protocol/captures); set AGENT_WATCHDOG_SHARED to its path",
+        dir.join("captures").is_dir(),
+        "the recordings are missing: expected {} (with captures/)",
         dir.display()
     );
     dir

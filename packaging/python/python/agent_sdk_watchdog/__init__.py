@@ -1,0 +1,186 @@
+"""agent-sdk-watchdog: every Claude Code / Agent SDK session ends, for a reason you can read.
+
+This package installs two executables: ``agent-watchdog`` (run, replay, audit, demo) and
+``claude-watchdog``, a drop-in for ``claude`` under the Agent SDK. The helpers below wire the
+drop-in into ``ClaudeAgentOptions`` in one call::
+
+    from claude_agent_sdk import ClaudeAgentOptions, query
+    from agent_sdk_watchdog import sdk_options
+
+    options = ClaudeAgentOptions(**sdk_options(idle="5m", no_progress="20m"), cwd="...")
+
+``cli_path`` is the installed ``claude-watchdog``; ``env`` carries the policy as
+``AGENT_WATCHDOG_*`` variables (the Python SDK merges ``env`` over the inherited
+environment). The drop-in runs the real ``claude`` found on ``PATH`` (or ``claude=``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+import sys
+import sysconfig
+from typing import Dict, Iterable, Optional, TypedDict, Union
+
+__all__ = ["Duration", "SdkOptions", "cli_path", "watchdog_env", "sdk_options"]
+
+Duration = Union[str, int, float, datetime.timedelta]
+"""A duration: ``"90s"``, ``"10m"``, ``"1h30m"``, a number of seconds, or a ``timedelta``."""
+
+
+class SdkOptions(TypedDict):
+    """The ``ClaudeAgentOptions`` fields that route a session through the watchdog."""
+
+    cli_path: str
+    env: Dict[str, str]
+
+
+def _exe(name: str) -> str:
+    return name + (".exe" if sys.platform == "win32" else "")
+
+
+def cli_path(name: str = "claude-watchdog") -> str:
+    """The path of an executable this package installed (``claude-watchdog`` by default).
+
+    Looks in this installation's scripts directory (the virtual environment's ``bin``, or the
+    user scheme's), then on ``PATH``. Raises ``FileNotFoundError`` when it is nowhere.
+    """
+    if name not in ("claude-watchdog", "agent-watchdog"):
+        raise ValueError(f"unknown executable {name!r}: expected claude-watchdog or agent-watchdog")
+    exe = _exe(name)
+    dirs = [sysconfig.get_path("scripts")]
+    user_scheme = "nt_user" if os.name == "nt" else "posix_user"
+    if user_scheme in sysconfig.get_scheme_names():
+        dirs.append(sysconfig.get_path("scripts", user_scheme))
+    for d in dirs:
+        candidate = os.path.join(d, exe)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(exe)
+    if found:
+        return found
+    raise FileNotFoundError(f"{exe} is not installed here (looked in {', '.join(dirs)} and on PATH)")
+
+
+def _duration(key: str, value: Duration, allow_zero: bool = False) -> str:
+    if isinstance(value, bool):
+        raise TypeError(f"{key}: expected a duration, got a bool")
+    if isinstance(value, datetime.timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float)):
+        seconds = float(value)
+    elif isinstance(value, str):
+        if not value.strip():
+            raise ValueError(f"{key}: empty duration")
+        return value.strip()
+    else:
+        raise TypeError(f"{key}: expected a duration, got {type(value).__name__}")
+    if not (seconds > 0 or (allow_zero and seconds == 0)) or seconds == float("inf"):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{key}: expected a duration {bound}, got {value!r}")
+    return repr(seconds)
+
+
+def _number(key: str, value: Union[int, float]) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{key}: expected a number, got {type(value).__name__}")
+    return repr(float(value))
+
+
+def watchdog_env(
+    *,
+    idle: Optional[Duration] = None,
+    no_progress: Optional[Duration] = None,
+    startup: Optional[Duration] = None,
+    linger: Optional[Duration] = None,
+    ceiling: Optional[Duration] = None,
+    grace: Optional[Duration] = None,
+    extend_factor: Optional[float] = None,
+    high_utilization: Optional[float] = None,
+    warn_at: Optional[float] = None,
+    write_tools: Optional[Iterable[str]] = None,
+    record: Optional[Union[str, os.PathLike]] = None,
+    summary: Optional[Union[str, os.PathLike]] = None,
+    claude: Optional[Union[str, os.PathLike]] = None,
+) -> Dict[str, str]:
+    """The ``AGENT_WATCHDOG_*`` variables for the given policy; unset values are left out.
+
+    Durations are checked for type here; their ranges are checked by ``claude-watchdog``,
+    which refuses a bad value with exit code 2 and a message naming the variable. ``record``
+    and ``summary`` name a capture and a summary file; ``claude`` the real ``claude``.
+    """
+    env: Dict[str, str] = {}
+    for key, dur in (
+        ("idle", idle),
+        ("no_progress", no_progress),
+        ("startup", startup),
+        ("linger", linger),
+        ("ceiling", ceiling),
+    ):
+        if dur is not None:
+            env[f"AGENT_WATCHDOG_{key.upper()}"] = _duration(key, dur)
+    if grace is not None:
+        # 0 is a valid grace (SIGKILL right after SIGTERM).
+        env["AGENT_WATCHDOG_GRACE"] = _duration("grace", grace, allow_zero=True)
+    for key, num in (
+        ("extend_factor", extend_factor),
+        ("high_utilization", high_utilization),
+        ("warn_at", warn_at),
+    ):
+        if num is not None:
+            env[f"AGENT_WATCHDOG_{key.upper()}"] = _number(key, num)
+    if write_tools is not None:
+        if isinstance(write_tools, str):
+            raise TypeError("write_tools: expected a list of tool names, got a str")
+        tools = [str(t) for t in write_tools]
+        if any("," in t or not t.strip() for t in tools):
+            raise ValueError(f"write_tools: tool names must be non-empty and without commas: {tools!r}")
+        env["AGENT_WATCHDOG_WRITE_TOOLS"] = ",".join(tools)
+    for var, path in (("RECORD", record), ("SUMMARY", summary), ("CLAUDE", claude)):
+        if path is not None:
+            env[f"AGENT_WATCHDOG_{var}"] = os.fspath(path)
+    return env
+
+
+def sdk_options(
+    *,
+    env: Optional[Dict[str, str]] = None,
+    idle: Optional[Duration] = None,
+    no_progress: Optional[Duration] = None,
+    startup: Optional[Duration] = None,
+    linger: Optional[Duration] = None,
+    ceiling: Optional[Duration] = None,
+    grace: Optional[Duration] = None,
+    extend_factor: Optional[float] = None,
+    high_utilization: Optional[float] = None,
+    warn_at: Optional[float] = None,
+    write_tools: Optional[Iterable[str]] = None,
+    record: Optional[Union[str, os.PathLike]] = None,
+    summary: Optional[Union[str, os.PathLike]] = None,
+    claude: Optional[Union[str, os.PathLike]] = None,
+) -> SdkOptions:
+    """``cli_path`` and ``env`` for ``ClaudeAgentOptions``: ``ClaudeAgentOptions(**sdk_options(...))``.
+
+    ``env`` (optional) is your own extra environment for the session; the policy variables are
+    added over it. See :func:`watchdog_env` for the policy arguments.
+    """
+    merged = dict(env or {})
+    merged.update(
+        watchdog_env(
+            idle=idle,
+            no_progress=no_progress,
+            startup=startup,
+            linger=linger,
+            ceiling=ceiling,
+            grace=grace,
+            extend_factor=extend_factor,
+            high_utilization=high_utilization,
+            warn_at=warn_at,
+            write_tools=write_tools,
+            record=record,
+            summary=summary,
+            claude=claude,
+        )
+    )
+    return {"cli_path": cli_path(), "env": merged}
