@@ -12,7 +12,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{say, script, stderr, watchdog};
+use common::{first_line, say, script, signal, stderr, watchdog};
 
 const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"sess-1"}"#;
 const ASSISTANT: &str = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]},"session_id":"sess-1"}"#;
@@ -451,24 +451,6 @@ fn a_claude_command_without_stream_json_gets_one_hint() {
 }
 
 /// Wait for the child's first stdout line: by then the watchdog handles signals.
-fn first_line(child: &mut std::process::Child) {
-    use std::io::BufRead;
-    let stdout = child.stdout.take().unwrap();
-    let mut reader = std::io::BufReader::new(stdout);
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    assert!(line.contains("init"), "{line}");
-    // Keep draining so the child never blocks on a full pipe.
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-}
-
-fn kill_cmd(sig: &str, pid: u32) {
-    let ok = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
 
 #[test]
 fn sigterm_is_forwarded_and_a_second_one_escalates() {
@@ -490,7 +472,7 @@ fn sigterm_is_forwarded_and_a_second_one_escalates() {
         .spawn()
         .unwrap();
     first_line(&mut child);
-    kill_cmd("-TERM", child.id());
+    signal(child.id(), 15);
     let t = Instant::now();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143));
@@ -513,13 +495,13 @@ fn sigterm_is_forwarded_and_a_second_one_escalates() {
         .spawn()
         .unwrap();
     first_line(&mut child);
-    kill_cmd("-INT", child.id());
+    signal(child.id(), 2);
     std::thread::sleep(Duration::from_millis(500));
     assert!(
         child.try_wait().unwrap().is_none(),
         "the first signal must not kill it"
     );
-    kill_cmd("-INT", child.id());
+    signal(child.id(), 2);
     let t = Instant::now();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));

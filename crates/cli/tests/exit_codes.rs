@@ -9,7 +9,9 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{say, script, signal, stderr, watchdog, ASSISTANT, INIT, RESULT_OK};
+use common::{
+    first_line, say, script, signal, spawn_run, stderr, watchdog, ASSISTANT, INIT, RESULT_OK,
+};
 use mock_api::harness::{find_claude, ClaudeRun};
 use mock_api::{BlockingMockServer, Scenario};
 use serde_json::Value;
@@ -60,17 +62,8 @@ fn signalled(dir: &Path, sig: i32) -> Output {
             say(INIT)
         ),
     );
-    let mut w = watchdog()
-        .args(["run", "--grace", "1s", "--"])
-        .arg(&child)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(w.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let mut w = spawn_run(&["--grace", "1s"], &child);
+    first_line(&mut w);
     signal(w.id(), sig);
     w.wait_with_output().unwrap()
 }

@@ -17,7 +17,9 @@ use serde_json::Value;
 
 mod common;
 
-use common::{say, script, signal, stderr, watchdog, ASSISTANT, BIN, INIT, RESULT_OK};
+use common::{
+    first_line, say, script, signal, spawn_run, stderr, watchdog, ASSISTANT, BIN, INIT, RESULT_OK,
+};
 
 const DROP_IN: &str = env!("CARGO_BIN_EXE_claude-watchdog");
 
@@ -98,20 +100,11 @@ fn each_terminating_signal_is_forwarded_then_escalated_to_the_whole_tree() {
         let pids_file = dir.path().join("pids");
         let child = stubborn(dir.path(), &pids_file);
         let summary = dir.path().join("s.json");
-        let mut w = watchdog()
-            .args(["run", "--grace", "1s", "--summary"])
-            .arg(&summary)
-            .arg("--")
-            .arg(&child)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let summary_arg = summary.to_str().unwrap();
+        let mut w = spawn_run(&["--grace", "1s", "--summary", summary_arg], &child);
         let pids = read_pids(&pids_file, 2);
         // The child is running: the first line came.
-        let mut out = BufReader::new(w.stdout.take().unwrap());
-        let mut first = String::new();
-        out.read_line(&mut first).unwrap();
+        first_line(&mut w);
         signal(w.id(), sig);
         let status = wait_exit(&mut w, Duration::from_secs(30));
         let mut err = String::new();
@@ -146,16 +139,8 @@ fn signals_whose_default_would_end_us_are_ignored() {
             say(RESULT_OK)
         ),
     );
-    let mut w = watchdog()
-        .args(["run", "--"])
-        .arg(&child)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(w.stdout.take().unwrap());
-    let mut first = String::new();
-    out.read_line(&mut first).unwrap();
+    let mut w = spawn_run(&[], &child);
+    first_line(&mut w);
     for sig in [10, 12, 14] {
         // SIGUSR1, SIGUSR2, SIGALRM
         signal(w.id(), sig);
@@ -182,17 +167,9 @@ fn the_child_gets_sigterm_when_the_watchdog_is_sigkilled() {
             say(INIT)
         ),
     );
-    let mut w = watchdog()
-        .args(["run", "--"])
-        .arg(&child)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut w = spawn_run(&[], &child);
     let pids = read_pids(&pids_file, 1);
-    let mut out = BufReader::new(w.stdout.take().unwrap());
-    let mut first = String::new();
-    out.read_line(&mut first).unwrap();
+    first_line(&mut w);
     w.kill().unwrap();
     w.wait().unwrap();
     assert_eq!(
@@ -371,13 +348,7 @@ fn ctrl_z_then_fg_does_not_kill_a_child_that_kept_printing() {
             say(RESULT_OK)
         ),
     );
-    let mut w = watchdog()
-        .args(["run", "--idle", "1s", "--extend-factor", "1", "--"])
-        .arg(&child)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut w = spawn_run(&["--idle", "1s", "--extend-factor", "1"], &child);
     let mut out = BufReader::new(w.stdout.take().unwrap());
     let mut first = String::new();
     out.read_line(&mut first).unwrap();

@@ -53,3 +53,28 @@ pub fn signal(pid: u32, sig: i32) {
         .unwrap();
     assert!(status.success());
 }
+
+/// `agent-watchdog run ARGS -- CHILD` with stdout and stderr piped, started.
+pub fn spawn_run(args: &[&str], child: &Path) -> std::process::Child {
+    watchdog()
+        .arg("run")
+        .args(args)
+        .arg("--")
+        .arg(child)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait for the child's first stdout line (its `init`: it is running), then keep draining its
+/// stdout on a thread so it never blocks on a full pipe.
+pub fn first_line(child: &mut std::process::Child) {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().unwrap();
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.contains("init"), "{line}");
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+}
