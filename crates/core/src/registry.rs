@@ -567,20 +567,22 @@ impl Registry {
         waited: bool,
     ) {
         self.counts[class.kind.index()] += 1;
-        let t = if waited {
-            self.clock(now)
+        // A line that waited is noted before what came due at `now`; nothing due: as plain.
+        let (t, due_after) = if waited {
+            let t = self.clock(now);
+            (t, self.queue.peek().is_some_and(|at| at <= t))
         } else {
-            self.advance(now)
+            (self.advance(now), false)
         };
         let Some(slot) = slot else {
-            if waited {
+            if due_after {
                 self.run_due(t);
             }
             return;
         };
         let id = make_id(slot, self.session(slot).generation);
         if self.session(slot).is_done() {
-            if waited {
+            if due_after {
                 self.run_due(t);
             }
             return;
@@ -652,8 +654,8 @@ impl Registry {
             self.events.push_back(Event::Settled { id });
         }
         // The queue was settled with nothing due at `t`; unless this line changed it (or it
-        // waited, and the queue was not settled first), it still is.
-        if self.reschedule(slot) || waited {
+        // waited past something due, which runs now), it still is.
+        if self.reschedule(slot) || due_after {
             self.run_due(t);
         }
     }
