@@ -78,20 +78,18 @@ fn run_scenario(name: &str, flags: &[&str]) -> Live {
     let capture = dir.path().join("capture.jsonl");
     let t = Instant::now();
     // These tests are about the watchdog's verdicts; recovery has its own end-to-end tests.
-    let out = Command::new(BIN)
-        .arg("run")
-        .args(flags)
-        .arg("--no-recover-output-limit")
-        .arg("--summary")
-        .arg(&summary)
-        .arg("--record")
-        .arg(&capture)
-        .arg("--")
-        .arg(&cmd.program)
-        .args(&cmd.args)
-        .env_clear()
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&cmd.cwd)
+    let out = cmd
+        .behind(
+            Command::new(BIN)
+                .arg("run")
+                .args(flags)
+                .arg("--no-recover-output-limit")
+                .arg("--summary")
+                .arg(&summary)
+                .arg("--record")
+                .arg(&capture)
+                .arg("--"),
+        )
         .stdin(Stdio::null())
         .output()
         .unwrap();

@@ -205,19 +205,15 @@ fn real_claude(edit: impl Fn(Vec<String>) -> Vec<String>) -> Output {
     let server = BlockingMockServer::start(Scenario::named("healthy").expect("scenario"))
         .expect("start the mock");
     let run = ClaudeRun::new(claude(), server.base_url(), "Say hello.").expect("dirs");
-    let cmd = run.command();
+    let mut cmd = run.command();
     let args: Vec<String> = cmd
         .args
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let out = Command::new(common::BIN)
-        .args(["run", "--idle", "60s", "--"])
-        .arg(&cmd.program)
-        .args(edit(args))
-        .env_clear()
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&cmd.cwd)
+    cmd.args = edit(args).into_iter().map(Into::into).collect();
+    let out = cmd
+        .behind(Command::new(common::BIN).args(["run", "--idle", "60s", "--"]))
         .stdin(Stdio::null())
         .output()
         .unwrap();

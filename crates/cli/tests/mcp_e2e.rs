@@ -126,20 +126,18 @@ fn run_mcp_with(mode: &str, env: &[(&str, &str)], flags: &[&str], during: Option
     let summary = dir.path().join("summary.json");
     let capture = dir.path().join("capture.jsonl");
     let t = Instant::now();
-    let child = Command::new(BIN)
-        .arg("run")
-        .args(flags)
-        .arg("--no-recover-output-limit")
-        .arg("--summary")
-        .arg(&summary)
-        .arg("--record")
-        .arg(&capture)
-        .arg("--")
-        .arg(&cmd.program)
-        .args(&cmd.args)
-        .env_clear()
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&cmd.cwd)
+    let child = cmd
+        .behind(
+            Command::new(BIN)
+                .arg("run")
+                .args(flags)
+                .arg("--no-recover-output-limit")
+                .arg("--summary")
+                .arg(&summary)
+                .arg("--record")
+                .arg(&capture)
+                .arg("--"),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -34,20 +34,18 @@ fn watch(run: &ClaudeRun, flags: &[&str], state: &Path, budget: Duration) -> Wat
     let out_dir = tempfile::tempdir().unwrap();
     let (out_path, err_path) = (out_dir.path().join("out"), out_dir.path().join("err"));
     let summary = out_dir.path().join("summary.json");
-    let mut child = Command::new(BIN)
-        .arg("run")
-        .args(flags)
-        .arg("--no-status")
-        .arg("--state-dir")
-        .arg(state)
-        .arg("--summary")
-        .arg(&summary)
-        .arg("--")
-        .arg(&cmd.program)
-        .args(&cmd.args)
-        .env_clear()
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&cmd.cwd)
+    let mut child = cmd
+        .behind(
+            Command::new(BIN)
+                .arg("run")
+                .args(flags)
+                .arg("--no-status")
+                .arg("--state-dir")
+                .arg(state)
+                .arg("--summary")
+                .arg(&summary)
+                .arg("--"),
+        )
         .stdin(Stdio::null())
         .stdout(File::create(&out_path).unwrap())
         .stderr(File::create(&err_path).unwrap())

@@ -423,20 +423,18 @@ fn run_reports_subagent_failures_even_when_the_session_succeeded() {
         let cmd = run.command();
         let out_dir = tempfile::tempdir().unwrap();
         let summary = out_dir.path().join("summary.json");
-        let out = std::process::Command::new(BIN)
-            .arg("run")
-            .arg("--no-status")
-            .arg("--state-dir")
-            .arg(state.path())
-            .arg("--summary")
-            .arg(&summary)
-            .arg("--")
-            .arg(&cmd.program)
-            .args(&cmd.args)
-            .env_clear()
-            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        let out = cmd
+            .behind(
+                std::process::Command::new(BIN)
+                    .arg("run")
+                    .arg("--no-status")
+                    .arg("--state-dir")
+                    .arg(state.path())
+                    .arg("--summary")
+                    .arg(&summary)
+                    .arg("--"),
+            )
             .env("AGENT_WATCHDOG_STATE_DIR", state.path())
-            .current_dir(&cmd.cwd)
             .stdin(Stdio::null())
             .output()
             .unwrap();

@@ -383,6 +383,21 @@ impl ClaudeCommand {
         c
     }
 
+    /// Append this command (its program and arguments) to `wrapper`, a command that runs
+    /// another after its own arguments (`agent-watchdog run … --`), with this command's
+    /// cleared environment and working directory. Stdio is left to the caller.
+    pub fn behind<'c>(
+        &self,
+        wrapper: &'c mut std::process::Command,
+    ) -> &'c mut std::process::Command {
+        wrapper
+            .arg(&self.program)
+            .args(&self.args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.cwd)
+    }
+
     /// A `tokio::process::Command` with a cleared environment. Stdio is left to the caller.
     pub fn to_tokio(&self) -> tokio::process::Command {
         tokio::process::Command::from(self.to_std())
