@@ -35,8 +35,9 @@ use crate::verdict::{event_json, killed_clause, ms};
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// After the child exited, how long its pipes may stay open (held by descendants).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
-/// The longest stdout line handled as one line (64 MiB); longer ones come in pieces.
-pub(crate) const MAX_LINE: usize = 64 << 20;
+// The longest stdout line handled as one line (64 MiB, the cap `replay` and `audit` read
+// captures with); longer ones come in pieces.
+use crate::capture_reader::MAX_LINE;
 
 /// What `run` learns from the fields of stdout lines, kept by the supervisor's stdout hook
 /// ([`Seen::observe`]) from the view the supervisor parsed (so no line is parsed twice).

@@ -30,7 +30,7 @@ use serde_json::Value;
 use watchdog_core::{Kill, LineKind, Outcome, RateLimitMonitor};
 
 pub(crate) use host_signals::{UserSig, UserSignals};
-pub(crate) use live::{supervise, MAX_LINE};
+pub(crate) use live::supervise;
 
 use crate::cli::RunArgs;
 use crate::exit_code::{self, Ending, Intervention};
