@@ -296,7 +296,7 @@ impl Finished {
 
     /// The summary of this run, with the process exit code `exit_code`.
     fn summary(&self, exit_code: i32, recovery: Option<Value>) -> Value {
-        let mut v = Summary {
+        Summary {
             argv: self
                 .argv
                 .iter()
@@ -315,21 +315,14 @@ impl Finished {
             events: self.events.to_vec(),
             base: self.start,
             recovery,
+            output_error: match &self.stopped {
+                Some(Stopped::Output(e)) => Some((e.error.to_string(), e.closed)),
+                _ => None,
+            },
+            leftovers_killed: self.leftovers_killed,
+            blocked_on_output_ms: ms(self.blocked_on_output),
         }
-        .to_json();
-        if let Some(Stopped::Output(e)) = &self.stopped {
-            v["kill"] = serde_json::json!({
-                "kind": "output",
-                "error": e.error.to_string(),
-                "reader_gone": e.closed,
-                "ladder": self.ladder.map(Stage::as_str),
-            });
-        }
-        // The whole invocation's CPU: ours, and the children's we waited for.
-        v["cpu"] = crate::cpu::usage_json();
-        v["leftovers_killed"] = self.leftovers_killed.into();
-        v["blocked_on_output_ms"] = ms(self.blocked_on_output).into();
-        v
+        .to_json()
     }
 }
 

@@ -38,12 +38,24 @@ pub struct Summary<'a> {
     /// What recovery did (`run` only): `{trigger, marker, continued_outcome, notice, …}`.
     /// The other fields describe the first run; `exit_code` is the final run's.
     pub recovery: Option<Value>,
+    /// Our stdout could not be written (the `kill` is then of kind `output`): the error, and
+    /// whether the reader went away.
+    pub output_error: Option<(String, bool)>,
+    /// Descendants still running when the child exited by itself, then stopped.
+    pub leftovers_killed: usize,
+    /// Milliseconds the child's output waited for our stdout.
+    pub blocked_on_output_ms: u64,
 }
 
 impl Summary<'_> {
     /// The JSON object.
     pub fn to_json(&self) -> Value {
-        let mut kill = self.kill.map(|k| kill_json(k, self.base));
+        let mut kill = match &self.output_error {
+            Some((error, reader_gone)) => {
+                Some(json!({"kind": "output", "error": error, "reader_gone": reader_gone}))
+            }
+            None => self.kill.map(|k| kill_json(k, self.base)),
+        };
         if let (Some(k), Some(stage)) = (kill.as_mut(), self.ladder) {
             k["ladder"] = json!(stage);
         }
@@ -79,6 +91,10 @@ impl Summary<'_> {
             },
             "events": self.events,
             "command": self.argv,
+            // The whole invocation's CPU: ours, and the children's we waited for.
+            "cpu": crate::cpu::usage_json(),
+            "leftovers_killed": self.leftovers_killed,
+            "blocked_on_output_ms": self.blocked_on_output_ms,
         });
         if let Some(r) = &self.recovery {
             v["recovery"] = r.clone();
