@@ -138,12 +138,11 @@ pub(crate) async fn ladder(
 /// SIGKILL the group (while the child lives, or always where the tree is unknown) and every
 /// known descendant, until the child is reaped and the tree is empty.
 async fn kill_all(l: &mut Ladder<'_>, mut exit: Exit, killed: &mut HashSet<Proc>) -> Exit {
-    for round in 0..250 {
+    for _ in 0..250 {
         // The group too, even once the child is gone: its MCP servers share it, and one
         // started since the last scan is not known to the tree.
         let _ = signals::group(l.pgid, Signal::KILL);
         // The ladder's last deep scan was just before: rounds walk the known tree.
-        let _ = round;
         let live = l.tree.scan(false);
         for p in &live {
             let _ = signals::process(p.pid, Signal::KILL);
