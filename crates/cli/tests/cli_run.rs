@@ -586,7 +586,7 @@ fn rate_limit_warnings_and_rejections_are_said_once_each() {
 /// The fields `run` needs from stdout lines come from the supervisor's stdout hook, which may
 /// run megabytes ahead of the loop that passes the lines on: with 20 MB around them, the
 /// rate-limit warning is still said once, the counts are exact, and the summary's session and
-/// result are those of the last result.
+/// result are those of the init and the last result.
 #[test]
 fn fields_seen_on_the_reader_are_exact_under_a_flood() {
     let dir = tempfile::tempdir().unwrap();
@@ -629,4 +629,35 @@ fn fields_seen_on_the_reader_are_exact_under_a_flood() {
     assert_eq!(s["session_id"], "sess-1");
     assert_eq!(s["result"]["subtype"], "success");
     assert_eq!(s["result"]["stop_reason"], "end_turn");
+}
+
+/// The summary names the session the `init` announced (the id `claude --resume` accepts),
+/// not one an earlier or later line carried, and its result fields are the last result's, all
+/// of them (`null` when the line lacked one).
+#[test]
+fn the_summary_session_is_the_inits_and_the_result_is_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let hook = r#"{"type":"system","subtype":"hook_started","session_id":"before-init"}"#;
+    let late = r#"{"type":"stream_event","event":{"type":"ping"},"session_id":"after-result"}"#;
+    let child = script(
+        dir.path(),
+        "ids",
+        &[
+            say(hook),
+            say(INIT),
+            say(RESULT_ERR),
+            say(RESULT_OK),
+            say(late),
+        ]
+        .join("\n"),
+    );
+    let summary = dir.path().join("s.json");
+    let out = run(&["--summary", summary.to_str().unwrap()], &child);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = read_json(&summary);
+    assert_eq!(s["session_id"], "sess-1", "{s}");
+    assert_eq!(s["result"]["subtype"], "success");
+    assert_eq!(s["result"]["num_turns"], 1);
+    assert_eq!(s["result"]["api_error_status"], Value::Null);
+    assert_eq!(s["result"]["total_cost_usd"], Value::Null);
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use watchdog_core::capture::{Entry, Record};
 use watchdog_core::rate_limit::{RateLimitConfig, RateLimitMonitor};
 use watchdog_core::recovery::*;
-use watchdog_core::{KillKind, LineView, Outcome};
+use watchdog_core::{KillKind, LineView, Outcome, ResultFacts};
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
@@ -38,25 +38,25 @@ fn example(key: &str) -> Value {
 
 /// The outcome the registry reports for a `result` line (same rule as `Outcome`'s docs).
 fn outcome_of(result: &LineView<'_>) -> Outcome {
-    let sub = result.subtype();
-    if result.is_error() == Some(true) || sub.as_deref() != Some("success") {
-        Outcome::ErrorResult {
-            subtype: sub.map(|s| s.into_owned()),
-            terminal_reason: result.terminal_reason().map(|s| s.into_owned()),
-            stop_reason: result.stop_reason().map(|s| s.into_owned()),
-            api_error: result.api_error().map(|s| s.into_owned()),
-            api_error_status: result.api_error_status(),
-        }
-    } else if result.stop_reason().as_deref() == Some("tool_use") {
+    let facts = ResultFacts::of_line(result);
+    if facts.is_error_result() {
+        Outcome::ErrorResult(Box::new(facts))
+    } else if facts.stopped_mid_task() {
         Outcome::Incomplete
     } else {
         Outcome::Success
     }
 }
 
+/// The facts a host gives for a run that ended with this `result` line (its session id is the
+/// one the registry read from the same lines).
 fn facts_of_result(line: &Value) -> TerminalFacts {
     let v = LineView::from_value(line).unwrap();
-    TerminalFacts::new(outcome_of(&v), T).with_result_line(&v)
+    let mut facts = TerminalFacts::new(outcome_of(&v), T).with_result(&ResultFacts::of_line(&v));
+    if let Some(id) = v.session_id() {
+        facts = facts.with_session_id(id.into_owned());
+    }
+    facts
 }
 
 fn result_of(lines: &[Value]) -> &Value {
@@ -73,13 +73,14 @@ fn error(
     api_error: Option<&str>,
     status: Option<u16>,
 ) -> Outcome {
-    Outcome::ErrorResult {
+    Outcome::ErrorResult(Box::new(ResultFacts {
         subtype: Some(subtype.into()),
         terminal_reason: Some(terminal_reason.into()),
         stop_reason: Some("stop_sequence".into()),
         api_error: api_error.map(Into::into),
         api_error_status: status,
-    }
+        ..ResultFacts::default()
+    }))
 }
 
 fn max_tokens() -> Outcome {
@@ -233,7 +234,12 @@ fn a_429_result_with_a_known_reset_is_a_trigger_without_one_it_is_not() {
     let real = facts_of_result(&example(
         "result/success is_error=True terminal_reason=api_error",
     ));
-    assert_eq!(real.outcome, error("success", "api_error", None, Some(429)));
+    let Outcome::ErrorResult(r) = &real.outcome else {
+        panic!("not an error result: {:?}", real.outcome)
+    };
+    assert_eq!(r.api_error_status, Some(429));
+    assert_eq!(r.terminal_reason.as_deref(), Some("api_error"));
+    assert_eq!(r.api_error, None);
     assert_eq!(
         fresh(&all_on(), &real),
         Decision::Nothing(Skip::ResetUnknown)
@@ -290,13 +296,14 @@ fn a_reset_already_past_continues_without_waiting() {
 
 #[test]
 fn outcomes_that_are_never_continued() {
-    let refusal = Outcome::ErrorResult {
+    let refusal = Outcome::ErrorResult(Box::new(ResultFacts {
         subtype: Some("success".into()),
         terminal_reason: Some("api_error".into()),
         stop_reason: Some("refusal".into()),
         api_error: Some("max_output_tokens".into()),
         api_error_status: None,
-    };
+        ..ResultFacts::default()
+    }));
     let cases = [
         (Outcome::Success, Skip::NotATrigger),
         (Outcome::Incomplete, Skip::NotATrigger),
@@ -376,20 +383,22 @@ fn unknown_values_fail_closed() {
         ),
         error("success", "api_error", Some("overloaded_error"), Some(529)),
         error("success", "api_error", None, None),
-        Outcome::ErrorResult {
+        Outcome::ErrorResult(Box::new(ResultFacts {
             subtype: None,
             terminal_reason: Some("api_error".into()),
             stop_reason: None,
             api_error: Some("max_output_tokens".into()),
             api_error_status: None,
-        },
-        Outcome::ErrorResult {
+            ..ResultFacts::default()
+        })),
+        Outcome::ErrorResult(Box::new(ResultFacts {
             subtype: Some("success".into()),
             terminal_reason: None,
             stop_reason: None,
             api_error: Some("max_output_tokens".into()),
             api_error_status: None,
-        },
+            ..ResultFacts::default()
+        })),
     ];
     for outcome in cases {
         assert_eq!(
@@ -701,13 +710,14 @@ fn arb_outcome() -> impl Strategy<Value = Outcome> {
         )
             .prop_map(
                 |(subtype, terminal_reason, stop_reason, api_error, api_error_status)| {
-                    Outcome::ErrorResult {
+                    Outcome::ErrorResult(Box::new(ResultFacts {
                         subtype,
                         terminal_reason,
                         stop_reason,
                         api_error,
                         api_error_status,
-                    }
+                        ..ResultFacts::default()
+                    }))
                 }
             ),
     ]

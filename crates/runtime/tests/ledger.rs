@@ -12,20 +12,21 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::core::recovery::*;
-use agent_sdk_watchdog::core::Outcome;
+use agent_sdk_watchdog::core::{Outcome, ResultFacts};
 use agent_sdk_watchdog::{default_state_dir, FileLedger};
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
 
 fn max_tokens() -> Outcome {
-    Outcome::ErrorResult {
+    Outcome::ErrorResult(Box::new(ResultFacts {
         subtype: Some("success".into()),
         terminal_reason: Some("api_error".into()),
         stop_reason: Some("stop_sequence".into()),
         api_error: Some("max_output_tokens".into()),
         api_error_status: None,
-    }
+        ..ResultFacts::default()
+    }))
 }
 
 fn cut_off(id: &str) -> TerminalFacts {

@@ -86,8 +86,8 @@ impl Seen {
     /// One parsed stdout line, on the supervisor's reader.
     fn observe(&mut self, view: &LineView<'_>, info: &LineInfo<'_>) {
         let (class, top_level, i) = (info.class, info.top_level, info.index);
-        self.tally
-            .observe_line(view, class, top_level, info.new_session_id);
+        let needed = Tally::needs_view(class, top_level).then_some(view);
+        self.tally.observe_line(needed, class, top_level);
         match class.kind {
             LineKind::RateLimit => {
                 // Warnings (once per window until it resets or falls back), rejections,
@@ -135,8 +135,6 @@ struct Live<'h> {
     last_progress: Option<Instant>,
     activity: Activity,
     activity_since: Instant,
-    /// The last top-level `result` line, as printed.
-    last_result: Option<Vec<u8>>,
     /// Bytes of the over-long line being read, if one is.
     overlong: Option<usize>,
     expect_session: Option<String>,
@@ -210,11 +208,6 @@ impl Live<'_> {
                 continue;
             }
             self.stdout_line(now, bytes, m);
-        }
-        // Only the last top-level result counts: one copy per batch at most.
-        let result = |m: &&LineMeta| m.class.kind == LineKind::Result && m.top_level && !m.piece;
-        if let Some(m) = b.lines().iter().rev().find(result) {
-            self.last_result = Some(b.line(m).to_vec());
         }
         self.lines_done += b.lines().len() as u64;
         self.apply_seen(now);
@@ -487,7 +480,6 @@ pub(crate) async fn supervise(
         last_progress: None,
         activity: Activity::Starting,
         activity_since: start,
-        last_result: None,
         overlong: None,
         expect_session: expect_session.map(str::to_owned),
         session_mismatch: None,
@@ -599,12 +591,13 @@ pub(crate) async fn supervise(
         exit,
         duration: end.saturating_duration_since(start),
         tally,
+        session_id: report.as_ref().and_then(|r| r.session_id.clone()),
+        result: report.as_ref().and_then(|r| r.result.clone()),
         stderr,
         suppressed,
         interrupted: signals.first,
         events: live.events,
         start,
-        last_result: live.last_result,
         monitor,
         ended_wall_ms: wall_ms(),
         session_mismatch: live.session_mismatch,

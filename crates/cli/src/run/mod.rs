@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agent_sdk_watchdog::Stage;
 use serde_json::Value;
-use watchdog_core::{Kill, LineKind, Outcome, RateLimitMonitor};
+use watchdog_core::{ClaudeSessionId, Kill, LineKind, Outcome, RateLimitMonitor, ResultFacts};
 
 pub(crate) use host_signals::{UserSig, UserSignals};
 pub(crate) use live::supervise;
@@ -186,8 +186,10 @@ pub(crate) struct Finished {
     events: crate::event_log::EventLog<Value>,
     /// The spawn instant.
     start: Instant,
-    /// The last top-level `result` line, as printed.
-    pub(crate) last_result: Option<Vec<u8>>,
+    /// Claude Code's session id, as the policy read it ([`watchdog_core::facts`]).
+    pub(crate) session_id: Option<ClaudeSessionId>,
+    /// The facts of the last `result`, as the policy read them.
+    pub(crate) result: Option<ResultFacts>,
     /// The rate-limit readings.
     pub(crate) monitor: RateLimitMonitor,
     /// When it ended, epoch ms.
@@ -279,13 +281,9 @@ impl Finished {
             Outcome::Incomplete => Some(format!(
                 "{what} {status} after a result that stopped mid-task (incomplete){ours}"
             )),
-            Outcome::ErrorResult {
-                subtype,
-                terminal_reason,
-                ..
-            } => Some(format!(
+            Outcome::ErrorResult(r) => Some(format!(
                 "{what} {status} after an error result ({}){ours}",
-                [subtype.as_deref(), terminal_reason.as_deref()]
+                [r.subtype.as_deref(), r.terminal_reason.as_deref()]
                     .into_iter()
                     .flatten()
                     .collect::<Vec<_>>()
@@ -309,6 +307,8 @@ impl Finished {
             exit_code,
             duration_ms: ms(self.duration),
             tally: &self.tally,
+            session_id: self.session_id.as_ref(),
+            result: self.result.as_ref(),
             stderr: self.stderr,
             suppressed: self.suppressed.clone(),
             interrupted: self.interrupted.map(UserSig::name),
@@ -418,9 +418,9 @@ async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
         let line = synthetic::result_line(
             k,
             &kill_sentence(k, &what),
-            final_run.tally.session_id.as_deref(),
+            final_run.session_id.as_ref(),
             ms(final_run.duration),
-            final_run.tally.num_turns(),
+            final_run.tally.num_turns(final_run.result.as_ref()),
         );
         if let Err(e) = host.stdout.write_own_line(&line.to_string()).await {
             host.status
