@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use watchdog_core::capture::{Entry, EntryView, RecordView};
 use watchdog_core::replay::{ExitRecord, Replay, RunVerdict, Step, TimeFaults, TimedEvent};
-use watchdog_core::{ClaudeSessionId, Event, Kill, Limits, Outcome, ResultFacts};
+use watchdog_core::{ClaudeSessionId, Event, Kill, Limits, LineKind, Outcome, ResultFacts};
 
 use crate::capture_reader::{is_blank, Item, Lines};
 use crate::duration::format_duration;
 use crate::event_log::EventLog;
-use crate::tally::Tally;
+use crate::tally::{lines_json, Tally};
 use crate::verdict::{event_json, kill_json};
 
 /// Unreadable lines listed one by one; the rest are only counted.
@@ -54,6 +54,8 @@ pub struct Verdict {
     pub session_id: Option<ClaudeSessionId>,
     /// The facts of the last `result`, as the registry read them.
     pub result: Option<ResultFacts>,
+    /// Stdout lines by kind, as the registry counted them.
+    pub line_counts: [u64; LineKind::ALL.len()],
     /// The virtual base instant (t_ms = 0).
     pub base: Instant,
 }
@@ -88,6 +90,7 @@ impl Verdict {
             tally: Tally::default(),
             session_id: None,
             result: None,
+            line_counts: [0; LineKind::ALL.len()],
             base,
         }
     }
@@ -101,6 +104,7 @@ impl Verdict {
         self.boundary_ms = v.boundary_ms;
         self.session_id = v.session_id;
         self.result = v.result;
+        self.line_counts = v.line_counts;
         self.base = v.base;
     }
 
@@ -121,7 +125,7 @@ impl Verdict {
             "session_id": self.session_id(),
             "result": self.result,
             "exit": self.exit.map(|e| json!({"t_ms": e.t_ms, "code": e.code, "signal": e.signal})),
-            "lines": self.tally.counts_json(),
+            "lines": lines_json(LineKind::ALL.map(|k| (k, self.line_counts[k.index()])), 0),
             "boundary_ms": self.boundary_ms,
         })
     }
@@ -212,7 +216,6 @@ pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> 
                     }
                 }
                 _ => {
-                    cur.tally.unparseable();
                     cur.first_line.get_or_insert((t_ms, "unparseable".into()));
                 }
             }

@@ -1,6 +1,7 @@
-//! What a run printed, tallied for the summary, the replay report and the status line: line
-//! counts by kind, the current activity, rate-limit windows, subagent failures. (The session id
-//! and the last `result`'s fields are the registry's: [`watchdog_core::facts`].)
+//! What a run printed, tallied for the summary, the replay report and the status line: the
+//! current activity, turns, rate-limit windows, subagent failures. (The session id and the last
+//! `result`'s fields are the registry's, [`watchdog_core::facts`]; the line counts are the
+//! supervisor's, or the replay's registry's: [`lines_json`].)
 
 use std::collections::BTreeMap;
 
@@ -67,10 +68,8 @@ impl Activity {
 /// The running tally of one run's stdout.
 #[derive(Debug, Clone)]
 pub struct Tally {
-    /// Lines counted by kind, in [`LineKind::ALL`] order.
-    pub counts: [u64; LineKind::ALL.len()],
-    /// Lines over the maximum length, counted as keep-alives.
-    pub overlong: u64,
+    /// An `assistant` line came (a turn is in progress or done).
+    assistant: bool,
     /// The last `rate_limit_info` seen.
     pub rate_limit: Option<Value>,
     /// The current activity.
@@ -86,8 +85,7 @@ pub struct Tally {
 impl Default for Tally {
     fn default() -> Self {
         Tally {
-            counts: [0; LineKind::ALL.len()],
-            overlong: 0,
+            assistant: false,
             rate_limit: None,
             activity: Activity::Starting,
             tool_rounds: 0,
@@ -98,11 +96,6 @@ impl Default for Tally {
 }
 
 impl Tally {
-    /// Count one stdout line that did not parse.
-    pub fn unparseable(&mut self) {
-        self.counts[LineKind::Unparseable.index()] += 1;
-    }
-
     /// Whether tallying a line of class `class` looks inside it (init and other `system`
     /// lines, rate limits, heartbeats, top-level turns); the others are tallied from their
     /// class alone, so only these need a [`LineView`].
@@ -113,12 +106,12 @@ impl Tally {
         ) || (top_level && matches!(class.kind, LineKind::Assistant | LineKind::User))
     }
 
-    /// Count one parsed stdout line of class `class`, as the supervisor reported it
+    /// Tally one parsed stdout line of class `class`, as the supervisor reported it
     /// (`top_level`: no `parent_tool_use_id`). `view` is needed only when
     /// [`Tally::needs_view`] says so (it is not read otherwise); the result is the same as
     /// [`Tally::observe`]'s.
     pub fn observe_line(&mut self, view: Option<&LineView<'_>>, class: Class, top_level: bool) {
-        self.counts[class.kind.index()] += 1;
+        self.assistant |= class.kind == LineKind::Assistant;
         match view {
             Some(view) if Self::needs_view(class, top_level) => {
                 self.look_inside(view, class, top_level);
@@ -127,9 +120,9 @@ impl Tally {
         }
     }
 
-    /// Count one parsed stdout line of class `class`, looking inside it.
+    /// Tally one parsed stdout line of class `class`, looking inside it.
     pub fn observe(&mut self, view: &LineView<'_>, class: Class) {
-        self.counts[class.kind.index()] += 1;
+        self.assistant |= class.kind == LineKind::Assistant;
         let top_level = view.parent_tool_use_id().is_none();
         self.look_inside(view, class, top_level);
     }
@@ -218,34 +211,13 @@ impl Tally {
         }
     }
 
-    /// Line counts by kind, as a JSON object (kinds with zero lines left out).
-    pub fn counts_json(&self) -> Value {
-        let mut m = Map::new();
-        for kind in LineKind::ALL {
-            let n = self.counts[kind.index()];
-            if n > 0 {
-                m.insert(kind.as_str().into(), json!(n));
-            }
-        }
-        if self.overlong > 0 {
-            m.insert("overlong".into(), json!(self.overlong));
-        }
-        Value::Object(m)
-    }
-
     /// Model turns so far: the last `result`'s `num_turns` (`result`: the registry's facts),
     /// else one per tool round plus the turn in progress.
     pub fn num_turns(&self, result: Option<&ResultFacts>) -> u64 {
         if let Some(n) = result.and_then(|r| r.num_turns) {
             return n;
         }
-        let assistant = self.counts[LineKind::Assistant.index()] > 0;
-        self.tool_rounds + u64::from(assistant)
-    }
-
-    /// Total stdout lines.
-    pub fn total_lines(&self) -> u64 {
-        self.counts.iter().sum()
+        self.tool_rounds + u64::from(self.assistant)
     }
 
     /// The rate-limit windows of the last `rate_limit_event` (`unifiedWindows` when present),
@@ -270,6 +242,21 @@ impl Tally {
         }
         json!(m)
     }
+}
+
+/// Line counts by kind as a JSON object (kinds with zero lines left out), and `overlong` (lines
+/// over the maximum length, counted there only) when there were any.
+pub fn lines_json(counts: impl IntoIterator<Item = (LineKind, u64)>, overlong: u64) -> Value {
+    let mut m = Map::new();
+    for (kind, n) in counts {
+        if n > 0 {
+            m.insert(kind.as_str().into(), json!(n));
+        }
+    }
+    if overlong > 0 {
+        m.insert("overlong".into(), json!(overlong));
+    }
+    Value::Object(m)
 }
 
 /// One subagent failure seen on stdout (`system/task_updated` with `status: "failed"`, or a
@@ -433,7 +420,7 @@ mod tests {
             assert_eq!(full.activity, by_class.activity, "after line {i}");
         }
         assert_eq!(full.activity, Activity::Settled);
-        assert_eq!(full.counts, by_class.counts);
+        assert_eq!(full.num_turns(None), by_class.num_turns(None));
         assert_eq!(full.rate_limit, by_class.rate_limit);
         assert_eq!(full.tool_rounds, by_class.tool_rounds);
     }
@@ -460,8 +447,13 @@ mod tests {
             r#"{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn","session_id":"s1"}"#,
         );
         assert_eq!(t.activity, Activity::Settled);
-        assert_eq!(t.total_lines(), 4);
-        assert_eq!(t.counts_json()["result"], 1);
+        // No `num_turns` in the result: one tool round and the turn that ended.
+        assert_eq!(t.num_turns(None), 2);
+        let facts = ResultFacts {
+            num_turns: Some(5),
+            ..ResultFacts::default()
+        };
+        assert_eq!(t.num_turns(Some(&facts)), 5);
     }
 
     fn recorded(name: &str) -> Vec<String> {

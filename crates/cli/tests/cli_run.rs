@@ -681,3 +681,29 @@ fn a_rate_limit_reading_reaches_the_policy() {
         "{err}"
     );
 }
+
+/// A line over the 64 MiB limit is passed on whole, said once, and counted once: as over-long,
+/// not also as unparseable pieces.
+#[test]
+fn an_over_long_line_is_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = (64 << 20) + 1000;
+    let body = [
+        say(INIT),
+        format!("head -c {n} /dev/zero | tr '\\0' a; echo"),
+        say(RESULT_OK),
+    ]
+    .join("\n");
+    let child = script(dir.path(), "long", &body);
+    let summary = dir.path().join("s.json");
+    let out = run(&["--summary", summary.to_str().unwrap()], &child);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout.len(), INIT.len() + n + RESULT_OK.len() + 3);
+    let err = stderr(&out);
+    assert_eq!(err.matches("over the 64 MiB limit").count(), 1, "{err}");
+    let s = read_json(&summary);
+    assert_eq!(s["lines"]["overlong"], 1, "{s}");
+    assert_eq!(s["lines"]["unparseable"], Value::Null, "{s}");
+    assert_eq!(s["lines"]["system"], 1);
+    assert_eq!(s["lines"]["result"], 1);
+}

@@ -142,6 +142,9 @@ pub struct RunVerdict {
     pub session_id: Option<ClaudeSessionId>,
     /// The facts of the run's last `result`, if one came.
     pub result: Option<ResultFacts>,
+    /// The run's stdout lines by kind, in [`LineKind::ALL`] order (a `raw` record counts as
+    /// [`LineKind::Unparseable`]).
+    pub line_counts: [u64; LineKind::ALL.len()],
     /// The `exit` record, if the run has one.
     pub exit: Option<ExitRecord>,
     /// The last entry's time: from here on a run without `exit` is silent.
@@ -475,6 +478,7 @@ impl Replay {
             kill: self.run.kill.clone(),
             session_id: self.run.reg.claude_session_id(self.run.id).cloned(),
             result: self.run.reg.result(self.run.id).cloned(),
+            line_counts: *self.run.reg.line_counts(),
             exit: self.run.exit,
             last_t_ms: self.run.t_ms,
             after_kill: self.run.after_kill,

@@ -289,7 +289,10 @@ async fn a_hundred_mib_line_is_delivered_intact() {
         .all(|l| l.bytes.iter().all(|&b| b == b'a')));
     assert_eq!(c.stdout[2].bytes, b"after");
     assert!(c.other.iter().any(|o| matches!(o, Output::Overlong { .. })));
+    // Counted once, as over-long; not as two unparseable lines.
     assert_eq!(report.overlong_lines, 1);
+    assert_eq!(report.counts.get(LineKind::Unparseable), 1);
+    assert_eq!(report.counts.total(), 1);
     drop(c);
     // A larger max_line: one piece.
     let cfg = SupervisorConfig {

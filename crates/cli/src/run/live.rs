@@ -43,7 +43,7 @@ struct Live<'h> {
     handle: SupervisorHandle,
     start: Instant,
     what: String,
-    /// What the stdout lines said (the only count of them `run` keeps).
+    /// What the stdout lines said.
     tally: Tally,
     /// The rate-limit readings.
     monitor: RateLimitMonitor,
@@ -170,7 +170,6 @@ impl Live<'_> {
     }
 
     fn end_overlong(&mut self, now: Instant, n: usize) {
-        self.tally.overlong += 1;
         self.host.status.say(&format!(
             "warning: a stdout line of {n} bytes is over the {} MiB limit; counted as a keep-alive",
             MAX_LINE >> 20
@@ -189,7 +188,6 @@ impl Live<'_> {
         self.host.recorder.stdout_line(t, bytes);
         let class = m.class;
         if class.kind == LineKind::Unparseable {
-            self.tally.unparseable();
             return false;
         }
         if matches!(class.signal, Signal::Progress | Signal::Settle) {
@@ -493,6 +491,12 @@ pub(crate) async fn supervise(
         exit,
         duration: end.saturating_duration_since(start),
         tally: live.tally,
+        // The supervisor's count: each line once, an over-long one in `overlong_lines` only.
+        counts: report
+            .as_ref()
+            .map(|r| r.counts.clone())
+            .unwrap_or_default(),
+        overlong: report.as_ref().map_or(0, |r| r.overlong_lines),
         session_id: report.as_ref().and_then(|r| r.session_id.clone()),
         result: report.as_ref().and_then(|r| r.result.clone()),
         stderr,

@@ -25,7 +25,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use agent_sdk_watchdog::Stage;
+use agent_sdk_watchdog::{LineCounts, Stage};
 use serde_json::Value;
 use watchdog_core::{ClaudeSessionId, Kill, LineKind, Outcome, RateLimitMonitor, ResultFacts};
 
@@ -35,7 +35,7 @@ pub(crate) use live::supervise;
 use crate::cli::RunArgs;
 use crate::exit_code::{self, Ending, Intervention};
 use crate::status::Status;
-use crate::tally::Tally;
+use crate::tally::{lines_json, Tally};
 use crate::verdict::{kill_sentence, ms};
 use out_file::SummaryTarget;
 use record::Recorder;
@@ -176,6 +176,10 @@ pub(crate) struct Finished {
     pub(crate) duration: Duration,
     /// What stdout said.
     pub(crate) tally: Tally,
+    /// Stdout lines by kind, as the supervisor counted them (each line once).
+    counts: LineCounts,
+    /// Stdout lines over the maximum length (not in `counts`).
+    overlong: u64,
     /// Stderr lines seen and suppressed.
     stderr: (u64, u64),
     /// Suppressed repeats per warning code.
@@ -222,7 +226,7 @@ impl Finished {
         LineKind::ALL
             .iter()
             .filter(|k| !matches!(k, LineKind::Unknown | LineKind::Unparseable))
-            .any(|k| self.tally.counts[k.index()] > 0)
+            .any(|k| self.counts.get(*k) > 0)
     }
 
     /// This run's exit code under `cfg` ([`exit_code::decide`]).
@@ -265,7 +269,7 @@ impl Finished {
         } else {
             String::new()
         };
-        let no_stdout = self.tally.counts.iter().sum::<u64>() == 0 && self.tally.overlong == 0;
+        let no_stdout = self.counts.total() == 0 && self.overlong == 0;
         match &self.outcome {
             Outcome::Success | Outcome::Killed { .. } => None,
             Outcome::NoResult if no_stdout => Some(format!(
@@ -307,6 +311,7 @@ impl Finished {
             exit_code,
             duration_ms: ms(self.duration),
             tally: &self.tally,
+            lines: lines_json(self.counts.iter(), self.overlong),
             session_id: self.session_id.as_ref(),
             result: self.result.as_ref(),
             stderr: self.stderr,

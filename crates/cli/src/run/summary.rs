@@ -25,6 +25,8 @@ pub struct Summary<'a> {
     pub duration_ms: u64,
     /// What stdout said.
     pub tally: &'a Tally,
+    /// Stdout lines by kind ([`lines_json`](crate::tally::lines_json)).
+    pub lines: Value,
     /// Claude Code's session id (the registry's).
     pub session_id: Option<&'a ClaudeSessionId>,
     /// The facts of the last `result` (the registry's).
@@ -74,7 +76,7 @@ impl Summary<'_> {
             "result": self.result.cloned().unwrap_or_default(),
             "duration_ms": self.duration_ms,
             "rate_limits": self.tally.rate_limit_windows(),
-            "lines": self.tally.counts_json(),
+            "lines": self.lines,
             "stderr": {
                 "lines": self.stderr.0,
                 "suppressed_warnings": self.stderr.1,

@@ -140,7 +140,8 @@ pub struct Report {
     pub session_id: Option<ClaudeSessionId>,
     /// The facts of the last `result` line, as the policy read them; `None` without a policy.
     pub result: Option<ResultFacts>,
-    /// Stdout lines by kind (each piece of an over-long line counts once as `Unparseable`).
+    /// Stdout lines by kind, each line once. An over-long line is not here: it is counted once
+    /// in [`Report::overlong_lines`].
     pub counts: LineCounts,
     /// Stdout lines (pieces of over-long lines count once each).
     pub stdout_lines: u64,

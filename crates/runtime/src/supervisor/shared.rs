@@ -124,7 +124,10 @@ impl Shared {
                     .with(now, |reg, id, now| reg.observe_waited(now, id, None))
                     .unwrap_or(Class::UNPARSEABLE),
             };
-            st.counts.add(m.class.kind);
+            // An over-long line is counted once, in `overlong_lines`, not once per piece.
+            if !m.piece {
+                st.counts.add(m.class.kind);
+            }
         }
         st.overlong_lines += overlong as u64;
         events.extend(drain(st));
