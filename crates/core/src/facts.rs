@@ -82,6 +82,13 @@ impl fmt::Display for ClaudeSessionId {
     }
 }
 
+impl std::ops::Deref for ClaudeSessionId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
 impl AsRef<str> for ClaudeSessionId {
     fn as_ref(&self) -> &str {
         &self.0

@@ -34,7 +34,7 @@
 //!
 //! ```
 //! use watchdog_core::recovery::*;
-//! use watchdog_core::{Outcome, ResultFacts};
+//! use watchdog_core::{ClaudeSessionId, Outcome, ResultFacts};
 //!
 //! let id = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 //! let cut_off = Outcome::ErrorResult(Box::new(ResultFacts {
@@ -49,7 +49,8 @@
 //! let ledger = MemoryLedger::default();
 //!
 //! // First run: continue once.
-//! let facts = TerminalFacts::new(cut_off.clone(), 1_000).with_session_id(id);
+//! let sid = ClaudeSessionId::parse(id).unwrap();
+//! let facts = TerminalFacts::new(cut_off.clone(), 1_000).with_session_id(sid.clone());
 //! let state = LedgerState::from(ledger.get(id).unwrap());
 //! let decision = recovery.decide(&facts, &state);
 //! let Decision::Continue { trigger: Trigger::OutputLimit, .. } = &decision else { panic!() };
@@ -58,7 +59,7 @@
 //! assert_eq!(ledger.try_claim(id, &marker).unwrap(), Claim::AlreadyClaimed);
 //!
 //! // The continued run is cut off again: one notice, then nothing.
-//! let again = TerminalFacts::new(cut_off, 2_000).with_session_id(id);
+//! let again = TerminalFacts::new(cut_off, 2_000).with_session_id(sid);
 //! let state = LedgerState::from(ledger.get(id).unwrap());
 //! assert!(matches!(recovery.decide(&again, &state), Decision::Notice(_)));
 //! assert!(ledger.record_notice(id).unwrap());
@@ -77,7 +78,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigError;
 use crate::event::{KillKind, Outcome};
-use crate::facts::ResultFacts;
+use crate::facts::{ClaudeSessionId, ResultFacts};
 use crate::rate_limit::{format_iso_ms, RateLimitMonitor, WallMs};
 
 /// What made a run worth continuing.
@@ -249,7 +250,7 @@ pub struct TerminalFacts {
     pub ended_at_ms: WallMs,
     /// The Claude Code session id, needed to resume: the registry's
     /// ([`Registry::claude_session_id`](crate::Registry::claude_session_id)).
-    pub session_id: Option<String>,
+    pub session_id: Option<ClaudeSessionId>,
     /// The reset time of a rejected rate-limit window, epoch ms, if one was seen.
     pub rate_limit_resets_at_ms: Option<WallMs>,
     /// Whether a rejected rate-limit reading was seen.
@@ -280,8 +281,8 @@ impl TerminalFacts {
         }
     }
     /// The session id.
-    pub fn with_session_id(mut self, id: impl Into<String>) -> Self {
-        self.session_id = Some(id.into());
+    pub fn with_session_id(mut self, id: ClaudeSessionId) -> Self {
+        self.session_id = Some(id);
         self
     }
     /// A rejected rate-limit reading and its reset time, if known.
@@ -668,7 +669,7 @@ impl Recovery {
                     return Decision::Nothing(Skip::Disabled(trigger));
                 }
                 let valid_id = matches!(
-                    facts.session_id.as_deref(),
+                    facts.session_id.as_ref().map(ClaudeSessionId::as_str),
                     Some(id) if validate_session_id(id).is_ok()
                 );
                 if !valid_id {
@@ -734,7 +735,7 @@ impl Marker {
         };
         Some(Marker {
             version: MARKER_VERSION,
-            session_id: facts.session_id.clone()?,
+            session_id: facts.session_id.clone()?.into(),
             trigger: *trigger,
             created_at_ms: facts.ended_at_ms,
             original: facts.summary(),

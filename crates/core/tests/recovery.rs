@@ -12,7 +12,12 @@ use serde_json::Value;
 use watchdog_core::capture::{Entry, Record};
 use watchdog_core::rate_limit::{RateLimitConfig, RateLimitMonitor};
 use watchdog_core::recovery::*;
-use watchdog_core::{KillKind, LineView, Outcome, ResultFacts};
+use watchdog_core::{ClaudeSessionId, KillKind, LineView, Outcome, ResultFacts};
+
+/// A session id as the registry hands it over.
+fn sid(id: &str) -> ClaudeSessionId {
+    ClaudeSessionId::parse(id).unwrap()
+}
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
@@ -54,7 +59,7 @@ fn facts_of_result(line: &Value) -> TerminalFacts {
     let v = LineView::from_value(line).unwrap();
     let mut facts = TerminalFacts::new(outcome_of(&v), T).with_result(&ResultFacts::of_line(&v));
     if let Some(id) = v.session_id() {
-        facts = facts.with_session_id(id.into_owned());
+        facts = facts.with_session_id(ClaudeSessionId::parse(&id).unwrap());
     }
     facts
 }
@@ -88,7 +93,7 @@ fn max_tokens() -> Outcome {
 }
 
 fn facts(outcome: Outcome) -> TerminalFacts {
-    TerminalFacts::new(outcome, T).with_session_id(ID)
+    TerminalFacts::new(outcome, T).with_session_id(sid(ID))
 }
 
 fn all_on() -> Recovery {
@@ -416,7 +421,7 @@ fn without_a_valid_session_id_nothing_is_continued() {
         fresh(&all_on(), &none),
         Decision::Nothing(Skip::NoSessionId)
     );
-    let bad = TerminalFacts::new(max_tokens(), T).with_session_id("../../etc");
+    let bad = TerminalFacts::new(max_tokens(), T).with_session_id(sid("../../etc"));
     assert_eq!(fresh(&all_on(), &bad), Decision::Nothing(Skip::NoSessionId));
 }
 
@@ -543,7 +548,7 @@ fn the_full_chain_through_the_ledger() {
     // notice yet, and certainly no continuation.
     assert_eq!(r.decide(&first, &state), Decision::Nothing(Skip::Duplicate));
     // The continued run ends later and hits the trigger again: the one notice.
-    let again = TerminalFacts::new(max_tokens(), T + 60_000).with_session_id(ID);
+    let again = TerminalFacts::new(max_tokens(), T + 60_000).with_session_id(sid(ID));
     let d = r.decide(&again, &state);
     assert!(matches!(d, Decision::Notice(_)));
     assert!(
@@ -746,7 +751,7 @@ proptest! {
             f = f.with_rejection(Some(reset));
         }
         if with_id {
-            f = f.with_session_id(ID);
+            f = f.with_session_id(sid(ID));
         }
         for t in [Trigger::OutputLimit, Trigger::AfterKill] {
             let again = matches!(r.decide(&f, &continued(t)), Decision::Continue { .. });

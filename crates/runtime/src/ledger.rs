@@ -97,7 +97,7 @@ pub fn default_state_dir_from_env() -> Option<PathBuf> {
 ///
 /// ```
 /// use agent_sdk_watchdog::core::recovery::*;
-/// use agent_sdk_watchdog::core::{Outcome, ResultFacts};
+/// use agent_sdk_watchdog::core::{ClaudeSessionId, Outcome, ResultFacts};
 /// use agent_sdk_watchdog::FileLedger;
 ///
 /// let state = tempfile::tempdir().unwrap();
@@ -110,7 +110,8 @@ pub fn default_state_dir_from_env() -> Option<PathBuf> {
 ///     api_error_status: None,
 ///     ..ResultFacts::default()
 /// }));
-/// let facts = TerminalFacts::new(cut_off, 1_000).with_session_id(id);
+/// let sid = ClaudeSessionId::parse(id).unwrap();
+/// let facts = TerminalFacts::new(cut_off, 1_000).with_session_id(sid);
 /// let recovery = Recovery::default();
 ///
 /// // The run was cut off: decide, then claim the marker before continuing.

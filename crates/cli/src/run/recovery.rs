@@ -69,7 +69,7 @@ pub(crate) struct Recovered {
 pub(crate) fn facts_of(run: &Finished) -> TerminalFacts {
     let mut facts = TerminalFacts::new(run.outcome.clone(), run.ended_wall_ms);
     if let Some(id) = &run.session_id {
-        facts = facts.with_session_id(id.as_str());
+        facts = facts.with_session_id(id.clone());
     }
     if let Some(result) = &run.result {
         facts = facts.with_result(result);
@@ -124,9 +124,11 @@ pub(crate) async fn after(
             return r;
         }
     }
+    // The ledger keys markers by UUID: a session id of another shape is not resumed.
     let Some(sid) = facts
         .session_id
-        .clone()
+        .as_ref()
+        .map(|id| id.as_str().to_owned())
         .filter(|id| validate_session_id(id).is_ok())
     else {
         let skip = Skip::NoSessionId;
