@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use watchdog_core::capture::Record;
 use watchdog_core::{
-    Event, Kill, LineKind, LineView, Outcome, RateLimitConfig, RateLimitMonitor, SessionConfig,
-    Signal, StallClock,
+    ClaudeSessionId, Event, Kill, LineKind, LineView, Outcome, RateLimitConfig, RateLimitMonitor,
+    SessionConfig, Signal, StallClock,
 };
 
 use super::host_signals::UserSig;
@@ -213,7 +213,7 @@ impl Live<'_> {
                 true
             }
             LineKind::System if m.top_level && view.subtype().as_deref() == Some("init") => {
-                self.check_session(view.session_id().map(|s| s.into_owned()));
+                self.check_session(ClaudeSessionId::of_line(&view));
                 false
             }
             _ => false,
@@ -221,14 +221,15 @@ impl Live<'_> {
     }
 
     /// A continuation must go on with the same session: stop it when its id differs.
-    fn check_session(&mut self, got: Option<String>) {
+    /// (`got`: the init's id as the registry reads it, [`ClaudeSessionId::of_line`].)
+    fn check_session(&mut self, got: Option<ClaudeSessionId>) {
         let Some(expected) = &self.expect_session else {
             return;
         };
         if got.as_deref() == Some(expected.as_str()) || self.session_mismatch.is_some() {
             return;
         }
-        let got = got.unwrap_or_default();
+        let got = got.map(String::from).unwrap_or_default();
         self.host.status.say(&format!(
             "recovery: the continuation runs session {got:?}, not {expected}; stopping it"
         ));
