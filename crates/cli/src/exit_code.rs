@@ -123,7 +123,7 @@ pub struct Ending<'a> {
 /// assert_eq!(decide(&killed), 124);
 /// ```
 pub fn decide(e: &Ending<'_>) -> i32 {
-    let has_result = matches!(e.outcome, Outcome::Success | Outcome::ErrorResult { .. });
+    let has_result = matches!(e.outcome, Outcome::Success | Outcome::ErrorResult(_));
     match e.intervention {
         Some(Intervention::Output { closed: true }) => return OUTPUT_CLOSED,
         Some(Intervention::Output { closed: false }) => return OUTPUT_ERROR,
@@ -225,13 +225,7 @@ mod tests {
 
     #[test]
     fn a_child_that_ended_by_itself_keeps_its_code() {
-        let err = Outcome::ErrorResult {
-            subtype: None,
-            terminal_reason: None,
-            stop_reason: None,
-            api_error: None,
-            api_error_status: None,
-        };
+        let err = Outcome::ErrorResult(Box::default());
         assert_eq!(decide(&ending(&Outcome::Success, Some(0))), 0);
         assert_eq!(decide(&ending(&Outcome::Success, Some(5))), 5);
         assert_eq!(decide(&ending(&err, Some(1))), 1);

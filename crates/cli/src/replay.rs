@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use watchdog_core::capture::{Entry, EntryView, RecordView};
 use watchdog_core::replay::{ExitRecord, Replay, RunVerdict, Step, TimeFaults, TimedEvent};
-use watchdog_core::{Event, Kill, Limits, Outcome};
+use watchdog_core::{ClaudeSessionId, Event, Kill, Limits, LineKind, Outcome, ResultFacts};
 
 use crate::capture_reader::{is_blank, Item, Lines};
 use crate::duration::format_duration;
 use crate::event_log::EventLog;
-use crate::tally::Tally;
+use crate::tally::{lines_json, Tally};
 use crate::verdict::{event_json, kill_json};
 
 /// Unreadable lines listed one by one; the rest are only counted.
@@ -50,6 +50,12 @@ pub struct Verdict {
     pub boundary_ms: Option<u64>,
     /// What the stdout lines said.
     pub tally: Tally,
+    /// Claude Code's session id, as the registry read it.
+    pub session_id: Option<ClaudeSessionId>,
+    /// The facts of the last `result`, as the registry read them.
+    pub result: Option<ResultFacts>,
+    /// Stdout lines by kind, as the registry counted them.
+    pub line_counts: [u64; LineKind::ALL.len()],
     /// The virtual base instant (t_ms = 0).
     pub base: Instant,
 }
@@ -82,6 +88,9 @@ impl Verdict {
             after_kill: 0,
             boundary_ms: None,
             tally: Tally::default(),
+            session_id: None,
+            result: None,
+            line_counts: [0; LineKind::ALL.len()],
             base,
         }
     }
@@ -93,12 +102,15 @@ impl Verdict {
         self.last_t_ms = v.last_t_ms;
         self.after_kill = v.after_kill;
         self.boundary_ms = v.boundary_ms;
+        self.session_id = v.session_id;
+        self.result = v.result;
+        self.line_counts = v.line_counts;
         self.base = v.base;
     }
 
     /// The session id the lines carried.
     pub fn session_id(&self) -> Option<&str> {
-        self.tally.session_id.as_deref()
+        self.session_id.as_ref().map(ClaudeSessionId::as_str)
     }
 
     /// The `--json` object of this run.
@@ -111,9 +123,9 @@ impl Verdict {
                 event_json(&e.event, self.base + Duration::from_millis(e.t_ms), self.base)
             }),
             "session_id": self.session_id(),
-            "result": self.tally.result_json(),
+            "result": self.result,
             "exit": self.exit.map(|e| json!({"t_ms": e.t_ms, "code": e.code, "signal": e.signal})),
-            "lines": self.tally.counts_json(),
+            "lines": lines_json(LineKind::ALL.map(|k| (k, self.line_counts[k.index()])), 0),
             "boundary_ms": self.boundary_ms,
         })
     }
@@ -194,10 +206,7 @@ pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> 
                 RecordView::Line(view) => {
                     // As `run` tallies: inside a line only when its fields count.
                     let top_level = view.parent_tool_use_id().is_none();
-                    let new_sid = view
-                        .session_id()
-                        .is_some_and(|s| !s.is_empty() && cur.session_id() != Some(&*s));
-                    cur.tally.observe_line(view, class, top_level, new_sid);
+                    cur.tally.observe_line(Some(view), class, top_level);
                     if cur.first_line.is_none() {
                         let mut name = view.kind().map(|k| k.into_owned()).unwrap_or_default();
                         if let Some(s) = view.subtype() {
@@ -207,7 +216,6 @@ pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> 
                     }
                 }
                 _ => {
-                    cur.tally.unparseable();
                     cur.first_line.get_or_insert((t_ms, "unparseable".into()));
                 }
             }
@@ -265,8 +273,8 @@ fn secs(t_ms: u64) -> String {
 fn event_line(v: &Verdict, e: &TimedEvent) -> String {
     match &e.event {
         Event::Settled { .. } => {
-            let r = v.tally.result.as_ref();
-            let sub = r.and_then(|r| r.subtype.clone()).unwrap_or_default();
+            let sub = v.result.as_ref().and_then(|r| r.subtype.clone());
+            let sub = sub.unwrap_or_default();
             format!("settled: result {sub}")
         }
         Event::Extended { reason, .. } => {

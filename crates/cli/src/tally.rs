@@ -1,29 +1,12 @@
 //! What a run printed, tallied for the summary, the replay report and the status line: the
-//! session id, the last `result`'s fields, line counts by kind, the current activity.
+//! current activity, turns, rate-limit windows, subagent failures. (The session id and the last
+//! `result`'s fields are the registry's, [`watchdog_core::facts`]; the line counts are the
+//! supervisor's, or the replay's registry's: [`lines_json`].)
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
-use watchdog_core::{Class, LineKind, LineView};
-
-/// The fields of the last `result` line.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ResultInfo {
-    /// `subtype`, e.g. `success`, `error_during_execution`.
-    pub subtype: Option<String>,
-    /// `is_error`.
-    pub is_error: Option<bool>,
-    /// `stop_reason`.
-    pub stop_reason: Option<String>,
-    /// `terminal_reason`.
-    pub terminal_reason: Option<String>,
-    /// `api_error`, e.g. `max_output_tokens`.
-    pub api_error: Option<String>,
-    /// `num_turns`.
-    pub num_turns: Option<u64>,
-    /// `total_cost_usd`.
-    pub total_cost_usd: Option<f64>,
-}
+use watchdog_core::{Class, LineKind, LineView, ResultFacts};
 
 /// What the status line shows as the current activity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,14 +68,8 @@ impl Activity {
 /// The running tally of one run's stdout.
 #[derive(Debug, Clone)]
 pub struct Tally {
-    /// The session id, as last printed.
-    pub session_id: Option<String>,
-    /// The last `result`, if any.
-    pub result: Option<ResultInfo>,
-    /// Lines counted by kind, in [`LineKind::ALL`] order.
-    pub counts: [u64; LineKind::ALL.len()],
-    /// Lines over the maximum length, counted as keep-alives.
-    pub overlong: u64,
+    /// An `assistant` line came (a turn is in progress or done).
+    assistant: bool,
     /// The last `rate_limit_info` seen.
     pub rate_limit: Option<Value>,
     /// The current activity.
@@ -108,10 +85,7 @@ pub struct Tally {
 impl Default for Tally {
     fn default() -> Self {
         Tally {
-            session_id: None,
-            result: None,
-            counts: [0; LineKind::ALL.len()],
-            overlong: 0,
+            assistant: false,
             rate_limit: None,
             activity: Activity::Starting,
             tool_rounds: 0,
@@ -122,40 +96,33 @@ impl Default for Tally {
 }
 
 impl Tally {
-    /// Count one stdout line that did not parse.
-    pub fn unparseable(&mut self) {
-        self.counts[LineKind::Unparseable.index()] += 1;
+    /// Whether tallying a line of class `class` looks inside it (init and other `system`
+    /// lines, rate limits, heartbeats, top-level turns); the others are tallied from their
+    /// class alone, so only these need a [`LineView`].
+    pub fn needs_view(class: Class, top_level: bool) -> bool {
+        matches!(
+            class.kind,
+            LineKind::RateLimit | LineKind::System | LineKind::ToolProgress
+        ) || (top_level && matches!(class.kind, LineKind::Assistant | LineKind::User))
     }
 
-    /// Count one parsed stdout line of class `class`, as the supervisor reported it:
-    /// `top_level` (no `parent_tool_use_id`), `new_session_id` (its `session_id` differs from
-    /// the last one seen). Looks inside `view` only for the lines whose fields count (init,
-    /// result, rate limits, top-level turns, a new session id); the others are tallied from
-    /// their class alone, with the same result as [`Tally::observe`].
-    pub fn observe_line(
-        &mut self,
-        view: &LineView<'_>,
-        class: Class,
-        top_level: bool,
-        new_session_id: bool,
-    ) {
-        self.counts[class.kind.index()] += 1;
-        let look = new_session_id
-            || matches!(
-                class.kind,
-                LineKind::Result | LineKind::RateLimit | LineKind::System | LineKind::ToolProgress
-            )
-            || (top_level && matches!(class.kind, LineKind::Assistant | LineKind::User));
-        if look {
-            self.look_inside(view, class, top_level);
-        } else {
-            self.note_class(class, top_level);
+    /// Tally one parsed stdout line of class `class`, as the supervisor reported it
+    /// (`top_level`: no `parent_tool_use_id`). `view` is needed only when
+    /// [`Tally::needs_view`] says so (it is not read otherwise); the result is the same as
+    /// [`Tally::observe`]'s.
+    pub fn observe_line(&mut self, view: Option<&LineView<'_>>, class: Class, top_level: bool) {
+        self.assistant |= class.kind == LineKind::Assistant;
+        match view {
+            Some(view) if Self::needs_view(class, top_level) => {
+                self.look_inside(view, class, top_level);
+            }
+            _ => self.note_class(class, top_level),
         }
     }
 
-    /// Count one parsed stdout line of class `class`.
+    /// Tally one parsed stdout line of class `class`, looking inside it.
     pub fn observe(&mut self, view: &LineView<'_>, class: Class) {
-        self.counts[class.kind.index()] += 1;
+        self.assistant |= class.kind == LineKind::Assistant;
         let top_level = view.parent_tool_use_id().is_none();
         self.look_inside(view, class, top_level);
     }
@@ -163,6 +130,10 @@ impl Tally {
     /// What a line changes that its class alone tells.
     fn note_class(&mut self, class: Class, top_level: bool) {
         match class.kind {
+            LineKind::Result => {
+                self.open_tools.clear();
+                self.activity = Activity::Settled;
+            }
             LineKind::ApiRetry => self.activity = Activity::Retrying,
             LineKind::StreamEvent if top_level && self.open_tools.is_empty() => {
                 self.activity = Activity::Writing;
@@ -184,25 +155,7 @@ impl Tally {
     }
 
     fn look_inside(&mut self, view: &LineView<'_>, class: Class, top_level: bool) {
-        if let Some(sid) = view.session_id() {
-            if !sid.is_empty() && self.session_id.as_deref() != Some(&*sid) {
-                self.session_id = Some(sid.into_owned());
-            }
-        }
         match class.kind {
-            LineKind::Result => {
-                self.result = Some(ResultInfo {
-                    subtype: view.subtype().map(Into::into),
-                    is_error: view.is_error(),
-                    stop_reason: view.stop_reason().map(Into::into),
-                    terminal_reason: view.terminal_reason().map(Into::into),
-                    api_error: view.api_error().map(Into::into),
-                    num_turns: view.num_turns(),
-                    total_cost_usd: view.total_cost_usd(),
-                });
-                self.open_tools.clear();
-                self.activity = Activity::Settled;
-            }
             LineKind::RateLimit => {
                 if let Some(info) = view.rate_limit_info().and_then(|f| f.to_value()) {
                     self.rate_limit = Some(info);
@@ -258,50 +211,13 @@ impl Tally {
         }
     }
 
-    /// Line counts by kind, as a JSON object (kinds with zero lines left out).
-    pub fn counts_json(&self) -> Value {
-        let mut m = Map::new();
-        for kind in LineKind::ALL {
-            let n = self.counts[kind.index()];
-            if n > 0 {
-                m.insert(kind.as_str().into(), json!(n));
-            }
-        }
-        if self.overlong > 0 {
-            m.insert("overlong".into(), json!(self.overlong));
-        }
-        Value::Object(m)
-    }
-
-    /// Model turns so far: the last `result`'s `num_turns`, else one per tool round plus the
-    /// turn in progress.
-    pub fn num_turns(&self) -> u64 {
-        if let Some(n) = self.result.as_ref().and_then(|r| r.num_turns) {
+    /// Model turns so far: the last `result`'s `num_turns` (`result`: the registry's facts),
+    /// else one per tool round plus the turn in progress.
+    pub fn num_turns(&self, result: Option<&ResultFacts>) -> u64 {
+        if let Some(n) = result.and_then(|r| r.num_turns) {
             return n;
         }
-        let assistant = self.counts[LineKind::Assistant.index()] > 0;
-        self.tool_rounds + u64::from(assistant)
-    }
-
-    /// Total stdout lines.
-    pub fn total_lines(&self) -> u64 {
-        self.counts.iter().sum()
-    }
-
-    /// The last `result` as JSON (`null` when none came).
-    pub fn result_json(&self) -> Value {
-        match &self.result {
-            None => Value::Null,
-            Some(r) => json!({
-                "subtype": r.subtype,
-                "is_error": r.is_error,
-                "stop_reason": r.stop_reason,
-                "terminal_reason": r.terminal_reason,
-                "api_error": r.api_error,
-                "num_turns": r.num_turns,
-                "total_cost_usd": r.total_cost_usd,
-            }),
-        }
+        self.tool_rounds + u64::from(self.assistant)
     }
 
     /// The rate-limit windows of the last `rate_limit_event` (`unifiedWindows` when present),
@@ -326,6 +242,21 @@ impl Tally {
         }
         json!(m)
     }
+}
+
+/// Line counts by kind as a JSON object (kinds with zero lines left out), and `overlong` (lines
+/// over the maximum length, counted there only) when there were any.
+pub fn lines_json(counts: impl IntoIterator<Item = (LineKind, u64)>, overlong: u64) -> Value {
+    let mut m = Map::new();
+    for (kind, n) in counts {
+        if n > 0 {
+            m.insert(kind.as_str().into(), json!(n));
+        }
+    }
+    if overlong > 0 {
+        m.insert("overlong".into(), json!(overlong));
+    }
+    Value::Object(m)
 }
 
 /// One subagent failure seen on stdout (`system/task_updated` with `status: "failed"`, or a
@@ -457,16 +388,13 @@ mod tests {
         t.observe(&v, c);
     }
 
-    /// The same lines tallied as `run` does, with the supervisor's flags.
-    fn feed_class(t: &mut Tally, sid: &mut String, line: &str) {
+    /// The same line tallied as `run` does: from the class, parsed only when needed.
+    fn feed_class(t: &mut Tally, line: &str) {
         let v = LineView::parse_str(line).unwrap();
         let c = classify(&v);
         let top = v.parent_tool_use_id().is_none();
-        let new_sid = v.session_id().is_some_and(|s| !s.is_empty() && *s != **sid);
-        if new_sid {
-            *sid = v.session_id().unwrap().into_owned();
-        }
-        t.observe_line(&v, c, top, new_sid);
+        let view = Tally::needs_view(c, top).then_some(&v);
+        t.observe_line(view, c, top);
     }
 
     #[test]
@@ -485,21 +413,20 @@ mod tests {
             r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"},"session_id":"s2"}"#,
             r#"{"type":"result","subtype":"success","num_turns":3,"session_id":"s2"}"#,
         ];
-        let (mut full, mut by_class, mut sid) = (Tally::default(), Tally::default(), String::new());
+        let (mut full, mut by_class) = (Tally::default(), Tally::default());
         for (i, l) in lines.iter().enumerate() {
             feed(&mut full, l);
-            feed_class(&mut by_class, &mut sid, l);
+            feed_class(&mut by_class, l);
             assert_eq!(full.activity, by_class.activity, "after line {i}");
-            assert_eq!(full.session_id, by_class.session_id, "after line {i}");
         }
-        assert_eq!(full.counts, by_class.counts);
-        assert_eq!(full.result, by_class.result);
+        assert_eq!(full.activity, Activity::Settled);
+        assert_eq!(full.num_turns(None), by_class.num_turns(None));
         assert_eq!(full.rate_limit, by_class.rate_limit);
         assert_eq!(full.tool_rounds, by_class.tool_rounds);
     }
 
     #[test]
-    fn tracks_tools_results_and_session() {
+    fn tracks_tools_and_results() {
         let mut t = Tally::default();
         feed(
             &mut t,
@@ -519,13 +446,14 @@ mod tests {
             &mut t,
             r#"{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn","session_id":"s1"}"#,
         );
-        assert_eq!(t.session_id.as_deref(), Some("s1"));
-        assert_eq!(
-            t.result.as_ref().unwrap().stop_reason.as_deref(),
-            Some("end_turn")
-        );
-        assert_eq!(t.total_lines(), 4);
-        assert_eq!(t.counts_json()["result"], 1);
+        assert_eq!(t.activity, Activity::Settled);
+        // No `num_turns` in the result: one tool round and the turn that ended.
+        assert_eq!(t.num_turns(None), 2);
+        let facts = ResultFacts {
+            num_turns: Some(5),
+            ..ResultFacts::default()
+        };
+        assert_eq!(t.num_turns(Some(&facts)), 5);
     }
 
     fn recorded(name: &str) -> Vec<String> {
@@ -543,11 +471,11 @@ mod tests {
     #[test]
     fn a_subagent_failure_is_seen_in_a_successful_session() {
         for name in ["a2_sub_mt_all_fg", "a8_sub_mt_all_bg"] {
-            let (mut t, mut sid) = (Tally::default(), String::new());
+            let mut t = Tally::default();
             for l in recorded(name) {
-                feed_class(&mut t, &mut sid, &l);
+                feed_class(&mut t, &l);
             }
-            assert_eq!(t.result.as_ref().unwrap().is_error, Some(false), "{name}");
+            assert_eq!(t.activity, Activity::Settled, "{name}");
             let f = &t.subagents.failures;
             assert_eq!(
                 f.len(),
@@ -572,9 +500,9 @@ mod tests {
 
     #[test]
     fn a_failed_agent_continued_with_send_message_counts_as_recovered() {
-        let (mut t, mut sid) = (Tally::default(), String::new());
+        let mut t = Tally::default();
         for l in recorded("b1_sub_mt4_sendmessage") {
-            feed_class(&mut t, &mut sid, &l);
+            feed_class(&mut t, &l);
         }
         assert_eq!(t.subagents.failures.len(), 1);
         assert!(t.subagents.failures[0].recovered);
@@ -583,9 +511,9 @@ mod tests {
 
     #[test]
     fn healthy_agents_and_other_tasks_are_no_failures() {
-        let (mut t, mut sid) = (Tally::default(), String::new());
+        let mut t = Tally::default();
         for l in recorded("a1_healthy_fg") {
-            feed_class(&mut t, &mut sid, &l);
+            feed_class(&mut t, &l);
         }
         // A background shell task that failed: not an agent.
         feed(
@@ -602,16 +530,14 @@ mod tests {
 
     #[test]
     fn an_mcp_heartbeat_names_the_call_in_flight_and_how_long_it_has_been_outstanding() {
-        let (mut t, mut sid) = (Tally::default(), String::new());
+        let mut t = Tally::default();
         // A subagent's MCP call: its tool_use is not top-level; the heartbeat tells.
         feed_class(
             &mut t,
-            &mut sid,
             r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"a1","name":"Agent"}]},"session_id":"s"}"#,
         );
         feed_class(
             &mut t,
-            &mut sid,
             r#"{"type":"tool_progress","tool_use_id":"m1-heartbeat-0","tool_name":"mcp__db__query","parent_tool_use_id":"m1","elapsed_time_seconds":1860,"heartbeat":true,"session_id":"s"}"#,
         );
         let a = t.activity.clone();
@@ -620,14 +546,12 @@ mod tests {
         // The subagent streams again: back to the tool that runs it.
         feed_class(
             &mut t,
-            &mut sid,
             r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"s","parent_tool_use_id":"a1"}"#,
         );
         assert_eq!(t.activity, Activity::Tool("Agent".into()));
         // A Bash heartbeat changes nothing.
         feed_class(
             &mut t,
-            &mut sid,
             r#"{"type":"tool_progress","tool_name":"Bash","parent_tool_use_id":"b1","elapsed_time_seconds":30,"session_id":"s"}"#,
         );
         assert_eq!(t.activity, Activity::Tool("Agent".into()));

@@ -37,23 +37,15 @@ pub fn kill_json(kill: &Kill, base: Instant) -> Value {
     })
 }
 
-/// The outcome's details: `{"outcome": name}` plus the error fields of an error result.
+/// The outcome's details: `{"outcome": name}` plus, for an error result, its
+/// [`ResultFacts`](watchdog_core::ResultFacts).
 pub fn outcome_fields(outcome: &Outcome) -> Value {
     match outcome {
-        Outcome::ErrorResult {
-            subtype,
-            terminal_reason,
-            stop_reason,
-            api_error,
-            api_error_status,
-        } => json!({
-            "outcome": outcome.as_str(),
-            "subtype": subtype,
-            "terminal_reason": terminal_reason,
-            "stop_reason": stop_reason,
-            "api_error": api_error,
-            "api_error_status": api_error_status,
-        }),
+        Outcome::ErrorResult(result) => {
+            let mut v = serde_json::to_value(result).unwrap_or_else(|_| json!({}));
+            v["outcome"] = json!(outcome.as_str());
+            v
+        }
         Outcome::Killed { kind } => json!({"outcome": outcome.as_str(), "kind": kind.as_str()}),
         _ => json!({"outcome": outcome.as_str()}),
     }

@@ -583,10 +583,10 @@ fn rate_limit_warnings_and_rejections_are_said_once_each() {
     );
 }
 
-/// The fields `run` needs from stdout lines come from the supervisor's stdout hook, which may
-/// run megabytes ahead of the loop that passes the lines on: with 20 MB around them, the
-/// rate-limit warning is still said once, the counts are exact, and the summary's session and
-/// result are those of the last result.
+/// The fields `run` needs from stdout lines are read as the lines are passed on, however far
+/// the supervisor's reader is ahead: with 20 MB around them, the rate-limit warning is still
+/// said once, the counts are exact, and the summary's session and result are those of the
+/// init and the last result.
 #[test]
 fn fields_seen_on_the_reader_are_exact_under_a_flood() {
     let dir = tempfile::tempdir().unwrap();
@@ -629,4 +629,81 @@ fn fields_seen_on_the_reader_are_exact_under_a_flood() {
     assert_eq!(s["session_id"], "sess-1");
     assert_eq!(s["result"]["subtype"], "success");
     assert_eq!(s["result"]["stop_reason"], "end_turn");
+}
+
+/// The summary names the session the `init` announced (the id `claude --resume` accepts),
+/// not one an earlier or later line carried, and its result fields are the last result's, all
+/// of them (`null` when the line lacked one).
+#[test]
+fn the_summary_session_is_the_inits_and_the_result_is_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let hook = r#"{"type":"system","subtype":"hook_started","session_id":"before-init"}"#;
+    let late = r#"{"type":"stream_event","event":{"type":"ping"},"session_id":"after-result"}"#;
+    let child = script(
+        dir.path(),
+        "ids",
+        &[
+            say(hook),
+            say(INIT),
+            say(RESULT_ERR),
+            say(RESULT_OK),
+            say(late),
+        ]
+        .join("\n"),
+    );
+    let summary = dir.path().join("s.json");
+    let out = run(&["--summary", summary.to_str().unwrap()], &child);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = read_json(&summary);
+    assert_eq!(s["session_id"], "sess-1", "{s}");
+    assert_eq!(s["result"]["subtype"], "success");
+    assert_eq!(s["result"]["num_turns"], 1);
+    assert_eq!(s["result"]["api_error_status"], Value::Null);
+    assert_eq!(s["result"]["total_cost_usd"], Value::Null);
+}
+
+/// A rate-limit reading printed by the child reaches the policy while it runs: at 95% the idle
+/// patience is extended for high utilization (the reason the kill names), and the warning is
+/// said once.
+#[test]
+fn a_rate_limit_reading_reaches_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let warning = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":4102444800,"rateLimitType":"five_hour","utilization":0.95,"unifiedWindows":{"five_hour":{"utilization":0.95,"resetsAt":4102444800,"status":"allowed_warning"}}},"session_id":"sess-1"}"#;
+    let body = format!("{}\n{}\nexec sleep 1000", say(INIT), say(warning));
+    let k = killed(dir.path(), "hot", &body, &["--idle", "1s"]);
+    assert_eq!(k.out.status.code(), Some(124), "{}", stderr(&k.out));
+    assert_eq!(k.summary["kill"]["kind"], "idle", "{}", k.summary);
+    assert_eq!(k.summary["kill"]["extension"], "high_utilization");
+    let err = stderr(&k.out);
+    assert_eq!(
+        err.matches("rate limit: five_hour window at 95%").count(),
+        1,
+        "{err}"
+    );
+}
+
+/// A line over the 64 MiB limit is passed on whole, said once, and counted once: as over-long,
+/// not also as unparseable pieces.
+#[test]
+fn an_over_long_line_is_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = (64 << 20) + 1000;
+    let body = [
+        say(INIT),
+        format!("head -c {n} /dev/zero | tr '\\0' a; echo"),
+        say(RESULT_OK),
+    ]
+    .join("\n");
+    let child = script(dir.path(), "long", &body);
+    let summary = dir.path().join("s.json");
+    let out = run(&["--summary", summary.to_str().unwrap()], &child);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout.len(), INIT.len() + n + RESULT_OK.len() + 3);
+    let err = stderr(&out);
+    assert_eq!(err.matches("over the 64 MiB limit").count(), 1, "{err}");
+    let s = read_json(&summary);
+    assert_eq!(s["lines"]["overlong"], 1, "{s}");
+    assert_eq!(s["lines"]["unparseable"], Value::Null, "{s}");
+    assert_eq!(s["lines"]["system"], 1);
+    assert_eq!(s["lines"]["result"], 1);
 }

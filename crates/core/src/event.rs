@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::classify::Signal;
+use crate::facts::ResultFacts;
 
 /// Identifies one registered session. Ids are never reused within a registry (the slot and a
 /// generation are encoded in it); only [`Registry::register`](crate::Registry::register)
@@ -129,23 +130,13 @@ pub struct McpCall {
 }
 
 /// How a session ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// The last `result` was a success.
     Success,
-    /// The last `result` was an error (`is_error: true` or a non-success subtype).
-    ErrorResult {
-        /// `subtype`, e.g. `error_max_turns` (note: `success` for API errors).
-        subtype: Option<String>,
-        /// `terminal_reason`, e.g. `api_error`.
-        terminal_reason: Option<String>,
-        /// `stop_reason`.
-        stop_reason: Option<String>,
-        /// `api_error`, e.g. `max_output_tokens`.
-        api_error: Option<String>,
-        /// `api_error_status`, e.g. 429.
-        api_error_status: Option<u16>,
-    },
+    /// The last `result` was an error (`is_error: true` or a non-success subtype): its facts
+    /// (note: `subtype` is `success` for API errors).
+    ErrorResult(Box<ResultFacts>),
     /// The watchdog killed it.
     Killed {
         /// Why.

@@ -9,6 +9,8 @@
 //! - [`config`]: validated limits with documented defaults ([`Limits`], [`SessionConfig`]).
 //! - [`registry`]: many sessions on one timer, exact deadlines ([`Registry`]).
 //! - [`event`]: kills, extensions, stalling warnings, outcomes.
+//! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session
+//!   id ([`ClaudeSessionId`]) and the last `result`'s fields ([`ResultFacts`]).
 //! - [`capture`]: the capture format (recordings of runs).
 //! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window.
@@ -125,6 +127,7 @@ pub mod classify;
 pub mod config;
 mod deadline_queue;
 pub mod event;
+pub mod facts;
 mod json_scan;
 pub mod registry;
 pub mod replay;
@@ -134,6 +137,7 @@ pub mod view;
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use config::{ConfigError, Limits, McpLimits, SessionConfig, HEARTBEAT_TICK};
 pub use event::{Event, ExtendReason, Kill, KillKind, McpCall, Outcome, SessionId, StallClock};
+pub use facts::{ClaudeSessionId, InvalidClaudeSessionId, ResultFacts};
 pub use registry::{Registry, SessionSnapshot};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
 

@@ -34,21 +34,23 @@
 //!
 //! ```
 //! use watchdog_core::recovery::*;
-//! use watchdog_core::Outcome;
+//! use watchdog_core::{ClaudeSessionId, Outcome, ResultFacts};
 //!
 //! let id = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
-//! let cut_off = Outcome::ErrorResult {
+//! let cut_off = Outcome::ErrorResult(Box::new(ResultFacts {
 //!     subtype: Some("success".into()),
+//!     is_error: Some(true),
 //!     terminal_reason: Some("api_error".into()),
 //!     stop_reason: Some("stop_sequence".into()),
 //!     api_error: Some("max_output_tokens".into()),
-//!     api_error_status: None,
-//! };
+//!     ..ResultFacts::default()
+//! }));
 //! let recovery = Recovery::default();
 //! let ledger = MemoryLedger::default();
 //!
 //! // First run: continue once.
-//! let facts = TerminalFacts::new(cut_off.clone(), 1_000).with_session_id(id);
+//! let sid = ClaudeSessionId::parse(id).unwrap();
+//! let facts = TerminalFacts::new(cut_off.clone(), 1_000).with_session_id(sid.clone());
 //! let state = LedgerState::from(ledger.get(id).unwrap());
 //! let decision = recovery.decide(&facts, &state);
 //! let Decision::Continue { trigger: Trigger::OutputLimit, .. } = &decision else { panic!() };
@@ -57,7 +59,7 @@
 //! assert_eq!(ledger.try_claim(id, &marker).unwrap(), Claim::AlreadyClaimed);
 //!
 //! // The continued run is cut off again: one notice, then nothing.
-//! let again = TerminalFacts::new(cut_off, 2_000).with_session_id(id);
+//! let again = TerminalFacts::new(cut_off, 2_000).with_session_id(sid);
 //! let state = LedgerState::from(ledger.get(id).unwrap());
 //! assert!(matches!(recovery.decide(&again, &state), Decision::Notice(_)));
 //! assert!(ledger.record_notice(id).unwrap());
@@ -76,8 +78,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigError;
 use crate::event::{KillKind, Outcome};
+use crate::facts::{ClaudeSessionId, ResultFacts};
 use crate::rate_limit::{format_iso_ms, RateLimitMonitor, WallMs};
-use crate::view::LineView;
 
 /// What made a run worth continuing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -246,8 +248,9 @@ pub struct TerminalFacts {
     pub outcome: Outcome,
     /// When it ended, epoch ms (the base of a rate-limit wait).
     pub ended_at_ms: WallMs,
-    /// The Claude Code session id (`system/init` / `result`), needed to resume.
-    pub session_id: Option<String>,
+    /// The Claude Code session id, needed to resume: the registry's
+    /// ([`Registry::claude_session_id`](crate::Registry::claude_session_id)).
+    pub session_id: Option<ClaudeSessionId>,
     /// The reset time of a rejected rate-limit window, epoch ms, if one was seen.
     pub rate_limit_resets_at_ms: Option<WallMs>,
     /// Whether a rejected rate-limit reading was seen.
@@ -278,8 +281,8 @@ impl TerminalFacts {
         }
     }
     /// The session id.
-    pub fn with_session_id(mut self, id: impl Into<String>) -> Self {
-        self.session_id = Some(id.into());
+    pub fn with_session_id(mut self, id: ClaudeSessionId) -> Self {
+        self.session_id = Some(id);
         self
     }
     /// A rejected rate-limit reading and its reset time, if known.
@@ -304,13 +307,11 @@ impl TerminalFacts {
         self.num_turns = num_turns;
         self
     }
-    /// Session id, cost and turns read from the run's `result` line (fields it lacks are kept).
-    pub fn with_result_line(mut self, result: &LineView<'_>) -> Self {
-        if let Some(id) = result.session_id() {
-            self.session_id = Some(id.into_owned());
-        }
-        self.cost_usd = result.total_cost_usd().or(self.cost_usd);
-        self.num_turns = result.num_turns().or(self.num_turns);
+    /// Cost and turns of the run's last `result` (fields it lacks are kept). The session id
+    /// is not read here: it is the registry's ([`Registry::claude_session_id`](crate::Registry::claude_session_id)).
+    pub fn with_result(mut self, result: &ResultFacts) -> Self {
+        self.cost_usd = result.total_cost_usd.or(self.cost_usd);
+        self.num_turns = result.num_turns.or(self.num_turns);
         self
     }
     /// The rejection and `credits_required` state of a rate-limit monitor at the end of the
@@ -348,18 +349,12 @@ impl TerminalFacts {
         };
         match &self.outcome {
             Outcome::Killed { kind } => f.kill_kind = Some(kind.as_str().to_owned()),
-            Outcome::ErrorResult {
-                subtype,
-                terminal_reason,
-                stop_reason,
-                api_error,
-                api_error_status,
-            } => {
-                f.subtype = subtype.clone();
-                f.terminal_reason = terminal_reason.clone();
-                f.stop_reason = stop_reason.clone();
-                f.api_error = api_error.clone();
-                f.api_error_status = *api_error_status;
+            Outcome::ErrorResult(r) => {
+                f.subtype = r.subtype.clone();
+                f.terminal_reason = r.terminal_reason.clone();
+                f.stop_reason = r.stop_reason.clone();
+                f.api_error = r.api_error.clone();
+                f.api_error_status = r.api_error_status;
             }
             _ => {}
         }
@@ -610,13 +605,15 @@ pub fn trigger_of(facts: &TerminalFacts) -> Result<Trigger, Skip> {
             KillKind::Idle | KillKind::NoProgress | KillKind::Linger => Ok(Trigger::AfterKill),
             KillKind::Ceiling | KillKind::Startup => Err(Skip::KillKind(*kind)),
         },
-        Outcome::ErrorResult {
-            subtype,
-            terminal_reason,
-            stop_reason,
-            api_error,
-            api_error_status,
-        } => {
+        Outcome::ErrorResult(result) => {
+            let ResultFacts {
+                subtype,
+                terminal_reason,
+                stop_reason,
+                api_error,
+                api_error_status,
+                ..
+            } = &**result;
             if stop_reason.as_deref() == Some("refusal") {
                 return Err(Skip::NotATrigger);
             }
@@ -672,7 +669,7 @@ impl Recovery {
                     return Decision::Nothing(Skip::Disabled(trigger));
                 }
                 let valid_id = matches!(
-                    facts.session_id.as_deref(),
+                    facts.session_id.as_ref().map(ClaudeSessionId::as_str),
                     Some(id) if validate_session_id(id).is_ok()
                 );
                 if !valid_id {
@@ -738,7 +735,7 @@ impl Marker {
         };
         Some(Marker {
             version: MARKER_VERSION,
-            session_id: facts.session_id.clone()?,
+            session_id: facts.session_id.clone()?.into(),
             trigger: *trigger,
             created_at_ms: facts.ended_at_ms,
             original: facts.summary(),

@@ -39,9 +39,9 @@ use crate::classify::{classify, Class, LineKind, Signal};
 use crate::config::{Limits, McpLimits, SessionConfig};
 use crate::deadline_queue::{DeadlineQueue, Slots};
 use crate::event::{Event, ExtendReason, Kill, KillKind, McpCall, Outcome, SessionId};
+use crate::facts::{ClaudeSessionId, ResultFacts};
 use crate::session::{
-    dur_ns, flag, id_hash, Cold, Due, ErrorDetails, LastResult, LimitsNs, PendingMcp, Session,
-    NEVER,
+    dur_ns, flag, id_hash, Cold, Due, LastResult, LimitsNs, PendingMcp, Session, NEVER,
 };
 use crate::view::{ContentBlock, LineView};
 
@@ -211,8 +211,8 @@ pub struct SessionSnapshot {
     pub last_tool: Instant,
     /// The signal of the last line.
     pub last_signal: Option<Signal>,
-    /// The CLI's `session_id`, as read from the lines.
-    pub cli_session_id: Option<String>,
+    /// Claude Code's session id ([`Registry::claude_session_id`]).
+    pub claude_session_id: Option<ClaudeSessionId>,
     /// Settled by a `result` and no progress since.
     pub settled: bool,
     /// A human wait is open (idle and no-progress clocks paused).
@@ -883,10 +883,17 @@ impl Registry {
         self.rare_of(slot)?.kill.as_deref()
     }
 
-    /// The CLI's `session_id` read from the session's lines, if any.
-    pub fn session_id_str(&self, id: SessionId) -> Option<&str> {
+    /// Claude Code's session id, read from the session's lines: the last `system/init`'s,
+    /// else the first valid one seen (the rule and why: [`crate::facts`]).
+    pub fn claude_session_id(&self, id: SessionId) -> Option<&ClaudeSessionId> {
         let slot = self.slot_of(id)?;
         self.cli_session_of(slot)
+    }
+
+    /// The facts of the session's last `result` line, if one came.
+    pub fn result(&self, id: SessionId) -> Option<&ResultFacts> {
+        let slot = self.slot_of(id)?;
+        self.rare_of(slot)?.result.as_deref()
     }
 
     /// A read-only snapshot of one session.
@@ -903,7 +910,7 @@ impl Registry {
             last_progress: self.instant_or_epoch(s.last_progress(c)),
             last_tool: self.instant_or_epoch(s.last_tool),
             last_signal: s.last_signal,
-            cli_session_id: self.cli_session_of(slot).map(str::to_owned),
+            claude_session_id: self.cli_session_of(slot).cloned(),
             settled: s.has(flag::SETTLED),
             paused: s.paused(),
             wrote: s.has(flag::WROTE),
@@ -924,11 +931,11 @@ impl Registry {
     }
 
     /// A live slot's CLI session id, if known.
-    fn cli_session_of(&self, slot: u32) -> Option<&str> {
+    fn cli_session_of(&self, slot: u32) -> Option<&ClaudeSessionId> {
         let s = self.session(slot);
         self.cold[slot as usize]
             .cli_session
-            .as_deref()
+            .as_ref()
             .filter(|_| s.has(flag::CLI_SID))
     }
 
@@ -949,18 +956,18 @@ impl Registry {
     }
 }
 
-/// Keep the first CLI `session_id` seen (a `system/init` may replace it). Once it is known,
-/// only `system` lines (the kind of an `init`) are read again.
+/// Claude Code's session id ([`crate::facts`]): the first valid one seen, replaced by each
+/// `system/init`'s. Once it is known, only `system` lines (the kind of an `init`) are read
+/// again.
 fn read_session_id(s: &mut Session, c: &mut Cold, view: &LineView<'_>, kind: LineKind) {
-    if s.has(flag::CLI_SID)
-        && (kind != LineKind::System || view.subtype().as_deref() != Some("init"))
-    {
+    let init = kind == LineKind::System && view.subtype().as_deref() == Some("init");
+    if s.has(flag::CLI_SID) && !init {
         return;
     }
-    if let Some(sid) = view.session_id() {
-        if !sid.is_empty() && c.cli_session.as_deref() != Some(&*sid) {
+    if let Some(sid) = ClaudeSessionId::of_line(view) {
+        if c.cli_session.as_ref() != Some(&sid) {
             s.flags |= flag::CLI_SID;
-            c.cli_session = Some(sid.into());
+            c.cli_session = Some(sid);
         }
     }
 }
@@ -1111,30 +1118,15 @@ fn read_result(s: &mut Session, c: &mut Cold, view: &LineView<'_>) {
         s.sync_mcp(r);
         s.compact(c);
     }
-    let subtype = view.subtype();
-    let is_error =
-        view.is_error() == Some(true) || subtype.as_deref().is_some_and(|st| st != "success");
-    let stop_reason = view.stop_reason();
-    if is_error {
-        s.last_result = LastResult::Error;
-        s.rare(c).error = Some(Box::new(ErrorDetails {
-            subtype: subtype.map(String::from),
-            terminal_reason: view.terminal_reason().map(String::from),
-            stop_reason: stop_reason.map(String::from),
-            api_error: view.api_error().map(String::from),
-            api_error_status: view.api_error_status(),
-        }));
+    let facts = ResultFacts::of_line(view);
+    s.last_result = if facts.is_error_result() {
+        LastResult::Error
+    } else if facts.stopped_mid_task() {
+        LastResult::Incomplete
     } else {
-        s.last_result = if stop_reason.as_deref() == Some("tool_use") {
-            LastResult::Incomplete
-        } else {
-            LastResult::Success
-        };
-        if let Some(r) = s.rare_mut(c) {
-            r.error = None;
-            s.compact(c);
-        }
-    }
+        LastResult::Success
+    };
+    s.rare(c).result = Some(Box::new(facts));
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@ use crate::capture::{BadTime, EntryView, RecordView};
 use crate::classify::{Class, LineKind};
 use crate::config::{Limits, SessionConfig};
 use crate::event::{Event, Kill, Outcome, SessionId};
+use crate::facts::{ClaudeSessionId, ResultFacts};
 use crate::rate_limit::{RateLimitConfig, RateLimitMonitor};
 use crate::registry::Registry;
 
@@ -137,6 +138,13 @@ pub struct RunVerdict {
     pub outcome: Outcome,
     /// The kill, if any.
     pub kill: Option<Kill>,
+    /// Claude Code's session id, as the registry read it ([`crate::facts`]).
+    pub session_id: Option<ClaudeSessionId>,
+    /// The facts of the run's last `result`, if one came.
+    pub result: Option<ResultFacts>,
+    /// The run's stdout lines by kind, in [`LineKind::ALL`] order (a `raw` record counts as
+    /// [`LineKind::Unparseable`]).
+    pub line_counts: [u64; LineKind::ALL.len()],
     /// The `exit` record, if the run has one.
     pub exit: Option<ExitRecord>,
     /// The last entry's time: from here on a run without `exit` is silent.
@@ -468,6 +476,9 @@ impl Replay {
             run: self.run_index,
             outcome,
             kill: self.run.kill.clone(),
+            session_id: self.run.reg.claude_session_id(self.run.id).cloned(),
+            result: self.run.reg.result(self.run.id).cloned(),
+            line_counts: *self.run.reg.line_counts(),
             exit: self.run.exit,
             last_t_ms: self.run.t_ms,
             after_kill: self.run.after_kill,
@@ -581,7 +592,7 @@ mod tests {
             {\"t_ms\":30,\"line\":{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"a\"}}";
         let (runs, events, r) = replay(text, Limits::default());
         assert_eq!(runs.len(), 2);
-        assert!(matches!(runs[0].outcome, Outcome::ErrorResult { .. }));
+        assert!(matches!(runs[0].outcome, Outcome::ErrorResult(_)));
         assert_eq!(
             runs[1].outcome,
             Outcome::Killed {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::classify::Signal;
 use crate::config::Limits;
 use crate::event::{ExtendReason, Kill, KillKind, Outcome, StallClock};
+use crate::facts::{ClaudeSessionId, ResultFacts};
 
 /// "No such instant".
 pub(crate) const NEVER: u64 = u64::MAX;
@@ -119,18 +120,8 @@ pub(crate) enum LastResult {
     None,
     Success,
     Incomplete,
-    /// Details in [`Rare::error`].
+    /// An error result (its facts in [`Rare::result`]).
     Error,
-}
-
-/// Details of an error result (rare: allocated only for error results).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ErrorDetails {
-    pub subtype: Option<String>,
-    pub terminal_reason: Option<String>,
-    pub stop_reason: Option<String>,
-    pub api_error: Option<String>,
-    pub api_error_status: Option<u16>,
 }
 
 /// A cheap hash of a `tool_use` id (word-wise multiply-rotate), to find it among pending ids.
@@ -172,8 +163,8 @@ pub(crate) struct Rare {
     pub pending_writes: Vec<(u64, Box<str>)>,
     /// Open permission requests (`can_use_tool`) by `request_id`.
     pub pending_requests: Vec<Box<str>>,
-    /// The last error result.
-    pub error: Option<Box<ErrorDetails>>,
+    /// The facts of the last `result` (kept for every result: they are what the host reports).
+    pub result: Option<Box<ResultFacts>>,
     /// The kill, once killed.
     pub kill: Option<Box<Kill>>,
     /// Outstanding MCP tool calls (at most `MAX_PENDING`).
@@ -185,7 +176,7 @@ impl Rare {
         self.mcp_calls.is_empty()
             && self.pending_writes.is_empty()
             && self.pending_requests.is_empty()
-            && self.error.is_none()
+            && self.result.is_none()
             && self.kill.is_none()
     }
 }
@@ -202,7 +193,7 @@ pub(crate) enum Due {
 /// One session slot's hot state: everything an ordinary line reads or writes, in one cache
 /// line (the slot's generation included, so finding the session costs no other access).
 /// The rest is in [`Cold`], touched only by rare events (pauses, retries, permission requests,
-/// the CLI session id of an `init`, results with errors, kills). Flags say when a cold field
+/// the CLI session id, results, kills). Flags say when a cold field
 /// matters, so an ordinary line never reads it.
 #[derive(Debug, Clone)]
 #[repr(C, align(64))]
@@ -240,8 +231,8 @@ pub(crate) struct Cold {
     pub last_progress: u64,
     /// End of the last announced `api_retry` back-off (moved by pauses; valid while `RETRY`).
     pub retry_end: u64,
-    /// The CLI's `session_id`, read from the lines (`CLI_SID`).
-    pub cli_session: Option<Box<str>>,
+    /// Claude Code's session id, read from the lines (`CLI_SID`; see [`crate::facts`]).
+    pub cli_session: Option<ClaudeSessionId>,
     /// State that most sessions never need (`RARE`).
     pub rare: Option<Box<Rare>>,
 }
@@ -594,16 +585,7 @@ impl Session {
             LastResult::Success => Outcome::Success,
             LastResult::Incomplete => Outcome::Incomplete,
             LastResult::Error => {
-                let d = rare
-                    .and_then(|r| r.error.as_deref().cloned())
-                    .unwrap_or_default();
-                Outcome::ErrorResult {
-                    subtype: d.subtype,
-                    terminal_reason: d.terminal_reason,
-                    stop_reason: d.stop_reason,
-                    api_error: d.api_error,
-                    api_error_status: d.api_error_status,
-                }
+                Outcome::ErrorResult(rare.and_then(|r| r.result.clone()).unwrap_or_default())
             }
         }
     }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::{kill_kinds, lines as l, min, sec, H};
 use watchdog_core::{
-    Event, ExtendReason, KillKind, Limits, LineKind, LineView, Outcome, SessionId, Signal,
-    StallClock,
+    Event, ExtendReason, KillKind, Limits, LineKind, LineView, Outcome, ResultFacts, SessionId,
+    Signal, StallClock,
 };
 
 const NS: Duration = Duration::from_nanos(1);
@@ -874,13 +874,13 @@ fn outcome_incomplete() {
 fn outcome_error_result_with_a_non_success_subtype() {
     assert_eq!(
         ended(&[l::INIT, l::RESULT_MAX_TURNS]),
-        Outcome::ErrorResult {
+        Outcome::ErrorResult(Box::new(ResultFacts {
             subtype: Some("error_max_turns".into()),
+            is_error: Some(true),
             terminal_reason: Some("max_turns".into()),
             stop_reason: Some("tool_use".into()),
-            api_error: None,
-            api_error_status: None,
-        }
+            ..ResultFacts::default()
+        }))
     );
 }
 
@@ -888,13 +888,15 @@ fn outcome_error_result_with_a_non_success_subtype() {
 fn outcome_max_output_tokens_is_an_error_despite_subtype_success() {
     assert_eq!(
         ended(&[l::INIT, l::RESULT_MAX_TOKENS]),
-        Outcome::ErrorResult {
+        Outcome::ErrorResult(Box::new(ResultFacts {
             subtype: Some("success".into()),
+            is_error: Some(true),
             terminal_reason: Some("api_error".into()),
             stop_reason: Some("stop_sequence".into()),
             api_error: Some("max_output_tokens".into()),
-            api_error_status: None,
-        }
+            num_turns: Some(4),
+            ..ResultFacts::default()
+        }))
     );
 }
 
@@ -906,7 +908,7 @@ fn outcome_the_last_result_decides() {
     );
     assert!(matches!(
         ended(&[l::RESULT_OK, l::INIT, l::RESULT_MAX_TOKENS]),
-        Outcome::ErrorResult { .. }
+        Outcome::ErrorResult(_)
     ));
 }
 
@@ -955,15 +957,71 @@ fn an_end_before_the_deadline_prevents_the_kill() {
     );
 }
 
+/// Claude Code's session id: the first valid one seen, until a `system/init` names one; the
+/// init's wins (it is the id `claude --resume` accepts), over lines before it and after it.
 #[test]
-fn the_cli_session_id_is_read_from_the_lines() {
+fn the_claude_session_id_is_the_inits_else_the_first_seen() {
     let mut h = H::default();
     let id = h.reg(Duration::ZERO);
-    assert_eq!(h.r.session_id_str(id), None);
+    let sid = |h: &H| h.r.claude_session_id(id).map(|s| s.as_str().to_owned());
+    assert_eq!(sid(&h), None);
+    // Empty and control-character ids are not ids.
+    h.line(
+        sec(0.5),
+        id,
+        r#"{"type":"system","subtype":"hook_started","session_id":""}"#,
+    );
+    h.line(
+        sec(0.6),
+        id,
+        r#"{"type":"tool_progress","session_id":"a\u0007b"}"#,
+    );
+    assert_eq!(sid(&h), None);
+    h.line(
+        sec(0.7),
+        id,
+        r#"{"type":"system","subtype":"hook_started","session_id":"pre-init"}"#,
+    );
+    assert_eq!(sid(&h).as_deref(), Some("pre-init"));
+    h.line(sec(0.8), id, l::DELTA); // "s": later non-init lines do not replace it
+    assert_eq!(sid(&h).as_deref(), Some("pre-init"));
     h.line(sec(1.0), id, l::INIT);
-    assert_eq!(h.r.session_id_str(id), Some("cli-session-1"));
-    h.line(sec(2.0), id, l::DELTA); // "s": not an init, keeps the first
-    assert_eq!(h.r.session_id_str(id), Some("cli-session-1"));
+    assert_eq!(sid(&h).as_deref(), Some("cli-session-1"));
+    h.line(sec(2.0), id, l::DELTA);
+    h.line(sec(3.0), id, l::RESULT_OK);
+    assert_eq!(sid(&h).as_deref(), Some("cli-session-1"));
+    // A later init (a forked or new session) names the session from then on.
+    h.line(
+        sec(4.0),
+        id,
+        r#"{"type":"system","subtype":"init","session_id":"cli-session-2"}"#,
+    );
+    assert_eq!(sid(&h).as_deref(), Some("cli-session-2"));
+    assert_eq!(
+        h.r.snapshot(id)
+            .unwrap()
+            .claude_session_id
+            .as_ref()
+            .map(|s| s.as_str()),
+        Some("cli-session-2")
+    );
+}
+
+/// The last `result`'s facts are kept whatever the outcome, for the host to report.
+#[test]
+fn the_last_results_facts_are_kept() {
+    let mut h = H::default();
+    let id = h.reg(Duration::ZERO);
+    assert_eq!(h.r.result(id), None);
+    h.line(sec(1.0), id, l::RESULT_MAX_TOKENS);
+    assert_eq!(
+        h.r.result(id).and_then(|r| r.api_error.as_deref()),
+        Some("max_output_tokens")
+    );
+    h.line(sec(2.0), id, l::RESULT_OK);
+    let r = h.r.result(id).unwrap();
+    assert_eq!(r.is_error, Some(false));
+    assert_eq!(r.api_error, None);
 }
 
 #[test]

@@ -12,7 +12,12 @@ use serde_json::Value;
 use watchdog_core::capture::{Entry, Record};
 use watchdog_core::rate_limit::{RateLimitConfig, RateLimitMonitor};
 use watchdog_core::recovery::*;
-use watchdog_core::{KillKind, LineView, Outcome};
+use watchdog_core::{ClaudeSessionId, KillKind, LineView, Outcome, ResultFacts};
+
+/// A session id as the registry hands it over.
+fn sid(id: &str) -> ClaudeSessionId {
+    ClaudeSessionId::parse(id).unwrap()
+}
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
@@ -38,25 +43,25 @@ fn example(key: &str) -> Value {
 
 /// The outcome the registry reports for a `result` line (same rule as `Outcome`'s docs).
 fn outcome_of(result: &LineView<'_>) -> Outcome {
-    let sub = result.subtype();
-    if result.is_error() == Some(true) || sub.as_deref() != Some("success") {
-        Outcome::ErrorResult {
-            subtype: sub.map(|s| s.into_owned()),
-            terminal_reason: result.terminal_reason().map(|s| s.into_owned()),
-            stop_reason: result.stop_reason().map(|s| s.into_owned()),
-            api_error: result.api_error().map(|s| s.into_owned()),
-            api_error_status: result.api_error_status(),
-        }
-    } else if result.stop_reason().as_deref() == Some("tool_use") {
+    let facts = ResultFacts::of_line(result);
+    if facts.is_error_result() {
+        Outcome::ErrorResult(Box::new(facts))
+    } else if facts.stopped_mid_task() {
         Outcome::Incomplete
     } else {
         Outcome::Success
     }
 }
 
+/// The facts a host gives for a run that ended with this `result` line (its session id is the
+/// one the registry read from the same lines).
 fn facts_of_result(line: &Value) -> TerminalFacts {
     let v = LineView::from_value(line).unwrap();
-    TerminalFacts::new(outcome_of(&v), T).with_result_line(&v)
+    let mut facts = TerminalFacts::new(outcome_of(&v), T).with_result(&ResultFacts::of_line(&v));
+    if let Some(id) = v.session_id() {
+        facts = facts.with_session_id(ClaudeSessionId::parse(&id).unwrap());
+    }
+    facts
 }
 
 fn result_of(lines: &[Value]) -> &Value {
@@ -73,13 +78,14 @@ fn error(
     api_error: Option<&str>,
     status: Option<u16>,
 ) -> Outcome {
-    Outcome::ErrorResult {
+    Outcome::ErrorResult(Box::new(ResultFacts {
         subtype: Some(subtype.into()),
         terminal_reason: Some(terminal_reason.into()),
         stop_reason: Some("stop_sequence".into()),
         api_error: api_error.map(Into::into),
         api_error_status: status,
-    }
+        ..ResultFacts::default()
+    }))
 }
 
 fn max_tokens() -> Outcome {
@@ -87,7 +93,7 @@ fn max_tokens() -> Outcome {
 }
 
 fn facts(outcome: Outcome) -> TerminalFacts {
-    TerminalFacts::new(outcome, T).with_session_id(ID)
+    TerminalFacts::new(outcome, T).with_session_id(sid(ID))
 }
 
 fn all_on() -> Recovery {
@@ -233,7 +239,12 @@ fn a_429_result_with_a_known_reset_is_a_trigger_without_one_it_is_not() {
     let real = facts_of_result(&example(
         "result/success is_error=True terminal_reason=api_error",
     ));
-    assert_eq!(real.outcome, error("success", "api_error", None, Some(429)));
+    let Outcome::ErrorResult(r) = &real.outcome else {
+        panic!("not an error result: {:?}", real.outcome)
+    };
+    assert_eq!(r.api_error_status, Some(429));
+    assert_eq!(r.terminal_reason.as_deref(), Some("api_error"));
+    assert_eq!(r.api_error, None);
     assert_eq!(
         fresh(&all_on(), &real),
         Decision::Nothing(Skip::ResetUnknown)
@@ -290,13 +301,14 @@ fn a_reset_already_past_continues_without_waiting() {
 
 #[test]
 fn outcomes_that_are_never_continued() {
-    let refusal = Outcome::ErrorResult {
+    let refusal = Outcome::ErrorResult(Box::new(ResultFacts {
         subtype: Some("success".into()),
         terminal_reason: Some("api_error".into()),
         stop_reason: Some("refusal".into()),
         api_error: Some("max_output_tokens".into()),
         api_error_status: None,
-    };
+        ..ResultFacts::default()
+    }));
     let cases = [
         (Outcome::Success, Skip::NotATrigger),
         (Outcome::Incomplete, Skip::NotATrigger),
@@ -376,20 +388,22 @@ fn unknown_values_fail_closed() {
         ),
         error("success", "api_error", Some("overloaded_error"), Some(529)),
         error("success", "api_error", None, None),
-        Outcome::ErrorResult {
+        Outcome::ErrorResult(Box::new(ResultFacts {
             subtype: None,
             terminal_reason: Some("api_error".into()),
             stop_reason: None,
             api_error: Some("max_output_tokens".into()),
             api_error_status: None,
-        },
-        Outcome::ErrorResult {
+            ..ResultFacts::default()
+        })),
+        Outcome::ErrorResult(Box::new(ResultFacts {
             subtype: Some("success".into()),
             terminal_reason: None,
             stop_reason: None,
             api_error: Some("max_output_tokens".into()),
             api_error_status: None,
-        },
+            ..ResultFacts::default()
+        })),
     ];
     for outcome in cases {
         assert_eq!(
@@ -407,7 +421,7 @@ fn without_a_valid_session_id_nothing_is_continued() {
         fresh(&all_on(), &none),
         Decision::Nothing(Skip::NoSessionId)
     );
-    let bad = TerminalFacts::new(max_tokens(), T).with_session_id("../../etc");
+    let bad = TerminalFacts::new(max_tokens(), T).with_session_id(sid("../../etc"));
     assert_eq!(fresh(&all_on(), &bad), Decision::Nothing(Skip::NoSessionId));
 }
 
@@ -534,7 +548,7 @@ fn the_full_chain_through_the_ledger() {
     // notice yet, and certainly no continuation.
     assert_eq!(r.decide(&first, &state), Decision::Nothing(Skip::Duplicate));
     // The continued run ends later and hits the trigger again: the one notice.
-    let again = TerminalFacts::new(max_tokens(), T + 60_000).with_session_id(ID);
+    let again = TerminalFacts::new(max_tokens(), T + 60_000).with_session_id(sid(ID));
     let d = r.decide(&again, &state);
     assert!(matches!(d, Decision::Notice(_)));
     assert!(
@@ -701,13 +715,14 @@ fn arb_outcome() -> impl Strategy<Value = Outcome> {
         )
             .prop_map(
                 |(subtype, terminal_reason, stop_reason, api_error, api_error_status)| {
-                    Outcome::ErrorResult {
+                    Outcome::ErrorResult(Box::new(ResultFacts {
                         subtype,
                         terminal_reason,
                         stop_reason,
                         api_error,
                         api_error_status,
-                    }
+                        ..ResultFacts::default()
+                    }))
                 }
             ),
     ]
@@ -736,7 +751,7 @@ proptest! {
             f = f.with_rejection(Some(reset));
         }
         if with_id {
-            f = f.with_session_id(ID);
+            f = f.with_session_id(sid(ID));
         }
         for t in [Trigger::OutputLimit, Trigger::AfterKill] {
             let again = matches!(r.decide(&f, &continued(t)), Decision::Continue { .. });

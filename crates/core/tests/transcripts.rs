@@ -17,7 +17,8 @@ use common::testdata_dir;
 use serde_json::Value;
 use watchdog_core::capture::{Entry, Record};
 use watchdog_core::{
-    classify, Event, KillKind, Limits, LineKind, LineView, Outcome, Registry, SessionConfig, Signal,
+    classify, Event, KillKind, Limits, LineKind, LineView, Outcome, Registry, ResultFacts,
+    SessionConfig, Signal,
 };
 
 /// The contract table, over a parsed value.
@@ -324,28 +325,26 @@ fn every_capture_replays_to_its_real_outcome_with_default_limits() {
     expected.insert("s4_sigterm_during_bash", Outcome::NoResult);
     expected.insert(
         "s5_max_tokens",
-        Outcome::ErrorResult {
+        Outcome::ErrorResult(Box::new(ResultFacts {
             subtype: Some("success".into()),
+            is_error: Some(true),
             terminal_reason: Some("api_error".into()),
             stop_reason: Some("stop_sequence".into()),
             api_error: Some("max_output_tokens".into()),
-            api_error_status: None,
-        },
+            num_turns: Some(4),
+            total_cost_usd: Some(0.0032),
+            ..ResultFacts::default()
+        })),
     );
     let all = captures();
     for c in &all {
         let r = replay(c, Limits::default());
         if c.name == "s3_429_rejected_fast_gwjwt" {
             match r.outcome.as_ref().unwrap() {
-                Outcome::ErrorResult {
-                    subtype,
-                    terminal_reason,
-                    api_error,
-                    ..
-                } => {
-                    assert_eq!(subtype.as_deref(), Some("success"));
-                    assert_eq!(terminal_reason.as_deref(), Some("api_error"));
-                    assert_eq!(api_error.as_deref(), Some("usage_limit_reached"));
+                Outcome::ErrorResult(r) => {
+                    assert_eq!(r.subtype.as_deref(), Some("success"));
+                    assert_eq!(r.terminal_reason.as_deref(), Some("api_error"));
+                    assert_eq!(r.api_error.as_deref(), Some("usage_limit_reached"));
                 }
                 other => panic!("{}: {other:?}", c.name),
             }
@@ -362,7 +361,7 @@ fn every_capture_replays_to_its_real_outcome_with_default_limits() {
             .filter(|(_, e)| matches!(e, Event::Ended { .. }))
             .collect();
         assert_eq!(ended.len(), 1, "{}", c.name);
-        assert!(r.registry.session_id_str(r.id).is_some(), "{}", c.name);
+        assert!(r.registry.claude_session_id(r.id).is_some(), "{}", c.name);
     }
 }
 

@@ -97,19 +97,21 @@ pub fn default_state_dir_from_env() -> Option<PathBuf> {
 ///
 /// ```
 /// use agent_sdk_watchdog::core::recovery::*;
-/// use agent_sdk_watchdog::core::Outcome;
+/// use agent_sdk_watchdog::core::{ClaudeSessionId, Outcome, ResultFacts};
 /// use agent_sdk_watchdog::FileLedger;
 ///
 /// let state = tempfile::tempdir().unwrap();
 /// let id = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
-/// let cut_off = Outcome::ErrorResult {
+/// let cut_off = Outcome::ErrorResult(Box::new(ResultFacts {
 ///     subtype: Some("success".into()),
 ///     terminal_reason: Some("api_error".into()),
 ///     stop_reason: Some("stop_sequence".into()),
 ///     api_error: Some("max_output_tokens".into()),
 ///     api_error_status: None,
-/// };
-/// let facts = TerminalFacts::new(cut_off, 1_000).with_session_id(id);
+///     ..ResultFacts::default()
+/// }));
+/// let sid = ClaudeSessionId::parse(id).unwrap();
+/// let facts = TerminalFacts::new(cut_off, 1_000).with_session_id(sid);
 /// let recovery = Recovery::default();
 ///
 /// // The run was cut off: decide, then claim the marker before continuing.

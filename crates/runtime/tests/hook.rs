@@ -20,7 +20,6 @@ struct Seen {
     bytes: Vec<u8>,
     kind: LineKind,
     top_level: bool,
-    new_session_id: bool,
     view_kind: Option<String>,
 }
 
@@ -33,7 +32,6 @@ fn recording(cfg: SupervisorConfig) -> (SupervisorConfig, Arc<Mutex<Vec<Seen>>>)
             bytes: info.bytes.to_vec(),
             kind: info.class.kind,
             top_level: info.top_level,
-            new_session_id: info.new_session_id,
             view_kind: view.kind().map(|k| k.into_owned()),
         });
     });
@@ -73,10 +71,7 @@ async fn the_hook_sees_each_parsed_line_once_in_order_before_its_batch() {
                 if let Some(s) = hooked {
                     assert_eq!(s.bytes, b.line(m));
                     assert_eq!(s.kind, m.class.kind);
-                    assert_eq!(
-                        (s.top_level, s.new_session_id),
-                        (m.top_level, m.new_session_id)
-                    );
+                    assert_eq!(s.top_level, m.top_level);
                 }
                 index += 1;
             }
@@ -105,7 +100,6 @@ async fn the_hook_sees_each_parsed_line_once_in_order_before_its_batch() {
         ]
     );
     assert_eq!(seen[2].bytes.last(), Some(&b'\r'));
-    assert!(seen[0].new_session_id && !seen[1].new_session_id && seen[2].new_session_id);
     assert!(seen[0].top_level && !seen[1].top_level);
 }
 

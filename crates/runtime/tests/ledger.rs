@@ -12,25 +12,26 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::core::recovery::*;
-use agent_sdk_watchdog::core::Outcome;
+use agent_sdk_watchdog::core::{ClaudeSessionId, Outcome, ResultFacts};
 use agent_sdk_watchdog::{default_state_dir, FileLedger};
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
 
 fn max_tokens() -> Outcome {
-    Outcome::ErrorResult {
+    Outcome::ErrorResult(Box::new(ResultFacts {
         subtype: Some("success".into()),
         terminal_reason: Some("api_error".into()),
         stop_reason: Some("stop_sequence".into()),
         api_error: Some("max_output_tokens".into()),
         api_error_status: None,
-    }
+        ..ResultFacts::default()
+    }))
 }
 
 fn cut_off(id: &str) -> TerminalFacts {
     TerminalFacts::new(max_tokens(), T)
-        .with_session_id(id)
+        .with_session_id(ClaudeSessionId::parse(id).unwrap())
         .with_usage(Some(0.0032), Some(4))
 }
 
@@ -49,7 +50,7 @@ fn marker(facts: &TerminalFacts, tag: &str) -> Marker {
 /// What a driver does after a run ended (the protocol in the core recovery docs), fail closed:
 /// the prompt to continue with, or `None`.
 fn continuation(r: &Recovery, ledger: &dyn Ledger, facts: &TerminalFacts) -> Option<String> {
-    let id = facts.session_id.as_deref()?;
+    let id = facts.session_id.as_ref()?.as_str();
     let state = LedgerState::from(ledger.get(id).ok()?);
     let d = r.decide(facts, &state);
     let marker = Marker::for_continue(facts, &d)?;
@@ -61,7 +62,7 @@ fn continuation(r: &Recovery, ledger: &dyn Ledger, facts: &TerminalFacts) -> Opt
 
 /// The notice a driver shows after a run ended, if any (shown only when recorded first).
 fn notice(r: &Recovery, ledger: &dyn Ledger, facts: &TerminalFacts) -> Option<Box<Notice>> {
-    let id = facts.session_id.as_deref()?;
+    let id = facts.session_id.as_ref()?.as_str();
     let Decision::Notice(n) = r.decide(facts, &ledger.get(id).ok()?.into()) else {
         return None;
     };
@@ -579,7 +580,7 @@ fn the_full_chain_continue_once_then_one_notice_then_nothing() {
 
     // The continued run is cut off too: exactly one notice, with both runs' facts.
     let again = TerminalFacts::new(max_tokens(), T + 60_000)
-        .with_session_id(ID)
+        .with_session_id(ClaudeSessionId::parse(ID).unwrap())
         .with_usage(Some(0.01), Some(5));
     let n = notice(&r, &FileLedger::open(tmp.path()).unwrap(), &again).expect("one notice");
     assert_eq!(n.session_id, ID);

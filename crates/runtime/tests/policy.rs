@@ -51,7 +51,10 @@ async fn a_child_that_goes_silent_is_killed_for_idle() {
             kind: KillKind::Idle
         })
     );
-    assert_eq!(report.session_id.as_deref(), Some("sess-1"));
+    assert_eq!(
+        report.session_id.as_ref().map(|s| s.as_str()),
+        Some("sess-1")
+    );
     let kill = report.kill.unwrap();
     assert!(kill.decided_after >= Duration::from_millis(400), "{kill:?}");
     assert_eq!(kill.survivors, 0);

@@ -71,15 +71,24 @@ async fn exit_code_is_reported() {
     assert!(report.kill.is_none());
 }
 
+/// [`quick`] with the default policy (which reads the session id and the result's facts).
+fn with_policy() -> SupervisorConfig {
+    SupervisorConfig {
+        policy: Some(agent_sdk_watchdog::core::SessionConfig::default()),
+        ..quick()
+    }
+}
+
 #[tokio::test]
 async fn session_id_and_counts_come_from_the_lines() {
+    // The session id is the policy's: the init's wins over a later line's.
     let script = r#"echo '{"type":"system","subtype":"init","session_id":"abc"}'
 echo '{"type":"stream_event","event":{"type":"ping"},"session_id":"zzz"}'
 echo 'not json'"#;
-    let sup = Supervisor::spawn(sh(script), quick()).unwrap();
+    let sup = Supervisor::spawn(sh(script), with_policy()).unwrap();
     let (_, report) = run_all(sup, LIMIT).await;
     use agent_sdk_watchdog::core::LineKind;
-    assert_eq!(report.session_id.as_deref(), Some("abc"));
+    assert_eq!(report.session_id.as_ref().map(|s| s.as_str()), Some("abc"));
     assert_eq!(report.counts.get(LineKind::System), 1);
     assert_eq!(report.counts.get(LineKind::Ping), 1);
     assert_eq!(report.counts.get(LineKind::Unparseable), 1);
@@ -280,7 +289,10 @@ async fn a_hundred_mib_line_is_delivered_intact() {
         .all(|l| l.bytes.iter().all(|&b| b == b'a')));
     assert_eq!(c.stdout[2].bytes, b"after");
     assert!(c.other.iter().any(|o| matches!(o, Output::Overlong { .. })));
+    // Counted once, as over-long; not as two unparseable lines.
     assert_eq!(report.overlong_lines, 1);
+    assert_eq!(report.counts.get(LineKind::Unparseable), 1);
+    assert_eq!(report.counts.total(), 1);
     drop(c);
     // A larger max_line: one piece.
     let cfg = SupervisorConfig {
@@ -388,7 +400,8 @@ async fn batches_carry_the_stream_and_each_line_s_class() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("out");
     std::fs::write(&file, text).unwrap();
-    let mut sup = Supervisor::spawn(sh(&format!("cat {}", file.display())), quick()).unwrap();
+    let cfg = with_policy();
+    let mut sup = Supervisor::spawn(sh(&format!("cat {}", file.display())), cfg).unwrap();
     let (mut bytes, mut lines) = (Vec::new(), Vec::new());
     tokio::time::timeout(LIMIT, async {
         while let Some(b) = sup.next_batch().await {
@@ -421,23 +434,25 @@ async fn batches_carry_the_stream_and_each_line_s_class() {
     );
     let flags: Vec<_> = lines
         .iter()
-        .map(|(_, m)| (m.top_level, m.new_session_id, m.newline, m.piece))
+        .map(|(_, m)| (m.top_level, m.newline, m.piece))
         .collect();
     assert_eq!(
         flags,
         [
-            (true, true, true, false),
-            (false, false, true, false),
-            (false, false, true, false),
-            (false, false, true, false),
-            (true, true, true, false),
-            (false, false, false, false),
+            (true, true, false),
+            (false, true, false),
+            (false, true, false),
+            (false, true, false),
+            (true, true, false),
+            (false, false, false),
         ]
     );
     assert_eq!(lines[4].0.last(), Some(&b'\r'));
     assert_eq!(lines[5].0, b"last");
     let report = sup.wait().await.unwrap();
-    assert_eq!(report.session_id.as_deref(), Some("s1"));
+    assert_eq!(report.session_id.as_ref().map(|s| s.as_str()), Some("s1"));
+    let result = report.result.expect("the result's facts");
+    assert_eq!(result.subtype.as_deref(), Some("success"));
     assert_eq!(report.stdout_lines, 6);
 }
 

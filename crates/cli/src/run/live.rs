@@ -3,20 +3,18 @@
 //! the child when its output cannot be delivered.
 
 use std::ffi::OsString;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::{
-    Batch, LineInfo, LineMeta, Output, Report, Stage, StdoutBatch, Supervisor, SupervisorConfig,
+    Batch, LineMeta, Output, Report, Stage, StdoutBatch, Supervisor, SupervisorConfig,
     SupervisorHandle,
 };
 use serde_json::{json, Value};
-use std::collections::VecDeque;
 use tokio::sync::mpsc;
 use watchdog_core::capture::Record;
 use watchdog_core::{
-    Event, Kill, LineKind, LineView, Outcome, RateLimitConfig, RateLimitMonitor, SessionConfig,
-    Signal, StallClock,
+    ClaudeSessionId, Event, Kill, LineKind, LineView, Outcome, RateLimitConfig, RateLimitMonitor,
+    SessionConfig, Signal, StallClock,
 };
 
 use super::host_signals::UserSig;
@@ -39,92 +37,16 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 // captures with); longer ones come in pieces.
 use crate::capture_reader::MAX_LINE;
 
-/// What `run` learns from the fields of stdout lines, kept by the supervisor's stdout hook
-/// ([`Seen::observe`]) from the view the supervisor parsed (so no line is parsed twice).
-///
-/// The hook runs on the supervisor's reader, which may be up to 8 MiB of stdout ahead of
-/// `run`'s loop. What shows (messages, the utilization fed back, the continuation's session
-/// check, the status line's activity) is queued as [`Note`]s stamped with the line's index,
-/// and the loop acts on them only once it has passed that line on ([`Live::apply_seen`]):
-/// at the same point of the stream as when it looked at each line itself.
-struct Seen {
-    /// The tally of the lines that parsed (the loop counts the others).
-    tally: Tally,
-    monitor: RateLimitMonitor,
-    /// The activity last queued as a note.
-    activity: Activity,
-    /// What the loop has to act on, by stdout line index, in order.
-    notes: VecDeque<(u64, Note)>,
-}
-
-/// Something the loop does for a stdout line ([`Seen`]).
-enum Note {
-    /// Say a message (a rate-limit change).
-    Say(String),
-    /// A `rate_limit_event` came: feed the utilization to the policy if it changed.
-    RateLimit,
-    /// The activity the status line shows changed.
-    Activity(Activity),
-    /// A top-level `system/init` with this session id.
-    Init(Option<String>),
-}
-
-impl Seen {
-    fn new() -> Self {
-        Seen {
-            tally: Tally::default(),
-            monitor: RateLimitMonitor::new(RateLimitConfig::default()),
-            activity: Activity::Starting,
-            notes: VecDeque::new(),
-        }
-    }
-
-    fn lock(seen: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
-        seen.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// One parsed stdout line, on the supervisor's reader.
-    fn observe(&mut self, view: &LineView<'_>, info: &LineInfo<'_>) {
-        let (class, top_level, i) = (info.class, info.top_level, info.index);
-        self.tally
-            .observe_line(view, class, top_level, info.new_session_id);
-        match class.kind {
-            LineKind::RateLimit => {
-                // Warnings (once per window until it resets or falls back), rejections,
-                // credits and recoveries: each said once, as it happens.
-                for event in self.monitor.observe(wall_ms(), view) {
-                    self.notes.push_back((i, Note::Say(event.to_string())));
-                }
-                self.notes.push_back((i, Note::RateLimit));
-            }
-            LineKind::System if top_level && view.subtype().as_deref() == Some("init") => {
-                let sid = view.session_id().map(|s| s.into_owned());
-                self.notes.push_back((i, Note::Init(sid)));
-            }
-            _ => {}
-        }
-        if self.tally.activity != self.activity {
-            self.activity = self.tally.activity.clone();
-            self.notes
-                .push_back((i, Note::Activity(self.activity.clone())));
-        }
-    }
-}
-
 /// What a run shows and keeps while it runs.
 struct Live<'h> {
     host: &'h mut Host,
     handle: SupervisorHandle,
     start: Instant,
     what: String,
-    /// What the stdout hook saw.
-    seen: Arc<Mutex<Seen>>,
-    /// Stdout lines (and pieces) passed on so far: the index of the next one.
-    lines_done: u64,
-    /// Stdout lines that did not parse.
-    unparseable: u64,
-    /// Over-long stdout lines.
-    overlong_lines: u64,
+    /// What the stdout lines said.
+    tally: Tally,
+    /// The rate-limit readings.
+    monitor: RateLimitMonitor,
     utilization: Option<f64>,
     stderr_filter: StderrDedup,
     events: EventLog<Value>,
@@ -135,8 +57,6 @@ struct Live<'h> {
     last_progress: Option<Instant>,
     activity: Activity,
     activity_since: Instant,
-    /// The last top-level `result` line, as printed.
-    last_result: Option<Vec<u8>>,
     /// Bytes of the over-long line being read, if one is.
     overlong: Option<usize>,
     expect_session: Option<String>,
@@ -193,11 +113,14 @@ impl Live<'_> {
     }
 
     /// Stdout lines read together: passed on as they are (one write for a large batch), then
-    /// tallied from the class the supervisor gave each.
+    /// tallied from the class the supervisor gave each, looking inside only the few lines whose
+    /// fields count ([`Tally::needs_view`]). What they say (a rate-limit warning, a continuation
+    /// on the wrong session) is said once their batch was handed to our stdout, as before.
     async fn on_stdout(&mut self, b: StdoutBatch) {
         let r = self.host.stdout.push(b.bytes()).await;
         self.check_write(r);
         let now = b.at();
+        let mut rate_limit = false;
         for m in b.lines() {
             let bytes = b.line(m);
             if m.piece {
@@ -209,48 +132,14 @@ impl Live<'_> {
                 }
                 continue;
             }
-            self.stdout_line(now, bytes, m);
+            rate_limit |= self.stdout_line(now, bytes, m);
         }
-        // Only the last top-level result counts: one copy per batch at most.
-        let result = |m: &&LineMeta| m.class.kind == LineKind::Result && m.top_level && !m.piece;
-        if let Some(m) = b.lines().iter().rev().find(result) {
-            self.last_result = Some(b.line(m).to_vec());
+        if self.tally.activity != self.activity {
+            self.activity = self.tally.activity.clone();
+            self.activity_since = now.checked_sub(self.activity.already()).unwrap_or(now);
         }
-        self.lines_done += b.lines().len() as u64;
-        self.apply_seen(now);
-    }
-
-    /// Act on what the stdout hook noted for the lines passed on so far (`now`: when they
-    /// were read).
-    fn apply_seen(&mut self, now: Instant) {
-        let (notes, utilization) = {
-            let mut seen = Seen::lock(&self.seen);
-            let n = seen
-                .notes
-                .iter()
-                .take_while(|(i, _)| *i < self.lines_done)
-                .count();
-            if n == 0 {
-                return;
-            }
-            let notes: Vec<Note> = seen.notes.drain(..n).map(|(_, note)| note).collect();
-            let rate = notes.iter().any(|n| matches!(n, Note::RateLimit));
-            let u = rate.then(|| seen.monitor.utilization(wall_ms()));
-            (notes, u)
-        };
-        for note in notes {
-            match note {
-                Note::Say(msg) => self.host.status.say(&msg),
-                Note::RateLimit => {}
-                Note::Activity(a) => {
-                    self.activity_since = now.checked_sub(a.already()).unwrap_or(now);
-                    self.activity = a;
-                }
-                Note::Init(sid) => self.check_session(sid),
-            }
-        }
-        if let Some(u) = utilization {
-            self.set_utilization(u);
+        if rate_limit {
+            self.update_utilization();
         }
     }
 
@@ -281,7 +170,6 @@ impl Live<'_> {
     }
 
     fn end_overlong(&mut self, now: Instant, n: usize) {
-        self.overlong_lines += 1;
         self.host.status.say(&format!(
             "warning: a stdout line of {n} bytes is over the {} MiB limit; counted as a keep-alive",
             MAX_LINE >> 20
@@ -292,30 +180,56 @@ impl Live<'_> {
             .write(t, Record::Raw(format!("<over-long line: {n} bytes>")));
     }
 
-    /// One complete stdout line, passed on: recorded and, when it did not parse, counted. The
-    /// stdout hook ([`Seen::observe`]) looked inside it already.
-    fn stdout_line(&mut self, now: Instant, bytes: &[u8], m: &LineMeta) {
+    /// One complete stdout line, passed on: recorded and tallied. An `init` is checked against
+    /// the session a continuation expects; a rate-limit reading goes to the monitor (its
+    /// warnings said once, as they happen). Returns whether it was a rate-limit reading.
+    fn stdout_line(&mut self, now: Instant, bytes: &[u8], m: &LineMeta) -> bool {
         let t = self.t_ms(now);
         self.host.recorder.stdout_line(t, bytes);
         let class = m.class;
         if class.kind == LineKind::Unparseable {
-            self.unparseable += 1;
-            return;
+            return false;
         }
         if matches!(class.signal, Signal::Progress | Signal::Settle) {
             self.last_progress = Some(now);
         }
+        if !Tally::needs_view(class, m.top_level) {
+            self.tally.observe_line(None, class, m.top_level);
+            return false;
+        }
+        // Rare enough to parse again here (the supervisor's view is gone with its reader).
+        let Ok(view) = LineView::parse(bytes) else {
+            self.tally.observe_line(None, class, m.top_level);
+            return false;
+        };
+        self.tally.observe_line(Some(&view), class, m.top_level);
+        match class.kind {
+            LineKind::RateLimit => {
+                // Warnings (once per window until it resets or falls back), rejections,
+                // credits and recoveries: each said once, as it happens.
+                for event in self.monitor.observe(wall_ms(), &view) {
+                    self.host.status.say(&event.to_string());
+                }
+                true
+            }
+            LineKind::System if m.top_level && view.subtype().as_deref() == Some("init") => {
+                self.check_session(ClaudeSessionId::of_line(&view));
+                false
+            }
+            _ => false,
+        }
     }
 
     /// A continuation must go on with the same session: stop it when its id differs.
-    fn check_session(&mut self, got: Option<String>) {
+    /// (`got`: the init's id as the registry reads it, [`ClaudeSessionId::of_line`].)
+    fn check_session(&mut self, got: Option<ClaudeSessionId>) {
         let Some(expected) = &self.expect_session else {
             return;
         };
         if got.as_deref() == Some(expected.as_str()) || self.session_mismatch.is_some() {
             return;
         }
-        let got = got.unwrap_or_default();
+        let got = got.map(String::from).unwrap_or_default();
         self.host.status.say(&format!(
             "recovery: the continuation runs session {got:?}, not {expected}; stopping it"
         ));
@@ -324,7 +238,7 @@ impl Live<'_> {
     }
 
     fn update_utilization(&mut self) {
-        let u = Seen::lock(&self.seen).monitor.utilization(wall_ms());
+        let u = self.monitor.utilization(wall_ms());
         self.set_utilization(u);
     }
 
@@ -369,11 +283,8 @@ impl Live<'_> {
             return;
         }
         let wall = wall_ms();
-        let rate = {
-            let seen = Seen::lock(&self.seen);
-            let any = seen.monitor.active_windows(wall).next().is_some();
-            any.then(|| seen.monitor.summary(wall))
-        };
+        let any = self.monitor.active_windows(wall).next().is_some();
+        let rate = any.then(|| self.monitor.summary(wall));
         self.host.status.set(status::render(
             now,
             self.start,
@@ -427,8 +338,6 @@ pub(crate) async fn supervise(
         // A fresh status line for the continuation (the first run's is finished).
         host.status = Status::new(cfg.status);
     }
-    let seen = Arc::new(Mutex::new(Seen::new()));
-    let hook_seen = seen.clone();
     let config = SupervisorConfig {
         policy: Some(SessionConfig::default().with_limits(cfg.limits.clone())),
         stream_json_input: stdin::has_stream_json_input(argv),
@@ -441,8 +350,7 @@ pub(crate) async fn supervise(
         pipe_stdin: host_stdin.is_some(),
         drain_timeout: DRAIN_AFTER_EXIT,
         ..SupervisorConfig::default()
-    }
-    .on_stdout_line(move |view, info| Seen::lock(&hook_seen).observe(view, info));
+    };
     let spawn_wall = wall_ms();
     let mut sup = match Supervisor::spawn(cmd, config) {
         Ok(s) => s,
@@ -474,10 +382,8 @@ pub(crate) async fn supervise(
         host,
         start,
         what: program_name(argv),
-        seen,
-        lines_done: 0,
-        unparseable: 0,
-        overlong_lines: 0,
+        tally: Tally::default(),
+        monitor: RateLimitMonitor::new(RateLimitConfig::default()),
         utilization: None,
         stderr_filter: StderrDedup::default(),
         events: EventLog::default(),
@@ -487,7 +393,6 @@ pub(crate) async fn supervise(
         last_progress: None,
         activity: Activity::Starting,
         activity_since: start,
-        last_result: None,
         overlong: None,
         expect_session: expect_session.map(str::to_owned),
         session_mismatch: None,
@@ -568,18 +473,6 @@ pub(crate) async fn supervise(
             .and_then(|r| r.outcome.clone())
             .unwrap_or(Outcome::NoResult),
     };
-    // Every line was passed on and the reader is gone: what the hook saw is complete.
-    let (tally, monitor) = {
-        let mut seen = Seen::lock(&live.seen);
-        let mut tally = std::mem::take(&mut seen.tally);
-        tally.counts[LineKind::Unparseable.index()] += live.unparseable;
-        tally.overlong += live.overlong_lines;
-        let monitor = std::mem::replace(
-            &mut seen.monitor,
-            RateLimitMonitor::new(RateLimitConfig::default()),
-        );
-        (tally, monitor)
-    };
     let stderr = (live.stderr_filter.lines(), live.stderr_filter.suppressed());
     let suppressed = live.stderr_filter.suppressed_json();
     let ladder = live.ladder.or(report
@@ -598,14 +491,21 @@ pub(crate) async fn supervise(
         ladder,
         exit,
         duration: end.saturating_duration_since(start),
-        tally,
+        tally: live.tally,
+        // The supervisor's count: each line once, an over-long one in `overlong_lines` only.
+        counts: report
+            .as_ref()
+            .map(|r| r.counts.clone())
+            .unwrap_or_default(),
+        overlong: report.as_ref().map_or(0, |r| r.overlong_lines),
+        session_id: report.as_ref().and_then(|r| r.session_id.clone()),
+        result: report.as_ref().and_then(|r| r.result.clone()),
         stderr,
         suppressed,
         interrupted: signals.first,
         events: live.events,
         start,
-        last_result: live.last_result,
-        monitor,
+        monitor: live.monitor,
         ended_wall_ms: wall_ms(),
         session_mismatch: live.session_mismatch,
         leftovers_killed: report.as_ref().map_or(0, |r| r.leftovers_killed),

@@ -25,9 +25,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use agent_sdk_watchdog::Stage;
+use agent_sdk_watchdog::{LineCounts, Stage};
 use serde_json::Value;
-use watchdog_core::{Kill, LineKind, Outcome, RateLimitMonitor};
+use watchdog_core::{ClaudeSessionId, Kill, LineKind, Outcome, RateLimitMonitor, ResultFacts};
 
 pub(crate) use host_signals::{UserSig, UserSignals};
 pub(crate) use live::supervise;
@@ -35,7 +35,7 @@ pub(crate) use live::supervise;
 use crate::cli::RunArgs;
 use crate::exit_code::{self, Ending, Intervention};
 use crate::status::Status;
-use crate::tally::Tally;
+use crate::tally::{lines_json, Tally};
 use crate::verdict::{kill_sentence, ms};
 use out_file::SummaryTarget;
 use record::Recorder;
@@ -176,6 +176,10 @@ pub(crate) struct Finished {
     pub(crate) duration: Duration,
     /// What stdout said.
     pub(crate) tally: Tally,
+    /// Stdout lines by kind, as the supervisor counted them (each line once).
+    counts: LineCounts,
+    /// Stdout lines over the maximum length (not in `counts`).
+    overlong: u64,
     /// Stderr lines seen and suppressed.
     stderr: (u64, u64),
     /// Suppressed repeats per warning code.
@@ -186,8 +190,10 @@ pub(crate) struct Finished {
     events: crate::event_log::EventLog<Value>,
     /// The spawn instant.
     start: Instant,
-    /// The last top-level `result` line, as printed.
-    pub(crate) last_result: Option<Vec<u8>>,
+    /// Claude Code's session id, as the policy read it ([`watchdog_core::facts`]).
+    pub(crate) session_id: Option<ClaudeSessionId>,
+    /// The facts of the last `result`, as the policy read them.
+    pub(crate) result: Option<ResultFacts>,
     /// The rate-limit readings.
     pub(crate) monitor: RateLimitMonitor,
     /// When it ended, epoch ms.
@@ -220,7 +226,7 @@ impl Finished {
         LineKind::ALL
             .iter()
             .filter(|k| !matches!(k, LineKind::Unknown | LineKind::Unparseable))
-            .any(|k| self.tally.counts[k.index()] > 0)
+            .any(|k| self.counts.get(*k) > 0)
     }
 
     /// This run's exit code under `cfg` ([`exit_code::decide`]).
@@ -263,7 +269,7 @@ impl Finished {
         } else {
             String::new()
         };
-        let no_stdout = self.tally.counts.iter().sum::<u64>() == 0 && self.tally.overlong == 0;
+        let no_stdout = self.counts.total() == 0 && self.overlong == 0;
         match &self.outcome {
             Outcome::Success | Outcome::Killed { .. } => None,
             Outcome::NoResult if no_stdout => Some(format!(
@@ -279,13 +285,9 @@ impl Finished {
             Outcome::Incomplete => Some(format!(
                 "{what} {status} after a result that stopped mid-task (incomplete){ours}"
             )),
-            Outcome::ErrorResult {
-                subtype,
-                terminal_reason,
-                ..
-            } => Some(format!(
+            Outcome::ErrorResult(r) => Some(format!(
                 "{what} {status} after an error result ({}){ours}",
-                [subtype.as_deref(), terminal_reason.as_deref()]
+                [r.subtype.as_deref(), r.terminal_reason.as_deref()]
                     .into_iter()
                     .flatten()
                     .collect::<Vec<_>>()
@@ -309,6 +311,9 @@ impl Finished {
             exit_code,
             duration_ms: ms(self.duration),
             tally: &self.tally,
+            lines: lines_json(self.counts.iter(), self.overlong),
+            session_id: self.session_id.as_ref(),
+            result: self.result.as_ref(),
             stderr: self.stderr,
             suppressed: self.suppressed.clone(),
             interrupted: self.interrupted.map(UserSig::name),
@@ -418,9 +423,9 @@ async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
         let line = synthetic::result_line(
             k,
             &kill_sentence(k, &what),
-            final_run.tally.session_id.as_deref(),
+            final_run.session_id.as_ref(),
             ms(final_run.duration),
-            final_run.tally.num_turns(),
+            final_run.tally.num_turns(final_run.result.as_ref()),
         );
         if let Err(e) = host.stdout.write_own_line(&line.to_string()).await {
             host.status

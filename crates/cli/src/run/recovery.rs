@@ -17,7 +17,7 @@ use watchdog_core::capture::Record;
 use watchdog_core::recovery::{
     trigger_of, validate_session_id, Claim, Decision, LedgerState, Marker, Notice, Skip, Trigger,
 };
-use watchdog_core::{Ledger, LineView, Recovery, TerminalFacts};
+use watchdog_core::{Ledger, Recovery, TerminalFacts};
 
 use super::continuation::continuation_argv;
 use crate::duration::format_duration;
@@ -68,15 +68,11 @@ pub(crate) struct Recovered {
 /// The facts of a finished run, for the decision.
 pub(crate) fn facts_of(run: &Finished) -> TerminalFacts {
     let mut facts = TerminalFacts::new(run.outcome.clone(), run.ended_wall_ms);
-    if let Some(id) = &run.tally.session_id {
+    if let Some(id) = &run.session_id {
         facts = facts.with_session_id(id.clone());
     }
-    if let Some(view) = run
-        .last_result
-        .as_deref()
-        .and_then(|b| LineView::parse(b).ok())
-    {
-        facts = facts.with_result_line(&view);
+    if let Some(result) = &run.result {
+        facts = facts.with_result(result);
     }
     facts
         .with_rate_limits(&run.monitor)
@@ -128,9 +124,11 @@ pub(crate) async fn after(
             return r;
         }
     }
+    // The ledger keys markers by UUID: a session id of another shape is not resumed.
     let Some(sid) = facts
         .session_id
-        .clone()
+        .as_ref()
+        .map(|id| id.as_str().to_owned())
         .filter(|id| validate_session_id(id).is_ok())
     else {
         let skip = Skip::NoSessionId;
@@ -243,7 +241,7 @@ pub(crate) async fn after(
         "outcome_detail": outcome_fields(&cont.outcome),
         "exit_code": cont.code,
         "kill": cont.kill().map(|k| k.kind.as_str()),
-        "session_id": cont.tally.session_id,
+        "session_id": cont.session_id,
     });
     if let Some(other) = &cont.session_mismatch {
         let why = format!("the continuation ran session {other:?}, not {sid}");

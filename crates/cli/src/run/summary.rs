@@ -1,7 +1,7 @@
 //! `run --summary`: one JSON object describing how the run ended.
 
 use serde_json::{json, Value};
-use watchdog_core::{Kill, Outcome};
+use watchdog_core::{ClaudeSessionId, Kill, Outcome, ResultFacts};
 
 use crate::tally::Tally;
 use crate::verdict::{kill_json, outcome_fields};
@@ -25,6 +25,12 @@ pub struct Summary<'a> {
     pub duration_ms: u64,
     /// What stdout said.
     pub tally: &'a Tally,
+    /// Stdout lines by kind ([`lines_json`](crate::tally::lines_json)).
+    pub lines: Value,
+    /// Claude Code's session id (the registry's).
+    pub session_id: Option<&'a ClaudeSessionId>,
+    /// The facts of the last `result` (the registry's).
+    pub result: Option<&'a ResultFacts>,
     /// Stderr lines seen and suppressed (repeated warnings).
     pub stderr: (u64, u64),
     /// Suppressed repeats per warning code.
@@ -59,26 +65,18 @@ impl Summary<'_> {
         if let (Some(k), Some(stage)) = (kill.as_mut(), self.ladder) {
             k["ladder"] = json!(stage);
         }
-        let result = self.tally.result.as_ref();
         let mut v = json!({
             "outcome": self.outcome.as_str(),
             "outcome_detail": outcome_fields(self.outcome),
             "kill": kill,
             "exit": self.exit.map(|(code, signal)| json!({"code": code, "signal": signal})),
             "exit_code": self.exit_code,
-            "session_id": self.tally.session_id,
-            "result": {
-                "subtype": result.and_then(|r| r.subtype.clone()),
-                "is_error": result.and_then(|r| r.is_error),
-                "stop_reason": result.and_then(|r| r.stop_reason.clone()),
-                "terminal_reason": result.and_then(|r| r.terminal_reason.clone()),
-                "api_error": result.and_then(|r| r.api_error.clone()),
-                "num_turns": result.and_then(|r| r.num_turns),
-                "total_cost_usd": result.and_then(|r| r.total_cost_usd),
-            },
+            "session_id": self.session_id,
+            // Every field, `null` when no result came.
+            "result": self.result.cloned().unwrap_or_default(),
             "duration_ms": self.duration_ms,
             "rate_limits": self.tally.rate_limit_windows(),
-            "lines": self.tally.counts_json(),
+            "lines": self.lines,
             "stderr": {
                 "lines": self.stderr.0,
                 "suppressed_warnings": self.stderr.1,

@@ -4,7 +4,7 @@
 use std::io::Read;
 
 use serde_json::{json, Value};
-use watchdog_core::Kill;
+use watchdog_core::{ClaudeSessionId, Kill};
 
 /// A random (version 4) UUID, from the OS's random source; time-based if that is unavailable.
 pub fn uuid_v4() -> String {
@@ -38,7 +38,7 @@ pub fn uuid_v4() -> String {
 pub fn result_line(
     kill: &Kill,
     sentence: &str,
-    session_id: Option<&str>,
+    session_id: Option<&ClaudeSessionId>,
     duration_ms: u64,
     num_turns: u64,
 ) -> Value {
@@ -49,7 +49,7 @@ pub fn result_line(
         "terminal_reason": format!("watchdog_{}", kill.kind.as_str()),
         "result": sentence,
         "errors": [sentence],
-        "session_id": session_id.map_or_else(uuid_v4, str::to_owned),
+        "session_id": session_id.map_or_else(uuid_v4, |id| id.as_str().to_owned()),
         "uuid": uuid_v4(),
         "duration_ms": duration_ms,
         "duration_api_ms": 0,

@@ -372,7 +372,7 @@ impl Watch {
         };
         self.pipe.lock().await.take();
         let pipe_left_open = self.drain().await;
-        let (outcome, mut events) = self.shared.end();
+        let (ended, mut events) = self.shared.end();
         if let Some(rx) = self.events.as_mut() {
             // What the shared watchdog delivered and the watching task did not pass on yet.
             while let Ok(ev) = rx.try_recv() {
@@ -384,10 +384,11 @@ impl Watch {
         let _ = report.send(Report {
             program: std::mem::take(&mut self.program),
             pid: self.pid as u32,
-            outcome,
+            outcome: ended.outcome,
             kill,
             status,
-            session_id: st.session_id.clone(),
+            session_id: ended.session_id,
+            result: ended.result,
             counts: st.counts.clone(),
             stdout_lines: st.stdout_lines,
             stderr_lines: st.stderr_lines,

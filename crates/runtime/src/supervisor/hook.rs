@@ -28,8 +28,6 @@ pub struct LineInfo<'a> {
     pub class: Class,
     /// It has no `parent_tool_use_id` (not a subagent's line).
     pub top_level: bool,
-    /// It carries a non-empty `session_id` that differs from the last one seen on stdout.
-    pub new_session_id: bool,
 }
 
 type HookFn = dyn FnMut(&LineView<'_>, &LineInfo<'_>) + Send;
@@ -73,7 +71,6 @@ impl StdoutHook {
                 at,
                 class: m.class,
                 top_level: m.top_level,
-                new_session_id: m.new_session_id,
             };
             if catch_unwind(AssertUnwindSafe(|| f(view, &info))).is_err() {
                 panics += 1;

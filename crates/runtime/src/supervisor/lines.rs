@@ -43,9 +43,6 @@ pub struct LineMeta {
     pub class: Class,
     /// The line parsed and has no `parent_tool_use_id` (not a subagent's line).
     pub top_level: bool,
-    /// The line carries a non-empty `session_id` that differs from the last one seen on stdout
-    /// (the first one counts as a change).
-    pub new_session_id: bool,
 }
 
 impl LineMeta {
@@ -59,7 +56,6 @@ impl LineMeta {
             piece: false,
             class: Class::UNPARSEABLE,
             top_level: false,
-            new_session_id: false,
         }
     }
 }

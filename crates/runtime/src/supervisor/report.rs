@@ -3,7 +3,7 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use watchdog_core::{Event, Kill, LineKind, Outcome};
+use watchdog_core::{ClaudeSessionId, Event, Kill, LineKind, Outcome, ResultFacts};
 
 use super::{Line, StdoutBatch};
 
@@ -135,9 +135,13 @@ pub struct Report {
     /// The child's exit status (`code()` or, on Unix, `signal()`); `None` if it could not
     /// be reaped.
     pub status: Option<ExitStatus>,
-    /// The `session_id` of the first stdout line that carried one.
-    pub session_id: Option<String>,
-    /// Stdout lines by kind (each piece of an over-long line counts once as `Unparseable`).
+    /// Claude Code's session id, as the policy read it from stdout (the last `system/init`'s,
+    /// else the first valid one: [`watchdog_core::facts`]); `None` without a policy.
+    pub session_id: Option<ClaudeSessionId>,
+    /// The facts of the last `result` line, as the policy read them; `None` without a policy.
+    pub result: Option<ResultFacts>,
+    /// Stdout lines by kind, each line once. An over-long line is not here: it is counted once
+    /// in [`Report::overlong_lines`].
     pub counts: LineCounts,
     /// Stdout lines (pieces of over-long lines count once each).
     pub stdout_lines: u64,

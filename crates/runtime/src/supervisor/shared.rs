@@ -6,12 +6,20 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, Notify};
-use watchdog_core::{classify, Class, Event, LineView, Outcome};
+use watchdog_core::{classify, Class, ClaudeSessionId, Event, LineView, Outcome, ResultFacts};
 
 use super::lines::LineMeta;
 use super::policy::Policy;
 use super::{Batch, LineCounts, Output};
 use crate::clock;
+
+/// What the policy knew of a session when it ended ([`Shared::end`]).
+#[derive(Default)]
+pub(crate) struct Ended {
+    pub(crate) outcome: Option<Outcome>,
+    pub(crate) session_id: Option<ClaudeSessionId>,
+    pub(crate) result: Option<ResultFacts>,
+}
 
 /// State shared by the readers, the stdin writer and the watching task.
 pub(crate) struct Shared {
@@ -25,9 +33,6 @@ pub(crate) struct State {
     pub(crate) policy: Policy,
     armed: Option<Instant>,
     pub(crate) counts: LineCounts,
-    pub(crate) session_id: Option<String>,
-    /// The last non-empty `session_id` seen on stdout.
-    last_session_id: String,
     pub(crate) stdout_lines: u64,
     pub(crate) stderr_lines: u64,
     pub(crate) overlong_lines: u64,
@@ -51,8 +56,6 @@ impl Shared {
                 policy,
                 armed: None,
                 counts: LineCounts::default(),
-                session_id: None,
-                last_session_id: String::new(),
                 stdout_lines: 0,
                 stderr_lines: 0,
                 overlong_lines: 0,
@@ -108,16 +111,6 @@ impl Shared {
             m.class = match view {
                 Some(view) => {
                     m.top_level = view.parent_tool_use_id().is_none();
-                    let sid = view.session_id();
-                    if st.session_id.is_none() {
-                        st.session_id = sid.as_deref().map(str::to_owned);
-                    }
-                    if let Some(sid) = sid.filter(|s| !s.is_empty()) {
-                        if *sid != *st.last_session_id {
-                            m.new_session_id = true;
-                            st.last_session_id = sid.into_owned();
-                        }
-                    }
                     // Waited: a line read late (the host was stopped or busy) counts before
                     // the deadlines that came due meanwhile, as if read in time.
                     st.policy
@@ -131,7 +124,10 @@ impl Shared {
                     .with(now, |reg, id, now| reg.observe_waited(now, id, None))
                     .unwrap_or(Class::UNPARSEABLE),
             };
-            st.counts.add(m.class.kind);
+            // An over-long line is counted once, in `overlong_lines`, not once per piece.
+            if !m.piece {
+                st.counts.add(m.class.kind);
+            }
         }
         st.overlong_lines += overlong as u64;
         events.extend(drain(st));
@@ -194,20 +190,26 @@ impl Shared {
         drain(&mut st)
     }
 
-    pub(crate) fn end(&self) -> (Option<Outcome>, Vec<Event>) {
+    /// End the session: its outcome and the facts the policy read from its lines (all `None`
+    /// without a policy), and the events the end caused.
+    pub(crate) fn end(&self) -> (Ended, Vec<Event>) {
         let now = clock::now();
         let mut st = self.lock();
         settle_pause(&mut st, now);
-        let outcome = st
+        let ended = st
             .policy
-            .with(now, |reg, id, now| reg.end(now, id))
-            .flatten();
+            .with(now, |reg, id, now| Ended {
+                outcome: reg.end(now, id),
+                session_id: reg.claude_session_id(id).cloned(),
+                result: reg.result(id).cloned(),
+            })
+            .unwrap_or_default();
         let events = drain(&mut st);
         // A session on a shared watchdog leaves it now, before the report goes out.
         if matches!(st.policy, Policy::Shared(_)) {
             st.policy = Policy::None;
         }
-        (outcome, events)
+        (ended, events)
     }
 }
 

@@ -1,0 +1,226 @@
+//! The facts of one session that every part of the project reads from one owner, the
+//! [`Registry`](crate::Registry): Claude Code's session id ([`ClaudeSessionId`]) and the last
+//! `result`'s fields ([`ResultFacts`]).
+//!
+//! # Which session id
+//!
+//! A session's id is the `session_id` of its last `system/init` line; before any `init`, the
+//! first valid `session_id` seen. The `init` is where Claude Code announces the session it
+//! writes its transcript under, so it is the id `claude --resume <id>` accepts (recovery
+//! resumes with it); it also wins over the lines printed before it (hook lines). A
+//! `session_id` that is not a valid [`ClaudeSessionId`] (empty, too long, control
+//! characters) is ignored.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::view::LineView;
+
+/// Claude Code's session id, as printed in its stream-json lines (`session_id`): non-empty, at
+/// most [`ClaudeSessionId::MAX_LEN`] bytes, no control characters. Validated once, where it is
+/// read ([`ClaudeSessionId::parse`]); a UUID in practice, but only the ledger demands one.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ClaudeSessionId(Box<str>);
+
+/// Why a string is not a [`ClaudeSessionId`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidClaudeSessionId {
+    /// It is empty.
+    #[error("the session id is empty")]
+    Empty,
+    /// It is longer than [`ClaudeSessionId::MAX_LEN`] bytes.
+    #[error("the session id is {0} bytes long (at most {max})", max = ClaudeSessionId::MAX_LEN)]
+    TooLong(usize),
+    /// It holds a control character.
+    #[error("the session id holds a control character")]
+    ControlChar,
+}
+
+impl ClaudeSessionId {
+    /// The longest id accepted, in bytes (Claude Code's are 36-byte UUIDs).
+    pub const MAX_LEN: usize = 256;
+
+    /// Check `s` and keep it.
+    ///
+    /// ```
+    /// use watchdog_core::ClaudeSessionId;
+    /// let id = ClaudeSessionId::parse("90455ab9-05b5-4ba0-9d10-01a53fd0bcdc").unwrap();
+    /// assert_eq!(id.as_str(), "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc");
+    /// assert!(ClaudeSessionId::parse("").is_err());
+    /// assert!(ClaudeSessionId::parse("a\nb").is_err());
+    /// ```
+    pub fn parse(s: &str) -> Result<Self, InvalidClaudeSessionId> {
+        if s.is_empty() {
+            return Err(InvalidClaudeSessionId::Empty);
+        }
+        if s.len() > Self::MAX_LEN {
+            return Err(InvalidClaudeSessionId::TooLong(s.len()));
+        }
+        if s.chars().any(char::is_control) {
+            return Err(InvalidClaudeSessionId::ControlChar);
+        }
+        Ok(ClaudeSessionId(s.into()))
+    }
+
+    /// The id of a line, if it carries a valid one.
+    pub fn of_line(view: &LineView<'_>) -> Option<Self> {
+        view.session_id().and_then(|s| Self::parse(&s).ok())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ClaudeSessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::ops::Deref for ClaudeSessionId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for ClaudeSessionId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for ClaudeSessionId {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl TryFrom<String> for ClaudeSessionId {
+    type Error = InvalidClaudeSessionId;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Self::parse(&s)
+    }
+}
+
+impl From<ClaudeSessionId> for String {
+    fn from(id: ClaudeSessionId) -> String {
+        id.0.into()
+    }
+}
+
+/// The fields of a `result` line that say how a turn ended and what it cost: what the outcome,
+/// the summary, the synthetic result and recovery all read. Serialised with every field (`null`
+/// when the line lacked it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResultFacts {
+    /// `subtype`, e.g. `success`, `error_max_turns` (`success` for API errors).
+    pub subtype: Option<String>,
+    /// `is_error`.
+    pub is_error: Option<bool>,
+    /// `stop_reason`, e.g. `end_turn`, `tool_use`.
+    pub stop_reason: Option<String>,
+    /// `terminal_reason`, e.g. `completed`, `api_error`.
+    pub terminal_reason: Option<String>,
+    /// `api_error`, e.g. `max_output_tokens`.
+    pub api_error: Option<String>,
+    /// `api_error_status`, e.g. 429.
+    pub api_error_status: Option<u16>,
+    /// `num_turns`.
+    pub num_turns: Option<u64>,
+    /// `total_cost_usd` (finite values only).
+    pub total_cost_usd: Option<f64>,
+}
+
+impl ResultFacts {
+    /// The facts of a `result` line.
+    pub fn of_line(view: &LineView<'_>) -> Self {
+        let own = |s: Option<Cow<'_, str>>| s.map(Cow::into_owned);
+        ResultFacts {
+            subtype: own(view.subtype()),
+            is_error: view.is_error(),
+            stop_reason: own(view.stop_reason()),
+            terminal_reason: own(view.terminal_reason()),
+            api_error: own(view.api_error()),
+            api_error_status: view.api_error_status(),
+            num_turns: view.num_turns(),
+            total_cost_usd: view.total_cost_usd().filter(|c| c.is_finite()),
+        }
+    }
+
+    /// An error result: `is_error: true` or a subtype other than `success`.
+    pub fn is_error_result(&self) -> bool {
+        self.is_error == Some(true) || self.subtype.as_deref().is_some_and(|s| s != "success")
+    }
+
+    /// A success that stopped to call a tool (`stop_reason: "tool_use"`): exited mid-task.
+    pub fn stopped_mid_task(&self) -> bool {
+        !self.is_error_result() && self.stop_reason.as_deref() == Some("tool_use")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_is_bounded_and_printable() {
+        assert_eq!(
+            ClaudeSessionId::parse(""),
+            Err(InvalidClaudeSessionId::Empty)
+        );
+        let long = "a".repeat(ClaudeSessionId::MAX_LEN + 1);
+        assert_eq!(
+            ClaudeSessionId::parse(&long),
+            Err(InvalidClaudeSessionId::TooLong(
+                ClaudeSessionId::MAX_LEN + 1
+            ))
+        );
+        assert!(ClaudeSessionId::parse(&long[1..]).is_ok());
+        assert_eq!(
+            ClaudeSessionId::parse("a\u{1b}[2Jb"),
+            Err(InvalidClaudeSessionId::ControlChar)
+        );
+    }
+
+    #[test]
+    fn an_id_round_trips_through_json_and_bad_ones_are_refused() {
+        let id = ClaudeSessionId::parse("s-1").unwrap();
+        let text = serde_json::to_string(&id).unwrap();
+        assert_eq!(text, r#""s-1""#);
+        assert_eq!(serde_json::from_str::<ClaudeSessionId>(&text).unwrap(), id);
+        assert!(serde_json::from_str::<ClaudeSessionId>(r#""""#).is_err());
+    }
+
+    #[test]
+    fn result_facts_read_every_field_and_serialise_them_all() {
+        let line = br#"{"type":"result","subtype":"success","is_error":true,"stop_reason":"end_turn","terminal_reason":"api_error","api_error":"max_output_tokens","api_error_status":400,"num_turns":4,"total_cost_usd":0.5}"#;
+        let f = ResultFacts::of_line(&LineView::parse(line).unwrap());
+        assert!(f.is_error_result());
+        assert!(!f.stopped_mid_task());
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "subtype": "success", "is_error": true, "stop_reason": "end_turn",
+                "terminal_reason": "api_error", "api_error": "max_output_tokens",
+                "api_error_status": 400, "num_turns": 4, "total_cost_usd": 0.5,
+            })
+        );
+        assert_eq!(serde_json::from_value::<ResultFacts>(v).unwrap(), f);
+    }
+
+    #[test]
+    fn a_success_that_stopped_for_a_tool_is_mid_task() {
+        let line =
+            br#"{"type":"result","subtype":"success","is_error":false,"stop_reason":"tool_use"}"#;
+        let f = ResultFacts::of_line(&LineView::parse(line).unwrap());
+        assert!(!f.is_error_result());
+        assert!(f.stopped_mid_task());
+    }
+}
