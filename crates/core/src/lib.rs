@@ -11,6 +11,7 @@
 //! - [`event`]: kills, extensions, stalling warnings, outcomes.
 //! - [`capture`]: the capture format (recordings of runs).
 //! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
+//! - [`wall`]: UTC calendar dates (ISO-8601 both ways) and compact durations, by hand.
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window.
 //! - [`warning_filter`]: show a known repeated warning once, count the rest.
 //! - [`recovery`]: the continue-exactly-once decision, and the ledger that makes it durable
@@ -130,6 +131,7 @@ pub mod registry;
 pub mod replay;
 mod session;
 pub mod view;
+pub mod wall;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use config::{ConfigError, Limits, McpLimits, SessionConfig, HEARTBEAT_TICK};

@@ -5,7 +5,7 @@
 //! [`transcript`] (files → timed entries), [`spells`] (spell kinds, endings, runs),
 //! [`stats`] (percentiles), [`simulate`] (the core registry in virtual time), [`recommend`]
 //! (the ladder), [`report`] (text and JSON), [`svg`] (the plot), [`scan`] (parallel reading),
-//! [`timestamp`] (ISO-8601 by hand). The binary calls [`run_audit`] with [`AuditArgs`]; the pure
+//! (timestamps are read by [`watchdog_core::wall::parse_iso_ms`]). The binary calls [`run_audit`] with [`AuditArgs`]; the pure
 //! pieces are [`audit_paths`], [`AuditReport::to_json`], [`render_text`] and [`render_svg`].
 
 pub(crate) mod json;
@@ -16,7 +16,6 @@ pub mod simulate;
 pub mod spells;
 pub mod stats;
 pub mod svg;
-pub mod timestamp;
 pub mod transcript;
 
 use std::collections::HashMap;

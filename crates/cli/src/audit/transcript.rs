@@ -41,7 +41,7 @@ use watchdog_core::capture::{CaptureError, EntryView, RecordView};
 use watchdog_core::{classify, classify_line, LineKind, LineView, Signal};
 
 use super::json::{self, Val};
-use super::timestamp::parse_iso8601_ms;
+use watchdog_core::wall::parse_iso_ms;
 
 /// How an assistant message stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -487,7 +487,7 @@ fn transcript_line(log: &mut SessionLog, line: &[u8]) -> bool {
     let Some(t) = top
         .timestamp
         .and_then(json::as_str)
-        .and_then(|s| parse_iso8601_ms(&s))
+        .and_then(|s| parse_iso_ms(&s))
     else {
         log.untimed_entries += 1;
         return true;
