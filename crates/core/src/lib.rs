@@ -126,7 +126,7 @@ pub mod classify;
 pub mod config;
 mod deadline_queue;
 pub mod event;
-mod json_scan;
+pub mod json_scan;
 pub mod registry;
 pub mod replay;
 mod session;

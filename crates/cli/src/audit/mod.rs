@@ -8,7 +8,6 @@
 //! (timestamps are read by [`watchdog_core::wall::parse_iso_ms`]). The binary calls [`run_audit`] with [`AuditArgs`]; the pure
 //! pieces are [`audit_paths`], [`AuditReport::to_json`], [`render_text`] and [`render_svg`].
 
-pub(crate) mod json;
 pub mod recommend;
 pub mod report;
 pub mod scan;

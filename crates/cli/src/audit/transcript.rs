@@ -40,7 +40,7 @@ use crate::capture_reader::{Item, Lines};
 use watchdog_core::capture::{CaptureError, EntryView, RecordView};
 use watchdog_core::{classify, classify_line, LineKind, LineView, Signal};
 
-use super::json::{self, Val};
+use watchdog_core::json_scan::skim::{self as json, Val};
 use watchdog_core::wall::parse_iso_ms;
 
 /// How an assistant message stopped.
