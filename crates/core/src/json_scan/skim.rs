@@ -54,7 +54,7 @@ fn skip_container(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// What an [`object`] or [`array`] callback did with a value.
+/// What an [`object`] or [`array()`] callback did with a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Val {
     /// Nothing: the walker skips the value.
@@ -65,7 +65,7 @@ pub enum Val {
     Stop,
 }
 
-/// What [`object`] and [`array`] return when their callback stopped the walk.
+/// What [`object`] and [`array()`] return when their callback stopped the walk.
 pub const STOPPED: usize = usize::MAX;
 
 /// Walk the object at `b[i..]` (leading whitespace allowed), calling `f(key, value_start)` for

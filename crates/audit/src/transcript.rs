@@ -35,7 +35,7 @@ use std::borrow::Cow;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use crate::capture_reader::{Item, Lines};
+use crate::lines::{Item, Lines};
 
 use watchdog_core::capture::{CaptureError, EntryView, RecordView};
 use watchdog_core::{classify, classify_line, LineKind, LineView, Signal};
@@ -288,11 +288,11 @@ pub fn is_capture_name(path: &Path) -> bool {
 }
 
 /// Read one file. `progress` is called with byte counts as they are read. Character devices
-/// and FIFOs are refused ([`crate::capture_reader::open`]); a line longer than 64 MiB is
+/// and FIFOs are refused ([`crate::lines::open`]); a line longer than 64 MiB is
 /// dropped and counted as a bad line, so no file can make memory grow without bound.
 pub fn read_session(path: &Path, progress: &mut dyn FnMut(u64)) -> io::Result<SessionLog> {
     // A folder opens on some systems; its first read fails ("Is a directory").
-    let file = crate::capture_reader::open(path)?;
+    let file = crate::lines::open(path)?;
     read_session_from(file, path, progress)
 }
 

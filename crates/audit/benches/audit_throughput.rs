@@ -1,4 +1,4 @@
-//! `cargo bench -p agent-sdk-watchdog-cli --bench audit_throughput`
+//! `cargo bench -p watchdog-audit --bench audit_throughput`
 //!
 //! Generates a synthetic corpus shaped like Claude Code transcripts (seeded), then measures in
 //! the same run, each on every core:
@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use agent_watchdog::audit::{audit_paths, render_text, scan};
+use watchdog_audit::{audit_paths, render_text, scan};
 use watchdog_core::Limits;
 
 /// xorshift64*: small, seeded, good enough for shapes.
@@ -481,7 +481,6 @@ fn main() {
         );
     }
     if std::env::var_os("AUDIT_BENCH_REPORT").is_some() {
-        let mut out = std::io::stdout();
-        let _ = render_text(&report, &mut out);
+        print!("{}", render_text(&report));
     }
 }
