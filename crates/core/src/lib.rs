@@ -5,6 +5,8 @@
 //! call takes `now`, and decisions come back as values and events.
 //!
 //! - [`view`]: a borrowed, lenient view of one stream-json line ([`LineView`]).
+//! - [`json_scan`]: the allocation-free JSON walkers under it ([`json_scan::skim`] is public: the
+//!   audit reads transcripts with it).
 //! - [`classify`](mod@classify): what a line means for liveness (the classification contract).
 //! - [`config`]: validated limits with documented defaults ([`Limits`], [`SessionConfig`]).
 //! - [`registry`]: many sessions on one timer, exact deadlines ([`Registry`]).
