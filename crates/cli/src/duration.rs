@@ -69,29 +69,8 @@ fn secs_to_duration(secs: f64, original: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// Render a duration compactly: `10m`, `1h30m`, `2.5s`, `250ms`.
-pub fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    if !ms.is_multiple_of(1000) && ms < 60_000 {
-        return format!("{:.1}s", d.as_secs_f64());
-    }
-    let secs = d.as_secs();
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    let mut out = String::new();
-    if h > 0 {
-        out += &format!("{h}h");
-    }
-    if m > 0 {
-        out += &format!("{m}m");
-    }
-    if s > 0 || out.is_empty() {
-        out += &format!("{s}s");
-    }
-    out
-}
+/// Render a duration compactly: `10m`, `1h30m`, `2.5s`, `250ms` (the core's renderer).
+pub use watchdog_core::wall::format_duration;
 
 #[cfg(test)]
 mod tests {
@@ -129,14 +108,5 @@ mod tests {
         ] {
             assert!(parse_duration(s).is_err(), "{s}");
         }
-    }
-
-    #[test]
-    fn formats_compactly() {
-        assert_eq!(format_duration(Duration::from_secs(600)), "10m");
-        assert_eq!(format_duration(Duration::from_secs(5400)), "1h30m");
-        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
-        assert_eq!(format_duration(Duration::from_millis(2500)), "2.5s");
-        assert_eq!(format_duration(Duration::from_secs(0)), "0ms");
     }
 }

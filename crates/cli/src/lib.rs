@@ -3,7 +3,6 @@
 #![warn(missing_docs)]
 
 pub mod audit;
-pub mod capture_reader;
 pub mod cli;
 pub mod cpu;
 pub mod demo;

@@ -3,7 +3,7 @@
 //!
 //! The rules are the core's ([`watchdog_core::replay`]): one replay for `replay` and `audit`,
 //! with the live run's rule at a deadline (a line exactly at a deadline comes too late). This
-//! module reads the file line by line ([`crate::capture_reader`]: 64 MiB cap, a leading BOM
+//! module reads the file line by line ([`watchdog_audit::lines`]: 64 MiB cap, a leading BOM
 //! skipped), tallies each run's stdout lines, keeps a bounded log of its events
 //! ([`crate::event_log`]), and renders the report. Memory does not grow with the capture.
 //!
@@ -18,11 +18,11 @@ use watchdog_core::capture::{Entry, EntryView, RecordView};
 use watchdog_core::replay::{ExitRecord, Replay, RunVerdict, Step, TimeFaults, TimedEvent};
 use watchdog_core::{ClaudeSessionId, Event, Kill, Limits, LineKind, Outcome, ResultFacts};
 
-use crate::capture_reader::{is_blank, Item, Lines};
 use crate::duration::format_duration;
 use crate::event_log::EventLog;
 use crate::tally::{lines_json, Tally};
 use crate::verdict::{event_json, kill_json};
+use watchdog_audit::lines::{is_blank, Item, Lines};
 
 /// Unreadable lines listed one by one; the rest are only counted.
 const SKIPPED_LISTED: usize = 10;
@@ -181,7 +181,7 @@ pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> 
             Item::Overlong(n, len) => {
                 let why = format!(
                     "line of {len} bytes, longer than {} MiB",
-                    crate::capture_reader::MAX_LINE >> 20
+                    watchdog_audit::lines::MAX_LINE >> 20
                 );
                 skip(&mut out, n, why);
                 continue;

@@ -18,7 +18,7 @@ pub fn main(args: ReplayArgs) -> i32 {
     let replayed = if name == "-" {
         with_mcp_rule(io::BufReader::new(io::stdin().lock()), &limits)
     } else {
-        match crate::capture_reader::open(&args.file) {
+        match watchdog_audit::lines::open(&args.file) {
             Ok(f) => with_mcp_rule(io::BufReader::new(f), &limits),
             Err(e) => {
                 eprintln!("agent-watchdog: cannot open capture {name}: {e}");
@@ -96,7 +96,7 @@ fn with_mcp_rule(
     use std::io::{BufRead, Read};
     let mut first = Vec::new();
     (&mut reader)
-        .take(crate::capture_reader::MAX_LINE as u64)
+        .take(watchdog_audit::lines::MAX_LINE as u64)
         .read_until(b'\n', &mut first)?;
     let start = watchdog_core::capture::Entry::parse(&first)
         .ok()

@@ -1,8 +1,12 @@
-//! `agent-watchdog audit` is wired into the command line (the audit itself is tested in
-//! `audit_*.rs`).
+//! `agent-watchdog audit` is wired into the command line: flags, printing, exit codes (the
+//! audit itself is tested in the `watchdog-audit` crate).
 
 use std::path::PathBuf;
 use std::process::Command;
+
+use agent_watchdog::audit::{run_audit, AuditArgs};
+use watchdog_audit::{audit_paths, render_svg};
+use watchdog_core::Limits;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agent-watchdog");
 
@@ -36,4 +40,62 @@ fn audit_bad_flags_are_usage_errors() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--no-progress"));
+}
+
+#[test]
+fn run_audit_writes_text_json_and_the_plot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plot = tmp.path().join("spells.svg");
+    let dir = mock_api::harness::testdata_dir().join("transcripts");
+    let args = AuditArgs {
+        paths: vec![dir.clone()],
+        plot: Some(plot.clone()),
+        quiet: true,
+        ..Default::default()
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    assert_eq!(run_audit(&args, &mut out, &mut err).unwrap(), 0);
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("Recommended: --idle 2m --no-progress 2m"),
+        "{text}"
+    );
+    assert!(text.contains("tool Bash"), "{text}");
+    assert!(err.is_empty());
+    // The plot is the library's rendering of the same audit (checked well-formed there).
+    let same = audit_paths(std::slice::from_ref(&dir), &Limits::default());
+    assert_eq!(std::fs::read_to_string(&plot).unwrap(), render_svg(&same));
+
+    let args = AuditArgs {
+        paths: vec![dir],
+        json: true,
+        quiet: true,
+        ..Default::default()
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    assert_eq!(run_audit(&args, &mut out, &mut err).unwrap(), 0);
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["sessions_scanned"], 2);
+
+    // Nothing readable at all: exit 1 and the reason on stderr, no all-zero report (with
+    // --json the object is still printed, and the reason is on stderr too).
+    let mut args = AuditArgs {
+        paths: vec![tmp.path().join("missing")],
+        quiet: true,
+        ..Default::default()
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    assert_eq!(run_audit(&args, &mut out, &mut err).unwrap(), 1);
+    assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
+    let err = String::from_utf8(err).unwrap();
+    assert!(
+        err.contains("cannot read") && err.contains("missing") && err.contains("No such file"),
+        "{err}"
+    );
+    args.json = true;
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    assert_eq!(run_audit(&args, &mut out, &mut err).unwrap(), 1);
+    assert!(String::from_utf8(err).unwrap().contains("missing"));
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["files_skipped"], 1);
 }

@@ -5,6 +5,8 @@
 //! call takes `now`, and decisions come back as values and events.
 //!
 //! - [`view`]: a borrowed, lenient view of one stream-json line ([`LineView`]).
+//! - [`json_scan`]: the allocation-free JSON walkers under it ([`json_scan::skim`] is public: the
+//!   audit reads transcripts with it).
 //! - [`classify`](mod@classify): what a line means for liveness (the classification contract).
 //! - [`config`]: validated limits with documented defaults ([`Limits`], [`SessionConfig`]).
 //! - [`registry`]: many sessions on one timer, exact deadlines ([`Registry`]).
@@ -13,6 +15,7 @@
 //!   id ([`ClaudeSessionId`]) and the last `result`'s fields ([`ResultFacts`]).
 //! - [`capture`]: the capture format (recordings of runs).
 //! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
+//! - [`wall`]: UTC calendar dates (ISO-8601 both ways) and compact durations, by hand.
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window.
 //! - [`warning_filter`]: show a known repeated warning once, count the rest.
 //! - [`recovery`]: the continue-exactly-once decision, and the ledger that makes it durable
@@ -128,11 +131,12 @@ pub mod config;
 mod deadline_queue;
 pub mod event;
 pub mod facts;
-mod json_scan;
+pub mod json_scan;
 pub mod registry;
 pub mod replay;
 mod session;
 pub mod view;
+pub mod wall;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use config::{ConfigError, Limits, McpLimits, SessionConfig, HEARTBEAT_TICK};

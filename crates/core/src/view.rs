@@ -199,7 +199,6 @@ macro_rules! wire {
 
         impl<'a> $name<'a> {
             $(
-                #[allow(dead_code)]
                 fn $field(&self) -> Option<Field<'a>> {
                     if let Some(v) = self.value {
                         return v.get(wire!(@key $field $(= $rename)?)).map(Field::Value);
@@ -262,25 +261,9 @@ wire!(Top {
     num_turns,
     total_cost_usd,
     tool_name,
-    heartbeat,
     elapsed_time_seconds,
 });
 
-wire!(Event { ty = "type" });
-wire!(Message {
-    content,
-    stop_reason,
-    role
-});
-wire!(Request {
-    subtype,
-    tool_name,
-    tool_use_id
-});
-wire!(Response {
-    request_id,
-    subtype
-});
 wire!(Block { ty = "type", id, name, tool_use_id, is_error });
 
 /// A [`LineView`] being built from the members of a validated object, in order.

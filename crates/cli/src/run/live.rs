@@ -35,7 +35,7 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 // The longest stdout line handled as one line (64 MiB, the cap `replay` and `audit` read
 // captures with); longer ones come in pieces.
-use crate::capture_reader::MAX_LINE;
+use watchdog_core::capture::MAX_LINE;
 
 /// What a run shows and keeps while it runs.
 struct Live<'h> {

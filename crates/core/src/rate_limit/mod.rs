@@ -54,9 +54,9 @@ mod format;
 mod monitor;
 mod reading;
 
-pub use format::{format_iso_ms, percent_half_up};
+pub use crate::wall::format_iso_ms;
+pub use format::percent_half_up;
 pub use monitor::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
 pub use reading::{Reading, Status, Window, MAX_UTILIZATION};
 
-/// Wall-clock time as milliseconds since the Unix epoch (1970-01-01T00:00:00Z).
-pub type WallMs = u64;
+pub use crate::wall::WallMs;

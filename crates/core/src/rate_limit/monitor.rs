@@ -5,11 +5,12 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::format::{format_iso_ms, percent_half_up, window_part};
+use super::format::{percent_half_up, window_part};
 use super::reading::{Frame, Given, Reading, Status, Window, WindowFrame};
 use super::WallMs;
 use crate::config::{unit, ConfigError};
 use crate::view::LineView;
+use crate::wall::format_iso_ms;
 
 /// The rate-limit monitor's policy: validated plain data.
 ///

@@ -93,7 +93,7 @@ impl Default for SupervisorConfig {
             interrupt_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(5),
             become_subreaper: false,
-            max_line: 64 << 20,
+            max_line: watchdog_core::capture::MAX_LINE,
             pipe_stdin: true,
             tree_scan: Some(Duration::from_secs(1)),
             kill_leftovers: true,

@@ -1,5 +1,5 @@
-//! Reading a capture (or any JSON Lines file) line by line in bounded memory, for `replay` and
-//! `audit`.
+//! Reading a capture, a transcript (or any JSON Lines file) line by line in bounded memory:
+//! the audit's reader, and `agent-watchdog replay`'s.
 //!
 //! - Lines are handed out in place from one buffer; nothing is kept.
 //! - A line longer than [`MAX_LINE`] (64 MiB, the same cap as `run`'s) is not buffered: its
@@ -14,8 +14,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
-/// The longest line handled (64 MiB), as in `run`.
-pub const MAX_LINE: usize = 64 << 20;
+pub use watchdog_core::capture::MAX_LINE;
 
 /// The most read at once, and the buffer's growth step past the cap.
 const CHUNK: usize = 1 << 20;

@@ -1,14 +1,21 @@
-#![doc = include_str!("README.md")]
+#![doc = include_str!("../README.md")]
 //!
 //! ## Pieces
 //!
 //! [`transcript`] (files → timed entries), [`spells`] (spell kinds, endings, runs),
 //! [`stats`] (percentiles), [`simulate`] (the core registry in virtual time), [`recommend`]
 //! (the ladder), [`report`] (text and JSON), [`svg`] (the plot), [`scan`] (parallel reading),
-//! [`timestamp`] (ISO-8601 by hand). The binary calls [`run_audit`] with [`AuditArgs`]; the pure
-//! pieces are [`audit_paths`], [`AuditReport::to_json`], [`render_text`] and [`render_svg`].
+//! [`lines`] (files read line by line in bounded memory). Timestamps are read by
+//! [`watchdog_core::wall::parse_iso_ms`], lines skimmed by [`watchdog_core::json_scan::skim`].
+//!
+//! The library prints nothing: [`audit_paths`] / [`audit_files`] return an [`AuditReport`], and
+//! [`AuditReport::to_json`], [`render_text`] and [`render_svg`] render it as values. The
+//! `agent-watchdog audit` command (crate `agent-sdk-watchdog-cli`) parses the flags, prints,
+//! and sets the exit code.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
-pub(crate) mod json;
+pub mod lines;
 pub mod recommend;
 pub mod report;
 pub mod scan;
@@ -16,14 +23,12 @@ pub mod simulate;
 pub mod spells;
 pub mod stats;
 pub mod svg;
-pub mod timestamp;
 pub mod transcript;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use clap::Args;
 use watchdog_core::{KillKind, Limits};
 
 pub use report::{
@@ -37,219 +42,26 @@ use spells::{Analysis, SpellKind};
 use stats::Distribution;
 use transcript::{Ending, Entry, EntryKind, Format, SessionLog};
 
-/// `agent-watchdog audit [PATHS…] [policy flags] [--json] [--plot FILE.svg]`
-#[derive(Debug, Clone, Default, Args)]
-pub struct AuditArgs {
-    /// The settings to check (the recommendation is computed regardless).
-    #[command(flatten)]
-    pub policy: crate::policy_args::PolicyArgs,
-    /// Transcript folders (searched recursively for `*.jsonl`), transcript files or captures;
-    /// `-` for standard input. Character devices and FIFOs are refused unless given as `-`
-    /// [default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects]
-    #[arg(value_name = "PATHS")]
-    pub paths: Vec<PathBuf>,
-    /// Print one JSON object instead of the text report.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write an SVG histogram of quiet spells with the thresholds to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub plot: Option<PathBuf>,
-    /// No progress bar.
-    #[arg(long, short)]
-    pub quiet: bool,
+/// The settings for one capture's simulation, from the settings being checked and the
+/// capture's `start` record (its JSON text; `None` for a transcript, or a capture without
+/// one). The `agent-watchdog` command applies the MCP rule of the recorded run here.
+pub type StartLimits = dyn for<'l> Fn(&'l Limits, Option<&str>) -> Cow<'l, Limits> + Sync;
+
+/// The settings as given, whatever a capture's `start` record says (a [`StartLimits`]).
+pub fn as_given<'l>(limits: &'l Limits, _start: Option<&str>) -> Cow<'l, Limits> {
+    Cow::Borrowed(limits)
 }
 
-/// Why `audit` could not run at all.
-#[derive(Debug, thiserror::Error)]
-pub enum AuditError {
-    /// A policy flag is invalid.
-    #[error("{0}")]
-    Config(#[from] watchdog_core::ConfigError),
-    /// No path given and no Claude Code projects folder found.
-    #[error("no transcripts folder: pass PATHS, or set CLAUDE_CONFIG_DIR or HOME")]
-    NoDefaultPath,
-    /// Writing the report or the plot failed.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being written.
-        what: String,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// The default folder: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`.
-pub fn default_projects_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(d).join("projects"));
-    }
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(".claude").join("projects"))
-}
-
-/// Run `audit`: the report goes to `out` (text, or JSON with `--json`), notes to `err`.
-/// Returns the exit code: 0, or 1 when no file could be read. A progress bar is drawn on
-/// the terminal's stderr (through indicatif) when stderr is a terminal, more than a few files
-/// are scanned, and `--quiet` is not given.
-pub fn run_audit(
-    args: &AuditArgs,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> Result<i32, AuditError> {
-    let limits = args.policy.limits()?;
-    let mut paths = if args.paths.is_empty() {
-        vec![default_projects_dir().ok_or(AuditError::NoDefaultPath)?]
-    } else {
-        args.paths.clone()
-    };
-    // `-`: standard input, whatever it is (a pipe, a terminal, a device), spooled once to a
-    // temporary file because a capture is streamed again for every simulation.
-    let spool = if paths.iter().any(|p| p.as_os_str() == "-") {
-        let spool = Spool::from_stdin().map_err(|source| AuditError::Io {
-            what: "reading standard input".into(),
-            source,
-        })?;
-        for p in paths.iter_mut().filter(|p| p.as_os_str() == "-") {
-            p.clone_from(&spool.path);
-        }
-        Some(spool)
-    } else {
-        None
-    };
-    let discovery = scan::discover(&paths);
-    let total: u64 = discovery.files.iter().map(|f| f.1).sum();
-    let show_bar = !args.quiet && discovery.files.len() > 4 && std::io::stderr().is_terminal();
-    let bar = if show_bar {
-        let pb = indicatif::ProgressBar::new(total);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "agent-watchdog: audit {bar:30} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {eta}",
-        ) {
-            pb.set_style(style);
-        }
-        Some(pb)
-    } else {
-        None
-    };
-    let on_bytes = |n: u64| {
-        if let Some(pb) = &bar {
-            pb.inc(n);
-        }
-    };
-    let mut report = audit_files(discovery, &limits, scan::threads(), &on_bytes);
-    if let Some(pb) = bar {
-        pb.finish_and_clear();
-    }
-    if let Some(spool) = &spool {
-        spool.rename_in(&mut report);
-    }
-    let io = |what: &str| {
-        let what = what.to_string();
-        move |source| AuditError::Io { what, source }
-    };
-    // Nothing could be read: say why on stderr; the text report would be all zeros, so it is
-    // left out (`--json` still prints its object, for scripts).
-    if report.sessions_scanned == 0 && report.files_skipped > 0 && !args.json {
-        for (f, why) in &report.skipped {
-            writeln!(
-                err,
-                "agent-watchdog: audit: cannot read {}: {why}",
-                f.display()
-            )
-            .map_err(io("writing to stderr"))?;
-        }
-        return Ok(1);
-    }
-    // The text report lists skipped files itself; with --json they are also told on stderr.
-    if args.json {
-        for (f, why) in &report.skipped {
-            writeln!(err, "agent-watchdog: audit: skipped {}: {why}", f.display())
-                .map_err(io("writing to stderr"))?;
-        }
-    }
-    if args.json {
-        writeln!(out, "{}", report.to_json()).map_err(io("writing the report"))?;
-    } else {
-        render_text(&report, out).map_err(io("writing the report"))?;
-    }
-    if let Some(plot) = &args.plot {
-        std::fs::write(plot, render_svg(&report))
-            .map_err(io(&format!("writing {}", plot.display())))?;
-        if !args.json {
-            writeln!(out, "\nPlot written to {}", plot.display())
-                .map_err(io("writing the report"))?;
-        }
-    }
-    Ok(
-        if report.sessions_scanned == 0 && report.files_skipped > 0 {
-            1
-        } else {
-            0
-        },
-    )
-}
-
-/// Standard input copied to a temporary file (removed on drop), line by line with the 64 MiB
-/// cap: an over-long line is kept as one unreadable line, so `/dev/zero` costs no disk.
-struct Spool {
-    path: PathBuf,
-}
-
-impl Spool {
-    fn from_stdin() -> std::io::Result<Spool> {
-        use crate::capture_reader::{Item, Lines};
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = std::env::temp_dir().join(format!(
-            "agent-watchdog-audit-stdin-{}-{nanos}.jsonl",
-            std::process::id()
-        ));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
-        let spool = Spool { path };
-        let mut w = std::io::BufWriter::new(file);
-        let mut lines = Lines::new(std::io::stdin().lock());
-        while let Some(item) = lines.next_item()? {
-            match item {
-                Item::Line { line, .. } => w.write_all(line)?,
-                Item::Overlong(..) => w.write_all(b"\0 over-long line")?,
-            }
-            w.write_all(b"\n")?;
-        }
-        w.flush()?;
-        Ok(spool)
-    }
-
-    /// Name the spooled file `-` in the report.
-    fn rename_in(&self, r: &mut AuditReport) {
-        let dash = PathBuf::from("-");
-        let fix = |p: &mut PathBuf| {
-            if *p == self.path {
-                p.clone_from(&dash);
-            }
-        };
-        r.skipped.iter_mut().for_each(|(p, _)| fix(p));
-        r.would_kill.iter_mut().for_each(|k| fix(&mut k.file));
-        r.sessions.iter_mut().for_each(|s| fix(&mut s.file));
-        r.longest_productive_silences
-            .iter_mut()
-            .for_each(|s| fix(&mut s.file));
-    }
-}
-
-impl Drop for Spool {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// Audit these paths (folders recursively, files as given) with these settings, on every core.
+/// Audit these paths (folders recursively, files as given) with these settings, on every core
+/// (captures with the settings [`as_given`]).
 pub fn audit_paths(paths: &[PathBuf], limits: &Limits) -> AuditReport {
-    audit_files(scan::discover(paths), limits, scan::threads(), &|_| {})
+    audit_files(
+        scan::discover(paths),
+        limits,
+        scan::threads(),
+        &|_| {},
+        &as_given,
+    )
 }
 
 /// One session, ready for the simulation.
@@ -277,12 +89,14 @@ impl Session {
     }
 }
 
-/// Audit the discovered files.
+/// Audit the discovered files on `threads` threads; `on_bytes` is told each chunk of bytes
+/// read (for a progress bar), and `for_start` gives each capture's settings.
 pub fn audit_files(
     discovery: Discovery,
     limits: &Limits,
     threads: usize,
     on_bytes: &(dyn Fn(u64) + Sync),
+    for_start: &StartLimits,
 ) -> AuditReport {
     let Discovery { files, mut skipped } = discovery;
     let mut logs = Vec::with_capacity(files.len());
@@ -293,8 +107,8 @@ pub fn audit_files(
         }
     }
     let sessions = build_sessions(logs, threads);
-    let given = simulate_all(&sessions, limits, threads);
-    let recommended = recommend(&sessions, limits, threads);
+    let given = simulate_all(&sessions, limits, threads, for_start);
+    let recommended = recommend(&sessions, limits, threads, for_start);
     summarise(&sessions, &given, recommended, skipped, limits)
 }
 
@@ -371,13 +185,18 @@ fn merge(entries: &[Entry], mut ticks: Vec<i64>) -> Vec<Entry> {
     out
 }
 
-fn simulate_all(sessions: &[Session], limits: &Limits, threads: usize) -> Vec<Vec<SimKill>> {
+fn simulate_all(
+    sessions: &[Session],
+    limits: &Limits,
+    threads: usize,
+    for_start: &StartLimits,
+) -> Vec<Vec<SimKill>> {
     scan::par_map(sessions, threads, |s| {
         if s.in_parent {
             Vec::new()
         } else {
-            // The MCP rule, from the environment a capture's `start` record kept.
-            let limits = crate::mcp_limits::for_start_json(limits, s.log.start.as_deref());
+            // The settings of the recorded run (the CLI's MCP rule), from its `start` record.
+            let limits = for_start(limits, s.log.start.as_deref());
             simulate::simulate(&s.log, s.entries(), &s.analysis, &limits)
         }
     })
@@ -387,7 +206,12 @@ fn counted(s: &Session) -> bool {
     !s.in_parent
 }
 
-fn recommend(sessions: &[Session], limits: &Limits, threads: usize) -> Recommendation {
+fn recommend(
+    sessions: &[Session],
+    limits: &Limits,
+    threads: usize,
+    for_start: &StartLimits,
+) -> Recommendation {
     let productive = || {
         sessions
             .iter()
@@ -420,7 +244,7 @@ fn recommend(sessions: &[Session], limits: &Limits, threads: usize) -> Recommend
             .with_idle(std::time::Duration::from_millis(idle))
             .and_then(|l| l.with_no_progress(std::time::Duration::from_millis(no_progress)));
         let Ok(l) = l else { break };
-        let kills = simulate_all(sessions, &l, threads);
+        let kills = simulate_all(sessions, &l, threads, for_start);
         let bad: Vec<&SimKill> = kills.iter().flatten().filter(|k| k.productive).collect();
         if bad.is_empty() {
             verified = true;

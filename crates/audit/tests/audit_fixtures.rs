@@ -4,10 +4,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agent_watchdog::audit::spells::SpellKind;
-use agent_watchdog::audit::transcript::Ending;
-use agent_watchdog::audit::{audit_paths, AuditReport};
 use serde_json::{json, Value};
+use watchdog_audit::spells::SpellKind;
+use watchdog_audit::transcript::Ending;
+use watchdog_audit::{audit_paths, AuditReport};
 use watchdog_core::Limits;
 
 const T0: i64 = 1_796_030_000_000; // 2026-11-30T09:13:20Z

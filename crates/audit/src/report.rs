@@ -1,6 +1,6 @@
 //! The audit report: its figures, the JSON object and the human text.
 
-use std::io::{self, Write};
+use std::fmt::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::spells::SpellKind;
 use super::stats::Distribution;
 use super::transcript::Ending;
-use crate::duration::format_duration;
+use watchdog_core::wall::format_duration;
 
 /// One long productive silence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -289,8 +289,15 @@ impl AuditReport {
     }
 }
 
-/// Write the human report.
-pub fn render_text(r: &AuditReport, out: &mut dyn Write) -> io::Result<()> {
+/// The human report, as text.
+pub fn render_text(r: &AuditReport) -> String {
+    let mut out = String::new();
+    // Writing to a `String` cannot fail.
+    let _ = write_text(r, &mut out);
+    out
+}
+
+fn write_text(r: &AuditReport, out: &mut String) -> fmt::Result {
     writeln!(
         out,
         "audit: {} session{} ({} subagent) in {}, {} lines; {} file{} skipped",

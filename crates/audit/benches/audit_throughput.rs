@@ -1,4 +1,4 @@
-//! `cargo bench -p agent-sdk-watchdog-cli --bench audit_throughput`
+//! `cargo bench -p watchdog-audit --bench audit_throughput`
 //!
 //! Generates a synthetic corpus shaped like Claude Code transcripts (seeded), then measures in
 //! the same run, each on every core:
@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use agent_watchdog::audit::{audit_paths, render_text, scan};
+use watchdog_audit::{audit_paths, render_text, scan};
 use watchdog_core::Limits;
 
 /// xorshift64*: small, seeded, good enough for shapes.
@@ -47,29 +47,6 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(default)
-}
-
-fn iso(ms: i64) -> String {
-    // Civil from days (H. Hinnant).
-    let days = ms.div_euclid(86_400_000);
-    let rem = ms.rem_euclid(86_400_000);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000
-    )
 }
 
 /// Words of the synthetic text: code and prose, with escapes about as often as in the real
@@ -163,7 +140,7 @@ impl Gen<'_> {
     }
     fn tick(&mut self, max_ms: u64) -> String {
         self.t += self.rng.below(max_ms) as i64 + 1;
-        iso(self.t)
+        watchdog_core::wall::format_iso_ms(self.t as u64)
     }
     fn common(&self) -> String {
         format!(
@@ -504,7 +481,6 @@ fn main() {
         );
     }
     if std::env::var_os("AUDIT_BENCH_REPORT").is_some() {
-        let mut out = std::io::stdout();
-        let _ = render_text(&report, &mut out);
+        print!("{}", render_text(&report));
     }
 }
