@@ -49,6 +49,7 @@ proptest! {
             prop_assert_eq!(class.signal, Signal::KeepAlive);
         }
         let _ = Entry::parse(&bytes);
+        let _ = LineView::parse_validated(&bytes).map(|v| classify(&v));
     }
 
     #[test]
@@ -67,6 +68,12 @@ proptest! {
             let value = serde_json::Value::Object(map);
             let from_value = LineView::from_value(&value).unwrap();
             prop_assert_eq!(classify(&view), classify(&from_value));
+            // A validated line skimmed again reads the same.
+            let skimmed = LineView::parse_validated(s.as_bytes()).expect("validated object");
+            prop_assert_eq!(classify(&view), classify(&skimmed), "input {:?}", s);
+        } else {
+            // Anything else: no panic, whatever it reads.
+            let _ = LineView::parse_validated(s.as_bytes()).map(|v| classify(&v));
         }
     }
 

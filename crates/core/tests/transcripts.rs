@@ -134,6 +134,18 @@ fn every_captured_line_classifies_as_the_contract_says() {
                 e.t_ms
             );
             assert_eq!(raw, parsed, "{} t={}", c.name, e.t_ms);
+            // The CLI skims the lines the supervisor validated: it must read them alike.
+            let skimmed = LineView::parse_validated(text.as_bytes()).unwrap();
+            assert_eq!(classify(&skimmed), raw, "{} t={}", c.name, e.t_ms);
+            let full = LineView::parse_str(&text).unwrap();
+            assert_eq!(
+                skimmed.session_id(),
+                full.session_id(),
+                "{} t={}",
+                c.name,
+                e.t_ms
+            );
+            assert_eq!(skimmed.subtype(), full.subtype(), "{} t={}", c.name, e.t_ms);
             *totals.entry(raw.kind.as_str()).or_default() += 1;
             lines += 1;
         }

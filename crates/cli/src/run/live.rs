@@ -197,8 +197,8 @@ impl Live<'_> {
             self.tally.observe_line(None, class, m.top_level);
             return false;
         }
-        // Rare enough to parse again here (the supervisor's view is gone with its reader).
-        let Ok(view) = LineView::parse(bytes) else {
+        // The supervisor's view is gone with its reader, but it validated the line: skim it.
+        let Some(view) = LineView::parse_validated(bytes) else {
             self.tally.observe_line(None, class, m.top_level);
             return false;
         };
