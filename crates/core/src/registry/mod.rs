@@ -1,0 +1,421 @@
+//! Many sessions on one timer: the deterministic deadline engine (quinn-proto style).
+//!
+//! Time is a parameter: every call takes `now`. The caller sleeps until [`Registry::poll_timeout`],
+//! calls [`Registry::handle_timeout`], then drains [`Registry::poll_event`].
+//!
+//! # How deadlines are kept
+//!
+//! Each session knows its next timed event (a kill, an `Extended` or a `Stalling`). A hashed
+//! timer wheel with an exact near heap indexes them (`deadline_queue`). A session remembers
+//! where it is filed, so a line that moves its next event later changes nothing but the
+//! session (O(1)); when the wheel reaches the old instant, it asks for the session's true next
+//! event and re-files it there, without waking the host. An event that moves earlier is
+//! re-filed at once (O(1)); an ended or forgotten session leaves the index at once.
+//! `poll_timeout` is therefore the exact next event (a rise of the utilization, which lengthens
+//! patience without revisiting sessions, is the one case of an early wake-up that finds
+//! nothing due), and a call with nothing due is a heap peek.
+//!
+//! # Human waits
+//!
+//! While a permission request is open (see the crate docs for how waits begin and end), the
+//! idle and no-progress clocks stand still: their deadlines move by the paused time. The
+//! ceiling keeps running, and so does the linger (a settled session is waiting on its host,
+//! not on a permission prompt). The startup clock cannot be pending, since a wait begins with a
+//! line.
+//!
+//! # Time
+//!
+//! Every call that takes `now` first processes what was due at or before `now`, so a line that
+//! arrives after a deadline never rescues the session, and a kill is dated at its exact
+//! deadline. Instants earlier than one already seen are treated as that one (time never runs
+//! backwards inside the registry). After the call, whatever its own effect made due at `now`
+//! (a withdrawn extension, a first line after an exceeded no-progress cap) is processed too,
+//! so `poll_timeout` is always later than the last `now`, or `None`.
+
+mod observe;
+mod policy_table;
+mod timer;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::classify::{LineKind, Signal};
+use crate::config::{Limits, SessionConfig};
+use crate::deadline_queue::DeadlineQueue;
+use crate::event::{Event, ExtendReason, Kill, Outcome, SessionId};
+use crate::facts::{ClaudeSessionId, ResultFacts};
+use crate::session::{flag, Cold, Session, NEVER};
+
+use policy_table::PolicyTable;
+
+/// A read-only view of one session's state, for status displays.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSnapshot {
+    /// When the session was registered.
+    pub started: Instant,
+    /// The last line of any kind, if any.
+    pub last_line: Option<Instant>,
+    /// The last progress (or the registration instant).
+    pub last_progress: Instant,
+    /// The last tool boundary (or the registration instant).
+    pub last_tool: Instant,
+    /// The signal of the last line.
+    pub last_signal: Option<Signal>,
+    /// Claude Code's session id ([`Registry::claude_session_id`]).
+    pub claude_session_id: Option<ClaudeSessionId>,
+    /// Settled by a `result` and no progress since.
+    pub settled: bool,
+    /// A human wait is open (idle and no-progress clocks paused).
+    pub paused: bool,
+    /// The first write tool completed.
+    pub wrote: bool,
+    /// The idle extension that holds now, if any.
+    pub extension: Option<ExtendReason>,
+    /// The stream ended.
+    pub ended: bool,
+    /// The kill, if killed.
+    pub kill: Option<Kill>,
+    /// The session's next timed event (kill or warning), if any.
+    pub next_deadline: Option<Instant>,
+}
+
+/// The registry of supervised sessions.
+#[derive(Debug)]
+pub struct Registry {
+    limits: Limits,
+    policies: PolicyTable,
+    /// The session arena (hot state, one cache line per slot, the slot's generation
+    /// included); a session's id is its slot and the slot's generation.
+    slots: Vec<Session>,
+    /// Each slot's cold state, touched only by rare events.
+    cold: Vec<Cold>,
+    free: Vec<u32>,
+    len: usize,
+    queue: DeadlineQueue,
+    events: VecDeque<Event>,
+    epoch: Option<Instant>,
+    now: u64,
+    utilization: Option<f64>,
+    counts: [u64; LineKind::ALL.len()],
+}
+
+/// At most this many unanswered permission requests or write calls are remembered per session
+/// (a hostile stream cannot grow a session without bound; extra ids are ignored).
+const MAX_PENDING: usize = 64;
+
+fn make_id(slot: u32, generation: u32) -> SessionId {
+    SessionId::new((u64::from(generation) << 32) | u64::from(slot))
+}
+
+fn split_id(id: SessionId) -> (u32, u32) {
+    let raw = id.as_u64();
+    ((raw & 0xffff_ffff) as u32, (raw >> 32) as u32)
+}
+
+fn ms_to_ns(ms: f64) -> u64 {
+    let ns = ms * 1e6;
+    if ns >= u64::MAX as f64 {
+        NEVER
+    } else {
+        ns as u64
+    }
+}
+
+impl Registry {
+    /// A registry whose sessions use `limits` unless their [`SessionConfig`] overrides them.
+    pub fn new(limits: Limits) -> Self {
+        Registry {
+            policies: PolicyTable::new(&limits),
+            limits,
+            slots: Vec::new(),
+            cold: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+            queue: DeadlineQueue::default(),
+            events: VecDeque::new(),
+            epoch: None,
+            now: 0,
+            utilization: None,
+            counts: [0; LineKind::ALL.len()],
+        }
+    }
+
+    /// The registry-wide limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// `now` as nanoseconds since the epoch, never earlier than an instant already seen.
+    fn clock(&mut self, now: Instant) -> u64 {
+        let epoch = *self.epoch.get_or_insert(now);
+        let t = now
+            .checked_duration_since(epoch)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(NEVER - 1));
+        self.now = self.now.max(t);
+        self.now
+    }
+
+    fn instant(&self, t: u64) -> Option<Instant> {
+        self.epoch?.checked_add(Duration::from_nanos(t))
+    }
+
+    fn instant_or_epoch(&self, t: u64) -> Instant {
+        self.instant(t)
+            .or(self.epoch)
+            .expect("an instant exists once a session is registered")
+    }
+
+    /// Move the clock to `now` and process everything due until then. Every call leaves the
+    /// queue settled, so its peek is the exact next event: with nothing due, the queue is not
+    /// asked again (the call's own `run_due` settles it afterwards).
+    fn advance(&mut self, now: Instant) -> u64 {
+        let t = self.clock(now);
+        if self.queue.peek().is_some_and(|at| at <= t) {
+            self.run_due(t);
+        }
+        t
+    }
+
+    fn slot_of(&self, id: SessionId) -> Option<u32> {
+        let (slot, generation) = split_id(id);
+        let s = self.slots.get(slot as usize)?;
+        (s.generation == generation && s.is_live()).then_some(slot)
+    }
+
+    fn session(&self, slot: u32) -> &Session {
+        &self.slots[slot as usize]
+    }
+
+    fn session_mut(&mut self, slot: u32) -> &mut Session {
+        &mut self.slots[slot as usize]
+    }
+
+    /// A slot's hot and cold state.
+    fn parts_mut(&mut self, slot: u32) -> (&mut Session, &mut Cold) {
+        (
+            &mut self.slots[slot as usize],
+            &mut self.cold[slot as usize],
+        )
+    }
+
+    /// Start supervising one session at `now`.
+    pub fn register(&mut self, now: Instant, config: SessionConfig) -> SessionId {
+        let t = self.advance(now);
+        let limits = self.policies.acquire(config.limits());
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                let s = &mut self.slots[slot as usize];
+                *s = Session::new(limits, t, s.generation);
+                self.cold[slot as usize] = Cold::default();
+                slot
+            }
+            None => {
+                self.slots.push(Session::new(limits, t, 0));
+                self.cold.push(Cold::default());
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.len += 1;
+        self.reschedule(slot);
+        self.settle_queue(t);
+        make_id(slot, self.session(slot).generation)
+    }
+
+    /// The stream ended (or the process exited): stop all deadlines and emit
+    /// [`Event::Ended`] with the outcome, which is also returned. Idempotent: a second call
+    /// returns the same outcome and emits nothing. A session killed before (even at this very
+    /// instant) ends as [`Outcome::Killed`].
+    pub fn end(&mut self, now: Instant, id: SessionId) -> Option<Outcome> {
+        self.advance(now);
+        let slot = self.slot_of(id)?;
+        let (s, c) = self.parts_mut(slot);
+        let outcome = s.outcome(c);
+        if !s.has(flag::ENDED) {
+            s.flags |= flag::ENDED;
+            s.queued = NEVER;
+            self.events.push_back(Event::Ended {
+                id,
+                outcome: outcome.clone(),
+            });
+            self.queue.remove(slot);
+            self.settle_queue(self.now);
+        }
+        Some(outcome)
+    }
+
+    /// Forget the session. Its kill, if any, stays readable through the returned value.
+    pub fn unregister(&mut self, id: SessionId) -> Option<Kill> {
+        let slot = self.slot_of(id)?;
+        let generation = self.session(slot).generation.wrapping_add(1);
+        let s = std::mem::replace(&mut self.slots[slot as usize], Session::vacant(generation));
+        let c = std::mem::take(&mut self.cold[slot as usize]);
+        self.policies.release(s.limits);
+        self.queue.remove(slot);
+        self.settle_queue(self.now);
+        self.len -= 1;
+        if generation != u32::MAX {
+            self.free.push(slot); // a slot whose generations ran out is retired
+        }
+        c.rare
+            .filter(|_| s.has(flag::RARE))
+            .and_then(|r| r.kill)
+            .map(|k| *k)
+    }
+
+    /// Forget every session (a "close"): nothing is due afterwards and no event of the old
+    /// sessions is reported any more. Ids stay unique: new sessions never reuse an old id.
+    pub fn clear(&mut self) {
+        let ids: Vec<SessionId> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.is_live())
+            .map(|(i, s)| make_id(i as u32, s.generation))
+            .collect();
+        for id in ids {
+            self.unregister(id);
+        }
+        self.queue.clear();
+        self.events.clear();
+    }
+
+    /// The current rate-limit utilization (highest active window), or `None` when unknown.
+    ///
+    /// When it falls below a session's `high_utilization`, that session's extension is
+    /// withdrawn at `now`: a session already past its base idle is killed at `now`. Such a
+    /// drop revisits every session (O(n)); a rise or an unchanged side touches none.
+    pub fn set_utilization(&mut self, now: Instant, utilization: Option<f64>) {
+        let t = self.advance(now);
+        let utilization = utilization.filter(|u| !u.is_nan());
+        let before = self.utilization;
+        self.utilization = utilization;
+        let mut dropped = Vec::new();
+        for (i, e) in self.policies.entries.iter_mut().enumerate() {
+            if let Some(e) = e {
+                if e.ns.is_high(before) && !e.ns.is_high(utilization) {
+                    e.drop_at = t;
+                    dropped.push(i as u32);
+                }
+            }
+        }
+        if dropped.is_empty() {
+            return;
+        }
+        for slot in 0..self.slots.len() as u32 {
+            let s = &self.slots[slot as usize];
+            let affected = s.is_live() && !s.is_done() && dropped.contains(&s.limits);
+            if affected {
+                self.reschedule(slot);
+            }
+        }
+        // A withdrawal can make a kill due at this very instant.
+        self.run_due(t);
+    }
+
+    /// The utilization last set.
+    pub fn utilization(&self) -> Option<f64> {
+        self.utilization
+    }
+
+    /// The kill of a session, if it was killed.
+    pub fn kill(&self, id: SessionId) -> Option<&Kill> {
+        let slot = self.slot_of(id)?;
+        self.rare_of(slot)?.kill.as_deref()
+    }
+
+    /// Claude Code's session id, read from the session's lines: the last `system/init`'s,
+    /// else the first valid one seen (the rule and why: [`crate::facts`]).
+    pub fn claude_session_id(&self, id: SessionId) -> Option<&ClaudeSessionId> {
+        let slot = self.slot_of(id)?;
+        self.cli_session_of(slot)
+    }
+
+    /// The facts of the session's last `result` line, if one came.
+    pub fn result(&self, id: SessionId) -> Option<&ResultFacts> {
+        let slot = self.slot_of(id)?;
+        self.rare_of(slot)?.result.as_deref()
+    }
+
+    /// A read-only snapshot of one session.
+    pub fn snapshot(&self, id: SessionId) -> Option<SessionSnapshot> {
+        let slot = self.slot_of(id)?;
+        let s = self.session(slot);
+        let c = &self.cold[slot as usize];
+        let p = self.policies.get(s.limits);
+        Some(SessionSnapshot {
+            started: self.instant_or_epoch(s.started),
+            last_line: s
+                .has(flag::FIRST_LINE)
+                .then(|| self.instant_or_epoch(s.last_line(c))),
+            last_progress: self.instant_or_epoch(s.last_progress(c)),
+            last_tool: self.instant_or_epoch(s.last_tool),
+            last_signal: s.last_signal,
+            claude_session_id: self.cli_session_of(slot).cloned(),
+            settled: s.has(flag::SETTLED),
+            paused: s.paused(),
+            wrote: s.has(flag::WROTE),
+            extension: s.extension(&p.ns, p.ns.is_high(self.utilization)),
+            ended: s.has(flag::ENDED),
+            kill: self.rare_of(slot).and_then(|r| r.kill.as_deref().cloned()),
+            next_deadline: self.next_of(slot).and_then(|(t, _)| self.instant(t)),
+        })
+    }
+
+    /// A live slot's rare state, if allocated.
+    fn rare_of(&self, slot: u32) -> Option<&crate::session::Rare> {
+        let s = self.session(slot);
+        self.cold[slot as usize]
+            .rare
+            .as_deref()
+            .filter(|_| s.has(flag::RARE))
+    }
+
+    /// A live slot's CLI session id, if known.
+    fn cli_session_of(&self, slot: u32) -> Option<&ClaudeSessionId> {
+        let s = self.session(slot);
+        self.cold[slot as usize]
+            .cli_session
+            .as_ref()
+            .filter(|_| s.has(flag::CLI_SID))
+    }
+
+    /// How many lines of each [`LineKind`] were observed (all sessions), indexed by
+    /// [`LineKind::index`].
+    pub fn line_counts(&self) -> &[u64; LineKind::ALL.len()] {
+        &self.counts
+    }
+
+    /// Number of registered sessions.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no session is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_encode_slot_and_generation() {
+        let id = make_id(7, 3);
+        assert_eq!(split_id(id), (7, 3));
+    }
+
+    #[test]
+    fn equal_overrides_share_one_policy_entry() {
+        let mut r = Registry::new(Limits::default());
+        let t0 = Instant::now();
+        let l = Limits::default().with_idle(Duration::from_secs(5)).unwrap();
+        let a = r.register(t0, SessionConfig::default().with_limits(l.clone()));
+        let _b = r.register(t0, SessionConfig::default().with_limits(l));
+        let _c = r.register(t0, SessionConfig::default());
+        assert_eq!(r.policies.entries.len(), 2);
+        r.unregister(a);
+        assert_eq!(r.policies.free.len(), 0);
+    }
+}

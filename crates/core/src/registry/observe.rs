@@ -1,0 +1,448 @@
+//! The line side: what a stdout line, a stdin line or a tool boundary changes in a session.
+
+use std::time::{Duration, Instant};
+
+use crate::classify::{classify, Class, LineKind, Signal};
+use crate::config::{Limits, McpLimits};
+use crate::event::{Event, SessionId};
+use crate::facts::{ClaudeSessionId, ResultFacts};
+use crate::session::{dur_ns, flag, id_hash, Cold, LastResult, PendingMcp, Session, NEVER};
+use crate::view::{ContentBlock, LineView};
+
+use super::{make_id, ms_to_ns, Registry, MAX_PENDING};
+
+impl Registry {
+    /// Feed one parsed stdout line of session `id`; returns its class. Unknown ids are ignored
+    /// (the class is still returned). Lines of an ended or killed session change nothing.
+    pub fn observe(&mut self, now: Instant, id: SessionId, line: &LineView<'_>) -> Class {
+        // Find the session first: its cache line (a likely miss among many sessions) then loads
+        // while the line is classified.
+        let slot = self.slot_of(id);
+        let class = classify(line);
+        self.feed(now, slot, Some(line), class, false);
+        class
+    }
+
+    /// Feed a stdout line (`None`: an unparseable line or a piece of an over-long one) that
+    /// was already waiting to be read while deadlines came due (the host was stopped, say by
+    /// Ctrl-Z, or busy): it counts **before** the deadlines due at `now`, which then fire only
+    /// if they still hold. Otherwise the same as [`Registry::observe`]; when nothing is due at
+    /// `now` the two are identical.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use watchdog_core::{Event, Limits, LineView, Registry, SessionConfig};
+    /// let t0 = Instant::now();
+    /// let mut reg = Registry::new(Limits::default().with_idle(Duration::from_secs(60)).unwrap());
+    /// let id = reg.register(t0, SessionConfig::default());
+    /// let line = LineView::parse(br#"{"type":"assistant","message":{"content":[]}}"#).unwrap();
+    /// reg.observe(t0, id, &line);
+    /// // The host wakes 5 minutes late and finds a line waiting: the idle kill does not land.
+    /// reg.observe_waited(t0 + Duration::from_secs(300), id, Some(&line));
+    /// assert!(!std::iter::from_fn(|| reg.poll_event()).any(|e| matches!(e, Event::Killed(_))));
+    /// ```
+    pub fn observe_waited(
+        &mut self,
+        now: Instant,
+        id: SessionId,
+        line: Option<&LineView<'_>>,
+    ) -> Class {
+        let slot = self.slot_of(id);
+        let class = line.map_or(Class::UNPARSEABLE, classify);
+        self.feed(now, slot, line, class, true);
+        class
+    }
+
+    /// Parse and feed one raw stdout line; an unparseable line counts as a keep-alive.
+    pub fn observe_line(&mut self, now: Instant, id: SessionId, line: &[u8]) -> Class {
+        match LineView::parse(line) {
+            Ok(view) => self.observe(now, id, &view),
+            Err(_) => {
+                let slot = self.slot_of(id);
+                self.feed(now, slot, None, Class::UNPARSEABLE, false);
+                Class::UNPARSEABLE
+            }
+        }
+    }
+
+    /// `slot`: the session's slot, from [`Registry::slot_of`] (running due events does not
+    /// change which slots are live). `waited`: the line counts before what is due at `now`
+    /// ([`Registry::observe_waited`]).
+    pub(super) fn feed(
+        &mut self,
+        now: Instant,
+        slot: Option<u32>,
+        line: Option<&LineView<'_>>,
+        class: Class,
+        waited: bool,
+    ) {
+        self.counts[class.kind.index()] += 1;
+        // A line that waited is noted before what came due at `now`; nothing due: as plain.
+        let (t, due_after) = if waited {
+            let t = self.clock(now);
+            (t, self.queue.peek().is_some_and(|at| at <= t))
+        } else {
+            (self.advance(now), false)
+        };
+        let Some(slot) = slot else {
+            if due_after {
+                self.run_due(t);
+            }
+            return;
+        };
+        let id = make_id(slot, self.session(slot).generation);
+        if self.session(slot).is_done() {
+            if due_after {
+                self.run_due(t);
+            }
+            return;
+        }
+        let policy = self.session(slot).limits;
+        let mut settled_now = false;
+        {
+            let entry = self.policies.get(policy);
+            let limits = &entry.limits;
+            let s = &mut self.slots[slot as usize];
+            let c = &mut self.cold[slot as usize];
+            s.first_line_floor(c, t, entry.ns.no_progress);
+            let was_paused = s.paused();
+            s.last_signal = Some(class.signal);
+            match class.signal {
+                Signal::Progress => s.note_progress(t),
+                Signal::KeepAlive | Signal::HumanWait | Signal::Settle => s.note_line(t),
+            }
+            s.drop_past_retry(c);
+            if let Some(view) = line {
+                read_session_id(s, c, view, class.kind);
+                match class.kind {
+                    LineKind::Assistant | LineKind::User => read_tools(s, c, view, limits, t),
+                    LineKind::ToolProgress => read_heartbeat(s, c, view, limits.mcp(), t),
+                    LineKind::ApiRetry => {
+                        if let Some(ms) = view.retry_delay_ms() {
+                            s.note_retry(c, t, ms_to_ns(ms));
+                        }
+                    }
+                    LineKind::SessionState => match view.state().as_deref() {
+                        Some("requires_action") => s.flags |= flag::STATE_WAIT,
+                        Some("running" | "idle") if !s.has_pending_requests() => {
+                            s.flags &= !flag::STATE_WAIT;
+                        }
+                        _ => {}
+                    },
+                    LineKind::ControlRequest if class.signal == Signal::HumanWait => {
+                        match view.request_id() {
+                            Some(rid) => {
+                                let r = s.rare(c);
+                                if r.pending_requests.len() < MAX_PENDING {
+                                    r.pending_requests.push(rid.into());
+                                }
+                                s.sync_requests(r);
+                            }
+                            None => s.flags |= flag::STATE_WAIT,
+                        }
+                    }
+                    LineKind::ControlCancel => {
+                        if let Some(rid) = view.request_id() {
+                            answer(s, c, &rid);
+                        }
+                    }
+                    LineKind::Result => read_result(s, c, view),
+                    _ => {}
+                }
+            }
+            if class.signal == Signal::HumanWait {
+                s.begin_wait(c, t, was_paused);
+            }
+            s.end_wait_if_clear(c, t, was_paused);
+            if class.signal == Signal::Settle && !s.has(flag::SETTLED) {
+                s.flags |= flag::SETTLED;
+                s.settled_at = t;
+                settled_now = true;
+            }
+        }
+        if settled_now {
+            self.events.push_back(Event::Settled { id });
+        }
+        // The queue was settled with nothing due at `t`; unless this line changed it (or it
+        // waited past something due, which runs now), it still is.
+        if self.reschedule(slot) || due_after {
+            self.run_due(t);
+        }
+    }
+
+    /// Feed one line the host wrote to the child's stdin (a `control_response` that answers a
+    /// permission request ends that human wait). Host lines are not signs of the child's life.
+    pub fn observe_input(&mut self, now: Instant, id: SessionId, line: &LineView<'_>) {
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        if self.session(slot).is_done() || line.kind().as_deref() != Some("control_response") {
+            return;
+        }
+        let Some(rid) = line.request_id() else {
+            return;
+        };
+        let (s, c) = self.parts_mut(slot);
+        let was_paused = s.paused();
+        answer(s, c, &rid);
+        s.end_wait_if_clear(c, t, was_paused);
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+
+    /// A tool boundary reported by a hook: `Some(name)` for a completed tool (a write tool ends
+    /// the pre-write extension), `None` for a boundary that is not a completed call. Either
+    /// counts as progress.
+    pub fn tool_boundary(&mut self, now: Instant, id: SessionId, tool: Option<&str>) {
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        if self.session(slot).is_done() {
+            return;
+        }
+        let is_write = {
+            let limits = &self.policies.get(self.session(slot).limits).limits;
+            tool.is_some_and(|name| limits.is_write_tool(name))
+        };
+        let (s, c) = self.parts_mut(slot);
+        s.last_signal = Some(Signal::Progress);
+        s.note_progress(t);
+        s.drop_past_retry(c);
+        s.last_tool = t;
+        if is_write {
+            wrote(s, c);
+        }
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+
+    /// The last `paused` before `now` does not count toward the idle and no-progress clocks
+    /// of `id`: the host could not take the child's output (a slow reader downstream), so the
+    /// child's silence was the host's doing. The startup and ceiling clocks are not paused. No
+    /// effect on an ended session, nor while a human wait is open (it pauses the same clocks).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use watchdog_core::{Limits, Registry, SessionConfig};
+    /// let t0 = Instant::now();
+    /// let idle = Duration::from_secs(60);
+    /// let mut reg = Registry::new(Limits::default().with_idle(idle).unwrap().with_extend_factor(1.0).unwrap());
+    /// let id = reg.register(t0, SessionConfig::default());
+    /// reg.observe_line(t0, id, br#"{"type":"assistant","message":{"content":[]}}"#);
+    /// // 50 s later: the output was blocked for the last 40 s.
+    /// reg.pause_clocks(t0 + Duration::from_secs(50), id, Duration::from_secs(40));
+    /// let killed = |reg: &mut Registry| {
+    ///     std::iter::from_fn(|| reg.poll_event()).any(|e| matches!(e, watchdog_core::Event::Killed(_)))
+    /// };
+    /// reg.handle_timeout(t0 + Duration::from_secs(99));
+    /// assert!(!killed(&mut reg), "60 s of patience, 40 s of them paused");
+    /// reg.handle_timeout(t0 + Duration::from_secs(100));
+    /// assert!(killed(&mut reg));
+    /// ```
+    pub fn pause_clocks(&mut self, now: Instant, id: SessionId, paused: Duration) {
+        let t = self.clock(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        if self.session(slot).is_done() {
+            return;
+        }
+        let b = t.saturating_sub(u64::try_from(paused.as_nanos()).unwrap_or(u64::MAX));
+        let (s, c) = self.parts_mut(slot);
+        s.pause_clocks(c, b, t);
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+
+    /// Settle the session by hand, as a `result` would (the last result is unchanged).
+    pub fn settle(&mut self, now: Instant, id: SessionId) {
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        let s = self.session_mut(slot);
+        if s.is_done() || s.has(flag::SETTLED) {
+            return;
+        }
+        s.flags |= flag::SETTLED | flag::FIRST_LINE;
+        s.settled_at = t;
+        self.events.push_back(Event::Settled { id });
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+}
+
+/// Claude Code's session id ([`crate::facts`]): the first valid one seen, replaced by each
+/// `system/init`'s. Once it is known, only `system` lines (the kind of an `init`) are read
+/// again.
+fn read_session_id(s: &mut Session, c: &mut Cold, view: &LineView<'_>, kind: LineKind) {
+    let init = kind == LineKind::System && view.subtype().as_deref() == Some("init");
+    if s.has(flag::CLI_SID) && !init {
+        return;
+    }
+    if let Some(sid) = ClaudeSessionId::of_line(view) {
+        if c.cli_session.as_ref() != Some(&sid) {
+            s.flags |= flag::CLI_SID;
+            c.cli_session = Some(sid);
+        }
+    }
+}
+
+/// The first write landed: the pre-write extension ends.
+fn wrote(s: &mut Session, c: &mut Cold) {
+    s.flags |= flag::WROTE;
+    if let Some(r) = s.rare_mut(c) {
+        r.pending_writes = Vec::new();
+        s.compact(c);
+    }
+}
+
+/// A permission request was answered (or cancelled).
+fn answer(s: &mut Session, c: &mut Cold, rid: &str) {
+    let Some(r) = s.rare_mut(c) else {
+        return;
+    };
+    let before = r.pending_requests.len();
+    r.pending_requests.retain(|p| &**p != rid);
+    let cleared = before > 0 && r.pending_requests.is_empty();
+    s.sync_requests(r);
+    if cleared {
+        s.flags &= !flag::STATE_WAIT;
+    }
+    s.compact(c);
+}
+
+/// Tool boundaries and write completion from `assistant` / `user` content blocks.
+fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limits, t: u64) {
+    let mut removed = false;
+    view.for_each_block(|b| match b {
+        ContentBlock::ToolUse { id, name } => {
+            s.last_tool = t;
+            if name.starts_with("mcp__") {
+                begin_mcp(s, c, &id, &name, t, limits.mcp());
+            }
+            if !s.has(flag::WROTE) && limits.is_write_tool(&name) {
+                let pending = &mut s.rare(c).pending_writes;
+                if pending.len() < MAX_PENDING {
+                    pending.push((id_hash(&id), id.into()));
+                }
+            }
+        }
+        ContentBlock::ToolResult {
+            tool_use_id,
+            is_error,
+        } => {
+            s.last_tool = t;
+            if s.has(flag::MCP) {
+                removed |= end_mcp(s, c, &tool_use_id);
+            }
+            if s.has(flag::WROTE) {
+                return;
+            }
+            let Some(r) = s.rare_mut(c) else {
+                return;
+            };
+            let h = id_hash(&tool_use_id);
+            let found = r
+                .pending_writes
+                .iter()
+                .position(|(ph, p)| *ph == h && **p == *tool_use_id);
+            if let Some(i) = found {
+                r.pending_writes.swap_remove(i);
+                removed = true;
+                if !is_error {
+                    wrote(s, c);
+                }
+            }
+        }
+        ContentBlock::Other => {}
+    });
+    if removed {
+        s.compact(c);
+    }
+}
+
+/// An MCP tool call began at `t` (a `tool_use`, or a heartbeat of a call not seen before).
+fn begin_mcp(s: &mut Session, c: &mut Cold, id: &str, tool: &str, t: u64, mcp: &McpLimits) {
+    let hash = id_hash(id);
+    let r = s.rare(c);
+    let known = r.mcp_calls.iter().any(|m| m.hash == hash && &*m.id == id);
+    if !known && r.mcp_calls.len() < MAX_PENDING {
+        let floor = mcp
+            .floor_for_tool(tool)
+            .map_or(0, |d| t.saturating_add(dur_ns(d)));
+        r.mcp_calls.push(PendingMcp {
+            hash,
+            id: id.into(),
+            tool: tool.into(),
+            started: t,
+            floor,
+        });
+    }
+    s.sync_mcp(r);
+}
+
+/// A `tool_result` for `id`: the MCP call of that id, if any, is over. Returns whether one
+/// was removed.
+fn end_mcp(s: &mut Session, c: &mut Cold, id: &str) -> bool {
+    let Some(r) = s.rare_mut(c) else {
+        return false;
+    };
+    let h = id_hash(id);
+    let Some(i) = r.mcp_calls.iter().position(|m| m.hash == h && &*m.id == id) else {
+        return false;
+    };
+    r.mcp_calls.swap_remove(i);
+    s.sync_mcp(r);
+    true
+}
+
+/// A `tool_progress` heartbeat: one naming an MCP tool proves its call outstanding since
+/// `elapsed_time_seconds` ago (`parent_tool_use_id` is the call's id; the line's own
+/// `tool_use_id` is made up).
+fn read_heartbeat(s: &mut Session, c: &mut Cold, view: &LineView<'_>, mcp: &McpLimits, t: u64) {
+    let Some(tool) = view.tool_name().filter(|n| n.starts_with("mcp__")) else {
+        return;
+    };
+    let Some(id) = view.parent_tool_use_id() else {
+        return;
+    };
+    if s.has(flag::MCP) {
+        if let Some(r) = s.rare_mut(c) {
+            let h = id_hash(&id);
+            if r.mcp_calls.iter().any(|m| m.hash == h && *m.id == *id) {
+                return;
+            }
+        }
+    }
+    let elapsed = view.elapsed_time_seconds().map_or(0, |e| {
+        let ns = e * 1e9;
+        if ns >= u64::MAX as f64 {
+            NEVER
+        } else {
+            ns as u64
+        }
+    });
+    begin_mcp(s, c, &id, &tool, t.saturating_sub(elapsed), mcp);
+}
+
+/// Remember the last `result`'s verdict.
+fn read_result(s: &mut Session, c: &mut Cold, view: &LineView<'_>) {
+    // The turn is over: no MCP call is outstanding any more.
+    if let Some(r) = s.rare_mut(c) {
+        r.mcp_calls = Vec::new();
+        s.sync_mcp(r);
+        s.compact(c);
+    }
+    let facts = ResultFacts::of_line(view);
+    s.last_result = if facts.is_error_result() {
+        LastResult::Error
+    } else if facts.stopped_mid_task() {
+        LastResult::Incomplete
+    } else {
+        LastResult::Success
+    };
+    s.rare(c).result = Some(Box::new(facts));
+}

@@ -1,0 +1,197 @@
+//! The timer side: each session's next timed event, filed in the deadline queue, and what
+//! fires when it is due.
+
+use std::time::{Duration, Instant};
+
+use crate::deadline_queue::Slots;
+use crate::event::{Event, Kill, KillKind, McpCall};
+use crate::session::{flag, Cold, Due, Session, NEVER};
+
+use super::{make_id, PolicyTable, Registry};
+
+/// What the deadline queue asks about sessions while it settles.
+struct Filing<'r> {
+    slots: &'r mut [Session],
+    cold: &'r [Cold],
+    policies: &'r PolicyTable,
+    utilization: Option<f64>,
+}
+
+impl Slots for Filing<'_> {
+    fn due(&mut self, slot: u32) -> u64 {
+        let Some(s) = self.slots.get_mut(slot as usize).filter(|s| s.is_live()) else {
+            return NEVER;
+        };
+        let p = self.policies.get(s.limits);
+        let c = &self.cold[slot as usize];
+        let t = s
+            .next_due(
+                &p.ns,
+                p.ns.is_high(self.utilization),
+                p.drop_at,
+                s.retry_end(c),
+                s.mcp_floor(c),
+            )
+            .map_or(NEVER, |(t, _)| t);
+        s.queued = t;
+        s.flags &= !flag::RAISED;
+        t
+    }
+
+    fn raised(&self, slot: u32) -> bool {
+        self.slots
+            .get(slot as usize)
+            .is_some_and(|s| s.has(flag::RAISED))
+    }
+}
+
+impl Registry {
+    pub(super) fn next_of(&self, slot: u32) -> Option<(u64, Due)> {
+        let s = self.session(slot);
+        let p = self.policies.get(s.limits);
+        let c = &self.cold[slot as usize];
+        s.next_due(
+            &p.ns,
+            p.ns.is_high(self.utilization),
+            p.drop_at,
+            s.retry_end(c),
+            s.mcp_floor(c),
+        )
+    }
+
+    /// Note the session's next event in the deadline queue. A later event than where the
+    /// session is filed needs no queue work (the queue asks again when it gets there); if the
+    /// entry is in the queue's near heap, the session is marked `RAISED` (in its own cache
+    /// line, not the queue's), and the queue re-files it when it reaches the heap's top.
+    ///
+    /// Returns whether the queue may need settling (false: neither the queue nor the mark
+    /// the queue reads changed).
+    pub(super) fn reschedule(&mut self, slot: u32) -> bool {
+        let t = self.next_of(slot).map_or(NEVER, |(t, _)| t);
+        let horizon = self.queue.horizon();
+        let s = self.session_mut(slot);
+        if s.queued != NEVER && t >= s.queued {
+            if t > s.queued && s.queued < horizon && !s.has(flag::RAISED) {
+                s.flags |= flag::RAISED;
+                return true;
+            }
+            return false;
+        }
+        s.queued = t;
+        s.flags &= !flag::RAISED;
+        self.queue.set(slot, t);
+        true
+    }
+
+    /// Let the deadline queue re-file what it reached (see `DeadlineQueue::settle`).
+    pub(super) fn settle_queue(&mut self, now: u64) {
+        let Registry {
+            queue,
+            slots,
+            cold,
+            policies,
+            utilization,
+            ..
+        } = self;
+        queue.settle(
+            now,
+            &mut Filing {
+                slots,
+                cold,
+                policies,
+                utilization: *utilization,
+            },
+        );
+    }
+
+    /// Fire every event due at or before `t`, in time order; leaves the queue settled.
+    pub(super) fn run_due(&mut self, t: u64) {
+        loop {
+            self.settle_queue(t);
+            let Some(slot) = self.queue.pop_due(t) else {
+                break;
+            };
+            let Some(s) = self.slots.get_mut(slot as usize).filter(|s| s.is_live()) else {
+                continue;
+            };
+            s.queued = NEVER;
+            s.flags &= !flag::RAISED;
+            if let Some((due_at, due)) = self.next_of(slot) {
+                if due_at <= t {
+                    self.fire(slot, due_at, due);
+                }
+            }
+            self.reschedule(slot);
+        }
+    }
+
+    pub(super) fn fire(&mut self, slot: u32, at: u64, due: Due) {
+        let id = make_id(slot, self.session(slot).generation);
+        match due {
+            Due::Extended(reason) => {
+                self.session_mut(slot).flags |= flag::EXT_NOTED;
+                self.events.push_back(Event::Extended { id, reason });
+            }
+            Due::Stalling(clock, kill_at) => {
+                let f = match clock {
+                    crate::event::StallClock::Idle => flag::STALL_IDLE,
+                    crate::event::StallClock::NoProgress => flag::STALL_NP,
+                };
+                self.session_mut(slot).flags |= f;
+                self.events.push_back(Event::Stalling {
+                    id,
+                    clock,
+                    remaining: Duration::from_nanos(kill_at.saturating_sub(at)),
+                });
+            }
+            Due::Kill(kind) => {
+                let kill = self.build_kill(slot, at, kind);
+                let (s, c) = self.parts_mut(slot);
+                s.flags |= flag::KILLED;
+                s.rare(c).kill = Some(Box::new(kill.clone()));
+                self.events.push_back(Event::Killed(kill));
+            }
+        }
+    }
+
+    pub(super) fn build_kill(&self, slot: u32, at: u64, kind: KillKind) -> Kill {
+        let s = self.session(slot);
+        let c = &self.cold[slot as usize];
+        let p = self.policies.get(s.limits);
+        let since = |x: u64| Duration::from_nanos(at.saturating_sub(x));
+        Kill {
+            id: make_id(slot, s.generation),
+            kind,
+            at: self.instant_or_epoch(at),
+            elapsed: since(s.started),
+            since_progress: since(s.last_progress(c)),
+            since_keepalive: since(s.last_line(c)),
+            since_tool: since(s.last_tool),
+            last_signal: s.last_signal,
+            utilization: self.utilization,
+            extension: s.extension(&p.ns, p.ns.is_high(self.utilization)),
+            mcp_call: s.oldest_mcp(c).map(|m| McpCall {
+                tool: m.tool.to_string(),
+                outstanding: since(m.started),
+            }),
+        }
+    }
+
+    /// The earliest instant at which [`Registry::handle_timeout`] has work, if any. It may be
+    /// early (a wake-up that finds nothing due is a cheap no-op); it is never later than a
+    /// deadline. After `handle_timeout(now)` it is later than `now`, or `None`.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.instant(self.queue.peek()?)
+    }
+
+    /// Process every deadline due at or before `now`. Cheap when nothing is due.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+    }
+
+    /// The next pending event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+}
