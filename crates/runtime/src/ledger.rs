@@ -96,8 +96,8 @@ pub fn default_state_dir_from_env() -> Option<PathBuf> {
 /// # Example
 ///
 /// ```
-/// use agent_sdk_watchdog::core::recovery::*;
-/// use agent_sdk_watchdog::core::Outcome;
+/// use watchdog_core::recovery::*;
+/// use watchdog_core::Outcome;
 /// use agent_sdk_watchdog::FileLedger;
 ///
 /// let state = tempfile::tempdir().unwrap();

@@ -11,8 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use agent_sdk_watchdog::core::recovery::*;
-use agent_sdk_watchdog::core::Outcome;
+use watchdog_core::recovery::*;
+use watchdog_core::Outcome;
 use agent_sdk_watchdog::{default_state_dir, FileLedger};
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";

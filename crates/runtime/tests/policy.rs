@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use agent_sdk_watchdog::core::{Event, KillKind, Limits, LineKind, Outcome, SessionConfig};
+use watchdog_core::{Event, KillKind, Limits, LineKind, Outcome, SessionConfig};
 use agent_sdk_watchdog::{KillCause, Output, Stage, Supervisor, SupervisorConfig};
 use common::{dead, quick, run_all, sh};
 

@@ -4,8 +4,8 @@
 
 use std::sync::{Arc, Barrier};
 
-use agent_sdk_watchdog::core::recovery::subagent::*;
-use agent_sdk_watchdog::core::recovery::{Claim, LedgerError, Recovery};
+use watchdog_core::recovery::subagent::*;
+use watchdog_core::recovery::{Claim, LedgerError, Recovery};
 use agent_sdk_watchdog::FileLedger;
 
 const SESSION: &str = "b042aa30-1f9b-40da-b416-11c34370df5c";
@@ -67,7 +67,7 @@ fn one_claim_per_agent_survives_a_reopen_and_sits_beside_the_session_markers() {
     }
     // The session-level marker of the same session is untouched.
     assert_eq!(
-        agent_sdk_watchdog::core::Ledger::get(&again, SESSION).unwrap(),
+        watchdog_core::Ledger::get(&again, SESSION).unwrap(),
         None
     );
 }

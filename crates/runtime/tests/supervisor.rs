@@ -78,7 +78,6 @@ echo '{"type":"stream_event","event":{"type":"ping"},"session_id":"zzz"}'
 echo 'not json'"#;
     let sup = Supervisor::spawn(sh(script), quick()).unwrap();
     let (_, report) = run_all(sup, LIMIT).await;
-    use agent_sdk_watchdog::core::LineKind;
     assert_eq!(report.session_id.as_deref(), Some("abc"));
     assert_eq!(report.counts.get(LineKind::System), 1);
     assert_eq!(report.counts.get(LineKind::Ping), 1);
