@@ -141,7 +141,7 @@ pub mod rate_limit;
 pub use rate_limit::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
 
 pub mod warning_filter;
-pub use warning_filter::{StderrFilter, Verdict, WarningFilter};
+pub use warning_filter::{StderrFilter, WarningDecision, WarningFilter};
 
 pub mod recovery;
 pub use recovery::{Decision, Ledger, Recovery, TerminalFacts};
