@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use watchdog_core::{Event, KillKind, Limits, Outcome, SessionConfig};
 use agent_sdk_watchdog::{supervise, Killed, Watchdog, WatchdogConfig};
 use futures_core::Stream;
 use tokio::time::{advance, Instant};
+use watchdog_core::{Event, KillKind, Limits, Outcome, SessionConfig};
 
 const MS: Duration = Duration::from_millis(1);
 

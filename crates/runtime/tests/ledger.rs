@@ -11,9 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use agent_sdk_watchdog::{default_state_dir, FileLedger};
 use watchdog_core::recovery::*;
 use watchdog_core::Outcome;
-use agent_sdk_watchdog::{default_state_dir, FileLedger};
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
