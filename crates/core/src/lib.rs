@@ -13,7 +13,7 @@
 //! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window.
 //! - [`warning_filter`]: show a known repeated warning once, count the rest.
-//! - [`recovery`]: the continue-exactly-once decision, and the ledger that makes it durable
+//! - [`recovery`]: the continue-at-most-once decision, and the ledger that makes it durable
 //!   ([`recovery::subagent`]: the same for Claude Code subagents, keyed by session + agent id).
 //!
 //! # Classification (the contract)

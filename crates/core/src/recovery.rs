@@ -1,5 +1,14 @@
 //! The recovery decision: continue a stopped session **at most once**, never twice.
 //!
+//! # At most once, exactly once
+//!
+//! The guarantee is **at most once**: the driver claims the session's marker in the
+//! [`Ledger`] before it continues, and a claimed marker is never claimed again, so reruns,
+//! duplicate events, racing processes and crashes cannot continue a session twice (a crash
+//! between the claim and the continuation loses the continuation rather than repeating it).
+//! **Exactly once** holds only while the driver lives past the claim: then the continuation
+//! does start, once. The docs of this project use the two phrases in these senses only.
+//!
 //! Pure and sans-IO. Given how a run ended ([`TerminalFacts`]) and what the durable ledger
 //! says about its session ([`LedgerState`]), [`Recovery::decide`] returns a [`Decision`]:
 //! continue once (with a prompt, maybe after a wait), give the single notice of a failed

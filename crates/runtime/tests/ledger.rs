@@ -568,7 +568,7 @@ fn the_full_chain_continue_once_then_one_notice_then_nothing() {
     let r = Recovery::default();
     let first = cut_off(ID);
 
-    // The user's run is cut off: continue exactly once.
+    // The user's run is cut off: the first claim wins, continue.
     let prompt = continuation(&r, &FileLedger::open(tmp.path()).unwrap(), &first);
     assert_eq!(prompt.as_deref(), Some(OUTPUT_LIMIT_PROMPT));
 
