@@ -34,12 +34,14 @@
 //!
 //! # Deadlines and defaults
 //!
+//! The defaults are the constants of [`config::defaults`].
+//!
 //! | deadline | default | kill when |
 //! |---|---|---|
-//! | `startup` | 3 min | no line at all since registration |
-//! | `idle` | 10 min | no line (progress or keep-alive) for the patience: `idle × extend_factor` (2) before the first completed write tool (`Write`, `Edit`, `MultiEdit`, `NotebookEdit`) and while utilization ≥ `high_utilization` (0.9); else `idle` |
-//! | `no_progress` | 30 min | no progress for this long, keep-alives or not; while an MCP tool call is outstanding, never before the call's start + where Claude Code gives up on it (1,800 s by default) + 30 s ([`McpLimits`]) |
-//! | `linger` | 11 min | a `result` came, then no progress, and the stream has not ended |
+//! | `startup` | 3m | no line at all since registration |
+//! | `idle` | 10m | no line (progress or keep-alive) for the patience: `idle × extend_factor` (2) before the first completed write tool (`Write`, `Edit`, `MultiEdit`, `NotebookEdit`) and while utilization ≥ `high_utilization` (0.9); else `idle` |
+//! | `no_progress` | 30m | no progress for this long, keep-alives or not; while an MCP tool call is outstanding, never before the call's start + where Claude Code gives up on it (1,800 s by default) + 30 s ([`McpLimits`]) |
+//! | `linger` | 11m | a `result` came, then no progress, and the stream has not ended |
 //! | `ceiling` | none | total age (checked first; wins over everything) |
 //! | `warn_at` | 0.8 | not a kill: one [`Event::Stalling`] per quiet spell when the idle or no-progress clock passes this fraction of its limit |
 //!
