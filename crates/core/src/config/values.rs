@@ -242,11 +242,8 @@ macro_rules! validated {
         impl FromStr for $name {
             type Err = InvalidValue;
             fn from_str(s: &str) -> Result<Self, InvalidValue> {
-                let parse: fn(&str) -> Option<$raw> = $parse;
-                let raw = parse(s).ok_or_else(|| InvalidValue {
-                    allowed: Self::ALLOWED,
-                    value: format!("{s:?}"),
-                })?;
+                let parse: fn(&str) -> Result<$raw, InvalidValue> = $parse;
+                let raw = parse(s)?;
                 // A value the rule rejects is shown as it was written.
                 $name::new(raw).map_err(|e| InvalidValue {
                     value: s.trim().to_owned(),
@@ -257,8 +254,12 @@ macro_rules! validated {
     };
 }
 
-fn parse_number(s: &str) -> Option<f64> {
-    s.trim().parse().ok()
+/// A number, or what `allowed` says is wanted.
+fn parse_number(s: &str, allowed: &'static str) -> Result<f64, InvalidValue> {
+    s.trim().parse().map_err(|_| InvalidValue {
+        allowed,
+        value: format!("{s:?}"),
+    })
 }
 
 validated! {
@@ -274,7 +275,7 @@ validated! {
     PositiveDuration(Duration), allowed = "a duration > 0",
     check = |d| !d.is_zero(),
     show = |d| format!("{d:?}"),
-    parse = |s| parse_duration(s).ok(),
+    parse = parse_duration,
 }
 
 impl fmt::Display for PositiveDuration {
@@ -300,7 +301,7 @@ validated! {
     Factor(f64), allowed = "a number >= 1",
     check = |f| f.is_finite() && f >= 1.0,
     show = |f| f.to_string(),
-    parse = parse_number,
+    parse = |s| parse_number(s, Factor::ALLOWED),
 }
 
 validated! {
@@ -315,7 +316,7 @@ validated! {
     Fraction(f64), allowed = "a number in [0, 1]",
     check = |f| f >= 0.0 && f <= 1.0,
     show = |f| f.to_string(),
-    parse = parse_number,
+    parse = |s| parse_number(s, Fraction::ALLOWED),
 }
 
 validated! {
@@ -330,7 +331,7 @@ validated! {
     NonZeroFraction(f64), allowed = "a number in (0, 1]",
     check = |f| f > 0.0 && f <= 1.0,
     show = |f| f.to_string(),
-    parse = parse_number,
+    parse = |s| parse_number(s, NonZeroFraction::ALLOWED),
 }
 
 macro_rules! display_number {
@@ -407,6 +408,11 @@ mod tests {
         assert_eq!(
             "x".parse::<Factor>().unwrap_err().to_string(),
             "must be a number >= 1, got \"x\""
+        );
+        // Text that is not a duration at all says what a duration looks like.
+        assert_eq!(
+            "366d".parse::<PositiveDuration>().unwrap_err().allowed,
+            DURATION_TEXT
         );
         assert!(Factor::new(f64::INFINITY).is_err());
         assert!(Fraction::new(f64::NAN).is_err());
