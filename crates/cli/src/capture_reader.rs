@@ -14,8 +14,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
-/// The longest line handled (64 MiB), as in `run`.
-pub const MAX_LINE: usize = 64 << 20;
+/// The longest line handled (64 MiB), as in `run`: the supervisor's default.
+pub const MAX_LINE: usize = watchdog_core::config::defaults::MAX_LINE;
 
 /// The most read at once, and the buffer's growth step past the cap.
 const CHUNK: usize = 1 << 20;
