@@ -1,4 +1,9 @@
 //! Policy limits: validated, plain data, with documented defaults.
+//!
+//! Each rule on a value lives in one type ([`PositiveDuration`], [`Factor`], [`Fraction`],
+//! [`NonZeroFraction`]): the builders check with it, and its `FromStr` parses the command
+//! line's flags, so a value is rejected in the same words everywhere ([`InvalidValue`],
+//! [`ConfigError`]). Each default lives in [`defaults`].
 
 use std::sync::Arc;
 use std::time::Duration;

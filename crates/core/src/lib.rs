@@ -6,7 +6,8 @@
 //!
 //! - [`view`]: a borrowed, lenient view of one stream-json line ([`LineView`]).
 //! - [`classify`](mod@classify): what a line means for liveness (the classification contract).
-//! - [`config`]: validated limits with documented defaults ([`Limits`], [`SessionConfig`]).
+//! - [`config`]: validated limits ([`Limits`], [`SessionConfig`]), the value types that hold
+//!   each rule ([`config::PositiveDuration`], …), and every default ([`config::defaults`]).
 //! - [`registry`]: many sessions on one timer, exact deadlines ([`Registry`]).
 //! - [`event`]: kills, extensions, stalling warnings, outcomes.
 //! - [`capture`]: the capture format (recordings of runs).
