@@ -72,6 +72,13 @@ pub mod defaults {
     /// [`Recovery::reset_margin`](crate::Recovery::reset_margin): 30 s.
     pub const RESET_MARGIN: Duration = Duration::from_secs(30);
 
+    /// [`RateLimitConfig::warn_at`](crate::RateLimitConfig::warn_at): 0.85.
+    pub const RATE_LIMIT_WARN_AT: Fraction = Fraction::new_const(0.85);
+    /// [`RateLimitConfig::hysteresis`](crate::RateLimitConfig::hysteresis): 0.05.
+    pub const RATE_LIMIT_HYSTERESIS: Fraction = Fraction::new_const(0.05);
+    /// [`RateLimitConfig::fallback_window`](crate::RateLimitConfig::fallback_window).
+    pub const RATE_LIMIT_FALLBACK_WINDOW: &str = "five_hour";
+
     /// The supervisor's wait after the interrupt request before SIGTERM: 2 s.
     pub const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
     /// The supervisor's wait after SIGTERM before SIGKILL (`--grace`): 5 s.
@@ -170,11 +177,6 @@ impl Default for Limits {
 /// Check `value` against `T`'s rule, naming `option` when it fails.
 fn valid<T>(option: &'static str, value: impl IntoValid<T>) -> Result<T, ConfigError> {
     value.into_valid().map_err(|e| e.option(option))
-}
-
-/// Validate a fraction in [0, 1] (NaN is rejected).
-pub(crate) fn unit(option: &'static str, x: f64) -> Result<f64, ConfigError> {
-    valid::<Fraction>(option, x).map(Fraction::get)
 }
 
 impl Limits {
@@ -634,5 +636,15 @@ mod default_tables {
             "# Default",
             &recovery,
         );
+
+        let rl = crate::RateLimitConfig::default();
+        let rate_limit: HashMap<&str, String> = [
+            ("warn_at", rl.warn_at().to_string()),
+            ("hysteresis", rl.hysteresis().to_string()),
+            ("fallback_window", format!("`{}`", rl.fallback_window())),
+        ]
+        .into();
+        let monitor = include_str!("rate_limit/monitor.rs");
+        check("rate_limit/monitor.rs", monitor, "# Default", &rate_limit);
     }
 }
