@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::spells::SpellKind;
 use super::stats::Distribution;
 use super::transcript::Ending;
-use watchdog_core::wall::format_duration;
+use watchdog_core::config::format_duration;
 
 /// One long productive silence.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::report::AuditReport;
 use super::spells::SpellKind;
-use watchdog_core::wall::format_duration;
+use watchdog_core::config::format_duration;
 
 /// Histogram bins: 4 per decade from 10 ms to 10⁸ ms (about 28 h); shorter spells go in the
 /// first bin, longer ones in the last.

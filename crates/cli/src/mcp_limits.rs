@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
+use watchdog_core::config::{CLAUDE_CODE_REMOTE_IDLE, CLAUDE_CODE_STDIO_IDLE};
 use watchdog_core::{Limits, McpLimits, HEARTBEAT_TICK};
 
 use crate::duration::format_duration;
@@ -42,8 +43,8 @@ pub const STARTUP_VAR: &str = "MCP_TIMEOUT";
 /// The variables that change the MCP rule.
 pub const VARS: [&str; 3] = [IDLE_VAR, TOOL_VAR, STARTUP_VAR];
 
-const STDIO_IDLE_MS: u64 = 1_800_000;
-const REMOTE_IDLE_MS: u64 = 300_000;
+const STDIO_IDLE_MS: u64 = CLAUDE_CODE_STDIO_IDLE.as_millis() as u64;
+const REMOTE_IDLE_MS: u64 = CLAUDE_CODE_REMOTE_IDLE.as_millis() as u64;
 const DEFAULT_STARTUP_MS: u64 = 30_000;
 /// Claude Code clamps every limit to a 32-bit timer.
 const MAX_TIMER_MS: u64 = 2_147_483_647;

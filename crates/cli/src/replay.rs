@@ -27,9 +27,10 @@ use watchdog_audit::lines::{is_blank, Item, Lines};
 /// Unreadable lines listed one by one; the rest are only counted.
 const SKIPPED_LISTED: usize = 10;
 
-/// What the watchdog would have done with one recorded run.
+/// One recorded run as replayed for display: the core's [`RunVerdict`] (outcome, kill) with
+/// the events, timeline facts and tally `replay` and `audit` show.
 #[derive(Debug, Clone)]
-pub struct Verdict {
+pub struct ReplayRun {
     /// The run (0 for the first, one more after each `boundary`).
     pub run: usize,
     /// The outcome.
@@ -64,7 +65,7 @@ pub struct Verdict {
 #[derive(Debug, Clone)]
 pub struct Replayed {
     /// One verdict per recorded run, in order (at least one).
-    pub runs: Vec<Verdict>,
+    pub runs: Vec<ReplayRun>,
     /// Records read (lines with a known record and a time).
     pub records: u64,
     /// The first unreadable lines: (1-based line number, reason).
@@ -75,9 +76,9 @@ pub struct Replayed {
     pub time_faults: Option<TimeFaults>,
 }
 
-impl Verdict {
+impl ReplayRun {
     fn new(run: usize, base: Instant) -> Self {
-        Verdict {
+        ReplayRun {
             run,
             outcome: Outcome::NoResult,
             kill: None,
@@ -135,12 +136,12 @@ impl Replayed {
     /// The `--json` object: the first run's fields at the top level (a plain capture has only
     /// that one), every run under `runs`, and what could not be read.
     pub fn to_json(&self) -> Value {
-        let mut v = self.runs.first().map_or(Value::Null, Verdict::to_json);
+        let mut v = self.runs.first().map_or(Value::Null, ReplayRun::to_json);
         if let Value::Object(m) = &mut v {
             m.remove("run");
             m.insert(
                 "runs".into(),
-                self.runs.iter().map(Verdict::to_json).collect(),
+                self.runs.iter().map(ReplayRun::to_json).collect(),
             );
             m.insert("skipped_lines".into(), json!(self.skipped_count));
             m.insert(
@@ -152,7 +153,7 @@ impl Replayed {
     }
 
     /// The first run's verdict.
-    pub fn first(&self) -> &Verdict {
+    pub fn first(&self) -> &ReplayRun {
         &self.runs[0]
     }
 }
@@ -169,7 +170,7 @@ pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> 
         skipped_count: 0,
         time_faults: None,
     };
-    let mut cur = Verdict::new(0, base);
+    let mut cur = ReplayRun::new(0, base);
     let skip = |out: &mut Replayed, n: u64, why: String| {
         out.skipped_count += 1;
         if out.skipped.len() < SKIPPED_LISTED {
@@ -223,7 +224,7 @@ pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> 
         drain(&mut replay, &mut cur);
         if let Step::RunEnded(v) = step {
             cur.close(*v);
-            let next = Verdict::new(cur.run + 1, base);
+            let next = ReplayRun::new(cur.run + 1, base);
             out.runs.push(std::mem::replace(&mut cur, next));
         }
     }
@@ -235,7 +236,7 @@ pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> 
     Ok(out)
 }
 
-fn drain(replay: &mut Replay, cur: &mut Verdict) {
+fn drain(replay: &mut Replay, cur: &mut ReplayRun) {
     while let Some(e) = replay.poll_event() {
         let kind = match e.event {
             Event::Killed(_) => "killed",
@@ -258,7 +259,7 @@ pub fn replay_entries(entries: &[Entry], limits: Limits) -> Replayed {
     }
     // Reading from memory cannot fail.
     replay_reader(&text[..], limits).unwrap_or_else(|_| Replayed {
-        runs: vec![Verdict::new(0, Instant::now())],
+        runs: vec![ReplayRun::new(0, Instant::now())],
         records: 0,
         skipped: Vec::new(),
         skipped_count: 0,
@@ -270,7 +271,7 @@ fn secs(t_ms: u64) -> String {
     format!("{:>9.3}s", t_ms as f64 / 1000.0)
 }
 
-fn event_line(v: &Verdict, e: &TimedEvent) -> String {
+fn event_line(v: &ReplayRun, e: &TimedEvent) -> String {
     match &e.event {
         Event::Settled { .. } => {
             let sub = v.result.as_ref().and_then(|r| r.subtype.clone());
@@ -332,7 +333,7 @@ pub fn write_human(
     Ok(())
 }
 
-fn write_run(v: &Verdict, out: &mut impl Write) -> io::Result<()> {
+fn write_run(v: &ReplayRun, out: &mut impl Write) -> io::Result<()> {
     if let Some((t, what)) = &v.first_line {
         let sid = v
             .session_id()

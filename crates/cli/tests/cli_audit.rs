@@ -28,7 +28,31 @@ fn audit_runs_from_the_command_line() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(v.is_object());
+    // The two recorded sessions, both ending with a result, neither killed under the default
+    // policy, which the report states.
+    assert_eq!(v["sessions_scanned"], 2, "{v}");
+    assert_eq!(v["outcomes"]["result"], 2, "{v}");
+    assert_eq!(v["would_kill"], serde_json::json!([]), "{v}");
+    let endings: Vec<&str> = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["ending"].as_str().unwrap())
+        .collect();
+    assert_eq!(endings, ["result", "result"]);
+    let limits = watchdog_core::Limits::default();
+    let ms = |d: std::time::Duration| d.as_millis() as u64;
+    assert_eq!(v["settings"]["idle_ms"], ms(limits.idle()));
+    assert_eq!(v["settings"]["startup_ms"], ms(limits.startup()));
+    assert_eq!(v["settings"]["no_progress_ms"], ms(limits.no_progress()));
+    assert_eq!(v["settings"]["linger_ms"], ms(limits.linger()));
+    assert_eq!(v["settings"]["ceiling_ms"], serde_json::Value::Null);
+    // The recommendation covers the longest productive silence (a 75 s Bash call).
+    assert_eq!(v["recommended"]["longest_spell_ms"], 75_087);
+    assert!(
+        v["recommended"]["idle_ms"].as_u64().unwrap() >= 75_087,
+        "{v}"
+    );
 }
 
 #[test]

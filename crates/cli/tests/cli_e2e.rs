@@ -254,7 +254,23 @@ fn max_tokens_once() {
 #[test]
 fn rate_limit_warning() {
     let live = check("rate_limit_warning", DEFAULT_FLAGS, "success", None, 0);
-    assert!(live.summary["rate_limits"].is_object(), "{}", live.summary);
+    // The windows the CLI reported (the mock's warning: five_hour at 95 %, seven_day at 42 %).
+    let windows = &live.summary["rate_limits"];
+    assert_eq!(
+        windows["five_hour"]["utilization"], 0.95,
+        "{}",
+        live.summary
+    );
+    assert_eq!(
+        windows["five_hour"]["status"], "allowed_warning",
+        "{}",
+        live.summary
+    );
+    assert_eq!(
+        windows["seven_day"]["utilization"], 0.42,
+        "{}",
+        live.summary
+    );
 }
 
 #[test]

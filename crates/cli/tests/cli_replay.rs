@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use agent_watchdog::replay::{replay_entries, replay_reader, Verdict};
+use agent_watchdog::replay::{replay_entries, replay_reader, ReplayRun};
 use serde_json::Value;
 use watchdog_core::capture::{Entry, Record};
 use watchdog_core::{classify, KillKind, Limits, LineView, Outcome, Signal};
@@ -44,7 +44,7 @@ fn all_captures() -> Vec<(String, Vec<Entry>)> {
 }
 
 /// The one run of a capture without boundaries, replayed from its entries.
-fn replay(entries: &[Entry], limits: Limits) -> Verdict {
+fn replay(entries: &[Entry], limits: Limits) -> ReplayRun {
     let r = replay_entries(entries, limits);
     assert_eq!(r.runs.len(), 1);
     r.runs.into_iter().next().unwrap()

@@ -1,5 +1,6 @@
 //! Recovery in `agent-watchdog run`, end to end: the real Claude Code CLI against the mock
-//! Messages API. A session is continued **at most once**: the mock counts the requests.
+//! Messages API. A session is continued **exactly once** (the host lives; the marker alone
+//! promises at most once, see `watchdog_core::recovery`): the mock counts the requests.
 //!
 //! A missing CLI is a failure naming `scripts/install-claude`, never a skip
 //! (`CLAUDE_BIN=/path/to/claude` picks another build). Each run is bounded by a budget.

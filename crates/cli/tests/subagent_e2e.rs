@@ -1,6 +1,7 @@
 //! The subagent plugin end to end: the real Claude Code CLI with `--plugin-dir plugin/` (the
 //! hooks run this build's `agent-watchdog hook`) against the mock's agent scenario. A subagent
-//! cut off by the output limit is continued **exactly once**: the mock sees the parent's
+//! cut off by the output limit is continued **exactly once** (the session lives; the marker alone
+//! promises at most once, see `watchdog_core::recovery`): the mock sees the parent's
 //! `SendMessage` calls and the subagent's requests, the state directory holds the markers.
 //!
 //! A missing CLI is a failure naming `scripts/install-claude`, never a skip. Each run is bounded

@@ -1,7 +1,19 @@
 //! Policy limits: validated, plain data, with documented defaults.
+//!
+//! Each rule on a value lives in one type ([`PositiveDuration`], [`Factor`], [`Fraction`],
+//! [`NonZeroFraction`]): the builders check with it, and its `FromStr` parses the command
+//! line's flags, so a value is rejected in the same words everywhere ([`InvalidValue`],
+//! [`ConfigError`]). Each default lives in [`defaults`].
 
 use std::sync::Arc;
 use std::time::Duration;
+
+mod values;
+
+pub use values::{
+    format_duration, parse_duration, Factor, Fraction, HumanDuration, IntoValid, InvalidValue,
+    NonZeroFraction, PositiveDuration, MAX_DURATION,
+};
 
 /// An invalid policy value: names the option, the allowed range and the value given.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -15,115 +27,183 @@ pub struct ConfigError {
     pub value: String,
 }
 
+/// Every default, in one place: the `Default` impls of [`Limits`], [`McpLimits`],
+/// [`Recovery`](crate::Recovery) and the runtime's supervisor, the `# Default` tables of
+/// their docs, the command line's help and the README's tables all come from (or are checked
+/// against) these constants.
+pub mod defaults {
+    use std::time::Duration;
+
+    use super::{Factor, Fraction, CLAUDE_CODE_STDIO_IDLE, HEARTBEAT_TICK};
+    use super::{NonZeroFraction, PositiveDuration};
+
+    const fn minutes(m: u64) -> PositiveDuration {
+        PositiveDuration::new_const(Duration::from_secs(m * 60))
+    }
+
+    /// [`Limits::startup`](super::Limits::startup): 3 min.
+    pub const STARTUP: PositiveDuration = minutes(3);
+    /// [`Limits::idle`](super::Limits::idle): 10 min.
+    pub const IDLE: PositiveDuration = minutes(10);
+    /// [`Limits::extend_factor`](super::Limits::extend_factor): 2.
+    pub const EXTEND_FACTOR: Factor = Factor::new_const(2.0);
+    /// [`Limits::high_utilization`](super::Limits::high_utilization): 0.9.
+    pub const HIGH_UTILIZATION: Fraction = Fraction::new_const(0.9);
+    /// [`Limits::write_tools`](super::Limits::write_tools).
+    pub const WRITE_TOOLS: [&str; 4] = ["Write", "Edit", "MultiEdit", "NotebookEdit"];
+    /// [`Limits::no_progress`](super::Limits::no_progress): 30 min.
+    pub const NO_PROGRESS: PositiveDuration = minutes(30);
+    /// [`Limits::linger`](super::Limits::linger): 11 min.
+    pub const LINGER: PositiveDuration = minutes(11);
+    /// [`Limits::ceiling`](super::Limits::ceiling): none.
+    pub const CEILING: Option<PositiveDuration> = None;
+    /// [`Limits::warn_at`](super::Limits::warn_at): 0.8.
+    pub const WARN_AT: NonZeroFraction = NonZeroFraction::new_const(0.8);
+
+    /// [`McpLimits::give_up`](super::McpLimits::give_up): Claude Code's idle limit on a stdio
+    /// server's call, 1,800 s.
+    pub const MCP_GIVE_UP: Option<PositiveDuration> =
+        Some(PositiveDuration::new_const(CLAUDE_CODE_STDIO_IDLE));
+    /// [`McpLimits::margin`](super::McpLimits::margin): one heartbeat tick, 30 s.
+    pub const MCP_MARGIN: Duration = HEARTBEAT_TICK;
+
+    /// [`Recovery::max_wait`](crate::Recovery::max_wait): 6 h.
+    pub const MAX_WAIT: PositiveDuration = minutes(6 * 60);
+    /// [`Recovery::reset_margin`](crate::Recovery::reset_margin): 30 s.
+    pub const RESET_MARGIN: Duration = Duration::from_secs(30);
+
+    /// [`RateLimitConfig::warn_at`](crate::RateLimitConfig::warn_at): 0.85.
+    pub const RATE_LIMIT_WARN_AT: Fraction = Fraction::new_const(0.85);
+    /// [`RateLimitConfig::hysteresis`](crate::RateLimitConfig::hysteresis): 0.05.
+    pub const RATE_LIMIT_HYSTERESIS: Fraction = Fraction::new_const(0.05);
+    /// [`RateLimitConfig::fallback_window`](crate::RateLimitConfig::fallback_window).
+    pub const RATE_LIMIT_FALLBACK_WINDOW: &str = "five_hour";
+
+    /// The supervisor's wait after the interrupt request before SIGTERM: 2 s.
+    pub const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+    /// The supervisor's wait after SIGTERM before SIGKILL (`--grace`): 5 s.
+    pub const TERM_GRACE: Duration = Duration::from_secs(5);
+    /// The supervisor's longest line delivered in one piece: 64 MiB.
+    pub const MAX_LINE: usize = 64 << 20;
+    /// The supervisor's process-tree rescan period: 1 s.
+    pub const TREE_SCAN: Option<Duration> = Some(Duration::from_secs(1));
+    /// The supervisor's wait for stdout and stderr to close once the tree is gone: 2 s.
+    pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+}
+
 /// The liveness policy of a session.
 ///
 /// # Default
 ///
+/// The values are the constants of [`defaults`].
+///
 /// | option | default | rule |
 /// |---|---|---|
-/// | `startup` | 3 min | no line at all since registration → kill `startup` |
-/// | `idle` | 10 min | no progress and no keep-alive for the patience → kill `idle` |
+/// | `startup` | 3m | no line at all since registration → kill `startup` |
+/// | `idle` | 10m | no progress and no keep-alive for the patience → kill `idle` |
 /// | `extend_factor` | 2 | patience is `idle × extend_factor` before the first completed write tool and while utilization ≥ `high_utilization` |
 /// | `high_utilization` | 0.9 | rate-limit utilization (0–1) at or above which patience is extended |
 /// | `write_tools` | `Write`, `Edit`, `MultiEdit`, `NotebookEdit` | tools whose first completed call ends the pre-write extension |
-/// | `no_progress` | 30 min | keep-alives but no progress for this long → kill `no_progress` |
-/// | `linger` | 11 min | after a `result`, no new progress and the stream has not ended → kill `linger` |
+/// | `no_progress` | 30m | keep-alives but no progress for this long → kill `no_progress` |
+/// | `linger` | 11m | after a `result`, no new progress and the stream has not ended → kill `linger` |
 /// | `ceiling` | none | total age → kill `ceiling` |
 /// | `warn_at` | 0.8 | a `Stalling` event when the idle or no-progress clock passes this fraction |
 /// | `mcp` | [`McpLimits::default`] | while an MCP tool call is outstanding, `no_progress` kills no earlier than where Claude Code itself gives up on that call, plus a margin |
 ///
+/// Every row, checked against `Limits::default()`:
+///
 /// ```
 /// use std::time::Duration;
+/// use watchdog_core::{Limits, McpLimits};
+/// let min = |m: u64| Duration::from_secs(m * 60);
+/// let d = Limits::default();
+/// assert_eq!(d.startup(), min(3));
+/// assert_eq!(d.idle(), min(10));
+/// assert_eq!(d.extend_factor(), 2.0);
+/// assert_eq!(d.high_utilization(), 0.9);
+/// assert_eq!(&*d.write_tools().join(","), "Write,Edit,MultiEdit,NotebookEdit");
+/// assert_eq!(d.no_progress(), min(30));
+/// assert_eq!(d.linger(), min(11));
+/// assert_eq!(d.ceiling(), None);
+/// assert_eq!(d.warn_at(), 0.8);
+/// assert_eq!(d.mcp(), &McpLimits::default());
+/// ```
+///
+/// Setting an option checks its rule (the types of [`config`](crate::config):
+/// [`PositiveDuration`], [`Factor`], [`Fraction`], [`NonZeroFraction`]); a setter takes the
+/// raw value or a value of that type:
+///
+/// ```
+/// use std::time::Duration;
+/// use watchdog_core::config::PositiveDuration;
 /// use watchdog_core::Limits;
 /// let limits = Limits::default().with_idle(Duration::from_secs(90)).unwrap();
 /// assert_eq!(limits.idle(), Duration::from_secs(90));
+/// let idle: PositiveDuration = "90s".parse().unwrap();
+/// assert_eq!(Limits::default().with_idle(idle).unwrap(), limits);
 /// assert!(Limits::default().with_extend_factor(0.5).is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
-    startup: Duration,
-    idle: Duration,
-    extend_factor: f64,
-    high_utilization: f64,
+    startup: PositiveDuration,
+    idle: PositiveDuration,
+    extend_factor: Factor,
+    high_utilization: Fraction,
     write_tools: Arc<[Box<str>]>,
-    no_progress: Duration,
-    linger: Duration,
-    ceiling: Option<Duration>,
-    warn_at: f64,
+    no_progress: PositiveDuration,
+    linger: PositiveDuration,
+    ceiling: Option<PositiveDuration>,
+    warn_at: NonZeroFraction,
     mcp: McpLimits,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            startup: Duration::from_secs(180),
-            idle: Duration::from_secs(600),
-            extend_factor: 2.0,
-            high_utilization: 0.9,
-            write_tools: ["Write", "Edit", "MultiEdit", "NotebookEdit"]
-                .into_iter()
-                .map(Box::from)
-                .collect(),
-            no_progress: Duration::from_secs(1800),
-            linger: Duration::from_secs(660),
-            ceiling: None,
-            warn_at: 0.8,
+            startup: defaults::STARTUP,
+            idle: defaults::IDLE,
+            extend_factor: defaults::EXTEND_FACTOR,
+            high_utilization: defaults::HIGH_UTILIZATION,
+            write_tools: defaults::WRITE_TOOLS.into_iter().map(Box::from).collect(),
+            no_progress: defaults::NO_PROGRESS,
+            linger: defaults::LINGER,
+            ceiling: defaults::CEILING,
+            warn_at: defaults::WARN_AT,
             mcp: McpLimits::default(),
         }
     }
 }
 
-fn positive(option: &'static str, d: Duration) -> Result<Duration, ConfigError> {
-    if d.is_zero() {
-        Err(ConfigError {
-            option,
-            allowed: "a duration > 0",
-            value: format!("{d:?}"),
-        })
-    } else {
-        Ok(d)
-    }
-}
-
-/// Validate a fraction in [0, 1] (NaN is rejected).
-pub(crate) fn unit(option: &'static str, x: f64) -> Result<f64, ConfigError> {
-    if (0.0..=1.0).contains(&x) {
-        Ok(x)
-    } else {
-        Err(ConfigError {
-            option,
-            allowed: "a number in [0, 1]",
-            value: format!("{x}"),
-        })
-    }
+/// Check `value` against `T`'s rule, naming `option` when it fails.
+fn valid<T>(option: &'static str, value: impl IntoValid<T>) -> Result<T, ConfigError> {
+    value.into_valid().map_err(|e| e.option(option))
 }
 
 impl Limits {
-    /// Base idle patience. Must be > 0.
-    pub fn with_idle(mut self, d: Duration) -> Result<Self, ConfigError> {
-        self.idle = positive("idle", d)?;
+    /// Base idle patience. Must be > 0 ([`PositiveDuration`]).
+    pub fn with_idle(mut self, d: impl IntoValid<PositiveDuration>) -> Result<Self, ConfigError> {
+        self.idle = valid("idle", d)?;
         Ok(self)
     }
-    /// Startup limit (no line at all). Must be > 0.
-    pub fn with_startup(mut self, d: Duration) -> Result<Self, ConfigError> {
-        self.startup = positive("startup", d)?;
+    /// Startup limit (no line at all). Must be > 0 ([`PositiveDuration`]).
+    pub fn with_startup(
+        mut self,
+        d: impl IntoValid<PositiveDuration>,
+    ) -> Result<Self, ConfigError> {
+        self.startup = valid("startup", d)?;
         Ok(self)
     }
-    /// Patience multiplier while an extension holds. Must be a finite number ≥ 1.
-    pub fn with_extend_factor(mut self, f: f64) -> Result<Self, ConfigError> {
-        if !(f.is_finite() && f >= 1.0) {
-            return Err(ConfigError {
-                option: "extend_factor",
-                allowed: "a number >= 1",
-                value: format!("{f}"),
-            });
-        }
-        self.extend_factor = f;
+    /// Patience multiplier while an extension holds. Must be a finite number ≥ 1 ([`Factor`]).
+    pub fn with_extend_factor(mut self, f: impl IntoValid<Factor>) -> Result<Self, ConfigError> {
+        self.extend_factor = valid("extend_factor", f)?;
         Ok(self)
     }
-    /// Utilization at or above which patience is extended. In [0, 1].
-    pub fn with_high_utilization(mut self, u: f64) -> Result<Self, ConfigError> {
-        self.high_utilization = unit("high_utilization", u)?;
+    /// Utilization at or above which patience is extended. In [0, 1] ([`Fraction`]).
+    pub fn with_high_utilization(
+        mut self,
+        u: impl IntoValid<Fraction>,
+    ) -> Result<Self, ConfigError> {
+        self.high_utilization = valid("high_utilization", u)?;
         Ok(self)
     }
     /// The write tools whose first completed call ends the pre-write extension.
@@ -135,32 +215,30 @@ impl Limits {
         self.write_tools = tools.into_iter().map(|s| Box::from(s.as_ref())).collect();
         self
     }
-    /// Cap on a spell without progress, keep-alives or not. Must be > 0.
-    pub fn with_no_progress(mut self, d: Duration) -> Result<Self, ConfigError> {
-        self.no_progress = positive("no_progress", d)?;
+    /// Cap on a spell without progress, keep-alives or not. Must be > 0
+    /// ([`PositiveDuration`]).
+    pub fn with_no_progress(
+        mut self,
+        d: impl IntoValid<PositiveDuration>,
+    ) -> Result<Self, ConfigError> {
+        self.no_progress = valid("no_progress", d)?;
         Ok(self)
     }
-    /// Bounded wait after a `result`. Must be > 0.
-    pub fn with_linger(mut self, d: Duration) -> Result<Self, ConfigError> {
-        self.linger = positive("linger", d)?;
+    /// Bounded wait after a `result`. Must be > 0 ([`PositiveDuration`]).
+    pub fn with_linger(mut self, d: impl IntoValid<PositiveDuration>) -> Result<Self, ConfigError> {
+        self.linger = valid("linger", d)?;
         Ok(self)
     }
-    /// Total age limit, or `None` for no ceiling. Must be > 0 when set.
+    /// Total age limit, or `None` for no ceiling. Must be > 0 when set ([`PositiveDuration`]).
     pub fn with_ceiling(mut self, d: Option<Duration>) -> Result<Self, ConfigError> {
-        self.ceiling = d.map(|d| positive("ceiling", d)).transpose()?;
+        self.ceiling = valid("ceiling", d)?;
         Ok(self)
     }
-    /// Fraction of a limit at which a `Stalling` event is emitted. In (0, 1]; 1 disables it
-    /// in effect (the warning would coincide with the kill and is not emitted).
-    pub fn with_warn_at(mut self, f: f64) -> Result<Self, ConfigError> {
-        if !(f > 0.0 && f <= 1.0) {
-            return Err(ConfigError {
-                option: "warn_at",
-                allowed: "a number in (0, 1]",
-                value: format!("{f}"),
-            });
-        }
-        self.warn_at = f;
+    /// Fraction of a limit at which a `Stalling` event is emitted. In (0, 1]
+    /// ([`NonZeroFraction`]); 1 disables it in effect (the warning would coincide with the
+    /// kill and is not emitted).
+    pub fn with_warn_at(mut self, f: impl IntoValid<NonZeroFraction>) -> Result<Self, ConfigError> {
+        self.warn_at = valid("warn_at", f)?;
         Ok(self)
     }
 
@@ -173,19 +251,19 @@ impl Limits {
 
     /// Startup limit.
     pub fn startup(&self) -> Duration {
-        self.startup
+        self.startup.get()
     }
     /// Base idle patience.
     pub fn idle(&self) -> Duration {
-        self.idle
+        self.idle.get()
     }
     /// Extension factor.
     pub fn extend_factor(&self) -> f64 {
-        self.extend_factor
+        self.extend_factor.get()
     }
     /// High-utilization threshold.
     pub fn high_utilization(&self) -> f64 {
-        self.high_utilization
+        self.high_utilization.get()
     }
     /// Write tools.
     pub fn write_tools(&self) -> &[Box<str>] {
@@ -197,19 +275,19 @@ impl Limits {
     }
     /// No-progress cap.
     pub fn no_progress(&self) -> Duration {
-        self.no_progress
+        self.no_progress.get()
     }
     /// Linger limit.
     pub fn linger(&self) -> Duration {
-        self.linger
+        self.linger.get()
     }
     /// Ceiling.
     pub fn ceiling(&self) -> Option<Duration> {
-        self.ceiling
+        self.ceiling.map(PositiveDuration::get)
     }
     /// Stalling-warning fraction.
     pub fn warn_at(&self) -> f64 {
-        self.warn_at
+        self.warn_at.get()
     }
     /// The MCP limits.
     pub fn mcp(&self) -> &McpLimits {
@@ -217,7 +295,7 @@ impl Limits {
     }
     /// The extended idle patience, `idle × extend_factor` (saturates at [`Duration::MAX`]).
     pub fn extended_idle(&self) -> Duration {
-        Duration::try_from_secs_f64(self.idle.as_secs_f64() * self.extend_factor)
+        Duration::try_from_secs_f64(self.idle().as_secs_f64() * self.extend_factor())
             .unwrap_or(Duration::MAX)
     }
 }
@@ -250,9 +328,9 @@ pub const CLAUDE_CODE_REMOTE_IDLE: Duration = Duration::from_secs(300);
 ///
 /// | option | default | meaning |
 /// |---|---|---|
-/// | `give_up` | 1,800 s | servers not listed: Claude Code's default idle limit for stdio servers (the longest of its defaults, so a server the host knows nothing about is not cut short) |
+/// | `give_up` | 30m | servers not listed: Claude Code's default idle limit for stdio servers (the longest of its defaults, so a server the host knows nothing about is not cut short) |
 /// | `servers` | none | per-server give-up times |
-/// | `margin` | 30 s ([`HEARTBEAT_TICK`]) | added to the give-up time; at least one heartbeat tick |
+/// | `margin` | 30s ([`HEARTBEAT_TICK`]) | added to the give-up time; at least one heartbeat tick |
 ///
 /// So by default a hung MCP call is killed (`no_progress`) 1,830 s after it started, 30 s after
 /// Claude Code would have aborted it and carried on, never 0.3 s before as a plain 30-minute
@@ -268,6 +346,12 @@ pub const CLAUDE_CODE_REMOTE_IDLE: Duration = Duration::from_secs(300);
 /// assert_eq!(m.floor_for_tool("mcp__fs__read"), Some(Duration::from_secs(1830)));
 /// assert_eq!(m.floor_for_tool("Bash"), None);
 /// assert!(McpLimits::default().with_margin(Duration::from_secs(5)).is_err());
+///
+/// // Every row of the table, checked against the default:
+/// let d = McpLimits::default();
+/// assert_eq!(d.give_up(), Some(Duration::from_secs(30 * 60)));
+/// assert!(d.servers().is_empty());
+/// assert_eq!(d.margin(), Duration::from_secs(30));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct McpLimits {
@@ -279,9 +363,9 @@ pub struct McpLimits {
 impl Default for McpLimits {
     fn default() -> Self {
         McpLimits {
-            give_up: Some(CLAUDE_CODE_STDIO_IDLE),
+            give_up: defaults::MCP_GIVE_UP.map(PositiveDuration::get),
             servers: Arc::new([]),
-            margin: HEARTBEAT_TICK,
+            margin: defaults::MCP_MARGIN,
         }
     }
 }
@@ -305,7 +389,8 @@ impl McpLimits {
     /// The give-up time of servers not listed (`None`: Claude Code never gives up; no floor).
     /// Must be > 0 when set.
     pub fn with_give_up(mut self, d: Option<Duration>) -> Result<Self, ConfigError> {
-        self.give_up = d.map(|d| positive("mcp.give_up", d)).transpose()?;
+        self.give_up =
+            valid::<Option<PositiveDuration>>("mcp.give_up", d)?.map(PositiveDuration::get);
         Ok(self)
     }
     /// The give-up time of one server (replaces an earlier entry of the same name). Must be
@@ -315,7 +400,7 @@ impl McpLimits {
         name: impl AsRef<str>,
         d: Option<Duration>,
     ) -> Result<Self, ConfigError> {
-        let d = d.map(|d| positive("mcp.servers", d)).transpose()?;
+        let d = valid::<Option<PositiveDuration>>("mcp.servers", d)?.map(PositiveDuration::get);
         let name = name.as_ref();
         let mut v: Vec<(Box<str>, Option<Duration>)> = self
             .servers
@@ -422,5 +507,144 @@ impl SessionConfig {
     /// The overriding limits, if any.
     pub fn limits(&self) -> Option<&Limits> {
         self.limits.as_ref()
+    }
+}
+
+/// The `# Default` tables of the docs say what the `Default` impls do: every row of each
+/// table is read from the source and checked against the actual default.
+#[cfg(test)]
+mod default_tables {
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::recovery::{Recovery, Trigger};
+
+    /// The rows (`option`, `default`) of the tables that follow a heading starting with
+    /// `heading` in the doc comments of `source`.
+    fn rows(source: &str, heading: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut in_section = false;
+        for line in source.lines() {
+            let text = line
+                .trim_start()
+                .trim_start_matches("///")
+                .trim_start_matches("//!")
+                .trim();
+            if text.starts_with('#') {
+                in_section = text.starts_with(heading);
+                continue;
+            }
+            if !in_section || !text.starts_with('|') || text.starts_with("|---") {
+                continue;
+            }
+            let cells: Vec<&str> = text.split('|').map(str::trim).collect();
+            if cells[1] == "option" || cells[1] == "deadline" {
+                continue; // the header
+            }
+            out.push((cells[1].trim_matches('`').to_owned(), cells[2].to_owned()));
+        }
+        out
+    }
+
+    fn dur(d: Duration) -> String {
+        format_duration(d)
+    }
+
+    fn opt(d: Option<Duration>) -> String {
+        d.map_or("none".into(), format_duration)
+    }
+
+    fn check(file: &str, source: &str, heading: &str, expected: &HashMap<&str, String>) {
+        let rows = rows(source, heading);
+        assert!(!rows.is_empty(), "{file}: no table under {heading:?}");
+        for (option, default) in rows {
+            let Some(want) = expected.get(option.as_str()) else {
+                panic!("{file}: the row `{option}` has no known default");
+            };
+            assert_eq!(&default, want, "{file}: the default of `{option}`");
+        }
+    }
+
+    #[test]
+    fn every_documented_default_is_the_actual_one() {
+        let l = Limits::default();
+        let m = McpLimits::default();
+        let limits: HashMap<&str, String> = [
+            ("startup", dur(l.startup())),
+            ("idle", dur(l.idle())),
+            ("extend_factor", l.extend_factor().to_string()),
+            ("high_utilization", l.high_utilization().to_string()),
+            (
+                "write_tools",
+                l.write_tools()
+                    .iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            ("no_progress", dur(l.no_progress())),
+            ("linger", dur(l.linger())),
+            ("ceiling", opt(l.ceiling())),
+            ("warn_at", l.warn_at().to_string()),
+            ("mcp", "[`McpLimits::default`]".into()),
+        ]
+        .into();
+        // The crate root's table states the deadlines the same way.
+        check(
+            "lib.rs",
+            include_str!("lib.rs"),
+            "# Deadlines and defaults",
+            &limits,
+        );
+        // This file has the tables of Limits and McpLimits.
+        let mut both = limits;
+        both.extend([
+            ("give_up", opt(m.give_up())),
+            (
+                "servers",
+                if m.servers().is_empty() {
+                    "none".into()
+                } else {
+                    format!("{:?}", m.servers())
+                },
+            ),
+            (
+                "margin",
+                format!("{} ([`HEARTBEAT_TICK`])", dur(m.margin())),
+            ),
+        ]);
+        check("config.rs", include_str!("config.rs"), "# Default", &both);
+
+        let r = Recovery::default();
+        let on = |t| if r.is_enabled(t) { "on" } else { "off" }.to_string();
+        let recovery: HashMap<&str, String> = [
+            ("output_limit", on(Trigger::OutputLimit)),
+            ("after_kill", on(Trigger::AfterKill)),
+            ("rate_limit_wait", on(Trigger::RateLimitWait)),
+            (
+                "prompts",
+                "[`OUTPUT_LIMIT_PROMPT`], [`AFTER_KILL_PROMPT`], [`RATE_LIMIT_PROMPT`]".into(),
+            ),
+            ("max_wait", dur(r.max_wait())),
+            ("reset_margin", dur(r.reset_margin())),
+        ]
+        .into();
+        check(
+            "recovery.rs",
+            include_str!("recovery.rs"),
+            "# Default",
+            &recovery,
+        );
+
+        let rl = crate::RateLimitConfig::default();
+        let rate_limit: HashMap<&str, String> = [
+            ("warn_at", rl.warn_at().to_string()),
+            ("hysteresis", rl.hysteresis().to_string()),
+            ("fallback_window", format!("`{}`", rl.fallback_window())),
+        ]
+        .into();
+        let monitor = include_str!("rate_limit/monitor.rs");
+        check("rate_limit/monitor.rs", monitor, "# Default", &rate_limit);
     }
 }

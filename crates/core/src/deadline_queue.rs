@@ -51,7 +51,7 @@ const HEAD: u32 = NOWHERE - BUCKETS as u32;
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     /// In the near heap: a lower bound of the slot's next timed event, never below the instant
-    /// the entry is filed at (moved by `DeadlineQueue::raise`, in tests). Elsewhere: the filing instant.
+    /// the entry is filed at. Elsewhere: the filing instant.
     due: u64,
     /// The previous slot in its bucket, `HEAD + bucket`, [`IN_NEAR`], [`IN_FAR`] or
     /// [`NOWHERE`] (not queued).
@@ -164,19 +164,8 @@ impl DeadlineQueue {
         }
     }
 
-    /// The slot's deadline moved later to `due`. Only an entry in the near heap needs to know
-    /// (its top must stay exact); the caller tells by its filing instant being before
-    /// [`DeadlineQueue::horizon`]. (The registry marks the slot instead: [`Slots::raised`].)
-    #[cfg(test)]
-    pub(crate) fn raise(&mut self, slot: u32, due: u64) {
-        if let Some(e) = self.entries.get_mut(slot as usize) {
-            if e.pos == IN_NEAR && due > e.due {
-                e.due = due;
-            }
-        }
-    }
-
-    /// Entries filed before this instant are in the near heap.
+    /// Entries filed before this instant are in the near heap: when such a slot's deadline
+    /// moves later, the caller marks it ([`Slots::raised`]) so the heap's top stays exact.
     pub(crate) fn horizon(&self) -> u64 {
         self.horizon
     }
@@ -426,13 +415,36 @@ impl DeadlineQueue {
 mod tests {
     use super::*;
 
+    /// The registry's side of the queue: each slot's true deadline, where it is filed, and
+    /// the mark of a deadline moved later while filed in the near heap.
+    struct Model {
+        due: Vec<u64>,
+        queued: Vec<u64>,
+        raised: Vec<bool>,
+    }
+
+    impl Slots for Model {
+        fn due(&mut self, slot: u32) -> u64 {
+            let i = slot as usize;
+            self.queued[i] = self.due[i];
+            self.raised[i] = false;
+            self.due[i]
+        }
+
+        fn raised(&self, slot: u32) -> bool {
+            self.raised[slot as usize]
+        }
+    }
+
     /// Drive the queue like the registry does, against a brute-force minimum.
     #[test]
     fn matches_a_brute_force_minimum() {
         let mut q = DeadlineQueue::default();
-        let mut due = vec![NEVER; 64];
-        // Where each slot is filed, as the registry keeps it.
-        let mut queued = vec![NEVER; 64];
+        let mut m = Model {
+            due: vec![NEVER; 64],
+            queued: vec![NEVER; 64],
+            raised: vec![false; 64],
+        };
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut rnd = move || {
             x ^= x << 13;
@@ -451,32 +463,30 @@ mod tests {
                 _ => now + r % (WIDTH * 600),
             };
             let i = slot as usize;
-            due[i] = d;
-            if queued[i] != NEVER && d >= queued[i] {
-                if queued[i] < q.horizon() {
-                    q.raise(slot, d);
+            m.due[i] = d;
+            if m.queued[i] != NEVER && d >= m.queued[i] {
+                // Later: the queue is not touched; a near-heap entry is marked.
+                if m.queued[i] < q.horizon() {
+                    m.raised[i] = true;
                 }
             } else {
-                queued[i] = d;
+                m.queued[i] = d;
+                m.raised[i] = false;
                 q.set(slot, d);
             }
-            q.settle(now, &mut |s| {
-                queued[s as usize] = due[s as usize];
-                due[s as usize]
-            });
-            let min = due.iter().copied().min().unwrap();
+            q.settle(now, &mut m);
+            let min = m.due.iter().copied().min().unwrap();
             assert_eq!(q.peek(), (min != NEVER).then_some(min));
             if rnd() % 4 == 0 {
                 now = q.peek().unwrap_or(now).max(now);
                 while let Some(s) = q.pop_due(now) {
-                    assert!(due[s as usize] <= now);
-                    assert_eq!(Some(due[s as usize]), due.iter().copied().min());
-                    due[s as usize] = NEVER;
-                    queued[s as usize] = NEVER;
-                    q.settle(now, &mut |s| {
-                        queued[s as usize] = due[s as usize];
-                        due[s as usize]
-                    });
+                    let s = s as usize;
+                    assert!(m.due[s] <= now);
+                    assert_eq!(Some(m.due[s]), m.due.iter().copied().min());
+                    m.due[s] = NEVER;
+                    m.queued[s] = NEVER;
+                    m.raised[s] = false;
+                    q.settle(now, &mut m);
                 }
             }
         }

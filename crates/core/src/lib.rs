@@ -8,17 +8,18 @@
 //! - [`json_scan`]: the allocation-free JSON walkers under it ([`json_scan::skim`] is public: the
 //!   audit reads transcripts with it).
 //! - [`classify`](mod@classify): what a line means for liveness (the classification contract).
-//! - [`config`]: validated limits with documented defaults ([`Limits`], [`SessionConfig`]).
+//! - [`config`]: validated limits ([`Limits`], [`SessionConfig`]), the value types that hold
+//!   each rule ([`config::PositiveDuration`], …), and every default ([`config::defaults`]).
 //! - [`registry`]: many sessions on one timer, exact deadlines ([`Registry`]).
 //! - [`event`]: kills, extensions, stalling warnings, outcomes.
 //! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session
 //!   id ([`ClaudeSessionId`]) and the last `result`'s fields ([`ResultFacts`]).
 //! - [`capture`]: the capture format (recordings of runs).
 //! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
-//! - [`wall`]: UTC calendar dates (ISO-8601 both ways) and compact durations, by hand.
+//! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window.
 //! - [`warning_filter`]: show a known repeated warning once, count the rest.
-//! - [`recovery`]: the continue-exactly-once decision, and the ledger that makes it durable
+//! - [`recovery`]: the continue-at-most-once decision, and the ledger that makes it durable
 //!   ([`recovery::subagent`]: the same for Claude Code subagents, keyed by session + agent id).
 //!
 //! # Classification (the contract)
@@ -39,12 +40,14 @@
 //!
 //! # Deadlines and defaults
 //!
+//! The defaults are the constants of [`config::defaults`].
+//!
 //! | deadline | default | kill when |
 //! |---|---|---|
-//! | `startup` | 3 min | no line at all since registration |
-//! | `idle` | 10 min | no line (progress or keep-alive) for the patience: `idle × extend_factor` (2) before the first completed write tool (`Write`, `Edit`, `MultiEdit`, `NotebookEdit`) and while utilization ≥ `high_utilization` (0.9); else `idle` |
-//! | `no_progress` | 30 min | no progress for this long, keep-alives or not; while an MCP tool call is outstanding, never before the call's start + where Claude Code gives up on it (1,800 s by default) + 30 s ([`McpLimits`]) |
-//! | `linger` | 11 min | a `result` came, then no progress, and the stream has not ended |
+//! | `startup` | 3m | no line at all since registration |
+//! | `idle` | 10m | no line (progress or keep-alive) for the patience: `idle × extend_factor` (2) before the first completed write tool (`Write`, `Edit`, `MultiEdit`, `NotebookEdit`) and while utilization ≥ `high_utilization` (0.9); else `idle` |
+//! | `no_progress` | 30m | no progress for this long, keep-alives or not; while an MCP tool call is outstanding, never before the call's start + where Claude Code gives up on it (1,800 s by default) + 30 s ([`McpLimits`]) |
+//! | `linger` | 11m | a `result` came, then no progress, and the stream has not ended |
 //! | `ceiling` | none | total age (checked first; wins over everything) |
 //! | `warn_at` | 0.8 | not a kill: one [`Event::Stalling`] per quiet spell when the idle or no-progress clock passes this fraction of its limit |
 //!
@@ -149,7 +152,7 @@ pub mod rate_limit;
 pub use rate_limit::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
 
 pub mod warning_filter;
-pub use warning_filter::{StderrFilter, Verdict, WarningFilter};
+pub use warning_filter::{StderrFilter, WarningDecision, WarningFilter};
 
 pub mod recovery;
 pub use recovery::{Decision, Ledger, Recovery, TerminalFacts};

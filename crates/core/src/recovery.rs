@@ -1,5 +1,14 @@
 //! The recovery decision: continue a stopped session **at most once**, never twice.
 //!
+//! # At most once, exactly once
+//!
+//! The guarantee is **at most once**: the driver claims the session's marker in the
+//! [`Ledger`] before it continues, and a claimed marker is never claimed again, so reruns,
+//! duplicate events, racing processes and crashes cannot continue a session twice (a crash
+//! between the claim and the continuation loses the continuation rather than repeating it).
+//! **Exactly once** holds only while the driver lives past the claim: then the continuation
+//! does start, once. The docs of this project use the two phrases in these senses only.
+//!
 //! Pure and sans-IO. Given how a run ended ([`TerminalFacts`]) and what the durable ledger
 //! says about its session ([`LedgerState`]), [`Recovery::decide`] returns a [`Decision`]:
 //! continue once (with a prompt, maybe after a wait), give the single notice of a failed
@@ -76,7 +85,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::ConfigError;
+use crate::config::{defaults, ConfigError, IntoValid, PositiveDuration};
 use crate::event::{KillKind, Outcome};
 use crate::facts::{ClaudeSessionId, ResultFacts};
 use crate::rate_limit::{format_iso_ms, RateLimitMonitor, WallMs};
@@ -131,15 +140,32 @@ from where it stopped, without recap.";
 /// | `after_kill` | off | continue after an `idle`, `no_progress` or `linger` kill |
 /// | `rate_limit_wait` | off | wait for a rejected window's reset, then continue |
 /// | prompts | [`OUTPUT_LIMIT_PROMPT`], [`AFTER_KILL_PROMPT`], [`RATE_LIMIT_PROMPT`] | the continuation prompt of each trigger; non-empty |
-/// | `max_wait` | 6 h | a reset further away than this is not waited for; > 0 |
-/// | `reset_margin` | 30 s | added to the reset time before continuing |
+/// | `max_wait` | 6h | a reset further away than this is not waited for; > 0 |
+/// | `reset_margin` | 30s | added to the reset time before continuing |
+///
+/// The values are the constants of [`config::defaults`](crate::config::defaults). Every row,
+/// checked against `Recovery::default()`:
+///
+/// ```
+/// use std::time::Duration;
+/// use watchdog_core::recovery::*;
+/// let d = Recovery::default();
+/// assert!(d.is_enabled(Trigger::OutputLimit));
+/// assert!(!d.is_enabled(Trigger::AfterKill));
+/// assert!(!d.is_enabled(Trigger::RateLimitWait));
+/// assert_eq!(d.prompt(Trigger::OutputLimit), OUTPUT_LIMIT_PROMPT);
+/// assert_eq!(d.prompt(Trigger::AfterKill), AFTER_KILL_PROMPT);
+/// assert_eq!(d.prompt(Trigger::RateLimitWait), RATE_LIMIT_PROMPT);
+/// assert_eq!(d.max_wait(), Duration::from_secs(6 * 3600));
+/// assert_eq!(d.reset_margin(), Duration::from_secs(30));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recovery {
     output_limit: bool,
     after_kill: bool,
     rate_limit_wait: bool,
     prompts: [String; 3],
-    max_wait: Duration,
+    max_wait: PositiveDuration,
     reset_margin: Duration,
 }
 
@@ -154,8 +180,8 @@ impl Default for Recovery {
                 AFTER_KILL_PROMPT.into(),
                 RATE_LIMIT_PROMPT.into(),
             ],
-            max_wait: Duration::from_secs(6 * 3600),
-            reset_margin: Duration::from_secs(30),
+            max_wait: defaults::MAX_WAIT,
+            reset_margin: defaults::RESET_MARGIN,
         }
     }
 }
@@ -202,16 +228,12 @@ impl Recovery {
         self.prompts[index(trigger)] = prompt;
         Ok(self)
     }
-    /// The longest wait for a rate-limit reset. Must be > 0.
-    pub fn with_max_wait(mut self, max_wait: Duration) -> Result<Self, ConfigError> {
-        if max_wait.is_zero() {
-            return Err(ConfigError {
-                option: "max_wait",
-                allowed: "a duration > 0",
-                value: format!("{max_wait:?}"),
-            });
-        }
-        self.max_wait = max_wait;
+    /// The longest wait for a rate-limit reset. Must be > 0 ([`PositiveDuration`]).
+    pub fn with_max_wait(
+        mut self,
+        max_wait: impl IntoValid<PositiveDuration>,
+    ) -> Result<Self, ConfigError> {
+        self.max_wait = max_wait.into_valid().map_err(|e| e.option("max_wait"))?;
         Ok(self)
     }
     /// The margin added to a reset time.
@@ -233,7 +255,7 @@ impl Recovery {
     }
     /// The longest rate-limit wait.
     pub fn max_wait(&self) -> Duration {
-        self.max_wait
+        self.max_wait.get()
     }
     /// The margin after a reset.
     pub fn reset_margin(&self) -> Duration {
@@ -679,7 +701,7 @@ impl Recovery {
                     (Trigger::RateLimitWait, Some(reset)) => {
                         let margin = self.reset_margin.as_millis().min(u64::MAX as u128) as u64;
                         let until = reset.saturating_add(margin).max(facts.ended_at_ms);
-                        let max = self.max_wait.as_millis().min(u64::MAX as u128) as u64;
+                        let max = self.max_wait().as_millis().min(u64::MAX as u128) as u64;
                         if until - facts.ended_at_ms > max {
                             return Decision::Nothing(Skip::WaitTooLong { until_ms: until });
                         }

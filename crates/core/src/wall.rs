@@ -1,11 +1,10 @@
 //! Time as people write it, without a date library: UTC calendar dates both ways (ISO-8601
-//! text ↔ epoch milliseconds) and compact durations (`1h30m`).
+//! text ↔ epoch milliseconds). Durations as text (`1h30m`) are [`crate::config`]'s, with the
+//! rest of the option grammar.
 //!
 //! The calendar arithmetic is H. Hinnant's (`days_from_civil` / `civil_from_days`, proleptic
 //! Gregorian), written once here for the rate-limit renderings and for reading transcript
 //! timestamps.
-
-use std::time::Duration;
 
 /// Wall-clock time as milliseconds since the Unix epoch (1970-01-01T00:00:00Z).
 pub type WallMs = u64;
@@ -176,37 +175,6 @@ pub fn parse_iso_ms(s: &str) -> Option<i64> {
     Some(secs * 1000 + ms)
 }
 
-/// A duration compactly: `10m`, `1h30m`, `2.5s`, `250ms`.
-///
-/// ```
-/// use std::time::Duration;
-/// use watchdog_core::wall::format_duration;
-/// assert_eq!(format_duration(Duration::from_secs(5400)), "1h30m");
-/// assert_eq!(format_duration(Duration::from_millis(2500)), "2.5s");
-/// ```
-pub fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    if !ms.is_multiple_of(1000) && ms < 60_000 {
-        return format!("{:.1}s", d.as_secs_f64());
-    }
-    let secs = d.as_secs();
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    let mut out = String::new();
-    if h > 0 {
-        out += &format!("{h}h");
-    }
-    if m > 0 {
-        out += &format!("{m}m");
-    }
-    if s > 0 || out.is_empty() {
-        out += &format!("{s}s");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,14 +211,5 @@ mod tests {
             let text = format_iso_ms(ms);
             assert_eq!(parse_iso_ms(&text), Some(ms as i64), "{text}");
         }
-    }
-
-    #[test]
-    fn durations_read_compactly() {
-        assert_eq!(format_duration(Duration::from_secs(600)), "10m");
-        assert_eq!(format_duration(Duration::from_secs(5400)), "1h30m");
-        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
-        assert_eq!(format_duration(Duration::from_millis(2500)), "2.5s");
-        assert_eq!(format_duration(Duration::from_secs(0)), "0ms");
     }
 }

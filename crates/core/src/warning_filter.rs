@@ -10,14 +10,14 @@
 //!   `code` field;
 //! - recognisable lines on the child CLI's stderr: [`StderrFilter::check`].
 //!
-//! Each returns a [`Verdict`]; the caller decides what to print.
+//! Each returns a [`WarningDecision`]; the caller decides what to print.
 //!
 //! ```
-//! use watchdog_core::warning_filter::{Verdict, WarningFilter, SHADOWED_CODE};
+//! use watchdog_core::warning_filter::{WarningDecision, WarningFilter, SHADOWED_CODE};
 //! let mut f = WarningFilter::default();
-//! assert_eq!(f.check(SHADOWED_CODE), Verdict::First);
-//! assert_eq!(f.check(SHADOWED_CODE), Verdict::Suppressed { count: 1 });
-//! assert_eq!(f.check("OTHER"), Verdict::Pass);
+//! assert_eq!(f.check(SHADOWED_CODE), WarningDecision::First);
+//! assert_eq!(f.check(SHADOWED_CODE), WarningDecision::Suppressed { count: 1 });
+//! assert_eq!(f.check("OTHER"), WarningDecision::Pass);
 //! assert_eq!(f.summary().to_string(), "CLAUDE_SDK_CAN_USE_TOOL_SHADOWED: 1 repeat suppressed");
 //! ```
 
@@ -35,7 +35,7 @@ pub const SHADOWED_CODE: &str = "CLAUDE_SDK_CAN_USE_TOOL_SHADOWED";
 
 /// What to do with one warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verdict {
+pub enum WarningDecision {
     /// The first warning of a listed code: show it.
     First,
     /// A repeat of a listed code: swallow it. `count` is how many of this code were swallowed
@@ -48,10 +48,10 @@ pub enum Verdict {
     Pass,
 }
 
-impl Verdict {
+impl WarningDecision {
     /// Whether the warning should be shown (`First` or `Pass`).
     pub fn shows(self) -> bool {
-        !matches!(self, Verdict::Suppressed { .. })
+        !matches!(self, WarningDecision::Suppressed { .. })
     }
 }
 
@@ -152,19 +152,19 @@ impl WarningFilter {
         self.codes.iter().any(|c| c == code)
     }
 
-    /// The verdict for one warning of `code`.
-    pub fn check(&mut self, code: &str) -> Verdict {
+    /// The decision on one warning of `code`.
+    pub fn check(&mut self, code: &str) -> WarningDecision {
         self.check_warning(code, "")
     }
 
-    /// The verdict for one warning of `code` with its text (passed to `on_first`).
-    pub fn check_warning(&mut self, code: &str, message: &str) -> Verdict {
+    /// The decision on one warning of `code` with its text (passed to `on_first`).
+    pub fn check_warning(&mut self, code: &str, message: &str) -> WarningDecision {
         if !self.is_listed(code) {
-            return Verdict::Pass;
+            return WarningDecision::Pass;
         }
         if let Some(n) = self.seen.get_mut(code) {
             *n += 1;
-            return Verdict::Suppressed { count: *n };
+            return WarningDecision::Suppressed { count: *n };
         }
         self.seen.insert(code.to_owned(), 0);
         if let Some(cb) = self.on_first.as_mut() {
@@ -172,7 +172,7 @@ impl WarningFilter {
                 self.callback_panics += 1;
             }
         }
-        Verdict::First
+        WarningDecision::First
     }
 
     /// Repeats of `code` swallowed so far.
@@ -224,12 +224,12 @@ impl Pattern {
 /// [`with_rule`](Self::with_rule); the first matching rule names the line's code.
 ///
 /// ```
-/// use watchdog_core::warning_filter::{Pattern, StderrFilter, Verdict};
+/// use watchdog_core::warning_filter::{Pattern, StderrFilter, WarningDecision};
 /// let mut f = StderrFilter::default()
 ///     .with_rule("MCP_SLOW", Pattern::Contains("MCP server is slow".into()));
-/// assert_eq!(f.check("warn: MCP server is slow (3 s)"), Verdict::First);
-/// assert_eq!(f.check("warn: MCP server is slow (4 s)"), Verdict::Suppressed { count: 1 });
-/// assert_eq!(f.check("something else"), Verdict::Pass);
+/// assert_eq!(f.check("warn: MCP server is slow (3 s)"), WarningDecision::First);
+/// assert_eq!(f.check("warn: MCP server is slow (4 s)"), WarningDecision::Suppressed { count: 1 });
+/// assert_eq!(f.check("something else"), WarningDecision::Pass);
 /// ```
 #[derive(Debug, Default)]
 pub struct StderrFilter {
@@ -269,15 +269,15 @@ impl StderrFilter {
             .map(|(c, _)| c.as_str())
     }
 
-    /// The verdict for one stderr line (a trailing newline is ignored).
-    pub fn check(&mut self, line: &str) -> Verdict {
+    /// The decision on one stderr line (a trailing newline is ignored).
+    pub fn check(&mut self, line: &str) -> WarningDecision {
         let line = line.trim_end_matches(['\n', '\r']);
         let Some(code) = self.code_of(line).map(str::to_owned) else {
-            return Verdict::Pass;
+            return WarningDecision::Pass;
         };
         match self.filter.as_mut() {
             Some(f) => f.check_warning(&code, line),
-            None => Verdict::Pass,
+            None => WarningDecision::Pass,
         }
     }
 

@@ -5,13 +5,13 @@
 //! raises itself), [`StderrFilter`] (the CLI's stderr lines) and, with `--features tracing`,
 //! the `tracing` layer and its process-wide install (`tests/warning_filter_tracing.rs`, which
 //! carries the install-related checks 1 and 3–8). Checks covered here are marked `ref N`.
-//! Deliberate difference: the first warning of a listed code is *shown* (`Verdict::First`) as
+//! Deliberate difference: the first warning of a listed code is *shown* (`WarningDecision::First`) as
 //! well as reported to `on_first`; the reference swallows it and only calls `onFirst`.
 
 use std::sync::{Arc, Mutex};
 
 use watchdog_core::warning_filter::{
-    Pattern, StderrFilter, Summary, Verdict, WarningFilter, SHADOWED_CODE,
+    Pattern, StderrFilter, Summary, WarningDecision, WarningFilter, SHADOWED_CODE,
 };
 
 /// (code, message) per `on_first` call.
@@ -32,10 +32,16 @@ fn ref_02_12_the_default_code_shows_once_and_every_repeat_is_counted() {
     assert_eq!(f.codes(), [SHADOWED_CODE]);
     assert_eq!(
         f.check_warning(SHADOWED_CODE, "canUseTool will not be invoked"),
-        Verdict::First
+        WarningDecision::First
     );
-    assert_eq!(f.check(SHADOWED_CODE), Verdict::Suppressed { count: 1 });
-    assert_eq!(f.check(SHADOWED_CODE), Verdict::Suppressed { count: 2 });
+    assert_eq!(
+        f.check(SHADOWED_CODE),
+        WarningDecision::Suppressed { count: 1 }
+    );
+    assert_eq!(
+        f.check(SHADOWED_CODE),
+        WarningDecision::Suppressed { count: 2 }
+    );
     assert_eq!(
         *seen.lock().unwrap(),
         [(
@@ -52,25 +58,25 @@ fn ref_03_13_another_code_passes_untouched_and_is_not_counted() {
     let (seen, cb) = notes();
     let mut f = WarningFilter::default().on_first(cb);
     for _ in 0..3 {
-        assert_eq!(f.check("DEP0040"), Verdict::Pass);
+        assert_eq!(f.check("DEP0040"), WarningDecision::Pass);
     }
     assert!(seen.lock().unwrap().is_empty());
     assert_eq!(f.suppressed("DEP0040"), 0);
     assert!(f.summary().is_empty());
-    assert!(Verdict::Pass.shows() && Verdict::First.shows());
-    assert!(!Verdict::Suppressed { count: 1 }.shows());
+    assert!(WarningDecision::Pass.shows() && WarningDecision::First.shows());
+    assert!(!WarningDecision::Suppressed { count: 1 }.shows());
 }
 
 #[test]
 fn ref_10_13_a_custom_code_list_reports_each_code_once_in_order() {
     let (seen, cb) = notes();
     let mut f = WarningFilter::with_codes(["PC_A", "PC_B"]).on_first(cb);
-    assert_eq!(f.check("PC_B"), Verdict::First);
-    assert_eq!(f.check("PC_A"), Verdict::First);
-    assert_eq!(f.check("PC_B"), Verdict::Suppressed { count: 1 });
-    assert_eq!(f.check("PC_A"), Verdict::Suppressed { count: 1 });
+    assert_eq!(f.check("PC_B"), WarningDecision::First);
+    assert_eq!(f.check("PC_A"), WarningDecision::First);
+    assert_eq!(f.check("PC_B"), WarningDecision::Suppressed { count: 1 });
+    assert_eq!(f.check("PC_A"), WarningDecision::Suppressed { count: 1 });
     // ref 13: the default code is not in the custom list: it passes.
-    assert_eq!(f.check(SHADOWED_CODE), Verdict::Pass);
+    assert_eq!(f.check(SHADOWED_CODE), WarningDecision::Pass);
     let codes: Vec<String> = seen
         .lock()
         .unwrap()
@@ -83,8 +89,11 @@ fn ref_10_13_a_custom_code_list_reports_each_code_once_in_order() {
 #[test]
 fn ref_11_a_panicking_on_first_does_not_propagate() {
     let mut f = WarningFilter::default().on_first(|_, _| panic!("callback bug"));
-    assert_eq!(f.check(SHADOWED_CODE), Verdict::First);
-    assert_eq!(f.check(SHADOWED_CODE), Verdict::Suppressed { count: 1 });
+    assert_eq!(f.check(SHADOWED_CODE), WarningDecision::First);
+    assert_eq!(
+        f.check(SHADOWED_CODE),
+        WarningDecision::Suppressed { count: 1 }
+    );
     assert_eq!(f.callback_panics(), 1);
 }
 
@@ -105,7 +114,7 @@ fn summary_lists_suppressed_counts_per_code() {
 #[test]
 fn an_empty_code_list_passes_everything() {
     let mut f = WarningFilter::with_codes(Vec::<String>::new());
-    assert_eq!(f.check(SHADOWED_CODE), Verdict::Pass);
+    assert_eq!(f.check(SHADOWED_CODE), WarningDecision::Pass);
 }
 
 #[test]
@@ -115,21 +124,24 @@ fn stderr_filter_shows_a_known_noisy_line_once_and_counts_the_rest() {
         .on_first(cb)
         .with_rule("MCP_SLOW", Pattern::Contains("MCP server is slow".into()))
         .with_rule("DEPRECATED", Pattern::Prefix("Warning: deprecated".into()));
-    assert_eq!(f.check("[x] MCP server is slow (3 s)\n"), Verdict::First);
+    assert_eq!(
+        f.check("[x] MCP server is slow (3 s)\n"),
+        WarningDecision::First
+    );
     assert_eq!(
         f.check("[x] MCP server is slow (9 s)"),
-        Verdict::Suppressed { count: 1 }
+        WarningDecision::Suppressed { count: 1 }
     );
     assert_eq!(
         f.check("  Warning: deprecated flag --foo\r\n"),
-        Verdict::First
+        WarningDecision::First
     );
     assert_eq!(
         f.check("see Warning: deprecated"),
-        Verdict::Pass,
+        WarningDecision::Pass,
         "prefix only"
     );
-    assert_eq!(f.check("Error: real trouble"), Verdict::Pass);
+    assert_eq!(f.check("Error: real trouble"), WarningDecision::Pass);
     assert_eq!(f.code_of("… MCP server is slow"), Some("MCP_SLOW"));
     assert_eq!(f.suppressed("MCP_SLOW"), 1);
     assert_eq!(f.summary().to_string(), "MCP_SLOW: 1 repeat suppressed");
@@ -151,7 +163,7 @@ fn stderr_filter_shows_a_known_noisy_line_once_and_counts_the_rest() {
 #[test]
 fn stderr_filter_without_rules_passes_every_line() {
     let mut f = StderrFilter::default();
-    assert_eq!(f.check("anything"), Verdict::Pass);
+    assert_eq!(f.check("anything"), WarningDecision::Pass);
     assert!(f.summary().is_empty());
 }
 
@@ -160,8 +172,8 @@ fn two_rules_for_one_code_share_its_count() {
     let mut f = StderrFilter::default()
         .with_rule("X", Pattern::Prefix("x:".into()))
         .with_rule("X", Pattern::Contains("ex".into()));
-    assert_eq!(f.check("x: one"), Verdict::First);
-    assert_eq!(f.check("an ex"), Verdict::Suppressed { count: 1 });
+    assert_eq!(f.check("x: one"), WarningDecision::First);
+    assert_eq!(f.check("an ex"), WarningDecision::Suppressed { count: 1 });
 }
 
 #[test]
@@ -169,6 +181,6 @@ fn a_panicking_stderr_callback_does_not_propagate() {
     let mut f = StderrFilter::default()
         .with_rule("X", Pattern::Prefix("x".into()))
         .on_first(|_, _| panic!("bug"));
-    assert_eq!(f.check("x"), Verdict::First);
-    assert_eq!(f.check("x"), Verdict::Suppressed { count: 1 });
+    assert_eq!(f.check("x"), WarningDecision::First);
+    assert_eq!(f.check("x"), WarningDecision::Suppressed { count: 1 });
 }

@@ -95,40 +95,62 @@ fn healthy() {
     let st = s.finish(S(30));
     let sid = s.session_id();
     let r = check_result(&s, "success", false);
-    if r["result"] != FINAL_TEXT || r["terminal_reason"] != "completed" {
-        s.fail("result should carry the final text and terminal_reason completed");
-    }
+    s.expect_eq("result.result", r["result"].as_str(), Some(FINAL_TEXT));
+    s.expect_eq(
+        "result.terminal_reason",
+        r["terminal_reason"].as_str(),
+        Some("completed"),
+    );
     if code(&st) != Some(0) {
         s.fail("exit code should be 0");
     }
     // init → status requesting → stream events → assistant → result.
     let kinds: Vec<String> = s.lines.iter().map(|l| l.kind()).collect();
-    if kinds.first().map(String::as_str) != Some("system/init")
-        || !kinds.iter().any(|k| k == "system/status")
-    {
-        s.fail("expected system/init first, then system/status");
-    }
-    if s.of_kind("assistant").is_empty() || s.of_kind("stream_event/content_block_delta").is_empty()
-    {
-        s.fail("expected assistant and partial stream_event lines");
-    }
+    s.expect_eq(
+        "the first line",
+        kinds.first().map(String::as_str),
+        Some("system/init"),
+    );
+    s.expect(
+        kinds.iter().any(|k| k == "system/status"),
+        "expected a system/status line",
+    );
+    s.expect(
+        !s.of_kind("assistant").is_empty(),
+        "expected assistant lines",
+    );
+    s.expect(
+        !s.of_kind("stream_event/content_block_delta").is_empty(),
+        "expected partial stream_event lines",
+    );
     // Exactly one main request, and nothing else on the wire with the privacy variables.
     let reqs = s.server.requests();
-    if reqs.len() != 1
-        || reqs[0].path != "/v1/messages"
-        || reqs[0].query.as_deref() != Some("beta=true")
-    {
-        s.fail("expected exactly one request, POST /v1/messages?beta=true");
-    }
+    s.expect_eq("requests on the wire", reqs.len(), 1);
+    s.expect_eq("the request's path", reqs[0].path.as_str(), "/v1/messages");
+    s.expect_eq(
+        "the request's query",
+        reqs[0].query.as_deref(),
+        Some("beta=true"),
+    );
     let sum = reqs[0].summary.clone().unwrap();
-    if sum.session_id.as_deref() != Some(sid.as_str())
-        || sum.metadata_session_id.as_deref() != Some(sid.as_str())
-    {
-        s.fail("x-claude-code-session-id / metadata.user_id.session_id should carry the init session id");
-    }
-    if !sum.stream || !sum.roles.iter().any(|r| r == "system") {
-        s.fail("expected a streaming request whose messages include a role:system entry");
-    }
+    s.expect_eq(
+        "x-claude-code-session-id (the init session id)",
+        sum.session_id.as_deref(),
+        Some(sid.as_str()),
+    );
+    s.expect_eq(
+        "metadata.user_id.session_id (the init session id)",
+        sum.metadata_session_id.as_deref(),
+        Some(sid.as_str()),
+    );
+    s.expect(sum.stream, "expected a streaming request");
+    s.expect(
+        sum.roles.iter().any(|r| r == "system"),
+        &format!(
+            "expected a role:system entry in the messages, roles={:?}",
+            sum.roles
+        ),
+    );
 }
 
 #[test]
@@ -168,9 +190,12 @@ fn tool_then_answer() {
         s.fail("the Write tool did not create hello.txt in the working directory");
     }
     let reqs = s.main_requests();
-    if reqs.len() != 2 || reqs[1].summary.as_ref().unwrap().tool_result_ids != [WRITE_TOOL_ID] {
-        s.fail("expected 2 main requests, the second carrying the Write tool_result");
-    }
+    s.expect_eq("main requests", reqs.len(), 2);
+    s.expect_eq(
+        "tool_result ids of the second request",
+        &reqs[1].summary.as_ref().unwrap().tool_result_ids,
+        &[WRITE_TOOL_ID],
+    );
 }
 
 #[test]
@@ -183,14 +208,30 @@ fn long_tool_heartbeats() {
                 .any(|c| c["type"] == "tool_use" && c["id"] == BASH_TOOL_ID)
     });
     let hb = s.wait_for("tool_progress heartbeat", S(60), is("tool_progress"));
-    let ok = hb.json["heartbeat"] == true
-        && hb.json["parent_tool_use_id"] == BASH_TOOL_ID
-        && hb.json["tool_name"] == "Bash"
-        && hb.json["elapsed_time_seconds"] == 30
-        && hb.json["session_id"].is_string();
-    if !ok {
-        s.fail("tool_progress should have heartbeat:true, parent_tool_use_id = the Bash id, tool_name Bash, elapsed_time_seconds 30");
-    }
+    s.expect_eq(
+        "tool_progress.heartbeat",
+        hb.json["heartbeat"].clone(),
+        true,
+    );
+    s.expect_eq(
+        "tool_progress.parent_tool_use_id (the Bash id)",
+        hb.json["parent_tool_use_id"].as_str(),
+        Some(BASH_TOOL_ID),
+    );
+    s.expect_eq(
+        "tool_progress.tool_name",
+        hb.json["tool_name"].as_str(),
+        Some("Bash"),
+    );
+    s.expect_eq(
+        "tool_progress.elapsed_time_seconds",
+        hb.json["elapsed_time_seconds"].clone(),
+        30,
+    );
+    s.expect(
+        hb.json["session_id"].is_string(),
+        "tool_progress.session_id should be a string",
+    );
     let after = hb.at.saturating_sub(tool_use.at);
     if after < S(28) || after > S(45) {
         s.fail(&format!(
@@ -227,24 +268,50 @@ fn rate_limit_warning_event_under_gateway_token() {
         s.fail("no rate_limit_event under the gateway JWT (the CLI no longer reads unified headers this way?)");
     };
     let info = &ev.json["rate_limit_info"];
-    let ok = info["status"] == "allowed_warning"
-        && info["utilization"].as_f64() == Some(0.95)
-        && info["rateLimitType"] == "five_hour"
-        && info["resetsAt"].is_u64()
-        && info
-            .pointer("/unifiedWindows/five_hour/utilization")
-            .and_then(Value::as_f64)
-            == Some(0.95)
-        && info.pointer("/unifiedWindows/five_hour/status")
-            == Some(&Value::from("allowed_warning"))
-        && info
-            .pointer("/unifiedWindows/seven_day/utilization")
-            .and_then(Value::as_f64)
-            == Some(0.42)
-        && info["overageStatus"] == "rejected";
-    if !ok {
-        s.fail("rate_limit_event fields changed (status, utilization, rateLimitType, resetsAt, unifiedWindows, overageStatus)");
-    }
+    s.expect_eq(
+        "rate_limit_info.status",
+        info["status"].as_str(),
+        Some("allowed_warning"),
+    );
+    s.expect_eq(
+        "rate_limit_info.utilization",
+        info["utilization"].as_f64(),
+        Some(0.95),
+    );
+    s.expect_eq(
+        "rate_limit_info.rateLimitType",
+        info["rateLimitType"].as_str(),
+        Some("five_hour"),
+    );
+    s.expect(
+        info["resetsAt"].is_u64(),
+        &format!(
+            "rate_limit_info.resetsAt should be a u64, got {}",
+            info["resetsAt"]
+        ),
+    );
+    s.expect_eq(
+        "rate_limit_info.unifiedWindows.five_hour.utilization",
+        info.pointer("/unifiedWindows/five_hour/utilization")
+            .and_then(Value::as_f64),
+        Some(0.95),
+    );
+    s.expect_eq(
+        "rate_limit_info.unifiedWindows.five_hour.status",
+        info.pointer("/unifiedWindows/five_hour/status"),
+        Some(&Value::from("allowed_warning")),
+    );
+    s.expect_eq(
+        "rate_limit_info.unifiedWindows.seven_day.utilization",
+        info.pointer("/unifiedWindows/seven_day/utilization")
+            .and_then(Value::as_f64),
+        Some(0.42),
+    );
+    s.expect_eq(
+        "rate_limit_info.overageStatus",
+        info["overageStatus"].as_str(),
+        Some("rejected"),
+    );
     if events.len() != 1 {
         s.fail("expected one rate_limit_event for one response");
     }
@@ -253,13 +320,19 @@ fn rate_limit_warning_event_under_gateway_token() {
         s.fail("exit code should be 0");
     }
     let req = &s.main_requests()[0];
-    if req.header("x-api-key").is_some()
-        || !req
-            .header("authorization")
-            .is_some_and(|a| a.starts_with("Bearer ey"))
-    {
-        s.fail("gateway auth should send the JWT as a bearer token and no x-api-key");
-    }
+    s.expect_eq(
+        "the x-api-key header under gateway auth",
+        req.header("x-api-key"),
+        None,
+    );
+    s.expect(
+        req.header("authorization")
+            .is_some_and(|a| a.starts_with("Bearer ey")),
+        &format!(
+            "gateway auth should send the JWT as a bearer token, authorization: {:?}",
+            req.header("authorization")
+        ),
+    );
 }
 
 #[test]
@@ -272,9 +345,12 @@ fn thinking_block_gives_thinking_tokens_and_stream_events() {
     let mut s = Session::start(scenario, S(60), |r| r);
     let st = s.finish(S(30));
     let r = check_result(&s, "success", false);
-    if code(&st) != Some(0) || r["result"] != FINAL_TEXT {
-        s.fail("expected exit 0 with the text block as the result");
-    }
+    s.expect_eq("exit code", code(&st), Some(0));
+    s.expect_eq(
+        "result.result (the text block)",
+        r["result"].as_str(),
+        Some(FINAL_TEXT),
+    );
     if s.of_kind("system/thinking_tokens").is_empty() {
         s.fail("thinking deltas should produce system/thinking_tokens lines");
     }
@@ -291,9 +367,16 @@ fn max_tokens_always_gives_max_output_tokens_result() {
     let mut s = Session::start(named("max_tokens_always"), S(60), |r| r);
     let st = s.finish(S(30));
     let r = check_result(&s, "success", true);
-    if r["terminal_reason"] != "api_error" || r["api_error"] != "max_output_tokens" {
-        s.fail("result should have terminal_reason api_error and api_error max_output_tokens");
-    }
+    s.expect_eq(
+        "result.terminal_reason",
+        r["terminal_reason"].as_str(),
+        Some("api_error"),
+    );
+    s.expect_eq(
+        "result.api_error",
+        r["api_error"].as_str(),
+        Some("max_output_tokens"),
+    );
     if code(&st) != Some(1) {
         s.fail("exit code should be 1");
     }
@@ -320,9 +403,8 @@ fn max_tokens_once_is_recovered_by_the_cli() {
     let mut s = Session::start(named("max_tokens_once"), S(60), |r| r);
     let st = s.finish(S(30));
     check_result(&s, "success", false);
-    if code(&st) != Some(0) || s.server.main_request_count() != 2 {
-        s.fail("expected exit 0 after 2 main requests");
-    }
+    s.expect_eq("exit code", code(&st), Some(0));
+    s.expect_eq("main requests", s.server.main_request_count(), 2);
 }
 
 #[test]
@@ -350,21 +432,41 @@ fn resume_after_max_tokens_keeps_the_session() {
     };
     let body = reqs[0].body.as_ref().unwrap().to_string();
     let assistants = sum.roles.iter().filter(|r| *r == "assistant").count();
-    let ok = sum.session_id.as_deref() == Some(sid.as_str())
-        && sum.metadata_session_id.as_deref() == Some(sid.as_str())
-        && sum.roles.first().map(String::as_str) == Some("user")
-        && assistants >= 4
-        && body.contains("cut off in the mid")
-        && sum
-            .last_user_text
-            .as_deref()
-            .is_some_and(|t| t.contains("continue"));
-    if !ok {
-        s.fail(&format!(
-            "the resume request should carry the earlier conversation (4 cut-off assistant turns) and the session id; roles={:?}",
+    s.expect_eq(
+        "the resume request's session id header",
+        sum.session_id.as_deref(),
+        Some(sid.as_str()),
+    );
+    s.expect_eq(
+        "the resume request's metadata session id",
+        sum.metadata_session_id.as_deref(),
+        Some(sid.as_str()),
+    );
+    s.expect_eq(
+        "the resume request's first role",
+        sum.roles.first().map(String::as_str),
+        Some("user"),
+    );
+    s.expect(
+        assistants >= 4,
+        &format!(
+            "the resume request should carry the 4 cut-off assistant turns, roles={:?}",
             sum.roles
-        ));
-    }
+        ),
+    );
+    s.expect(
+        body.contains("cut off in the mid"),
+        "the resume request should carry the cut-off text",
+    );
+    s.expect(
+        sum.last_user_text
+            .as_deref()
+            .is_some_and(|t| t.contains("continue")),
+        &format!(
+            "the resume request should end with the continue prompt, got {:?}",
+            sum.last_user_text
+        ),
+    );
 }
 
 #[test]
@@ -393,21 +495,48 @@ fn ping_only_stall_gives_ping_frames() {
     });
     let first_gap = p1.at.saturating_sub(last_delta.at);
     let gap = p2.at.saturating_sub(p1.at);
-    if first_gap < S(8) || gap < S(8) || gap > S(25) {
-        s.fail(&format!("ping frames should come on the CLI's ~10 s timer: first after {first_gap:?}, then {gap:?}"));
-    }
-    if p1.json.get("api_message_id").is_some() || p1.json["session_id"].as_str().is_none() {
-        s.fail("a ping frame carries a session_id and no api_message_id");
-    }
-    if !s.of_kind("result").is_empty() || !s.of_kind("stream_event/content_block_stop").is_empty() {
-        s.fail("nothing but pings should follow the partial text");
-    }
+    s.expect(
+        first_gap >= S(8),
+        &format!(
+            "the first ping frame should come on the CLI's ~10 s timer, came after {first_gap:?}"
+        ),
+    );
+    s.expect(
+        (S(8)..=S(25)).contains(&gap),
+        &format!("ping frames should come on the CLI's ~10 s timer, the second came {gap:?} after the first"),
+    );
+    s.expect_eq(
+        "a ping frame's api_message_id",
+        p1.json.get("api_message_id"),
+        None,
+    );
+    s.expect(
+        p1.json["session_id"].is_string(),
+        &format!(
+            "a ping frame carries a session_id, got {}",
+            p1.json["session_id"]
+        ),
+    );
+    s.expect_eq(
+        "result lines after the partial text",
+        s.of_kind("result").len(),
+        0,
+    );
+    s.expect_eq(
+        "content_block_stop lines after the partial text",
+        s.of_kind("stream_event/content_block_stop").len(),
+        0,
+    );
     let (st, took) = s.terminate(S(5));
-    if code(&st) != Some(143) || took > S(5) {
-        s.fail(&format!(
-            "SIGTERM during a stall should exit with code 143 promptly, got {st:?} after {took:?}"
-        ));
-    }
+    s.expect_eq(
+        "exit code after SIGTERM during a stall",
+        code(&st),
+        Some(143),
+    );
+    s.expect(
+        took <= S(5),
+        &format!("SIGTERM during a stall should end the CLI promptly, took {took:?}"),
+    );
     s.drain();
     if !s.of_kind("result").is_empty() {
         s.fail("no result line is printed after SIGTERM");
@@ -477,22 +606,24 @@ fn rate_limited_then_ok_retries() {
     };
     let r = &retry.json;
     let delay = r["retry_delay_ms"].as_u64().unwrap_or(0);
-    if r["attempt"] != 1
-        || r["error_status"] != 429
-        || r["error"] != "rate_limit"
-        || !r["max_retries"].is_u64()
-    {
-        s.fail("api_retry should have attempt 1, error_status 429, error rate_limit, max_retries");
-    }
+    s.expect_eq("api_retry.attempt", r["attempt"].clone(), 1);
+    s.expect_eq("api_retry.error_status", r["error_status"].clone(), 429);
+    s.expect_eq("api_retry.error", r["error"].as_str(), Some("rate_limit"));
+    s.expect(
+        r["max_retries"].is_u64(),
+        &format!(
+            "api_retry.max_retries should be a u64, got {}",
+            r["max_retries"]
+        ),
+    );
     if !(1_500..=10_000).contains(&delay) {
         s.fail(&format!(
             "retry_delay_ms {delay} should follow retry-after: 2 (about 2 s)"
         ));
     }
     check_result(&s, "success", false);
-    if code(&st) != Some(0) || s.server.main_request_count() != 2 {
-        s.fail("expected exit 0 after 2 main requests");
-    }
+    s.expect_eq("exit code", code(&st), Some(0));
+    s.expect_eq("main requests", s.server.main_request_count(), 2);
 }
 
 #[test]
@@ -506,16 +637,34 @@ fn rejected_gives_rejected_rate_limit_event() {
         s.fail("no rate_limit_event after a 429 with anthropic-ratelimit-unified-status: rejected");
     };
     let info = &ev.json["rate_limit_info"];
-    if info["status"] != "rejected"
-        || info["rateLimitType"] != "five_hour"
-        || !info["resetsAt"].is_u64()
-    {
-        s.fail("rate_limit_event should have status rejected, rateLimitType five_hour, resetsAt");
-    }
+    s.expect_eq(
+        "rate_limit_info.status",
+        info["status"].as_str(),
+        Some("rejected"),
+    );
+    s.expect_eq(
+        "rate_limit_info.rateLimitType",
+        info["rateLimitType"].as_str(),
+        Some("five_hour"),
+    );
+    s.expect(
+        info["resetsAt"].is_u64(),
+        &format!(
+            "rate_limit_info.resetsAt should be a u64, got {}",
+            info["resetsAt"]
+        ),
+    );
     let r = check_result(&s, "success", true);
-    if r["api_error_status"] != 429 || r["terminal_reason"] != "api_error" {
-        s.fail("result should have api_error_status 429 and terminal_reason api_error");
-    }
+    s.expect_eq(
+        "result.api_error_status",
+        r["api_error_status"].clone(),
+        429,
+    );
+    s.expect_eq(
+        "result.terminal_reason",
+        r["terminal_reason"].as_str(),
+        Some("api_error"),
+    );
     if code(&st) != Some(1) {
         s.fail("exit code should be 1");
     }

@@ -96,8 +96,8 @@ pub fn default_state_dir_from_env() -> Option<PathBuf> {
 /// # Example
 ///
 /// ```
-/// use agent_sdk_watchdog::core::recovery::*;
-/// use agent_sdk_watchdog::core::{ClaudeSessionId, Outcome, ResultFacts};
+/// use watchdog_core::recovery::*;
+/// use watchdog_core::{ClaudeSessionId, Outcome, ResultFacts};
 /// use agent_sdk_watchdog::FileLedger;
 ///
 /// let state = tempfile::tempdir().unwrap();

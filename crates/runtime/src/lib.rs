@@ -1,8 +1,8 @@
 //! # agent-sdk-watchdog
 //!
 //! Makes every Claude Code / Agent SDK session end, for a reason its owner can read. The
-//! policy (when to stop a session, and why) is the sans-IO core, re-exported as [`core`];
-//! this crate runs it on tokio:
+//! policy (when to stop a session, and why) is the sans-IO [`watchdog_core`] (its types, such
+//! as [`Limits`](watchdog_core::Limits), are used from there); this crate runs it on tokio:
 //!
 //! - [`Watchdog`] and [`Session`]: one timer task for any number of in-process sessions
 //!   (SDK users), a [`CancellationToken`](tokio_util::sync::CancellationToken) per session,
@@ -21,7 +21,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use agent_sdk_watchdog::core::{Limits, SessionConfig};
+//! use watchdog_core::{Limits, SessionConfig};
 //! use agent_sdk_watchdog::{supervise, Killed, Watchdog, WatchdogConfig};
 //! # struct Never; // stands in for an SDK stream that hangs
 //! # impl futures_core::Stream for Never { type Item = String;
@@ -71,8 +71,6 @@
 // parent-death signal between fork and exec: `supervisor/spawn.rs`), which allows it locally.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
-
-pub use watchdog_core as core;
 
 mod clock;
 mod ledger;

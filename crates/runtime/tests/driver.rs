@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use agent_sdk_watchdog::core::{Event, KillKind, Limits, Outcome, SessionConfig};
 use agent_sdk_watchdog::{supervise, Killed, Watchdog, WatchdogConfig};
 use futures_core::Stream;
 use tokio::time::{advance, Instant};
+use watchdog_core::{Event, KillKind, Limits, Outcome, SessionConfig};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -262,9 +262,9 @@ async fn values_and_results_are_lines_too() {
     let s = wd.register(SessionConfig::default());
     let v: serde_json::Value = serde_json::from_str(ASSISTANT).unwrap();
     let class = s.observe_value(&v);
-    assert_eq!(class.kind, agent_sdk_watchdog::core::LineKind::Assistant);
+    assert_eq!(class.kind, watchdog_core::LineKind::Assistant);
     let class = s.observe_value(&serde_json::json!(3));
-    assert_eq!(class.kind, agent_sdk_watchdog::core::LineKind::Unparseable);
+    assert_eq!(class.kind, watchdog_core::LineKind::Unparseable);
     use agent_sdk_watchdog::AsLine;
     let ok: Result<String, ()> = Ok(ASSISTANT.into());
     let err: Result<String, ()> = Err(());

@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use agent_sdk_watchdog::core::{KillKind, Limits, SessionConfig};
 use agent_sdk_watchdog::{KillCause, Output, Report, Stage, Supervisor, SupervisorConfig};
 use mock_api::harness::{find_claude, session_processes, ClaudeRun};
 use mock_api::{MockServer, Scenario, Turn};
+use watchdog_core::{KillKind, Limits, SessionConfig};
 
 const TOOL_ID: &str = "toolu_e2e_escape";
 

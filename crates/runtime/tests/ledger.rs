@@ -11,9 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use agent_sdk_watchdog::core::recovery::*;
-use agent_sdk_watchdog::core::{ClaudeSessionId, Outcome, ResultFacts};
 use agent_sdk_watchdog::{default_state_dir, FileLedger};
+use watchdog_core::recovery::*;
+use watchdog_core::{ClaudeSessionId, Outcome, ResultFacts};
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
@@ -569,7 +569,7 @@ fn the_full_chain_continue_once_then_one_notice_then_nothing() {
     let r = Recovery::default();
     let first = cut_off(ID);
 
-    // The user's run is cut off: continue exactly once.
+    // The user's run is cut off: the first claim wins, continue.
     let prompt = continuation(&r, &FileLedger::open(tmp.path()).unwrap(), &first);
     assert_eq!(prompt.as_deref(), Some(OUTPUT_LIMIT_PROMPT));
 

@@ -6,9 +6,9 @@ mod common;
 
 use std::time::Duration;
 
-use agent_sdk_watchdog::core::{Event, KillKind, Limits, LineKind, Outcome, SessionConfig};
 use agent_sdk_watchdog::{KillCause, Output, Stage, Supervisor, SupervisorConfig};
 use common::{dead, quick, run_all, sh};
+use watchdog_core::{Event, KillKind, Limits, LineKind, Outcome, SessionConfig};
 
 const LIMIT: Duration = Duration::from_secs(60);
 

@@ -4,9 +4,9 @@
 
 use std::sync::{Arc, Barrier};
 
-use agent_sdk_watchdog::core::recovery::subagent::*;
-use agent_sdk_watchdog::core::recovery::{Claim, LedgerError, Recovery};
 use agent_sdk_watchdog::FileLedger;
+use watchdog_core::recovery::subagent::*;
+use watchdog_core::recovery::{Claim, LedgerError, Recovery};
 
 const SESSION: &str = "b042aa30-1f9b-40da-b416-11c34370df5c";
 const AGENT: &str = "a02f401cf8728967a";
@@ -66,10 +66,7 @@ fn one_claim_per_agent_survives_a_reopen_and_sits_beside_the_session_markers() {
         assert_eq!(mode, 0o600);
     }
     // The session-level marker of the same session is untouched.
-    assert_eq!(
-        agent_sdk_watchdog::core::Ledger::get(&again, SESSION).unwrap(),
-        None
-    );
+    assert_eq!(watchdog_core::Ledger::get(&again, SESSION).unwrap(), None);
 }
 
 #[test]

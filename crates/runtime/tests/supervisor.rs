@@ -25,6 +25,33 @@ async fn missing_binary_is_an_immediate_error_naming_it() {
     assert!(err.to_string().contains("/nonexistent/claude-xyz"), "{err}");
 }
 
+/// Values no child can be supervised with are refused before anything starts, naming the
+/// option and the value, never adjusted.
+#[tokio::test]
+async fn an_invalid_config_is_refused_before_spawning() {
+    let cases = [
+        (
+            SupervisorConfig {
+                max_line: 0,
+                ..quick()
+            },
+            "invalid supervisor config: max_line must be a size >= 1 byte, got 0",
+        ),
+        (
+            SupervisorConfig {
+                tree_scan: Some(Duration::ZERO),
+                ..quick()
+            },
+            "invalid supervisor config: tree_scan must be a duration > 0, got 0ns",
+        ),
+    ];
+    for (config, text) in cases {
+        let err = Supervisor::spawn(sh("true"), config).unwrap_err();
+        assert!(matches!(err, SpawnError::Config(_)), "{err:?}");
+        assert_eq!(err.to_string(), text);
+    }
+}
+
 #[tokio::test]
 async fn bad_cwd_is_an_immediate_error_naming_it() {
     let mut cmd = sh("true");
@@ -74,7 +101,7 @@ async fn exit_code_is_reported() {
 /// [`quick`] with the default policy (which reads the session id and the result's facts).
 fn with_policy() -> SupervisorConfig {
     SupervisorConfig {
-        policy: Some(agent_sdk_watchdog::core::SessionConfig::default()),
+        policy: Some(watchdog_core::SessionConfig::default()),
         ..quick()
     }
 }
@@ -87,7 +114,7 @@ echo '{"type":"stream_event","event":{"type":"ping"},"session_id":"zzz"}'
 echo 'not json'"#;
     let sup = Supervisor::spawn(sh(script), with_policy()).unwrap();
     let (_, report) = run_all(sup, LIMIT).await;
-    use agent_sdk_watchdog::core::LineKind;
+    use watchdog_core::LineKind;
     assert_eq!(report.session_id.as_ref().map(|s| s.as_str()), Some("abc"));
     assert_eq!(report.counts.get(LineKind::System), 1);
     assert_eq!(report.counts.get(LineKind::Ping), 1);

@@ -36,18 +36,13 @@ pub struct Settings {
 
 /// The settings `args` describe.
 pub(crate) fn settings(args: &RecoveryArgs) -> Result<Settings, String> {
-    let mut recovery = Recovery::default()
+    let recovery = Recovery::default()
         .with_trigger(Trigger::OutputLimit, !args.no_recover_output_limit)
         .with_trigger(Trigger::AfterKill, args.resume_after_kill)
-        .with_trigger(Trigger::RateLimitWait, args.wait_for_reset);
-    if let Some(w) = args.max_wait {
-        recovery = recovery
-            .with_max_wait(w)
-            .map_err(|e| format!("--max-wait: {e}"))?;
-    }
-    if let Some(m) = args.reset_margin {
-        recovery = recovery.with_reset_margin(m);
-    }
+        .with_trigger(Trigger::RateLimitWait, args.wait_for_reset)
+        .with_max_wait(args.max_wait)
+        .map_err(|e| format!("--max-wait: {e}"))?
+        .with_reset_margin(args.reset_margin.get());
     Ok(Settings {
         recovery,
         state_dir: args.state_dir.clone(),

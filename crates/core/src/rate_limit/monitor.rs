@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::format::{percent_half_up, window_part};
 use super::reading::{Frame, Given, Reading, Status, Window, WindowFrame};
 use super::WallMs;
-use crate::config::{unit, ConfigError};
+use crate::config::{defaults, ConfigError, Fraction, IntoValid};
 use crate::view::LineView;
 use crate::wall::format_iso_ms;
 
@@ -22,39 +22,52 @@ use crate::wall::format_iso_ms;
 /// | `hysteresis` | 0.05 | the warning re-arms when the window falls below `warn_at − hysteresis` (or resets); in [0, 1] |
 /// | `fallback_window` | `five_hour` | the window a frame is about when it names none (no `rateLimitType`), and the window read when a frame has no utilization of its own |
 ///
+/// The values are the constants of [`config::defaults`](crate::config::defaults); the
+/// fractions follow the rule of [`Fraction`].
+///
 /// ```
 /// use watchdog_core::rate_limit::RateLimitConfig;
 /// let cfg = RateLimitConfig::default().with_warn_at(0.5).unwrap();
 /// assert_eq!(cfg.warn_at(), 0.5);
 /// let err = RateLimitConfig::default().with_warn_at(1.5).unwrap_err();
 /// assert_eq!(err.to_string(), "warn_at must be a number in [0, 1], got 1.5");
+///
+/// // Every row of the table, checked against the default:
+/// let d = RateLimitConfig::default();
+/// assert_eq!((d.warn_at(), d.hysteresis()), (0.85, 0.05));
+/// assert_eq!(d.fallback_window(), "five_hour");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RateLimitConfig {
-    warn_at: f64,
-    hysteresis: f64,
+    warn_at: Fraction,
+    hysteresis: Fraction,
     fallback_window: String,
 }
 
 impl Default for RateLimitConfig {
     fn default() -> Self {
         RateLimitConfig {
-            warn_at: 0.85,
-            hysteresis: 0.05,
-            fallback_window: "five_hour".into(),
+            warn_at: defaults::RATE_LIMIT_WARN_AT,
+            hysteresis: defaults::RATE_LIMIT_HYSTERESIS,
+            fallback_window: defaults::RATE_LIMIT_FALLBACK_WINDOW.into(),
         }
     }
 }
 
 impl RateLimitConfig {
     /// Utilization at which a window warns, in [0, 1] (inclusive).
-    pub fn with_warn_at(mut self, warn_at: f64) -> Result<Self, ConfigError> {
-        self.warn_at = unit("warn_at", warn_at)?;
+    pub fn with_warn_at(mut self, warn_at: impl IntoValid<Fraction>) -> Result<Self, ConfigError> {
+        self.warn_at = warn_at.into_valid().map_err(|e| e.option("warn_at"))?;
         Ok(self)
     }
     /// How far below `warn_at` a window must fall to warn again, in [0, 1].
-    pub fn with_hysteresis(mut self, hysteresis: f64) -> Result<Self, ConfigError> {
-        self.hysteresis = unit("hysteresis", hysteresis)?;
+    pub fn with_hysteresis(
+        mut self,
+        hysteresis: impl IntoValid<Fraction>,
+    ) -> Result<Self, ConfigError> {
+        self.hysteresis = hysteresis
+            .into_valid()
+            .map_err(|e| e.option("hysteresis"))?;
         Ok(self)
     }
     /// The window of a frame that names none. Must not be empty.
@@ -72,11 +85,11 @@ impl RateLimitConfig {
     }
     /// Warning threshold.
     pub fn warn_at(&self) -> f64 {
-        self.warn_at
+        self.warn_at.get()
     }
     /// Re-arm margin.
     pub fn hysteresis(&self) -> f64 {
-        self.hysteresis
+        self.hysteresis.get()
     }
     /// Fallback window name.
     pub fn fallback_window(&self) -> &str {
@@ -274,8 +287,8 @@ impl RateLimitMonitor {
             self.credits_required = false;
         }
 
-        let warn_at = self.config.warn_at;
-        let rearm_below = warn_at - self.config.hysteresis;
+        let warn_at = self.config.warn_at();
+        let rearm_below = warn_at - self.config.hysteresis();
         for (name, wf) in updates {
             let slot = self.slots.entry(name.clone()).or_insert_with(|| Slot {
                 window: Window {
@@ -426,7 +439,7 @@ impl RateLimitMonitor {
         }
         ws.iter()
             .map(|w| {
-                let high = w.utilization.is_some_and(|u| u >= self.config.warn_at);
+                let high = w.utilization.is_some_and(|u| u >= self.config.warn_at());
                 window_part(w, now, high || w.is_rejected())
             })
             .collect::<Vec<_>>()

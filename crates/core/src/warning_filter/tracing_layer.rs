@@ -10,7 +10,7 @@ use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 
-use super::{Summary, Verdict, WarningFilter};
+use super::{Summary, WarningDecision, WarningFilter};
 
 thread_local! {
     /// Set while this thread runs the filter (and so `on_first`): an event raised from inside
@@ -61,26 +61,26 @@ impl WarningLayer {
         self.lock().summary()
     }
 
-    /// The verdict for one event.
-    fn verdict(&self, event: &Event<'_>) -> Verdict {
+    /// The decision on one event.
+    fn decide(&self, event: &Event<'_>) -> WarningDecision {
         if IN_FILTER.with(Cell::get) {
-            return Verdict::Pass;
+            return WarningDecision::Pass;
         }
         let mut v = Fields::default();
         event.record(&mut v);
         let Some(code) = v.code else {
-            return Verdict::Pass;
+            return WarningDecision::Pass;
         };
         IN_FILTER.with(|f| f.set(true));
-        let verdict = self.lock().check_warning(&code, &v.message);
+        let decision = self.lock().check_warning(&code, &v.message);
         IN_FILTER.with(|f| f.set(false));
-        verdict
+        decision
     }
 }
 
 impl<S: Subscriber> Layer<S> for WarningLayer {
     fn event_enabled(&self, event: &Event<'_>, _ctx: Context<'_, S>) -> bool {
-        self.verdict(event).shows()
+        self.decide(event).shows()
     }
 }
 

@@ -139,6 +139,26 @@ impl Session {
         }
     }
 
+    /// Fails (see [`Session::fail`]) unless `got == want`, naming `what` and both values.
+    #[track_caller]
+    pub fn expect_eq<A, B>(&self, what: &str, got: A, want: B)
+    where
+        A: PartialEq<B> + std::fmt::Debug,
+        B: std::fmt::Debug,
+    {
+        if got != want {
+            self.fail(&format!("{what}: expected {want:?}, got {got:?}"));
+        }
+    }
+
+    /// Fails (see [`Session::fail`]) with `msg` unless `ok`.
+    #[track_caller]
+    pub fn expect(&self, ok: bool, msg: &str) {
+        if !ok {
+            self.fail(msg);
+        }
+    }
+
     /// Panics with `msg` plus the transcript, stderr and the mock's view.
     #[track_caller]
     pub fn fail(&self, msg: &str) -> ! {

@@ -114,7 +114,8 @@ impl StdoutBatch {
 /// Finds the complete lines (and pieces of over-long lines) at the front of `buf`: appends
 /// their metadata to `lines` and returns how many bytes they take. `in_long`: the line being
 /// read is over-long (an earlier piece was cut); updated. `eof`: nothing more will come, so
-/// what remains is a last line without a newline.
+/// what remains is a last line without a newline. `max` ≥ 1 (`Supervisor::spawn` rejects a
+/// `max_line` of 0).
 pub(crate) fn split_lines(
     buf: &[u8],
     max: usize,
@@ -122,7 +123,6 @@ pub(crate) fn split_lines(
     in_long: &mut bool,
     lines: &mut Vec<LineMeta>,
 ) -> usize {
-    let max = max.max(1);
     let mut pos = 0;
     loop {
         let rest = &buf[pos..];
@@ -142,7 +142,7 @@ pub(crate) fn split_lines(
     }
 }
 
-/// Splits an async reader into [`Line`]s of at most `max` bytes.
+/// Splits an async reader into [`Line`]s of at most `max` (≥ 1) bytes.
 pub(crate) struct LineReader<R> {
     inner: R,
     buf: Vec<u8>,
@@ -154,7 +154,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         LineReader {
             inner,
             buf: Vec::new(),
-            max: max.max(1),
+            max,
         }
     }
 

@@ -16,7 +16,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use watchdog_core::SessionConfig;
+use watchdog_core::config::{defaults, PositiveDuration};
+use watchdog_core::{ConfigError, SessionConfig};
 
 pub(crate) use handle::Control;
 pub use handle::{StdinWriter, SupervisorHandle};
@@ -30,6 +31,10 @@ pub use tree::TREE_MARKER_VAR;
 pub use rustix::process::Signal;
 
 /// How to run and stop a supervised child.
+///
+/// The defaults are the constants of [`watchdog_core::config::defaults`].
+/// [`Supervisor::spawn`] rejects a value no child can be supervised with
+/// ([`SupervisorConfig::check`]); nothing is adjusted silently.
 #[derive(Debug, Clone)]
 pub struct SupervisorConfig {
     /// The liveness policy, or `None` to only supervise (explicit kills, signals, tree
@@ -45,28 +50,32 @@ pub struct SupervisorConfig {
     /// The child reads stream-json on stdin (`--input-format stream-json`): the ladder
     /// starts with an `interrupt` control request. Default false.
     pub stream_json_input: bool,
-    /// Wait after the interrupt request before SIGTERM. Default 2 s.
+    /// Wait after the interrupt request before SIGTERM. Default
+    /// [`INTERRUPT_GRACE`](defaults::INTERRUPT_GRACE).
     pub interrupt_grace: Duration,
-    /// Wait after SIGTERM before SIGKILL. Default 5 s.
+    /// Wait after SIGTERM before SIGKILL. Default [`TERM_GRACE`](defaults::TERM_GRACE).
     pub term_grace: Duration,
     /// Make the host process a child subreaper (Linux only) before spawning. This changes the
     /// host process for good: every orphaned descendant of it, from any source, re-parents to
     /// it and must be reaped by it. Default false.
     pub become_subreaper: bool,
     /// Longest line delivered in one piece; longer lines come in pieces of this size
-    /// (see [`Line::continues`], [`LineMeta::piece`]) and count as keep-alives. Default 64 MiB.
+    /// (see [`Line::continues`], [`LineMeta::piece`]) and count as keep-alives. At least 1;
+    /// default [`MAX_LINE`](defaults::MAX_LINE).
     pub max_line: usize,
     /// Pipe stdin (true, default) or give the child `/dev/null` (for `claude -p "prompt"`,
     /// which otherwise waits for stdin to close).
     pub pipe_stdin: bool,
     /// How often to rescan the process tree while the child runs, so descendants that lose
-    /// their parent stay known. `None` scans only when stopping. Default 1 s.
+    /// their parent stay known. `None` scans only when stopping; a period must be > 0. Default
+    /// [`TREE_SCAN`](defaults::TREE_SCAN).
     pub tree_scan: Option<Duration>,
     /// When the child exits by itself, stop the descendants it left running (SIGTERM, then
     /// SIGKILL after `term_grace`), so nothing outlives the session. Default true.
     pub kill_leftovers: bool,
     /// After the child and its tree are gone, how long to wait for stdout/stderr to close
-    /// (a process outside the tree may hold them) before giving up. Default 2 s.
+    /// (a process outside the tree may hold them) before giving up. Default
+    /// [`DRAIN_TIMEOUT`](defaults::DRAIN_TIMEOUT).
     pub drain_timeout: Duration,
     /// Run for each stdout line that parsed; see [`SupervisorConfig::on_stdout_line`].
     /// Default `None`.
@@ -90,14 +99,14 @@ impl Default for SupervisorConfig {
             policy: Some(SessionConfig::default()),
             watchdog: None,
             stream_json_input: false,
-            interrupt_grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(5),
+            interrupt_grace: defaults::INTERRUPT_GRACE,
+            term_grace: defaults::TERM_GRACE,
             become_subreaper: false,
-            max_line: watchdog_core::capture::MAX_LINE,
+            max_line: defaults::MAX_LINE,
             pipe_stdin: true,
-            tree_scan: Some(Duration::from_secs(1)),
+            tree_scan: defaults::TREE_SCAN,
             kill_leftovers: true,
-            drain_timeout: Duration::from_secs(2),
+            drain_timeout: defaults::DRAIN_TIMEOUT,
             on_stdout_line: None,
             die_with_host: true,
             claim_orphans: false,
@@ -106,6 +115,33 @@ impl Default for SupervisorConfig {
 }
 
 impl SupervisorConfig {
+    /// The first value no child can be supervised with: a `max_line` of 0 (no line would
+    /// fit), a `tree_scan` period of 0 (the scan would never stop). [`Supervisor::spawn`]
+    /// fails with it ([`SpawnError::Config`]).
+    ///
+    /// ```
+    /// use agent_sdk_watchdog::SupervisorConfig;
+    /// let config = SupervisorConfig { max_line: 0, ..SupervisorConfig::default() };
+    /// assert_eq!(
+    ///     config.check().unwrap_err().to_string(),
+    ///     "max_line must be a size >= 1 byte, got 0"
+    /// );
+    /// assert!(SupervisorConfig::default().check().is_ok());
+    /// ```
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if self.max_line == 0 {
+            return Err(ConfigError {
+                option: "max_line",
+                allowed: "a size >= 1 byte",
+                value: "0".into(),
+            });
+        }
+        if let Some(every) = self.tree_scan {
+            PositiveDuration::new(every).map_err(|e| e.option("tree_scan"))?;
+        }
+        Ok(())
+    }
+
     /// Run `hook` on the stdout reader for every complete stdout line that parsed (not for
     /// pieces of over-long lines, nor for unparseable lines), in stream order, with the view
     /// the supervisor built for the policy and what it made of the line ([`LineInfo`]), so the
@@ -155,6 +191,10 @@ pub enum SpawnError {
     /// Called outside a tokio runtime.
     #[error("Supervisor::spawn needs a tokio runtime")]
     NoRuntime,
+    /// The config holds a value no child can be supervised with
+    /// ([`SupervisorConfig::check`]).
+    #[error("invalid supervisor config: {0}")]
+    Config(#[source] ConfigError),
 }
 
 /// A running child under supervision. Dropping it without [`Supervisor::wait`] starts the
@@ -219,12 +259,14 @@ impl Supervisor {
 
     /// Start `command` in its own process group with piped stdio and supervise it.
     ///
-    /// Fails at once, naming the program, when it cannot be started. Must be called inside a
-    /// tokio runtime.
+    /// Fails at once, naming the program, when it cannot be started, and before starting it
+    /// when `config` holds an invalid value ([`SupervisorConfig::check`]). Must be called
+    /// inside a tokio runtime.
     pub fn spawn(
         command: impl Into<tokio::process::Command>,
         config: SupervisorConfig,
     ) -> Result<Supervisor, SpawnError> {
+        config.check().map_err(SpawnError::Config)?;
         child::spawn(command.into(), config)
     }
 

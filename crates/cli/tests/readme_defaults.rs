@@ -1,0 +1,91 @@
+//! The README states the defaults of `run`'s flags (its policy table, and `--flag` (default X)
+//! in the text); they must be the ones `--help` shows, which come from the core's
+//! `watchdog_core::config::defaults`.
+
+use clap::CommandFactory;
+
+use agent_watchdog::cli::Cli;
+
+fn readme() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// The default `run --help` shows for `--name` (`none` when it has none).
+fn help_default(name: &str) -> String {
+    let cli = Cli::command();
+    let run = cli.find_subcommand("run").unwrap();
+    let arg = run
+        .get_arguments()
+        .find(|a| a.get_long() == Some(name))
+        .unwrap_or_else(|| panic!("the README names --{name}, which `run` does not have"));
+    let values: Vec<String> = arg
+        .get_default_values()
+        .iter()
+        .map(|v| v.to_string_lossy().into_owned())
+        .collect();
+    if values.is_empty() {
+        "none".into()
+    } else {
+        values.join(",")
+    }
+}
+
+#[test]
+fn the_policy_table_states_the_defaults_of_the_help() {
+    let text = readme();
+    let mut rows = 0;
+    let mut in_table = false;
+    for line in text.lines() {
+        if line.starts_with("| flag | default |") {
+            in_table = true;
+            continue;
+        }
+        if !in_table || line.starts_with("|---") {
+            continue;
+        }
+        if !line.starts_with('|') {
+            break;
+        }
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let flag = cells[1].trim_matches('`').trim_start_matches("--");
+        let default = cells[2].trim_matches('`');
+        assert_eq!(
+            default,
+            help_default(flag),
+            "README: the default of --{flag}"
+        );
+        rows += 1;
+    }
+    assert!(rows >= 10, "the README's policy table has {rows} rows");
+}
+
+#[test]
+fn the_text_states_the_defaults_of_the_help() {
+    let text = readme();
+    let mut seen = 0;
+    for marker in ["` (default ", "`, default "] {
+        for (i, _) in text.match_indices(marker) {
+            // Only right after a flag: "`--name` (default X".
+            let Some(start) = text[..i].rfind("`--") else {
+                continue;
+            };
+            let flag = &text[start + 3..i];
+            if !flag.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                continue;
+            }
+            let rest = &text[i + marker.len()..];
+            let default = &rest[..rest.find([';', ')', ',', ' ']).unwrap()];
+            assert_eq!(
+                default,
+                help_default(flag),
+                "README: the default of --{flag}"
+            );
+            seen += 1;
+        }
+    }
+    assert!(
+        seen >= 2,
+        "expected --reset-margin and --max-wait, saw {seen}"
+    );
+}
