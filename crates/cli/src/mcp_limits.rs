@@ -339,24 +339,7 @@ pub fn for_start_json<'l>(limits: &'l Limits, start: Option<&str>) -> std::borro
     let Some(v) = start.and_then(|s| serde_json::from_str::<Value>(s).ok()) else {
         return std::borrow::Cow::Borrowed(limits);
     };
-    let env: BTreeMap<String, String> = v
-        .get("env")
-        .and_then(Value::as_object)
-        .map(|o| {
-            o.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default();
-    let argv: Vec<String> = v
-        .get("argv")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let (argv, env) = watchdog_core::capture::start_argv_env(&v);
     std::borrow::Cow::Owned(ChildMcp::from_start(&env, &argv).apply(limits.clone()).0)
 }
 

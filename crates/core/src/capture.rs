@@ -285,26 +285,11 @@ impl Entry {
                 signal: as_i32(v.get("signal")),
             }
         } else if let Some(v) = m.remove("start") {
+            let (argv, env) = start_argv_env(&v);
             Record::Start {
                 wall_ms: v.get("wall_ms").and_then(Value::as_u64),
-                argv: v
-                    .get("argv")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|s| s.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                env: v
-                    .get("env")
-                    .and_then(Value::as_object)
-                    .map(|o| {
-                        o.iter()
-                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                argv,
+                env,
             }
         } else if let Some(v) = m.remove("boundary") {
             Record::Boundary(v)
@@ -336,6 +321,31 @@ impl Entry {
         m.insert(k.into(), v);
         Value::Object(m).to_string()
     }
+}
+
+/// The command line and the policy environment of a `start` record's object (`argv`, `env`;
+/// values of other types are left out). What [`Entry::parse`] reads into [`Record::Start`],
+/// for a host that holds only the `start` object.
+pub fn start_argv_env(v: &Value) -> (Vec<String>, BTreeMap<String, String>) {
+    let argv = v
+        .get("argv")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let env = v
+        .get("env")
+        .and_then(Value::as_object)
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    (argv, env)
 }
 
 #[cfg(test)]
