@@ -631,8 +631,8 @@ mod default_tables {
         ]
         .into();
         check(
-            "recovery.rs",
-            include_str!("recovery.rs"),
+            "recovery/mod.rs",
+            include_str!("recovery/mod.rs"),
             "# Default",
             &recovery,
         );

@@ -1,0 +1,190 @@
+//! How a run ended ([`TerminalFacts`]) and the part of it a marker keeps ([`OutcomeFacts`]).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::Outcome;
+use crate::facts::{ClaudeSessionId, ResultFacts};
+use crate::rate_limit::{RateLimitMonitor, WallMs};
+
+/// How one run ended, with everything the decision may need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TerminalFacts {
+    /// How the run ended (from the registry).
+    pub outcome: Outcome,
+    /// When it ended, epoch ms (the base of a rate-limit wait).
+    pub ended_at_ms: WallMs,
+    /// The Claude Code session id, needed to resume: the registry's
+    /// ([`Registry::claude_session_id`](crate::Registry::claude_session_id)).
+    pub session_id: Option<ClaudeSessionId>,
+    /// The reset time of a rejected rate-limit window, epoch ms, if one was seen.
+    pub rate_limit_resets_at_ms: Option<WallMs>,
+    /// Whether a rejected rate-limit reading was seen.
+    pub rate_limit_rejected: bool,
+    /// Whether the last rate-limit reading said `errorCode: "credits_required"`.
+    pub credits_required: bool,
+    /// Whether the user interrupted the run (SIGINT, an `interrupt` request).
+    pub user_interrupted: bool,
+    /// `total_cost_usd` of the `result`, if known.
+    pub cost_usd: Option<f64>,
+    /// `num_turns` of the `result`, if known.
+    pub num_turns: Option<u64>,
+}
+
+impl TerminalFacts {
+    /// Facts with only the outcome and the end time known.
+    pub fn new(outcome: Outcome, ended_at_ms: WallMs) -> Self {
+        TerminalFacts {
+            outcome,
+            ended_at_ms,
+            session_id: None,
+            rate_limit_resets_at_ms: None,
+            rate_limit_rejected: false,
+            credits_required: false,
+            user_interrupted: false,
+            cost_usd: None,
+            num_turns: None,
+        }
+    }
+    /// The session id.
+    pub fn with_session_id(mut self, id: ClaudeSessionId) -> Self {
+        self.session_id = Some(id);
+        self
+    }
+    /// A rejected rate-limit reading and its reset time, if known.
+    pub fn with_rejection(mut self, resets_at_ms: Option<WallMs>) -> Self {
+        self.rate_limit_rejected = true;
+        self.rate_limit_resets_at_ms = resets_at_ms;
+        self
+    }
+    /// `errorCode: "credits_required"` was seen.
+    pub fn with_credits_required(mut self, yes: bool) -> Self {
+        self.credits_required = yes;
+        self
+    }
+    /// The user interrupted the run.
+    pub fn with_user_interrupt(mut self, yes: bool) -> Self {
+        self.user_interrupted = yes;
+        self
+    }
+    /// Cost and turns.
+    pub fn with_usage(mut self, cost_usd: Option<f64>, num_turns: Option<u64>) -> Self {
+        self.cost_usd = cost_usd.filter(|c| c.is_finite());
+        self.num_turns = num_turns;
+        self
+    }
+    /// Cost and turns of the run's last `result` (fields it lacks are kept). The session id
+    /// is not read here: it is the registry's ([`Registry::claude_session_id`](crate::Registry::claude_session_id)).
+    pub fn with_result(mut self, result: &ResultFacts) -> Self {
+        self.cost_usd = result.total_cost_usd.or(self.cost_usd);
+        self.num_turns = result.num_turns.or(self.num_turns);
+        self
+    }
+    /// The rejection and `credits_required` state of a rate-limit monitor at the end of the
+    /// run (a rejection that already reset by then does not count).
+    pub fn with_rate_limits(mut self, monitor: &RateLimitMonitor) -> Self {
+        // A rejection whose reset already passed still tells when it reset (the wait is then
+        // over), rather than leaving the reset time unknown.
+        let rejected = monitor.rejection(self.ended_at_ms).or_else(|| {
+            monitor
+                .windows()
+                .filter(|w| w.is_rejected() && w.resets_at_ms.is_some())
+                .max_by_key(|w| w.resets_at_ms)
+        });
+        if let Some(w) = rejected {
+            self.rate_limit_rejected = true;
+            self.rate_limit_resets_at_ms = w.resets_at_ms;
+        }
+        self.credits_required = monitor.credits_required();
+        self
+    }
+    /// The serialisable summary kept in a [`Marker`](super::Marker) and shown in a [`Notice`](super::Notice).
+    pub fn summary(&self) -> OutcomeFacts {
+        let mut f = OutcomeFacts {
+            outcome: self.outcome.as_str().to_owned(),
+            kill_kind: None,
+            subtype: None,
+            terminal_reason: None,
+            stop_reason: None,
+            api_error: None,
+            api_error_status: None,
+            rate_limit_resets_at_ms: self.rate_limit_resets_at_ms,
+            cost_usd: self.cost_usd,
+            num_turns: self.num_turns,
+            ended_at_ms: self.ended_at_ms,
+        };
+        match &self.outcome {
+            Outcome::Killed { kind } => f.kill_kind = Some(kind.as_str().to_owned()),
+            Outcome::ErrorResult(r) => {
+                f.subtype = r.subtype.clone();
+                f.terminal_reason = r.terminal_reason.clone();
+                f.stop_reason = r.stop_reason.clone();
+                f.api_error = r.api_error.clone();
+                f.api_error_status = r.api_error_status;
+            }
+            _ => {}
+        }
+        f
+    }
+}
+
+/// The facts of one run as stored in a marker and shown in a notice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeFacts {
+    /// [`Outcome::as_str`]: `success`, `error_result`, `killed`, `no_result`, `incomplete`.
+    pub outcome: String,
+    /// The kill kind, for `killed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_kind: Option<String>,
+    /// `subtype` of the `result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subtype: Option<String>,
+    /// `terminal_reason` of the `result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_reason: Option<String>,
+    /// `stop_reason` of the `result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// `api_error` of the `result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_error: Option<String>,
+    /// `api_error_status` of the `result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_error_status: Option<u16>,
+    /// Reset time of a rejected rate-limit window, epoch ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_resets_at_ms: Option<WallMs>,
+    /// Cost in USD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_turns: Option<u64>,
+    /// When the run ended, epoch ms.
+    pub ended_at_ms: WallMs,
+}
+
+/// `error_result (api_error: max_output_tokens), 4 turns, $0.0123` or `killed (idle)`.
+impl fmt::Display for OutcomeFacts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.outcome)?;
+        let detail = self
+            .kill_kind
+            .clone()
+            .or_else(|| self.api_error.as_ref().map(|e| format!("api_error: {e}")))
+            .or_else(|| self.api_error_status.map(|s| format!("HTTP {s}")))
+            .or_else(|| self.subtype.clone().filter(|s| s != "success"))
+            .or_else(|| self.terminal_reason.clone());
+        if let Some(d) = detail {
+            write!(f, " ({d})")?;
+        }
+        if let Some(n) = self.num_turns {
+            write!(f, ", {n} turn{}", if n == 1 { "" } else { "s" })?;
+        }
+        if let Some(c) = self.cost_usd {
+            write!(f, ", ${c:.4}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,183 @@
+//! The durable marker ([`Marker`]) and the ledger that claims it at most once ([`Ledger`]).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::rate_limit::WallMs;
+
+use super::{Decision, OutcomeFacts, TerminalFacts, Trigger};
+
+/// Format version of [`Marker`].
+pub const MARKER_VERSION: u32 = 1;
+
+/// The durable record that a session was continued: written before the continuation starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Marker {
+    /// Format version ([`MARKER_VERSION`]).
+    pub version: u32,
+    /// The session that was continued.
+    pub session_id: String,
+    /// Why.
+    pub trigger: Trigger,
+    /// When the marker was made, epoch ms.
+    pub created_at_ms: WallMs,
+    /// The run that triggered the continuation.
+    pub original: OutcomeFacts,
+    /// The continuation prompt sent.
+    pub prompt: String,
+    /// When the continuation may start (a rate-limit wait), epoch ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_until_ms: Option<WallMs>,
+}
+
+impl Marker {
+    /// The marker for a [`Decision::Continue`] about `facts`; `None` for any other decision or
+    /// without a session id. Its time is the run's end.
+    pub fn for_continue(facts: &TerminalFacts, decision: &Decision) -> Option<Marker> {
+        let Decision::Continue {
+            trigger,
+            prompt,
+            wait_until,
+        } = decision
+        else {
+            return None;
+        };
+        Some(Marker {
+            version: MARKER_VERSION,
+            session_id: facts.session_id.clone()?.into(),
+            trigger: *trigger,
+            created_at_ms: facts.ended_at_ms,
+            original: facts.summary(),
+            prompt: prompt.clone(),
+            wait_until_ms: *wait_until,
+        })
+    }
+
+    /// As one line of JSON.
+    pub fn to_json(&self) -> String {
+        // A struct of strings and numbers always serialises.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Read a marker; a corrupt one is an error, never a default.
+    pub fn from_json(text: &str) -> Result<Marker, LedgerError> {
+        serde_json::from_str(text).map_err(|e| LedgerError::Corrupt(e.to_string()))
+    }
+}
+
+/// A ledger failure. Every error means: do **not** continue.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// The session id is not a UUID; it is never used in a path.
+    #[error("invalid session id {0:?}: expected a UUID")]
+    InvalidSessionId(String),
+    /// The store cannot be read or written.
+    #[error("recovery ledger unavailable: {0}")]
+    Unavailable(String),
+    /// A stored marker cannot be read.
+    #[error("recovery marker is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// The result of [`Ledger::try_claim`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// This caller wrote the marker: it, and only it, may continue.
+    Won,
+    /// A marker already existed: never continue.
+    AlreadyClaimed,
+}
+
+/// What a ledger holds for one session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LedgerEntry {
+    /// The continuation marker.
+    pub marker: Marker,
+    /// Whether the notice was given.
+    pub notice_recorded: bool,
+}
+
+/// Durable, race-free continuation markers, keyed by session id.
+///
+/// Implementations must make `try_claim` atomic and exclusive (exactly one caller among any
+/// number of threads and processes gets [`Claim::Won`]) and must validate the session id with
+/// [`validate_session_id`] before using it.
+pub trait Ledger {
+    /// Write `marker` for `session_id` unless one exists.
+    fn try_claim(&self, session_id: &str, marker: &Marker) -> Result<Claim, LedgerError>;
+    /// The entry of `session_id`, if any.
+    fn get(&self, session_id: &str) -> Result<Option<LedgerEntry>, LedgerError>;
+    /// Record that the notice was given. `Ok(true)` the first time only; `Ok(false)` if it was
+    /// already recorded or there is no marker.
+    fn record_notice(&self, session_id: &str) -> Result<bool, LedgerError>;
+}
+
+/// A ledger in memory: for tests and for hosts that only need a process-lifetime guard.
+#[derive(Debug, Default)]
+pub struct MemoryLedger {
+    entries: Mutex<HashMap<String, LedgerEntry>>,
+}
+
+impl MemoryLedger {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, LedgerEntry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Ledger for MemoryLedger {
+    fn try_claim(&self, session_id: &str, marker: &Marker) -> Result<Claim, LedgerError> {
+        validate_session_id(session_id)?;
+        let mut m = self.lock();
+        if m.contains_key(session_id) {
+            return Ok(Claim::AlreadyClaimed);
+        }
+        m.insert(
+            session_id.to_owned(),
+            LedgerEntry {
+                marker: marker.clone(),
+                notice_recorded: false,
+            },
+        );
+        Ok(Claim::Won)
+    }
+
+    fn get(&self, session_id: &str) -> Result<Option<LedgerEntry>, LedgerError> {
+        validate_session_id(session_id)?;
+        Ok(self.lock().get(session_id).cloned())
+    }
+
+    fn record_notice(&self, session_id: &str) -> Result<bool, LedgerError> {
+        validate_session_id(session_id)?;
+        Ok(match self.lock().get_mut(session_id) {
+            Some(e) if !e.notice_recorded => {
+                e.notice_recorded = true;
+                true
+            }
+            _ => false,
+        })
+    }
+}
+
+/// Check that `id` is a UUID in the canonical `8-4-4-4-12` hex form (as Claude Code writes
+/// session ids), so it is safe in a file name.
+///
+/// ```
+/// use watchdog_core::recovery::validate_session_id;
+/// assert!(validate_session_id("90455ab9-05b5-4ba0-9d10-01a53fd0bcdc").is_ok());
+/// assert!(validate_session_id("../../etc/passwd").is_err());
+/// ```
+pub fn validate_session_id(id: &str) -> Result<(), LedgerError> {
+    let ok = id.len() == 36
+        && id.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(LedgerError::InvalidSessionId(id.chars().take(64).collect()))
+    }
+}
