@@ -42,7 +42,7 @@ use crate::capture_reader::MAX_LINE;
 /// What `run` learns from the fields of stdout lines, kept by the supervisor's stdout hook
 /// ([`Seen::observe`]) from the view the supervisor parsed (so no line is parsed twice).
 ///
-/// The hook runs on the supervisor's reader, which may be up to 8 MiB of stdout ahead of
+/// The hook runs on the supervisor's reader, which may be up to 4 MiB of stdout ahead of
 /// `run`'s loop. What shows (messages, the utilization fed back, the continuation's session
 /// check, the status line's activity) is queued as [`Note`]s stamped with the line's index,
 /// and the loop acts on them only once it has passed that line on ([`Live::apply_seen`]):
