@@ -466,7 +466,7 @@ impl Watch {
                 () = &mut scan, if scan_every.is_some() => {
                     // A shared watchdog's timer does not ask for the output pause first.
                     self.shared.settle_pause();
-                    self.tree.scan(false);
+                    self.tree.scan(false).await;
                     if let Some(every) = scan_every {
                         scan.as_mut().reset(tokio::time::Instant::now() + every);
                     }
@@ -500,7 +500,7 @@ impl Watch {
             self.tree.reap();
             return 0;
         }
-        let left = self.tree.scan(true);
+        let left = self.tree.scan(true).await;
         if !Tree::KNOWN {
             let _ = signals::group(self.pid, rustix::process::Signal::KILL);
             return 0;

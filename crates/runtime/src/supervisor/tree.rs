@@ -69,6 +69,101 @@ mod imp {
             .collect()
     }
 
+    /// One reading of all of `/proc`: every process, its parent, and the tree marker it
+    /// carries. Shared by every tree that asked for a full scan before the reading began
+    /// ([`snapshot`]).
+    pub(crate) struct Snapshot {
+        procs: Vec<(Stat, Option<std::sync::Arc<[u8]>>)>,
+        by_pid: HashMap<i32, Stat>,
+        children: HashMap<i32, Vec<i32>>,
+    }
+
+    impl Snapshot {
+        fn read() -> Snapshot {
+            let me = std::process::id() as i32;
+            let procs: Vec<_> = all()
+                .into_iter()
+                .map(|s| {
+                    let marker = if s.pid == me { None } else { marker_of(&s) };
+                    (s, marker)
+                })
+                .collect();
+            let by_pid = procs.iter().map(|(s, _)| (s.pid, *s)).collect();
+            let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+            for (s, _) in &procs {
+                children.entry(s.ppid).or_default().push(s.pid);
+            }
+            Snapshot {
+                procs,
+                by_pid,
+                children,
+            }
+        }
+    }
+
+    /// The requests waiting for the next reading of `/proc`.
+    struct Scanner {
+        waiting: Mutex<Vec<tokio::sync::oneshot::Sender<std::sync::Arc<Snapshot>>>>,
+        wake: std::sync::Condvar,
+    }
+
+    /// A reading of all of `/proc` that began after this call: as fresh as one made here, but
+    /// made once for every tree that asks at about the same time, on a thread of its own.
+    ///
+    /// A full scan reads every process on the machine (a few milliseconds per thousand
+    /// processes). When many children of one host are killed together (a shared
+    /// [`Watchdog`](crate::Watchdog) whose deadlines fall close together), each kill ladder
+    /// reading `/proc` for itself on the runtime's threads took the CPU and the threads from
+    /// the timer: one reading now serves all the ladders that wait, and the runtime's threads
+    /// stay free. Falls back to reading here if the thread cannot run.
+    pub(crate) async fn snapshot() -> std::sync::Arc<Snapshot> {
+        use std::sync::{Arc, OnceLock};
+        static SCANNER: OnceLock<Option<Arc<Scanner>>> = OnceLock::new();
+        let scanner = SCANNER.get_or_init(|| {
+            let s = Arc::new(Scanner {
+                waiting: Mutex::new(Vec::new()),
+                wake: std::sync::Condvar::new(),
+            });
+            let worker = s.clone();
+            std::thread::Builder::new()
+                .name("watchdog-proc-scan".into())
+                .spawn(move || loop {
+                    let asked = {
+                        let mut w = worker
+                            .waiting
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        while w.is_empty() {
+                            w = worker
+                                .wake
+                                .wait(w)
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        }
+                        std::mem::take(&mut *w)
+                    };
+                    // Every request was made before this reading begins.
+                    let snap = Arc::new(Snapshot::read());
+                    for tx in asked {
+                        let _ = tx.send(snap.clone());
+                    }
+                })
+                .ok()
+                .map(|_| s)
+        });
+        if let Some(s) = scanner {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            s.waiting
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(tx);
+            s.wake.notify_one();
+            if let Ok(snap) = rx.await {
+                return snap;
+            }
+        }
+        Arc::new(Snapshot::read())
+    }
+
     /// Whether the kernel lists each thread's children (`CONFIG_PROC_CHILDREN`).
     fn children_files() -> bool {
         static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -128,10 +223,6 @@ mod imp {
         marker
     }
 
-    fn has_marker(s: &Stat, needle: &[u8]) -> bool {
-        marker_of(s).is_some_and(|m| &*m == needle)
-    }
-
     /// The known descendants of one child.
     #[derive(Debug)]
     pub(crate) struct Tree {
@@ -169,11 +260,12 @@ mod imp {
         /// `deep` also looks for the marker in every process's environment, which reads every
         /// process on the machine; a shallow scan walks down from the child and the known
         /// descendants only ([`Tree::walk`]), when the kernel offers that.
-        pub(crate) fn scan(&mut self, deep: bool) -> Vec<Proc> {
+        pub(crate) async fn scan(&mut self, deep: bool) -> Vec<Proc> {
             if !deep && children_files() {
                 return self.walk();
             }
-            self.scan_all(deep)
+            let snap = snapshot().await;
+            self.scan_all(&snap, deep)
         }
 
         /// A shallow scan that costs the size of the tree, not of the machine: from the child
@@ -228,15 +320,14 @@ mod imp {
                 .collect()
         }
 
-        /// The full scan: every process's parent, from all of `/proc`.
-        fn scan_all(&mut self, deep: bool) -> Vec<Proc> {
-            let procs = all();
-            let by_pid: HashMap<i32, Stat> = procs.iter().map(|s| (s.pid, *s)).collect();
+        /// The full scan: every process's parent, from a reading of all of `/proc`.
+        fn scan_all(&mut self, snap: &Snapshot, deep: bool) -> Vec<Proc> {
+            let Snapshot {
+                procs,
+                by_pid,
+                children,
+            } = snap;
             let same = |p: &Proc| by_pid.get(&p.pid).is_some_and(|s| s.start == p.start);
-            let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-            for s in &procs {
-                children.entry(s.ppid).or_default().push(s.pid);
-            }
             let me = std::process::id() as i32;
             let mut stack: Vec<i32> = self
                 .known
@@ -253,24 +344,24 @@ mod imp {
             stack.extend(
                 procs
                     .iter()
-                    .filter(|s| s.pgrp == self.pgid && s.pid != me && s.start >= born)
-                    .map(|s| s.pid),
+                    .filter(|(s, _)| s.pgrp == self.pgid && s.pid != me && s.start >= born)
+                    .map(|(s, _)| s.pid),
             );
             if self.claim_orphans {
                 let roots = roots();
                 stack.extend(
                     procs
                         .iter()
-                        .filter(|s| s.ppid == me && !roots.contains(&s.pid))
-                        .map(|s| s.pid),
+                        .filter(|(s, _)| s.ppid == me && !roots.contains(&s.pid))
+                        .map(|(s, _)| s.pid),
                 );
             }
             if deep {
                 stack.extend(
                     procs
                         .iter()
-                        .filter(|s| s.pid != me && has_marker(s, &self.needle))
-                        .map(|s| s.pid),
+                        .filter(|(s, m)| s.pid != me && m.as_deref() == Some(&self.needle[..]))
+                        .map(|(s, _)| s.pid),
                 );
             }
             let mut seen: HashSet<i32> = HashSet::new();
@@ -364,6 +455,23 @@ mod imp {
             assert!(stat(std::process::id() as i32).is_some());
         }
 
+        /// A shared reading of `/proc` begins after it was asked for: a process started just
+        /// before the call is in it, for every tree that asked at the same time.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_shared_snapshot_is_as_fresh_as_the_request() {
+            for _ in 0..20 {
+                let mut child = std::process::Command::new("sleep")
+                    .arg("30")
+                    .spawn()
+                    .unwrap();
+                let pid = child.id() as i32;
+                let (a, b) = tokio::join!(snapshot(), snapshot());
+                let _ = child.kill();
+                let _ = child.wait();
+                assert!(a.by_pid.contains_key(&pid) && b.by_pid.contains_key(&pid));
+            }
+        }
+
         /// The walk down the tree finds what the full scan of `/proc` finds.
         #[test]
         fn the_walk_finds_what_the_full_scan_finds() {
@@ -383,7 +491,7 @@ mod imp {
                 .unwrap();
             let mut tree = Tree::new(child.id() as i32, "test", false);
             let mut walked = tree.walk();
-            let mut scanned = tree.scan_all(false);
+            let mut scanned = tree.scan_all(&Snapshot::read(), false);
             walked.sort_by_key(|p| p.pid);
             scanned.sort_by_key(|p| p.pid);
             assert_eq!(walked.len(), 2, "the two sleeps: {walked:?}");
@@ -413,7 +521,7 @@ mod imp {
             Tree
         }
         pub(crate) fn forget_root(_root_pid: i32) {}
-        pub(crate) fn scan(&mut self, _deep: bool) -> Vec<Proc> {
+        pub(crate) async fn scan(&mut self, _deep: bool) -> Vec<Proc> {
             Vec::new()
         }
         pub(crate) fn reap(&mut self) -> usize {
