@@ -56,8 +56,33 @@ mod imp {
     }
 
     fn stat(pid: i32) -> Option<Stat> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        parse_stat(pid, &text)
+        let mut buf = [0u8; 1024];
+        let n = read_small(format_args!("/proc/{pid}/stat"), &mut buf)?;
+        parse_stat(pid, std::str::from_utf8(&buf[..n]).ok()?)
+    }
+
+    /// Read a small `/proc` file into `buf` (what fits): open, one read (two when the first
+    /// stops short of a newline), close. `fs::read_to_string` sizes its buffer from the file's
+    /// size, which `/proc` reports as 0: it asked for 32 bytes, then 64, 128, 256... six
+    /// system calls for one `stat` line, for every process of every full scan.
+    fn read_small(path: std::fmt::Arguments<'_>, buf: &mut [u8]) -> Option<usize> {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path.to_string()).ok()?;
+        let mut n = 0;
+        while n < buf.len() {
+            match f.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => {
+                    n += k;
+                    if buf[n - 1] == b'\n' {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        Some(n)
     }
 
     fn all() -> Vec<Stat> {
@@ -69,28 +94,20 @@ mod imp {
             .collect()
     }
 
-    /// One reading of all of `/proc`: every process, its parent, and the tree marker it
-    /// carries. Shared by every tree that asked for a full scan before the reading began
-    /// ([`snapshot`]).
+    /// One reading of all of `/proc`: every process and its parent. Shared by every tree that
+    /// asked for a full scan before the reading began ([`snapshot`]).
     pub(crate) struct Snapshot {
-        procs: Vec<(Stat, Option<std::sync::Arc<[u8]>>)>,
+        procs: Vec<Stat>,
         by_pid: HashMap<i32, Stat>,
         children: HashMap<i32, Vec<i32>>,
     }
 
     impl Snapshot {
         fn read() -> Snapshot {
-            let me = std::process::id() as i32;
-            let procs: Vec<_> = all()
-                .into_iter()
-                .map(|s| {
-                    let marker = if s.pid == me { None } else { marker_of(&s) };
-                    (s, marker)
-                })
-                .collect();
-            let by_pid = procs.iter().map(|(s, _)| (s.pid, *s)).collect();
+            let procs = all();
+            let by_pid = procs.iter().map(|s| (s.pid, *s)).collect();
             let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-            for (s, _) in &procs {
+            for s in &procs {
                 children.entry(s.ppid).or_default().push(s.pid);
             }
             Snapshot {
@@ -177,12 +194,28 @@ mod imp {
         };
         let mut out = Vec::new();
         for t in tasks.flatten() {
-            if let Ok(list) = std::fs::read_to_string(t.path().join("children")) {
-                out.extend(
-                    list.split_whitespace()
-                        .filter_map(|p| p.parse::<i32>().ok()),
-                );
+            // A list of pids, each followed by a space (no newline at the end).
+            let mut buf = [0u8; 4096];
+            let path = t.path().join("children");
+            let Some(n) = read_small(format_args!("{}", path.display()), &mut buf) else {
+                continue;
+            };
+            if n == buf.len() {
+                // A thread with hundreds of children: read it all.
+                if let Ok(list) = std::fs::read_to_string(&path) {
+                    out.extend(
+                        list.split_whitespace()
+                            .filter_map(|p| p.parse::<i32>().ok()),
+                    );
+                }
+                continue;
             }
+            out.extend(
+                std::str::from_utf8(&buf[..n])
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
         }
         out
     }
@@ -221,6 +254,10 @@ mod imp {
         }
         c.insert(key, marker.clone());
         marker
+    }
+
+    fn has_marker(s: &Stat, needle: &[u8]) -> bool {
+        marker_of(s).is_some_and(|m| &*m == needle)
     }
 
     /// The known descendants of one child.
@@ -344,24 +381,28 @@ mod imp {
             stack.extend(
                 procs
                     .iter()
-                    .filter(|(s, _)| s.pgrp == self.pgid && s.pid != me && s.start >= born)
-                    .map(|(s, _)| s.pid),
+                    .filter(|s| s.pgrp == self.pgid && s.pid != me && s.start >= born)
+                    .map(|s| s.pid),
             );
             if self.claim_orphans {
                 let roots = roots();
                 stack.extend(
                     procs
                         .iter()
-                        .filter(|(s, _)| s.ppid == me && !roots.contains(&s.pid))
-                        .map(|(s, _)| s.pid),
+                        .filter(|s| s.ppid == me && !roots.contains(&s.pid))
+                        .map(|s| s.pid),
                 );
             }
             if deep {
+                // Only a process started since the child can carry its marker: the
+                // environments of older processes (most of the machine) are not read. A
+                // one-shot host (`run`) has nothing cached, and reading every environment on
+                // the machine was most of its fixed cost.
                 stack.extend(
                     procs
                         .iter()
-                        .filter(|(s, m)| s.pid != me && m.as_deref() == Some(&self.needle[..]))
-                        .map(|(s, _)| s.pid),
+                        .filter(|s| s.pid != me && s.start >= born && has_marker(s, &self.needle))
+                        .map(|s| s.pid),
                 );
             }
             let mut seen: HashSet<i32> = HashSet::new();
@@ -398,7 +439,13 @@ mod imp {
             if self.claim_orphans {
                 // Orphans that ended before any scan knew them are ours to reap too.
                 let roots = roots().clone();
-                for s in all() {
+                // Our own children, from the kernel's list when it has one (not all of /proc).
+                let ours: Vec<Stat> = if children_files() {
+                    children_of(me).into_iter().filter_map(stat).collect()
+                } else {
+                    all()
+                };
+                for s in ours {
                     if s.ppid == me && s.zombie && !roots.contains(&s.pid) {
                         self.known.insert(Proc {
                             pid: s.pid,
