@@ -466,7 +466,13 @@ impl Watch {
                 () = &mut scan, if scan_every.is_some() => {
                     // A shared watchdog's timer does not ask for the output pause first.
                     self.shared.settle_pause();
-                    self.tree.scan(false).await;
+                    // A subreaper that claims orphans has every descendant that loses its
+                    // parent re-parented to it, and finds them at the kill: walking the tree
+                    // every second would learn nothing (it was most of `run`'s CPU next to a
+                    // claude of a dozen threads).
+                    if !(self.cfg.become_subreaper && self.cfg.claim_orphans) {
+                        self.tree.scan(false).await;
+                    }
                     if let Some(every) = scan_every {
                         scan.as_mut().reset(tokio::time::Instant::now() + every);
                     }

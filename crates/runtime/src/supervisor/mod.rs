@@ -60,7 +60,9 @@ pub struct SupervisorConfig {
     /// which otherwise waits for stdin to close).
     pub pipe_stdin: bool,
     /// How often to rescan the process tree while the child runs, so descendants that lose
-    /// their parent stay known. `None` scans only when stopping. Default 1 s.
+    /// their parent stay known. `None` scans only when stopping. Default 1 s. With
+    /// [`SupervisorConfig::become_subreaper`] and [`SupervisorConfig::claim_orphans`] the tree
+    /// is not walked in between (such descendants re-parent to the host and are claimed).
     pub tree_scan: Option<Duration>,
     /// When the child exits by itself, stop the descendants it left running (SIGTERM, then
     /// SIGKILL after `term_grace`), so nothing outlives the session. Default true.
