@@ -56,7 +56,8 @@ mod imp {
     }
 
     fn stat(pid: i32) -> Option<Stat> {
-        let mut buf = [0u8; 1024];
+        // A stat line is a few hundred bytes; the fields read here come in its first 300.
+        let mut buf = [0u8; 2048];
         let n = read_small(format_args!("/proc/{pid}/stat"), &mut buf)?;
         parse_stat(pid, std::str::from_utf8(&buf[..n]).ok()?)
     }
@@ -158,10 +159,14 @@ mod imp {
                         }
                         std::mem::take(&mut *w)
                     };
-                    // Every request was made before this reading begins.
-                    let snap = Arc::new(Snapshot::read());
-                    for tx in asked {
-                        let _ = tx.send(snap.clone());
+                    // Every request was made before this reading begins. Should a reading
+                    // ever panic, the requests are dropped (their trees read `/proc`
+                    // themselves) and the thread goes on serving the next ones.
+                    if let Ok(snap) = std::panic::catch_unwind(Snapshot::read) {
+                        let snap = Arc::new(snap);
+                        for tx in asked {
+                            let _ = tx.send(snap.clone());
+                        }
                     }
                 })
                 .ok()
