@@ -417,7 +417,12 @@ impl Watch {
     /// Until the child exits or a kill is decided.
     async fn watch(&mut self) -> End {
         let mut sleep = Box::pin(tokio::time::sleep_until(clock::far_future()));
-        let scan_every = self.cfg.tree_scan.filter(|_| Tree::KNOWN);
+        // A subreaper that claims orphans learns nothing from walking the tree in between (see
+        // below); with a registry of its own, the output pause is applied before each
+        // deadline: then there is nothing to wake up for.
+        let idle_scan =
+            self.cfg.become_subreaper && self.cfg.claim_orphans && self.cfg.watchdog.is_none();
+        let scan_every = self.cfg.tree_scan.filter(|_| Tree::KNOWN && !idle_scan);
         let mut scan = Box::pin(tokio::time::sleep_until(match scan_every {
             Some(every) => tokio::time::Instant::now() + every,
             None => clock::far_future(),
