@@ -50,4 +50,8 @@ j=0; while [ $j -lt 300000 ]; do j=$((j+1)); done
     assert!(cpu["child_ms"].as_u64().unwrap() >= 10, "{cpu}");
     assert!(cpu["watchdog_ms"].as_u64().is_some(), "{cpu}");
     assert_eq!(cpu["resolution_ms"], 10);
+    assert!(
+        cpu["watchdog_us"].as_u64().is_some_and(|us| us > 0),
+        "{cpu}"
+    );
 }

@@ -369,7 +369,7 @@ echo $!"#;
 #[tokio::test]
 async fn a_caller_that_does_not_read_holds_a_flooding_child_back() {
     // 64 MiB of output, then a marker file: while nobody reads, the child must wait on its
-    // pipe (the supervisor queues at most 8 MiB), so the marker cannot appear.
+    // pipe (the supervisor queues at most 4 MiB), so the marker cannot appear.
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("done");
     let script = format!(

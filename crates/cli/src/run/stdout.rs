@@ -120,7 +120,17 @@ impl StdoutSink {
         if self.failed {
             return Ok(());
         }
-        let mut r = self.out.write_all(bytes).await;
+        // In pieces of at most `FLUSH_AT`: tokio's stdout copies each write into a buffer of
+        // its own for its blocking writer thread, and keeps that buffer as large as the
+        // largest write it took (up to 2 MiB); a 1 MiB batch written at once would keep a
+        // 1 MiB copy alive for the rest of the run.
+        let mut r = Ok(());
+        for piece in bytes.chunks(FLUSH_AT) {
+            r = self.out.write_all(piece).await;
+            if r.is_err() {
+                break;
+            }
+        }
         if r.is_ok() {
             r = self.out.flush().await;
         }

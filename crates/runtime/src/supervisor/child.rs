@@ -13,7 +13,7 @@ use watchdog_core::{Limits, LineView, Registry};
 
 use super::hook::StdoutHook;
 use super::kill::{self, Exit};
-use super::lines::{split_lines, LineMeta, LineReader, StdoutBatch};
+use super::lines::{split_lines, LineMeta, LineReader, Recycle, StdoutBatch};
 use super::policy::Policy;
 use super::shared::{dispatch, Shared};
 use super::tree::{Tree, TREE_MARKER_VAR};
@@ -148,8 +148,10 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
 }
 
 /// How many bytes of child output may wait for the caller before the readers stop reading (the
-/// child then waits on its pipe): bounded memory whatever the child prints.
-pub(crate) const OUTPUT_BUDGET: usize = 8 << 20;
+/// child then waits on its pipe): bounded memory whatever the child prints. Four batches of a
+/// full 1 MiB pipe: enough for the reader to run ahead of the caller, small enough that a fast
+/// child keeps `run` under 16 MB (8 MiB peaked at 16-28 MB on a loaded machine).
+pub(crate) const OUTPUT_BUDGET: usize = 4 << 20;
 
 /// The budget an item takes: its bytes, capped so an item larger than the budget still passes
 /// (alone).
@@ -200,7 +202,7 @@ impl Queue {
 
 /// How much stdout is read at once, and the pipe size asked for: a fast child's lines come in
 /// batches of up to this size, with one clock reading, one lock and one message each.
-const CHUNK: usize = 1 << 20;
+pub(crate) const CHUNK: usize = 1 << 20;
 
 /// Ask for a larger stdout pipe (Linux): fewer, larger reads while a child prints fast, and
 /// fewer wake-ups for both. The size is capped by the system (`fs.pipe-max-size`); failing
@@ -217,13 +219,16 @@ fn enlarge_pipe(pipe: &tokio::process::ChildStdout) {
 /// The first `n` bytes of `buf`, leaving the rest in `buf` (with room for the next read). A
 /// large batch moves the buffer itself out (only the incomplete line left over is copied); a
 /// small one is copied out, so a quiet child's line does not pin a large buffer.
-fn take_front(buf: &mut Vec<u8>, n: usize) -> Vec<u8> {
+fn take_front(buf: &mut Vec<u8>, n: usize, recycle: &Recycle) -> Vec<u8> {
     if n * 2 < buf.capacity() {
         let front = buf[..n].to_vec();
         buf.drain(..n);
         front
     } else {
-        let mut rest = Vec::with_capacity(CHUNK.max(buf.len() - n));
+        let need = CHUNK.max(buf.len() - n);
+        let mut rest = recycle
+            .take(need)
+            .unwrap_or_else(|| Vec::with_capacity(need));
         rest.extend_from_slice(&buf[n..]);
         buf.truncate(n);
         std::mem::replace(buf, rest)
@@ -240,6 +245,7 @@ async fn read_stdout(
 ) {
     enlarge_pipe(&pipe);
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
+    let recycle = Arc::new(Recycle::default());
     let mut in_long = false;
     loop {
         if buf.capacity() - buf.len() < CHUNK / 4 {
@@ -262,9 +268,15 @@ async fn read_stdout(
             if let Some(kill) = dispatch(&queue.out, events) {
                 let _ = ctrl.send(Control::Kill(KillCause::Watchdog(kill)));
             }
-            let bytes = take_front(&mut buf, used);
+            let bytes = take_front(&mut buf, used, &recycle);
+            let recycle = (bytes.capacity() >= CHUNK).then(|| recycle.clone());
             queue
-                .send(Batch::Stdout(StdoutBatch { bytes, lines, at }))
+                .send(Batch::Stdout(StdoutBatch {
+                    bytes,
+                    lines,
+                    at,
+                    recycle,
+                }))
                 .await;
         }
         shared.reading.store(false, Ordering::SeqCst);
@@ -406,7 +418,12 @@ impl Watch {
     /// Until the child exits or a kill is decided.
     async fn watch(&mut self) -> End {
         let mut sleep = Box::pin(tokio::time::sleep_until(clock::far_future()));
-        let scan_every = self.cfg.tree_scan.filter(|_| Tree::KNOWN);
+        // A subreaper that claims orphans learns nothing from walking the tree in between (see
+        // below); with a registry of its own, the output pause is applied before each
+        // deadline: then there is nothing to wake up for.
+        let idle_scan =
+            self.cfg.become_subreaper && self.cfg.claim_orphans && self.cfg.watchdog.is_none();
+        let scan_every = self.cfg.tree_scan.filter(|_| Tree::KNOWN && !idle_scan);
         let mut scan = Box::pin(tokio::time::sleep_until(match scan_every {
             Some(every) => tokio::time::Instant::now() + every,
             None => clock::far_future(),
@@ -455,7 +472,13 @@ impl Watch {
                 () = &mut scan, if scan_every.is_some() => {
                     // A shared watchdog's timer does not ask for the output pause first.
                     self.shared.settle_pause();
-                    self.tree.scan(false);
+                    // A subreaper that claims orphans has every descendant that loses its
+                    // parent re-parented to it, and finds them at the kill: walking the tree
+                    // every second would learn nothing (it was most of `run`'s CPU next to a
+                    // claude of a dozen threads).
+                    if !(self.cfg.become_subreaper && self.cfg.claim_orphans) {
+                        self.tree.scan(false).await;
+                    }
                     if let Some(every) = scan_every {
                         scan.as_mut().reset(tokio::time::Instant::now() + every);
                     }
@@ -489,7 +512,7 @@ impl Watch {
             self.tree.reap();
             return 0;
         }
-        let left = self.tree.scan(true);
+        let left = self.tree.scan(true).await;
         if !Tree::KNOWN {
             let _ = signals::group(self.pid, rustix::process::Signal::KILL);
             return 0;

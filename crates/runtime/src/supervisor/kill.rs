@@ -91,7 +91,7 @@ pub(crate) async fn ladder(
     let mut stage = from;
     let mut exit = Exit::Running;
     let mut escalate = from == Stage::Kill;
-    l.tree.scan(true);
+    l.tree.scan(true).await;
 
     if from == Stage::Interrupt && l.cfg.stream_json_input && l.interrupt().await {
         stage = Stage::Interrupt;
@@ -102,7 +102,7 @@ pub(crate) async fn ladder(
     if matches!(exit, Exit::Running) && !escalate {
         // The deep scan at the start knows the tree; the one before SIGKILL catches what
         // escaped meanwhile.
-        l.tree.scan(false);
+        l.tree.scan(false).await;
         stage = Stage::Term;
         let _ = l.out.send(Batch::Output(Output::Stage(stage)));
         let _ = signals::group(l.pgid, Signal::TERM);
@@ -111,19 +111,19 @@ pub(crate) async fn ladder(
     }
     // The child is gone: give its tree the rest of the grace to finish cleaning up.
     if matches!(exit, Exit::Exited(_)) && !escalate {
-        while !l.tree.scan(false).is_empty() && tokio::time::Instant::now() < term_deadline {
+        while !l.tree.scan(false).await.is_empty() && tokio::time::Instant::now() < term_deadline {
             tokio::time::sleep(POLL).await;
         }
     }
     let mut killed: HashSet<Proc> = HashSet::new();
-    let rest = l.tree.scan(true);
+    let rest = l.tree.scan(true).await;
     if matches!(exit, Exit::Running) || !rest.is_empty() || escalate {
         stage = Stage::Kill;
         let _ = l.out.send(Batch::Output(Output::Stage(stage)));
         exit = kill_all(&mut l, exit, &mut killed).await;
     }
     l.tree.reap();
-    let survivors = l.tree.scan(false).len();
+    let survivors = l.tree.scan(false).await.len();
     let report = KillReport {
         cause,
         stage,
@@ -143,7 +143,7 @@ async fn kill_all(l: &mut Ladder<'_>, mut exit: Exit, killed: &mut HashSet<Proc>
         // started since the last scan is not known to the tree.
         let _ = signals::group(l.pgid, Signal::KILL);
         // The ladder's last deep scan was just before: rounds walk the known tree.
-        let live = l.tree.scan(false);
+        let live = l.tree.scan(false).await;
         for p in &live {
             let _ = signals::process(p.pid, Signal::KILL);
             killed.insert(*p);
@@ -158,7 +158,7 @@ async fn kill_all(l: &mut Ladder<'_>, mut exit: Exit, killed: &mut HashSet<Proc>
         } else {
             tokio::time::sleep(POLL).await;
         }
-        if matches!(exit, Exit::Exited(_)) && l.tree.scan(false).is_empty() {
+        if matches!(exit, Exit::Exited(_)) && l.tree.scan(false).await.is_empty() {
             break;
         }
     }
@@ -181,7 +181,7 @@ pub(crate) async fn stop_procs(tree: &mut Tree, pgid: i32, procs: &[Proc], grace
     for round in 0..250 {
         let _ = signals::group(pgid, Signal::KILL);
         // One deep scan for what escaped during the grace; then the known tree.
-        let live = tree.scan(round == 0);
+        let live = tree.scan(round == 0).await;
         for p in &live {
             let _ = signals::process(p.pid, Signal::KILL);
         }

@@ -2,6 +2,7 @@
 //! ([`LineReader`], for stderr) or in batches of the lines that arrived together
 //! ([`StdoutBatch`], for stdout).
 
+use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
@@ -62,11 +63,66 @@ impl LineMeta {
 
 /// Stdout lines that were read together, in order: their bytes, contiguous and exactly as in
 /// the stream (newlines included, so one `write` passes them on), and per-line metadata.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct StdoutBatch {
     pub(crate) bytes: Vec<u8>,
     pub(crate) lines: Vec<LineMeta>,
     pub(crate) at: Instant,
+    /// Where the bytes' buffer goes back to when the caller drops the batch.
+    pub(crate) recycle: Option<Arc<Recycle>>,
+}
+
+impl PartialEq for StdoutBatch {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.bytes, &self.lines, self.at) == (&other.bytes, &other.lines, other.at)
+    }
+}
+
+impl Eq for StdoutBatch {}
+
+impl Drop for StdoutBatch {
+    fn drop(&mut self) {
+        if let Some(r) = self.recycle.take() {
+            r.put(std::mem::take(&mut self.bytes));
+        }
+    }
+}
+
+/// Large batch buffers the caller is done with, for the stdout reader to fill again: a child
+/// that prints fast then reuses the same few buffers instead of the allocator handing out (and
+/// keeping) a fresh 1 MiB buffer per read, from whichever thread's heap the reader ran on.
+#[derive(Debug, Default)]
+pub(crate) struct Recycle(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl Recycle {
+    /// Buffers kept for reuse at most: as many as the output budget holds, plus the one the
+    /// caller writes and the one the reader fills, so a steady flood allocates nothing.
+    const KEEP: usize = super::child::OUTPUT_BUDGET / super::child::CHUNK + 2;
+
+    /// Keep `buf` for reuse if it is a reader's buffer (`min..=2 × min` bytes of capacity) and
+    /// there is room.
+    pub(crate) fn put(&self, mut buf: Vec<u8>) {
+        let min = Recycle::min();
+        if !(min..=2 * min).contains(&buf.capacity()) {
+            return;
+        }
+        buf.clear();
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() < Recycle::KEEP {
+            kept.push(buf);
+        }
+    }
+
+    /// An empty buffer of at least `at_least` bytes of capacity, if one was given back.
+    pub(crate) fn take(&self, at_least: usize) -> Option<Vec<u8>> {
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let i = kept.iter().position(|b| b.capacity() >= at_least)?;
+        Some(kept.swap_remove(i))
+    }
+
+    fn min() -> usize {
+        super::child::CHUNK
+    }
 }
 
 impl StdoutBatch {
@@ -318,6 +374,32 @@ mod tests {
                 (2, false, false)
             ]
         );
+    }
+
+    #[test]
+    fn a_dropped_batch_gives_its_buffer_back() {
+        let chunk = super::super::child::CHUNK;
+        let recycle = Arc::new(Recycle::default());
+        let mut bytes = Vec::with_capacity(chunk);
+        bytes.extend_from_slice(b"a\n");
+        let batch = StdoutBatch {
+            bytes,
+            lines: Vec::new(),
+            at: Instant::now(),
+            recycle: Some(recycle.clone()),
+        };
+        assert_eq!(batch.clone(), batch, "the recycler is not part of equality");
+        drop(batch);
+        let again = recycle.take(chunk).expect("the buffer came back");
+        assert!(again.is_empty() && again.capacity() >= chunk);
+        assert!(recycle.take(1).is_none(), "given out once");
+        // Small buffers and more than the pool keeps are dropped.
+        recycle.put(Vec::with_capacity(16));
+        assert!(recycle.take(1).is_none());
+        for _ in 0..Recycle::KEEP + 3 {
+            recycle.put(Vec::with_capacity(chunk));
+        }
+        assert_eq!(recycle.0.lock().unwrap().len(), Recycle::KEEP);
     }
 
     #[tokio::test]

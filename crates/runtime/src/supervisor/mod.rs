@@ -68,7 +68,9 @@ pub struct SupervisorConfig {
     pub pipe_stdin: bool,
     /// How often to rescan the process tree while the child runs, so descendants that lose
     /// their parent stay known. `None` scans only when stopping; a period must be > 0. Default
-    /// [`TREE_SCAN`](defaults::TREE_SCAN).
+    /// [`TREE_SCAN`](defaults::TREE_SCAN). With [`SupervisorConfig::become_subreaper`] and
+    /// [`SupervisorConfig::claim_orphans`] the tree is not walked in between (such descendants
+    /// re-parent to the host and are claimed).
     pub tree_scan: Option<Duration>,
     /// When the child exits by itself, stop the descendants it left running (SIGTERM, then
     /// SIGKILL after `term_grace`), so nothing outlives the session. Default true.
@@ -149,7 +151,7 @@ impl SupervisorConfig {
     ///
     /// The hook runs after the policy observed the line, outside the supervisor's locks (it may
     /// use a [`SupervisorHandle`]), and before the line's [`StdoutBatch`] is handed over. The
-    /// reader runs up to 8 MiB ahead of the caller ([`Supervisor::next_output`]): the hook
+    /// reader runs up to 4 MiB ahead of the caller ([`Supervisor::next_output`]): the hook
     /// may see a line well before the caller gets its batch ([`LineInfo::index`] matches the
     /// two). It should be quick: while it runs, stdout is not read. A hook that panics is
     /// caught (the line and the output are not affected), counted in [`Report::hook_panics`],
@@ -225,7 +227,7 @@ pub enum SpawnError {
 ///
 /// - The host dies, even by SIGKILL: on Linux the child gets SIGTERM
 ///   ([`SupervisorConfig::die_with_host`]). Elsewhere it keeps running.
-/// - The caller takes output slowly (a slow reader downstream): once 8 MiB wait, the child
+/// - The caller takes output slowly (a slow reader downstream): once 4 MiB wait, the child
 ///   waits on its pipe, and that time does not count toward its idle and no-progress clocks
 ///   ([`Report::blocked_on_output`]).
 /// - The host was stopped (Ctrl-Z) or busy while deadlines came due: lines that waited in the
@@ -275,7 +277,7 @@ impl Supervisor {
     /// [`Supervisor::next_batch`] (each stdout line is copied out of its batch); the two can be
     /// mixed.
     ///
-    /// Up to 8 MiB of output waits for the caller; past that the supervisor stops reading and
+    /// Up to 4 MiB of output waits for the caller; past that the supervisor stops reading and
     /// the child waits on its pipe, so memory stays bounded however fast it prints (the policy
     /// sees what was read; a caller that stops reading holds the child back).
     /// [`Supervisor::wait`] discards what is not read, and then nothing waits.

@@ -56,8 +56,34 @@ mod imp {
     }
 
     fn stat(pid: i32) -> Option<Stat> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        parse_stat(pid, &text)
+        // A stat line is a few hundred bytes; the fields read here come in its first 300.
+        let mut buf = [0u8; 2048];
+        let n = read_small(format_args!("/proc/{pid}/stat"), &mut buf)?;
+        parse_stat(pid, std::str::from_utf8(&buf[..n]).ok()?)
+    }
+
+    /// Read a small `/proc` file into `buf` (what fits): open, one read (two when the first
+    /// stops short of a newline), close. `fs::read_to_string` sizes its buffer from the file's
+    /// size, which `/proc` reports as 0: it asked for 32 bytes, then 64, 128, 256... six
+    /// system calls for one `stat` line, for every process of every full scan.
+    fn read_small(path: std::fmt::Arguments<'_>, buf: &mut [u8]) -> Option<usize> {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path.to_string()).ok()?;
+        let mut n = 0;
+        while n < buf.len() {
+            match f.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => {
+                    n += k;
+                    if buf[n - 1] == b'\n' {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        Some(n)
     }
 
     fn all() -> Vec<Stat> {
@@ -67,6 +93,97 @@ mod imp {
         dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
             .filter_map(stat)
             .collect()
+    }
+
+    /// One reading of all of `/proc`: every process and its parent. Shared by every tree that
+    /// asked for a full scan before the reading began ([`snapshot`]).
+    pub(crate) struct Snapshot {
+        procs: Vec<Stat>,
+        by_pid: HashMap<i32, Stat>,
+        children: HashMap<i32, Vec<i32>>,
+    }
+
+    impl Snapshot {
+        fn read() -> Snapshot {
+            let procs = all();
+            let by_pid = procs.iter().map(|s| (s.pid, *s)).collect();
+            let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+            for s in &procs {
+                children.entry(s.ppid).or_default().push(s.pid);
+            }
+            Snapshot {
+                procs,
+                by_pid,
+                children,
+            }
+        }
+    }
+
+    /// The requests waiting for the next reading of `/proc`.
+    struct Scanner {
+        waiting: Mutex<Vec<tokio::sync::oneshot::Sender<std::sync::Arc<Snapshot>>>>,
+        wake: std::sync::Condvar,
+    }
+
+    /// A reading of all of `/proc` that began after this call: as fresh as one made here, but
+    /// made once for every tree that asks at about the same time, on a thread of its own.
+    ///
+    /// A full scan reads every process on the machine (a few milliseconds per thousand
+    /// processes). When many children of one host are killed together (a shared
+    /// [`Watchdog`](crate::Watchdog) whose deadlines fall close together), each kill ladder
+    /// reading `/proc` for itself on the runtime's threads took the CPU and the threads from
+    /// the timer: one reading now serves all the ladders that wait, and the runtime's threads
+    /// stay free. Falls back to reading here if the thread cannot run.
+    pub(crate) async fn snapshot() -> std::sync::Arc<Snapshot> {
+        use std::sync::{Arc, OnceLock};
+        static SCANNER: OnceLock<Option<Arc<Scanner>>> = OnceLock::new();
+        let scanner = SCANNER.get_or_init(|| {
+            let s = Arc::new(Scanner {
+                waiting: Mutex::new(Vec::new()),
+                wake: std::sync::Condvar::new(),
+            });
+            let worker = s.clone();
+            std::thread::Builder::new()
+                .name("watchdog-proc-scan".into())
+                .spawn(move || loop {
+                    let asked = {
+                        let mut w = worker
+                            .waiting
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        while w.is_empty() {
+                            w = worker
+                                .wake
+                                .wait(w)
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        }
+                        std::mem::take(&mut *w)
+                    };
+                    // Every request was made before this reading begins. Should a reading
+                    // ever panic, the requests are dropped (their trees read `/proc`
+                    // themselves) and the thread goes on serving the next ones.
+                    if let Ok(snap) = std::panic::catch_unwind(Snapshot::read) {
+                        let snap = Arc::new(snap);
+                        for tx in asked {
+                            let _ = tx.send(snap.clone());
+                        }
+                    }
+                })
+                .ok()
+                .map(|_| s)
+        });
+        if let Some(s) = scanner {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            s.waiting
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(tx);
+            s.wake.notify_one();
+            if let Ok(snap) = rx.await {
+                return snap;
+            }
+        }
+        Arc::new(Snapshot::read())
     }
 
     /// Whether the kernel lists each thread's children (`CONFIG_PROC_CHILDREN`).
@@ -82,12 +199,28 @@ mod imp {
         };
         let mut out = Vec::new();
         for t in tasks.flatten() {
-            if let Ok(list) = std::fs::read_to_string(t.path().join("children")) {
-                out.extend(
-                    list.split_whitespace()
-                        .filter_map(|p| p.parse::<i32>().ok()),
-                );
+            // A list of pids, each followed by a space (no newline at the end).
+            let mut buf = [0u8; 4096];
+            let path = t.path().join("children");
+            let Some(n) = read_small(format_args!("{}", path.display()), &mut buf) else {
+                continue;
+            };
+            if n == buf.len() {
+                // A thread with hundreds of children: read it all.
+                if let Ok(list) = std::fs::read_to_string(&path) {
+                    out.extend(
+                        list.split_whitespace()
+                            .filter_map(|p| p.parse::<i32>().ok()),
+                    );
+                }
+                continue;
             }
+            out.extend(
+                std::str::from_utf8(&buf[..n])
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
         }
         out
     }
@@ -169,11 +302,12 @@ mod imp {
         /// `deep` also looks for the marker in every process's environment, which reads every
         /// process on the machine; a shallow scan walks down from the child and the known
         /// descendants only ([`Tree::walk`]), when the kernel offers that.
-        pub(crate) fn scan(&mut self, deep: bool) -> Vec<Proc> {
+        pub(crate) async fn scan(&mut self, deep: bool) -> Vec<Proc> {
             if !deep && children_files() {
                 return self.walk();
             }
-            self.scan_all(deep)
+            let snap = snapshot().await;
+            self.scan_all(&snap, deep)
         }
 
         /// A shallow scan that costs the size of the tree, not of the machine: from the child
@@ -228,15 +362,14 @@ mod imp {
                 .collect()
         }
 
-        /// The full scan: every process's parent, from all of `/proc`.
-        fn scan_all(&mut self, deep: bool) -> Vec<Proc> {
-            let procs = all();
-            let by_pid: HashMap<i32, Stat> = procs.iter().map(|s| (s.pid, *s)).collect();
+        /// The full scan: every process's parent, from a reading of all of `/proc`.
+        fn scan_all(&mut self, snap: &Snapshot, deep: bool) -> Vec<Proc> {
+            let Snapshot {
+                procs,
+                by_pid,
+                children,
+            } = snap;
             let same = |p: &Proc| by_pid.get(&p.pid).is_some_and(|s| s.start == p.start);
-            let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-            for s in &procs {
-                children.entry(s.ppid).or_default().push(s.pid);
-            }
             let me = std::process::id() as i32;
             let mut stack: Vec<i32> = self
                 .known
@@ -266,10 +399,14 @@ mod imp {
                 );
             }
             if deep {
+                // Only a process started since the child can carry its marker: the
+                // environments of older processes (most of the machine) are not read. A
+                // one-shot host (`run`) has nothing cached, and reading every environment on
+                // the machine was most of its fixed cost.
                 stack.extend(
                     procs
                         .iter()
-                        .filter(|s| s.pid != me && has_marker(s, &self.needle))
+                        .filter(|s| s.pid != me && s.start >= born && has_marker(s, &self.needle))
                         .map(|s| s.pid),
                 );
             }
@@ -307,7 +444,13 @@ mod imp {
             if self.claim_orphans {
                 // Orphans that ended before any scan knew them are ours to reap too.
                 let roots = roots().clone();
-                for s in all() {
+                // Our own children, from the kernel's list when it has one (not all of /proc).
+                let ours: Vec<Stat> = if children_files() {
+                    children_of(me).into_iter().filter_map(stat).collect()
+                } else {
+                    all()
+                };
+                for s in ours {
                     if s.ppid == me && s.zombie && !roots.contains(&s.pid) {
                         self.known.insert(Proc {
                             pid: s.pid,
@@ -364,6 +507,23 @@ mod imp {
             assert!(stat(std::process::id() as i32).is_some());
         }
 
+        /// A shared reading of `/proc` begins after it was asked for: a process started just
+        /// before the call is in it, for every tree that asked at the same time.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_shared_snapshot_is_as_fresh_as_the_request() {
+            for _ in 0..20 {
+                let mut child = std::process::Command::new("sleep")
+                    .arg("30")
+                    .spawn()
+                    .unwrap();
+                let pid = child.id() as i32;
+                let (a, b) = tokio::join!(snapshot(), snapshot());
+                let _ = child.kill();
+                let _ = child.wait();
+                assert!(a.by_pid.contains_key(&pid) && b.by_pid.contains_key(&pid));
+            }
+        }
+
         /// The walk down the tree finds what the full scan of `/proc` finds.
         #[test]
         fn the_walk_finds_what_the_full_scan_finds() {
@@ -383,7 +543,7 @@ mod imp {
                 .unwrap();
             let mut tree = Tree::new(child.id() as i32, "test", false);
             let mut walked = tree.walk();
-            let mut scanned = tree.scan_all(false);
+            let mut scanned = tree.scan_all(&Snapshot::read(), false);
             walked.sort_by_key(|p| p.pid);
             scanned.sort_by_key(|p| p.pid);
             assert_eq!(walked.len(), 2, "the two sleeps: {walked:?}");
@@ -413,7 +573,7 @@ mod imp {
             Tree
         }
         pub(crate) fn forget_root(_root_pid: i32) {}
-        pub(crate) fn scan(&mut self, _deep: bool) -> Vec<Proc> {
+        pub(crate) async fn scan(&mut self, _deep: bool) -> Vec<Proc> {
             Vec::new()
         }
         pub(crate) fn reap(&mut self) -> usize {
