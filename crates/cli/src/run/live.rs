@@ -237,6 +237,12 @@ impl Live<'_> {
         self.handle.kill_now();
     }
 
+    /// Whether the periodic tick has work: a status line to redraw, or a utilization fed to
+    /// the policy that the passing of time (a window's reset) may change.
+    fn needs_tick(&self) -> bool {
+        self.host.status.is_live() || self.utilization.is_some()
+    }
+
     fn update_utilization(&mut self) {
         let u = self.monitor.utilization(wall_ms());
         self.set_utilization(u);
@@ -402,7 +408,10 @@ pub(crate) async fn supervise(
         escalate_at: None,
         grace: cfg.grace,
     };
+    // Only a status line to redraw, or a utilization that a window's reset may lower, needs a
+    // periodic wake; a plain run (no terminal, no rate-limit reading) wakes for its I/O only.
     let mut tick = tokio::time::interval(Duration::from_millis(500));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             biased;
@@ -443,7 +452,7 @@ pub(crate) async fn supervise(
                 ));
                 live.handle.kill_tree_now();
             }
-            _ = tick.tick() => {
+            _ = tick.tick(), if live.needs_tick() => {
                 live.update_utilization();
                 live.refresh_status(Instant::now());
             }
