@@ -15,7 +15,6 @@ pub mod hook;
 pub(crate) mod mcp_limits;
 pub(crate) mod policy_args;
 pub mod replay;
-pub mod replay_cmd;
 pub mod run;
 pub(crate) mod status;
 pub(crate) mod tally;

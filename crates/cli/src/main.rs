@@ -22,7 +22,7 @@ fn main() -> ExitCode {
     };
     let code = match cli.command {
         Command::Run(args) => agent_watchdog::run::main(args, agent_watchdog::run::Mode::Run),
-        Command::Replay(args) => agent_watchdog::replay_cmd::main(args),
+        Command::Replay(args) => agent_watchdog::replay::main(args),
         Command::Audit(args) => audit(&args),
         Command::Demo(args) => agent_watchdog::demo::main(args),
         Command::Hook(args) => agent_watchdog::hook::main(args),

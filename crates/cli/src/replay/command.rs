@@ -1,10 +1,10 @@
-//! The `replay` subcommand: stream a capture through the replay, print the timeline or JSON.
+//! The `replay` command: its flags in, the timeline or JSON out, and the exit code.
 
 use std::io::{self, Write};
 
+use super::{replay_reader, write_human, Replayed};
 use crate::cli::ReplayArgs;
 use crate::exit_code;
-use crate::replay::{replay_reader, write_human, Replayed};
 
 /// Run `replay`; returns the exit code: 0 after a verdict; 1 if the capture cannot be read or
 /// holds no record at all; 2 for a bad flag; [`exit_code::OUTPUT_CLOSED`] when the reader of

@@ -10,6 +10,10 @@
 //! A recording of a recovered run (a `boundary` record, then the continuation with `t_ms`
 //! from 0) gives one verdict per run.
 
+mod command;
+
+pub use command::main;
+
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
