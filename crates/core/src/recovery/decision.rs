@@ -7,7 +7,8 @@ use crate::facts::{ClaudeSessionId, ResultFacts};
 use crate::rate_limit::{format_iso_ms, WallMs};
 
 use super::{
-    validate_session_id, LedgerEntry, Marker, OutcomeFacts, Recovery, TerminalFacts, Trigger,
+    validate_session_id, LedgerState, Marker, OutcomeFacts, Recovery, TerminalFacts, Trigger,
+    MARKER_VERSION,
 };
 
 /// Why nothing is done.
@@ -158,27 +159,6 @@ pub enum Decision {
     Nothing(Skip),
 }
 
-/// What the ledger knows about a session.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LedgerState {
-    /// No marker: the run was the user's own.
-    Fresh,
-    /// A continuation was claimed: the run was the continuation.
-    Continued(Marker),
-    /// The continuation failed and the notice was given.
-    Noticed(Marker),
-}
-
-impl From<Option<LedgerEntry>> for LedgerState {
-    fn from(entry: Option<LedgerEntry>) -> Self {
-        match entry {
-            None => LedgerState::Fresh,
-            Some(e) if e.notice_recorded => LedgerState::Noticed(e.marker),
-            Some(e) => LedgerState::Continued(e.marker),
-        }
-    }
-}
-
 /// Which trigger, if any, the facts show (ignoring whether it is enabled).
 pub fn trigger_of(facts: &TerminalFacts) -> Result<Trigger, Skip> {
     if facts.user_interrupted {
@@ -283,5 +263,29 @@ impl Recovery {
                 }
             }
         }
+    }
+}
+
+impl Marker {
+    /// The marker for a [`Decision::Continue`] about `facts`; `None` for any other decision or
+    /// without a session id. Its time is the run's end.
+    pub fn for_continue(facts: &TerminalFacts, decision: &Decision) -> Option<Marker> {
+        let Decision::Continue {
+            trigger,
+            prompt,
+            wait_until,
+        } = decision
+        else {
+            return None;
+        };
+        Some(Marker {
+            version: MARKER_VERSION,
+            session_id: facts.session_id.clone()?.into(),
+            trigger: *trigger,
+            created_at_ms: facts.ended_at_ms,
+            original: facts.summary(),
+            prompt: prompt.clone(),
+            wait_until_ms: *wait_until,
+        })
     }
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::rate_limit::WallMs;
 
-use super::{Decision, OutcomeFacts, TerminalFacts, Trigger};
+use super::{OutcomeFacts, Trigger};
 
 /// Format version of [`Marker`].
 pub const MARKER_VERSION: u32 = 1;
@@ -33,28 +33,6 @@ pub struct Marker {
 }
 
 impl Marker {
-    /// The marker for a [`Decision::Continue`] about `facts`; `None` for any other decision or
-    /// without a session id. Its time is the run's end.
-    pub fn for_continue(facts: &TerminalFacts, decision: &Decision) -> Option<Marker> {
-        let Decision::Continue {
-            trigger,
-            prompt,
-            wait_until,
-        } = decision
-        else {
-            return None;
-        };
-        Some(Marker {
-            version: MARKER_VERSION,
-            session_id: facts.session_id.clone()?.into(),
-            trigger: *trigger,
-            created_at_ms: facts.ended_at_ms,
-            original: facts.summary(),
-            prompt: prompt.clone(),
-            wait_until_ms: *wait_until,
-        })
-    }
-
     /// As one line of JSON.
     pub fn to_json(&self) -> String {
         // A struct of strings and numbers always serialises.
@@ -179,5 +157,26 @@ pub fn validate_session_id(id: &str) -> Result<(), LedgerError> {
         Ok(())
     } else {
         Err(LedgerError::InvalidSessionId(id.chars().take(64).collect()))
+    }
+}
+
+/// What the ledger knows about a session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LedgerState {
+    /// No marker: the run was the user's own.
+    Fresh,
+    /// A continuation was claimed: the run was the continuation.
+    Continued(Marker),
+    /// The continuation failed and the notice was given.
+    Noticed(Marker),
+}
+
+impl From<Option<LedgerEntry>> for LedgerState {
+    fn from(entry: Option<LedgerEntry>) -> Self {
+        match entry {
+            None => LedgerState::Fresh,
+            Some(e) if e.notice_recorded => LedgerState::Noticed(e.marker),
+            Some(e) => LedgerState::Continued(e.marker),
+        }
     }
 }

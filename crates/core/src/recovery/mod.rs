@@ -89,11 +89,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{defaults, ConfigError, IntoValid, PositiveDuration};
 
-pub use decision::{trigger_of, Decision, LedgerState, ManualOption, Notice, Skip};
+pub use decision::{trigger_of, Decision, ManualOption, Notice, Skip};
 pub use facts::{OutcomeFacts, TerminalFacts};
 pub use ledger::{
-    validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, Marker, MemoryLedger,
-    MARKER_VERSION,
+    validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, LedgerState, Marker,
+    MemoryLedger, MARKER_VERSION,
 };
 
 /// What made a run worth continuing.

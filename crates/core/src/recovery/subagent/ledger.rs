@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 use super::{Claim, LedgerError};
 use crate::rate_limit::WallMs;
 
-use super::{SubagentDecision, SubagentFacts, SubagentKey, SUBAGENT_MARKER_VERSION};
+use super::SubagentKey;
 
 /// The durable record that a subagent was continued, written before the parent is told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubagentMarker {
-    /// Format version ([`SUBAGENT_MARKER_VERSION`]).
+    /// Format version ([`SUBAGENT_MARKER_VERSION`](super::SUBAGENT_MARKER_VERSION)).
     pub version: u32,
     /// The session.
     pub session_id: String,
@@ -35,24 +35,6 @@ pub struct SubagentMarker {
 }
 
 impl SubagentMarker {
-    /// The marker for a [`SubagentDecision::Continue`] about `facts`; `None` for any other
-    /// decision.
-    pub fn for_continue(facts: &SubagentFacts, decision: &SubagentDecision) -> Option<Self> {
-        let SubagentDecision::Continue { message } = decision else {
-            return None;
-        };
-        Some(SubagentMarker {
-            version: SUBAGENT_MARKER_VERSION,
-            session_id: facts.key.session_id.clone(),
-            agent_id: facts.key.agent_id.clone(),
-            agent_type: facts.agent_type.clone(),
-            failure_id: facts.failure_id.clone(),
-            error: facts.error.clone(),
-            created_at_ms: facts.seen_at_ms,
-            message: message.clone(),
-        })
-    }
-
     /// As one line of JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()

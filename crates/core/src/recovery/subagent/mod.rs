@@ -344,3 +344,23 @@ pub fn continue_instruction(key: &SubagentKey, agent_type: Option<&str>, message
         agent_type.unwrap_or("unknown type"),
     )
 }
+
+impl SubagentMarker {
+    /// The marker for a [`SubagentDecision::Continue`] about `facts`; `None` for any other
+    /// decision.
+    pub fn for_continue(facts: &SubagentFacts, decision: &SubagentDecision) -> Option<Self> {
+        let SubagentDecision::Continue { message } = decision else {
+            return None;
+        };
+        Some(SubagentMarker {
+            version: SUBAGENT_MARKER_VERSION,
+            session_id: facts.key.session_id.clone(),
+            agent_id: facts.key.agent_id.clone(),
+            agent_type: facts.agent_type.clone(),
+            failure_id: facts.failure_id.clone(),
+            error: facts.error.clone(),
+            created_at_ms: facts.seen_at_ms,
+            message: message.clone(),
+        })
+    }
+}
