@@ -14,7 +14,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
-pub use watchdog_core::capture::MAX_LINE;
+use watchdog_core::config::defaults::MAX_LINE;
 
 /// The most read at once, and the buffer's growth step past the cap.
 const CHUNK: usize = 1 << 20;

@@ -7,7 +7,6 @@ pub mod cli;
 pub mod cpu;
 pub mod demo;
 pub mod drop_in;
-pub mod duration;
 pub mod event_log;
 pub mod exit_code;
 pub(crate) mod find_claude;

@@ -32,7 +32,7 @@ use serde_json::Value;
 use watchdog_core::config::{CLAUDE_CODE_REMOTE_IDLE, CLAUDE_CODE_STDIO_IDLE};
 use watchdog_core::{Limits, McpLimits, HEARTBEAT_TICK};
 
-use crate::duration::format_duration;
+use watchdog_core::config::format_duration;
 
 /// Claude Code's idle limit on a call (ms; `0` disables).
 pub const IDLE_VAR: &str = "CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT";

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::duration::format_duration;
+use watchdog_core::config::format_duration;
 
 /// Where our stderr output goes: plain, or around a live status line.
 #[derive(Debug)]

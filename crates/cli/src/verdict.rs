@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use watchdog_core::{Event, Kill, KillKind, Outcome, StallClock};
 
-use crate::duration::format_duration;
+use watchdog_core::config::format_duration;
 
 /// Milliseconds of a duration, rounded to the nearest, saturating.
 pub fn ms(d: Duration) -> u64 {

@@ -29,11 +29,6 @@ use crate::view::{Field, LineBuilder, LineView, RawJson};
 /// Version written in the `start` record.
 pub const CAPTURE_VERSION: u64 = 1;
 
-/// The longest stdout line handled as one line (64 MiB): what `run` records whole, and what
-/// `replay` and `audit` read a capture or transcript line with. Longer lines are counted, not
-/// kept.
-pub const MAX_LINE: usize = crate::config::defaults::MAX_LINE;
-
 /// What one capture entry records.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {

@@ -25,9 +25,9 @@ mod common;
 use serde_json::{json, Value};
 use watchdog_core::capture::{Entry, Record};
 use watchdog_core::rate_limit::{
-    format_iso_ms, percent_half_up, RateLimitConfig, RateLimitEvent, RateLimitMonitor, Reading,
-    Status,
+    percent_half_up, RateLimitConfig, RateLimitEvent, RateLimitMonitor, Reading, Status,
 };
+use watchdog_core::wall::format_iso_ms;
 use watchdog_core::LineView;
 
 /// 2030-03-17T18:46:40Z, a reset time used by the fixtures (epoch seconds).

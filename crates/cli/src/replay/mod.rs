@@ -22,11 +22,11 @@ use watchdog_core::capture::{Entry, EntryView, RecordView};
 use watchdog_core::replay::{ExitRecord, Replay, RunVerdict, Step, TimeFaults, TimedEvent};
 use watchdog_core::{ClaudeSessionId, Event, Kill, Limits, LineKind, Outcome, ResultFacts};
 
-use crate::duration::format_duration;
 use crate::event_log::EventLog;
 use crate::tally::{lines_json, Tally};
 use crate::verdict::{event_json, kill_json};
 use watchdog_audit::lines::{is_blank, Item, Lines};
+use watchdog_core::config::format_duration;
 
 /// Unreadable lines listed one by one; the rest are only counted.
 const SKIPPED_LISTED: usize = 10;
@@ -186,7 +186,7 @@ pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> 
             Item::Overlong(n, len) => {
                 let why = format!(
                     "line of {len} bytes, longer than {} MiB",
-                    watchdog_audit::lines::MAX_LINE >> 20
+                    watchdog_core::config::defaults::MAX_LINE >> 20
                 );
                 skip(&mut out, n, why);
                 continue;

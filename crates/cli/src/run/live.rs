@@ -22,12 +22,12 @@ use super::record::trim_cr;
 use super::stderr_dedup::StderrDedup;
 use super::stdout::WriteError;
 use super::{program_name, stdin, wall_ms, Finished, Host, RunConfig, Stopped};
-use crate::duration::format_duration;
 use crate::event_log::EventLog;
 use crate::exit_code;
 use crate::status::{self, Status};
 use crate::tally::{Activity, Tally};
 use crate::verdict::{event_json, killed_clause, ms};
+use watchdog_core::config::format_duration;
 
 /// How long the interrupt request of the kill ladder gets before SIGTERM.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
@@ -35,7 +35,7 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 // The longest stdout line handled as one line (64 MiB, the cap `replay` and `audit` read
 // captures with); longer ones come in pieces.
-use watchdog_core::capture::MAX_LINE;
+use watchdog_core::config::defaults::MAX_LINE;
 
 /// What a run shows and keeps while it runs.
 struct Live<'h> {

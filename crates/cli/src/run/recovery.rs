@@ -20,10 +20,10 @@ use watchdog_core::recovery::{
 use watchdog_core::{Ledger, Recovery, TerminalFacts};
 
 use super::continuation::continuation_argv;
-use crate::duration::format_duration;
 use crate::policy_args::RecoveryArgs;
 use crate::run::{self, wall_ms, Finished, Host, RunConfig, UserSig};
 use crate::verdict::{ms, outcome_fields};
+use watchdog_core::config::format_duration;
 
 /// The recovery policy of one `run` and where its markers live.
 #[derive(Debug, Clone)]
@@ -291,7 +291,7 @@ fn give_notice(ledger: &FileLedger, sid: &str, notice: &Notice, host: &Host, jso
 async fn wait_for(until_ms: u64, sid: &str, status: bool, host: &mut Host) -> Result<(), UserSig> {
     let tty = status && std::io::stderr().is_terminal();
     let left = |now: u64| Duration::from_millis(until_ms.saturating_sub(now));
-    let iso = watchdog_core::rate_limit::format_iso_ms(until_ms);
+    let iso = watchdog_core::wall::format_iso_ms(until_ms);
     if !tty {
         host.status.say(&format!(
             "recovery: rate limited; waiting {} (until {iso}) to continue session {sid}; \

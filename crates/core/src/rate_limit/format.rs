@@ -3,8 +3,8 @@
 use std::fmt;
 
 use super::reading::{Reading, Window};
-use super::WallMs;
 use crate::wall::Civil;
+use crate::wall::WallMs;
 
 /// `u × 100` rounded half up, as JavaScript's `toFixed(0)` does (12.5 → 13, where Rust's
 /// `{:.0}` would print 12). For non-negative finite input; others are clamped to 0.

@@ -11,7 +11,7 @@
 //! # Time
 //!
 //! Rate-limit reset times are wall-clock instants (`resetsAt` is epoch seconds), so every call
-//! here takes `now` as **epoch milliseconds** ([`WallMs`]), never an [`std::time::Instant`].
+//! here takes `now` as **epoch milliseconds** ([`WallMs`](crate::wall::WallMs)), never an [`std::time::Instant`].
 //! The monitor never reads a clock.
 //!
 //! # Wiring the utilization into the liveness policy
@@ -54,9 +54,6 @@ mod format;
 mod monitor;
 mod reading;
 
-pub use crate::wall::format_iso_ms;
 pub use format::percent_half_up;
 pub use monitor::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
 pub use reading::{Reading, Status, Window, MAX_UTILIZATION};
-
-pub use crate::wall::WallMs;

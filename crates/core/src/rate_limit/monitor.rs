@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use super::format::{percent_half_up, window_part};
 use super::reading::{Frame, Given, Reading, Status, Window, WindowFrame};
-use super::WallMs;
 use crate::config::{defaults, ConfigError, Fraction, IntoValid};
 use crate::view::LineView;
 use crate::wall::format_iso_ms;
+use crate::wall::WallMs;
 
 /// The rate-limit monitor's policy: validated plain data.
 ///

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::WallMs;
+use crate::wall::WallMs;
 
 /// The largest utilization accepted (1000 %). A larger value is taken for a unit mistake
 /// (a percentage, say) and ignored, as are negative, NaN and infinite values.
@@ -88,7 +88,7 @@ pub struct Reading {
 impl Reading {
     /// The reset time as ISO-8601 UTC with milliseconds, e.g. `2030-03-17T18:46:40.000Z`.
     pub fn resets_at_iso(&self) -> Option<String> {
-        self.resets_at_ms.map(super::format_iso_ms)
+        self.resets_at_ms.map(crate::wall::format_iso_ms)
     }
 
     /// Whether the reading is still current at `now`: it has no reset time, or the reset is
@@ -126,7 +126,7 @@ impl Window {
 
     /// The reset time as ISO-8601 UTC with milliseconds.
     pub fn resets_at_iso(&self) -> Option<String> {
-        self.resets_at_ms.map(super::format_iso_ms)
+        self.resets_at_ms.map(crate::wall::format_iso_ms)
     }
 
     /// A short label: `5h`, `7d`, `7d_opus`, …, or the name itself.

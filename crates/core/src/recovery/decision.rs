@@ -4,7 +4,7 @@ use std::fmt;
 
 use crate::event::{KillKind, Outcome};
 use crate::facts::{ClaudeSessionId, ResultFacts};
-use crate::rate_limit::{format_iso_ms, WallMs};
+use crate::wall::{format_iso_ms, WallMs};
 
 use super::{
     validate_session_id, LedgerState, Marker, OutcomeFacts, Recovery, TerminalFacts, Trigger,

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::Outcome;
 use crate::facts::{ClaudeSessionId, ResultFacts};
-use crate::rate_limit::{RateLimitMonitor, WallMs};
+use crate::rate_limit::RateLimitMonitor;
+use crate::wall::WallMs;
 
 /// How one run ended, with everything the decision may need.
 #[derive(Debug, Clone, PartialEq)]

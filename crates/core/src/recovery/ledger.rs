@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rate_limit::WallMs;
+use crate::wall::WallMs;
 
 use super::{OutcomeFacts, Trigger};
 

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::{Claim, LedgerError};
-use crate::rate_limit::WallMs;
+use crate::wall::WallMs;
 
 use super::SubagentKey;
 

@@ -73,7 +73,7 @@ mod transcript;
 use std::fmt;
 
 use super::{validate_session_id, Claim, LedgerError, Recovery, Trigger};
-use crate::rate_limit::WallMs;
+use crate::wall::WallMs;
 
 pub use ledger::{
     MemorySubagentLedger, SubagentEntry, SubagentLedger, SubagentMarker, SubagentState,
