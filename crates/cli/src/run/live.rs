@@ -29,12 +29,8 @@ use crate::tally::{Activity, Tally};
 use crate::verdict::{event_json, killed_clause, ms};
 use watchdog_core::config::format_duration;
 
-/// How long the interrupt request of the kill ladder gets before SIGTERM.
-const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
-/// After the child exited, how long its pipes may stay open (held by descendants).
-const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
-// The longest stdout line handled as one line (64 MiB, the cap `replay` and `audit` read
-// captures with); longer ones come in pieces.
+// The longest stdout line handled as one line (the supervisor's default, and the cap `replay`
+// and `audit` read captures with); longer ones come in pieces.
 use watchdog_core::config::defaults::MAX_LINE;
 
 /// What a run shows and keeps while it runs.
@@ -347,14 +343,11 @@ pub(crate) async fn supervise(
     let config = SupervisorConfig {
         policy: Some(SessionConfig::default().with_limits(cfg.limits.clone())),
         stream_json_input: stdin::has_stream_json_input(argv),
-        interrupt_grace: INTERRUPT_GRACE,
         term_grace: cfg.grace,
         become_subreaper: true,
         claim_orphans: true,
         die_with_host: true,
-        max_line: MAX_LINE,
         pipe_stdin: host_stdin.is_some(),
-        drain_timeout: DRAIN_AFTER_EXIT,
         ..SupervisorConfig::default()
     };
     let spawn_wall = wall_ms();
