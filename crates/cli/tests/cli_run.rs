@@ -707,3 +707,56 @@ fn an_over_long_line_is_counted_once() {
     assert_eq!(s["lines"]["system"], 1);
     assert_eq!(s["lines"]["result"], 1);
 }
+
+/// Lines the live parser accepts but a stricter JSON reader may refuse (lone surrogate
+/// escapes: what Node's `JSON.stringify` writes for half an emoji; a reversed pair; an escaped
+/// key that holds one; deep nesting) are recorded as the run read them, and the replay of the
+/// capture reaches the live verdict from the same lines, with times that never go backwards.
+#[test]
+fn a_recording_replays_every_line_the_live_run_accepted() {
+    let members: &[(&str, &str)] = &[
+        ("lone high surrogate", r#""half \ud83d emoji""#),
+        ("lone low surrogate", r#""\ude00 tail""#),
+        ("reversed pair", r#""\ude00\ud83d""#),
+        ("escaped key", r#""ok","\u0078tra\ud83d":1"#),
+        ("deep nesting", r#"[[[[[[[[[[[[[[[[["deep"]]]]]]]]]]]]]]]]]"#),
+    ];
+    for (name, text) in members {
+        let dir = tempfile::tempdir().unwrap();
+        let assistant = format!(
+            r#"{{"type":"assistant","message":{{"content":[{{"type":"text","text":{text}}}]}},"session_id":"sess-1"}}"#
+        );
+        let result = format!(
+            r#"{{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn","result":{text},"session_id":"sess-1"}}"#
+        );
+        let lines = dir.path().join("lines.jsonl");
+        std::fs::write(&lines, format!("{INIT}\n{assistant}\n{result}\n")).unwrap();
+        let child = script(dir.path(), "c.sh", &format!("cat '{}'", lines.display()));
+        let summary = dir.path().join("s.json");
+        let capture = dir.path().join("c.jsonl");
+        let out = run(
+            &[
+                "--summary",
+                summary.to_str().unwrap(),
+                "--record",
+                capture.to_str().unwrap(),
+            ],
+            &child,
+        );
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        assert_eq!(read_json(&summary)["outcome"], "success", "{name}");
+        let recorded = std::fs::read_to_string(&capture).unwrap();
+        let stdout_records: Vec<&str> = recorded
+            .lines()
+            .filter(|l| l.starts_with(r#"{"line":"#) || l.starts_with(r#"{"raw":"#))
+            .collect();
+        assert_eq!(stdout_records.len(), 3, "{name}: {recorded}");
+        assert!(
+            stdout_records.iter().all(|l| l.starts_with(r#"{"line":"#)),
+            "{name}: every parsed line is recorded as a line: {recorded}"
+        );
+        let v = replay_verdict(&capture, &[]);
+        assert_eq!(v["outcome"], "success", "{name}: {v}");
+        assert_eq!(v["clamped_times"], 0, "{name}: capture times go backwards: {recorded}");
+    }
+}

@@ -181,8 +181,9 @@ impl Live<'_> {
     /// warnings said once, as they happen). Returns whether it was a rate-limit reading.
     fn stdout_line(&mut self, now: Instant, bytes: &[u8], m: &LineMeta) -> bool {
         let t = self.t_ms(now);
-        self.host.recorder.stdout_line(t, bytes);
         let class = m.class;
+        let parsed = class.kind != LineKind::Unparseable;
+        self.host.recorder.stdout_line(t, bytes, parsed);
         if class.kind == LineKind::Unparseable {
             return false;
         }
