@@ -232,6 +232,7 @@ fn recommend(
             verified: true,
             raised: 0,
             no_data: true,
+            capped: false,
         };
     };
     let mut idle = recommend::with_margin(longest_quiet_ms);
@@ -249,6 +250,9 @@ fn recommend(
         if bad.is_empty() {
             verified = true;
             break;
+        }
+        if idle >= recommend::MAX_MS && no_progress >= recommend::MAX_MS {
+            break; // nothing longer is a value `run` accepts
         }
         let idle_bad = bad.iter().any(|k| k.kind == KillKind::Idle);
         let np_bad = bad.iter().any(|k| k.kind == KillKind::NoProgress);
@@ -273,6 +277,7 @@ fn recommend(
         verified,
         raised,
         no_data: false,
+        capped: recommend::beyond_cap(longest_quiet_ms) || recommend::beyond_cap(longest_spell_ms),
     }
 }
 

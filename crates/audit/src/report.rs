@@ -85,6 +85,9 @@ pub struct Recommendation {
     pub raised: u32,
     /// No productive silence was found: the values are the current settings.
     pub no_data: bool,
+    /// A productive silence needs more than the longest duration `run` accepts (365 days):
+    /// the value is capped there, and that silence is not covered.
+    pub capped: bool,
 }
 
 /// One histogram bin of spell lengths (log scale).
@@ -265,6 +268,7 @@ impl AuditReport {
                 "verified": r.verified,
                 "raised": r.raised,
                 "no_data": r.no_data,
+                "capped": r.capped,
             },
             "settings": {
                 "idle_ms": s.idle_ms,
@@ -472,6 +476,13 @@ fn write_text(r: &AuditReport, out: &mut String) -> fmt::Result {
             fmt_ms(rec.longest_spell_ms),
             if rec.raised > 0 { format!(", raised {} step(s) by the replay check", rec.raised) } else { String::new() }
         )?;
+        if rec.capped {
+            writeln!(
+                out,
+                "  capped at {}, the longest duration run accepts: a silence that long is not covered (a clock that jumped, or a session left open?)",
+                fmt_ms(crate::recommend::MAX_MS)
+            )?;
+        }
         writeln!(
             out,
             "  {}",

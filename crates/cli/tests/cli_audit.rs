@@ -123,3 +123,52 @@ fn run_audit_writes_text_json_and_the_plot() {
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["files_skipped"], 1);
 }
+
+/// A transcript whose clock jumps to year 9999 (one bad timestamp) still gets a recommendation
+/// that `run` accepts as written: the values are capped at the longest duration `run` takes,
+/// and the report says so.
+#[test]
+fn a_recommendation_is_always_a_value_run_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = std::fs::read_to_string(transcripts().join("tool-session.jsonl")).unwrap();
+    let lines: Vec<&str> = real.lines().collect();
+    let stamped = |i: &usize| lines[*i].contains("\"timestamp\"");
+    let last = (0..lines.len()).rev().find(stamped).unwrap();
+    let middle = (lines.len() / 2..lines.len()).find(stamped).unwrap();
+    let mut capped = 0;
+    for (name, at) in [("last", last), ("middle", middle)] {
+        let mut edited: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        let mut v: serde_json::Value = serde_json::from_str(&edited[at]).unwrap();
+        v["timestamp"] = "9999-12-31T23:59:59.000Z".into();
+        edited[at] = v.to_string();
+        let file = dir.path().join(format!("{name}.jsonl"));
+        std::fs::write(&file, edited.join("\n") + "\n").unwrap();
+        let out = Command::new(BIN).arg("audit").arg(&file).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{name}: {text}");
+        let rec = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Recommended: "))
+            .unwrap_or_else(|| panic!("{name}: no recommendation in {text}"));
+        let flags: Vec<&str> = rec.split_whitespace().collect();
+        assert_eq!(flags.len(), 4, "{name}: {rec}");
+        let run = Command::new(BIN)
+            .arg("run")
+            .args(&flags)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            run.status.code(),
+            Some(0),
+            "{name}: run refuses the recommendation {rec}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        if flags.contains(&"8760h") {
+            assert!(text.contains("capped at 8760h"), "{name}: {text}");
+            capped += 1;
+        }
+    }
+    // A jump to year 9999 is a year-long "silence": the case that needs the cap.
+    assert!(capped >= 1, "a year-long jump is capped: {capped}");
+}

@@ -719,7 +719,10 @@ fn a_recording_replays_every_line_the_live_run_accepted() {
         ("lone low surrogate", r#""\ude00 tail""#),
         ("reversed pair", r#""\ude00\ud83d""#),
         ("escaped key", r#""ok","\u0078tra\ud83d":1"#),
-        ("deep nesting", r#"[[[[[[[[[[[[[[[[["deep"]]]]]]]]]]]]]]]]]"#),
+        (
+            "deep nesting",
+            r#"[[[[[[[[[[[[[[[[["deep"]]]]]]]]]]]]]]]]]"#,
+        ),
     ];
     for (name, text) in members {
         let dir = tempfile::tempdir().unwrap();
@@ -757,6 +760,9 @@ fn a_recording_replays_every_line_the_live_run_accepted() {
         );
         let v = replay_verdict(&capture, &[]);
         assert_eq!(v["outcome"], "success", "{name}: {v}");
-        assert_eq!(v["clamped_times"], 0, "{name}: capture times go backwards: {recorded}");
+        assert_eq!(
+            v["clamped_times"], 0,
+            "{name}: capture times go backwards: {recorded}"
+        );
     }
 }
