@@ -515,6 +515,48 @@ fn a_continuation_never_continues_again_whatever_the_trigger() {
     assert_eq!(d, Decision::Nothing(Skip::ContinuationEnded));
 }
 
+/// Two runs race on one session: the winner claims the marker and continues; the loser,
+/// which continued nothing, must neither continue nor give the notice (the notice is the
+/// continuation's, with the continuation's facts), whenever it ends relative to the marker
+/// and whatever trigger it shows. The winner's continuation still gets its one notice.
+#[test]
+fn a_run_that_lost_the_race_neither_continues_nor_gives_the_notice() {
+    let r = all_on();
+    let LedgerState::Continued(m) = continued(Trigger::OutputLimit) else {
+        unreachable!()
+    };
+    for ended_at_ms in [m.created_at_ms - 1, m.created_at_ms, m.created_at_ms + 1, T] {
+        for outcome in [
+            max_tokens(),
+            Outcome::Killed {
+                kind: KillKind::Idle,
+            },
+            Outcome::Success,
+        ] {
+            let mut loser = facts(outcome.clone()).with_role(ChainRole::First);
+            loser.ended_at_ms = ended_at_ms;
+            let d = r.decide(&loser, &LedgerState::Continued(m.clone()));
+            assert_eq!(
+                d,
+                Decision::Nothing(Skip::ContinuedElsewhere),
+                "{outcome:?} at {ended_at_ms}"
+            );
+        }
+    }
+    let winner = facts(max_tokens()).with_role(ChainRole::Continuation);
+    assert!(matches!(
+        r.decide(&winner, &LedgerState::Continued(m.clone())),
+        Decision::Notice(_)
+    ));
+    // A continuation ends after its marker by construction: its role, not the clock, decides.
+    let mut early = winner.clone();
+    early.ended_at_ms = m.created_at_ms;
+    assert!(matches!(
+        r.decide(&early, &LedgerState::Continued(m)),
+        Decision::Notice(_)
+    ));
+}
+
 #[test]
 fn after_the_notice_nothing_more_is_ever_said() {
     let LedgerState::Continued(m) = continued(Trigger::OutputLimit) else {

@@ -15,7 +15,8 @@ use agent_sdk_watchdog::FileLedger;
 use serde_json::{json, Value};
 use watchdog_core::capture::Record;
 use watchdog_core::recovery::{
-    trigger_of, validate_session_id, Claim, Decision, LedgerState, Marker, Notice, Skip, Trigger,
+    trigger_of, validate_session_id, ChainRole, Claim, Decision, LedgerState, Marker, Notice, Skip,
+    Trigger,
 };
 use watchdog_core::{Ledger, Recovery, TerminalFacts};
 
@@ -60,9 +61,10 @@ pub(crate) struct Recovered {
     pub(crate) code: Option<i32>,
 }
 
-/// The facts of a finished run, for the decision.
-pub(crate) fn facts_of(run: &Finished) -> TerminalFacts {
-    let mut facts = TerminalFacts::new(run.outcome.clone(), run.ended_wall_ms);
+/// The facts of a finished run, for the decision: `role` says whether `run` started it as
+/// the continuation (after claiming the marker) or by itself.
+pub(crate) fn facts_of(run: &Finished, role: ChainRole) -> TerminalFacts {
+    let mut facts = TerminalFacts::new(run.outcome.clone(), run.ended_wall_ms).with_role(role);
     if let Some(id) = &run.session_id {
         facts = facts.with_session_id(id.clone());
     }
@@ -86,7 +88,11 @@ fn open_ledger(settings: &Settings) -> Result<FileLedger, String> {
 fn worth_saying(skip: &Skip) -> bool {
     matches!(
         skip,
-        Skip::ResetUnknown | Skip::WaitTooLong { .. } | Skip::CreditsRequired | Skip::NoSessionId
+        Skip::ResetUnknown
+            | Skip::WaitTooLong { .. }
+            | Skip::CreditsRequired
+            | Skip::NoSessionId
+            | Skip::ContinuedElsewhere
     )
 }
 
@@ -102,7 +108,7 @@ pub(crate) async fn after(
         continued: None,
         code: None,
     };
-    let facts = facts_of(first);
+    let facts = facts_of(first, ChainRole::First);
     // Only a run that shows an enabled trigger touches the ledger.
     match trigger_of(&facts) {
         Ok(t) if settings.recovery.is_enabled(t) => {}
@@ -245,7 +251,7 @@ pub(crate) async fn after(
         return r;
     }
     // The continued run: the single notice if it hit a trigger again.
-    let facts = facts_of(&cont);
+    let facts = facts_of(&cont, ChainRole::Continuation);
     match ledger.get(&sid).map(LedgerState::from) {
         Ok(state) => match settings.recovery.decide(&facts, &state) {
             Decision::Notice(notice) => give_notice(&ledger, &sid, &notice, host, &mut r.json),

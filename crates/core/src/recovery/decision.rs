@@ -7,8 +7,8 @@ use crate::facts::{ClaudeSessionId, ResultFacts};
 use crate::wall::{format_iso_ms, WallMs};
 
 use super::{
-    validate_session_id, LedgerState, Marker, OutcomeFacts, Recovery, TerminalFacts, Trigger,
-    MARKER_VERSION,
+    validate_session_id, ChainRole, LedgerState, Marker, OutcomeFacts, Recovery, TerminalFacts,
+    Trigger, MARKER_VERSION,
 };
 
 /// Why nothing is done.
@@ -44,6 +44,9 @@ pub enum Skip {
     /// The outcome ended before the marker was made: it is the run the continuation already
     /// answered, seen again (a duplicate event), not the continued run.
     Duplicate,
+    /// Another run continued this session (it made the marker): this run is not that
+    /// continuation, so it neither continues nor gives the notice.
+    ContinuedElsewhere,
 }
 
 impl fmt::Display for Skip {
@@ -54,6 +57,9 @@ impl fmt::Display for Skip {
             Skip::KillKind(k) => write!(f, "a {k} kill is never continued"),
             Skip::UserInterrupted => f.write_str("the user interrupted the run"),
             Skip::Duplicate => f.write_str("this run was already continued (a duplicate event)"),
+            Skip::ContinuedElsewhere => {
+                f.write_str("another run already continued this session (the marker exists)")
+            }
             Skip::CreditsRequired => {
                 f.write_str("the account needs credits; waiting will not help")
             }
@@ -214,7 +220,13 @@ impl Recovery {
     pub fn decide(&self, facts: &TerminalFacts, state: &LedgerState) -> Decision {
         match state {
             LedgerState::Noticed(_) => Decision::Nothing(Skip::AlreadyNoticed),
-            LedgerState::Continued(marker) if facts.ended_at_ms <= marker.created_at_ms => {
+            LedgerState::Continued(_) if facts.role == ChainRole::First => {
+                Decision::Nothing(Skip::ContinuedElsewhere)
+            }
+            LedgerState::Continued(marker)
+                if facts.role == ChainRole::Unknown
+                    && facts.ended_at_ms <= marker.created_at_ms =>
+            {
                 Decision::Nothing(Skip::Duplicate)
             }
             LedgerState::Continued(marker) => match trigger_of(facts) {

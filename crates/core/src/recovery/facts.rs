@@ -9,6 +9,21 @@ use crate::facts::{ClaudeSessionId, ResultFacts};
 use crate::rate_limit::RateLimitMonitor;
 use crate::wall::WallMs;
 
+/// Which run of a recovery chain a [`TerminalFacts`] describes, as far as its host knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChainRole {
+    /// The host does not say: a marker made before the run ended means a duplicate event;
+    /// one made after it, that this run is the continuation.
+    #[default]
+    Unknown,
+    /// A run the host started by itself, not as a continuation. A marker for its session was
+    /// made by another run: the session was continued elsewhere, and its notice (if any) is
+    /// that run's to give, from that run's facts.
+    First,
+    /// The continuation the host started after claiming the marker.
+    Continuation,
+}
+
 /// How one run ended, with everything the decision may need.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TerminalFacts {
@@ -31,6 +46,8 @@ pub struct TerminalFacts {
     pub cost_usd: Option<f64>,
     /// `num_turns` of the `result`, if known.
     pub num_turns: Option<u64>,
+    /// Which run of the chain this is (default [`ChainRole::Unknown`]).
+    pub role: ChainRole,
 }
 
 impl TerminalFacts {
@@ -46,7 +63,13 @@ impl TerminalFacts {
             user_interrupted: false,
             cost_usd: None,
             num_turns: None,
+            role: ChainRole::Unknown,
         }
+    }
+    /// Which run of the chain this is.
+    pub fn with_role(mut self, role: ChainRole) -> Self {
+        self.role = role;
+        self
     }
     /// The session id.
     pub fn with_session_id(mut self, id: ClaudeSessionId) -> Self {

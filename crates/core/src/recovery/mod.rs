@@ -90,7 +90,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{defaults, ConfigError, IntoValid, PositiveDuration};
 
 pub use decision::{trigger_of, Decision, ManualOption, Notice, Skip};
-pub use facts::{OutcomeFacts, TerminalFacts};
+pub use facts::{ChainRole, OutcomeFacts, TerminalFacts};
 pub use ledger::{
     validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, LedgerState, Marker,
     MemoryLedger, MARKER_VERSION,
