@@ -42,22 +42,13 @@ pub struct RunArgs {
     /// Policy flags.
     #[command(flatten)]
     pub policy: PolicyArgs,
-    /// Write one JSON summary of the run to FILE when it ends (`-` for stderr). FILE is
-    /// checked before the command starts and replaced at the end in one step.
-    #[arg(long, value_name = "FILE", env = "AGENT_WATCHDOG_SUMMARY")]
-    pub summary: Option<PathBuf>,
-    /// Record the run as a capture (JSON Lines, flushed line by line) to FILE.
-    #[arg(long, value_name = "FILE", env = "AGENT_WATCHDOG_RECORD")]
-    pub record: Option<PathBuf>,
+    /// Summary, capture and strictness (shared with the drop-in).
+    #[command(flatten)]
+    pub report: ReportArgs,
     /// On a kill, first write one synthetic final `result` line to stdout (what the Agent SDKs
     /// read as an error result), and exit 1 like the CLI after an error result.
     #[arg(long, env = "AGENT_WATCHDOG_EMIT_RESULT", value_parser = clap::builder::BoolishValueParser::new())]
     pub emit_result: bool,
-    /// Exit 3 for every ending without a usable `result` (no_result, incomplete), whatever the
-    /// command's own exit code (by default only a stream-json command that exits 0 without one
-    /// does).
-    #[arg(long, env = "AGENT_WATCHDOG_STRICT", value_parser = clap::builder::BoolishValueParser::new())]
-    pub strict: bool,
     /// Never show the live status line, even on a terminal.
     #[arg(long, env = "AGENT_WATCHDOG_NO_STATUS", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_status: bool,
@@ -67,6 +58,25 @@ pub struct RunArgs {
     /// The command and its arguments (after `--`).
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
+}
+
+/// What a run reports and how strictly it judges its ending: flags of `run`, and the
+/// `AGENT_WATCHDOG_*` variables the drop-in reads (one parser for both, so a value means the
+/// same in either).
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Write one JSON summary of the run to FILE when it ends (`-` for stderr). FILE is
+    /// checked before the command starts and replaced at the end in one step.
+    #[arg(long, value_name = "FILE", env = "AGENT_WATCHDOG_SUMMARY")]
+    pub summary: Option<PathBuf>,
+    /// Record the run as a capture (JSON Lines, flushed line by line) to FILE.
+    #[arg(long, value_name = "FILE", env = "AGENT_WATCHDOG_RECORD")]
+    pub record: Option<PathBuf>,
+    /// Exit 3 for every ending without a usable `result` (no_result, incomplete), whatever the
+    /// command's own exit code (by default only a stream-json command that exits 0 without one
+    /// does).
+    #[arg(long, env = "AGENT_WATCHDOG_STRICT", value_parser = clap::builder::BoolishValueParser::new())]
+    pub strict: bool,
 }
 
 /// Flags of `replay`.

@@ -9,10 +9,10 @@
 //! `AGENT_WATCHDOG_RECORD` and `AGENT_WATCHDOG_SUMMARY` name a capture and a summary file.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 use clap::Parser;
 
+use crate::cli::ReportArgs;
 use crate::exit_code;
 use crate::policy_args::PolicyArgs;
 use crate::run::{execute, Mode, RunConfig};
@@ -22,6 +22,8 @@ use crate::run::{execute, Mode, RunConfig};
 struct EnvPolicy {
     #[command(flatten)]
     policy: PolicyArgs,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// Set in the environment of the `claude` a drop-in runs: the drop-in's pid.
@@ -52,6 +54,7 @@ fn started_by_a_drop_in() -> bool {
 
 /// Run the drop-in with `claude`'s arguments (without the program name); returns the exit code.
 pub fn main(args: Vec<OsString>) -> i32 {
+    crate::policy_args::forget_empty_env_vars();
     if started_by_a_drop_in() {
         eprintln!(
             "claude-watchdog: the claude it found runs claude-watchdog again (a wrapper named \
@@ -61,12 +64,13 @@ pub fn main(args: Vec<OsString>) -> i32 {
     }
     // Single-threaded still: no other thread reads the environment.
     std::env::set_var(DROP_IN_PID_VAR, std::process::id().to_string());
-    let policy = match EnvPolicy::try_parse_from(Vec::<OsString>::new()) {
-        Ok(p) => p.policy,
+    let EnvPolicy { policy, report } = match EnvPolicy::try_parse_from(Vec::<OsString>::new()) {
+        Ok(p) => p,
         Err(e) => {
+            let cmd = <EnvPolicy as clap::CommandFactory>::command();
             eprintln!(
-                "claude-watchdog: invalid AGENT_WATCHDOG_* environment: {}",
-                e.to_string().trim()
+                "claude-watchdog: {}",
+                crate::policy_args::env_error_text(&cmd, &e)
             );
             return exit_code::USAGE;
         }
@@ -82,21 +86,15 @@ pub fn main(args: Vec<OsString>) -> i32 {
             return exit_code::INTERNAL;
         }
     };
-    let env_path = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
     let mut argv = vec![claude.into_os_string()];
     argv.extend(args);
     execute(RunConfig {
         limits,
         grace: policy.grace(),
-        summary: env_path("AGENT_WATCHDOG_SUMMARY"),
-        record: env_path("AGENT_WATCHDOG_RECORD"),
+        summary: report.summary,
+        record: report.record,
         emit_result: true,
-        strict: std::env::var_os("AGENT_WATCHDOG_STRICT")
-            .is_some_and(|v| matches!(v.to_str(), Some("1" | "true" | "yes" | "on" | "y"))),
+        strict: report.strict,
         status: false,
         hint: false,
         mode: Mode::DropIn,

@@ -18,3 +18,5 @@ pub mod run;
 pub(crate) mod status;
 pub(crate) mod tally;
 pub(crate) mod verdict;
+
+pub use policy_args::forget_empty_env_vars;

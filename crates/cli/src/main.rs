@@ -8,6 +8,8 @@ use agent_watchdog::exit_code;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Before any thread: an empty AGENT_WATCHDOG_* variable is an unset one, everywhere.
+    agent_watchdog::forget_empty_env_vars();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {

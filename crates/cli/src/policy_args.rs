@@ -11,6 +11,48 @@ use watchdog_core::config::{
 };
 use watchdog_core::{ConfigError, Limits};
 
+/// The prefix of every environment variable the watchdog reads.
+pub const ENV_PREFIX: &str = "AGENT_WATCHDOG_";
+
+/// One rule for every `AGENT_WATCHDOG_*` variable, in both binaries and every subcommand: an
+/// empty variable is the same as an unset one (`AGENT_WATCHDOG_STRICT=` is not a usage error,
+/// and `AGENT_WATCHDOG_SUMMARY=` writes no summary). Removes them from this process's
+/// environment, so the command-line parser, the drop-in and the hook see the same thing.
+/// Call it first in `main`, before any thread starts.
+pub fn forget_empty_env_vars() {
+    let empty: Vec<_> = std::env::vars_os()
+        .filter(|(k, v)| v.is_empty() && k.to_str().is_some_and(|k| k.starts_with(ENV_PREFIX)))
+        .map(|(k, _)| k)
+        .collect();
+    for k in empty {
+        std::env::remove_var(k);
+    }
+}
+
+/// A parse error of options read from the environment, naming the variable the user set
+/// rather than the flag it stands for: `AGENT_WATCHDOG_STRICT: invalid value 'maybe' for
+/// '--strict': value was not a boolean`.
+pub fn env_error_text(cmd: &clap::Command, e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let rendered = e.render().to_string();
+    let first = rendered.lines().next().unwrap_or("invalid environment");
+    let first = first.strip_prefix("error: ").unwrap_or(first).trim();
+    let var = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => {
+            let long = arg.trim_start_matches('-').split_whitespace().next();
+            cmd.get_arguments()
+                .find(|a| a.get_long().is_some() && a.get_long() == long)
+                .and_then(|a| a.get_env())
+                .map(|v| v.to_string_lossy().into_owned())
+        }
+        _ => None,
+    };
+    match var {
+        Some(var) => format!("{var}: {first}"),
+        None => format!("invalid {ENV_PREFIX}* environment: {first}"),
+    }
+}
+
 /// Policy flags. Every flag has an `AGENT_WATCHDOG_<NAME>` environment variable; the flag wins.
 /// Each value is parsed by its rule in the core (`watchdog_core::config`), and the defaults
 /// shown are the core's (`watchdog_core::config::defaults`). Every duration is at most 365d.

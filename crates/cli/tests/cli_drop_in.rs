@@ -190,3 +190,82 @@ fn a_missing_claude_or_a_bad_policy_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--idle") && err.contains("0s"), "{err}");
 }
+
+/// One parser for every variable: `run` and the drop-in read each `AGENT_WATCHDOG_*` value the
+/// same way (a boolean in any case, `yes`/`on`/`1`; garbage refused by both with the variable
+/// named; an empty variable is an unset one in both), and it means the same in both.
+#[test]
+fn run_and_the_drop_in_read_every_variable_the_same_way() {
+    let dir = tempfile::tempdir().unwrap();
+    // A stream-json child that ends without a result: exit 3 only when strict.
+    let claude = script(
+        dir.path(),
+        "claude",
+        &format!("printf '%s\\n' '{INIT}'\nexit 1"),
+    );
+    let run = |var: &str, value: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_agent-watchdog"));
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("AGENT_WATCHDOG_") {
+                c.env_remove(k);
+            }
+        }
+        c.env(var, value)
+            .stdin(Stdio::null())
+            .arg("run")
+            .arg("--")
+            .arg(&claude)
+            .output()
+            .unwrap()
+    };
+    let drop = |var: &str, value: &str| {
+        drop_in()
+            .env("AGENT_WATCHDOG_CLAUDE", &claude)
+            .env(var, value)
+            .arg("-p")
+            .arg("hi")
+            .output()
+            .unwrap()
+    };
+    let cases: &[(&str, &str, Option<i32>)] = &[
+        ("AGENT_WATCHDOG_STRICT", "TRUE", Some(3)),
+        ("AGENT_WATCHDOG_STRICT", "True", Some(3)),
+        ("AGENT_WATCHDOG_STRICT", "YES", Some(3)),
+        ("AGENT_WATCHDOG_STRICT", "on", Some(3)),
+        ("AGENT_WATCHDOG_STRICT", "1", Some(3)),
+        ("AGENT_WATCHDOG_STRICT", "false", Some(1)),
+        ("AGENT_WATCHDOG_STRICT", "0", Some(1)),
+        ("AGENT_WATCHDOG_STRICT", "", Some(1)),
+        ("AGENT_WATCHDOG_STRICT", "maybe", Some(2)),
+        ("AGENT_WATCHDOG_STRICT", "2", Some(2)),
+        ("AGENT_WATCHDOG_IDLE", "", Some(1)),
+        ("AGENT_WATCHDOG_IDLE", "10m", Some(1)),
+        ("AGENT_WATCHDOG_IDLE", "400d", Some(2)),
+        ("AGENT_WATCHDOG_IDLE", "soon", Some(2)),
+        ("AGENT_WATCHDOG_SUMMARY", "", Some(1)),
+        ("AGENT_WATCHDOG_WARN_AT", "1.5", Some(2)),
+    ];
+    for (var, value, code) in cases {
+        let r = run(var, value);
+        let d = drop(var, value);
+        assert_eq!(
+            r.status.code(),
+            *code,
+            "run {var}={value:?}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        assert_eq!(
+            d.status.code(),
+            *code,
+            "drop-in {var}={value:?}: {}",
+            String::from_utf8_lossy(&d.stderr)
+        );
+        if *code == Some(2) {
+            let err = String::from_utf8_lossy(&d.stderr);
+            assert!(
+                err.contains(var) && err.contains(&format!("'{value}'")),
+                "the drop-in names the variable and the value: {err}"
+            );
+        }
+    }
+}

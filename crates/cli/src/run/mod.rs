@@ -98,10 +98,10 @@ pub fn main(args: RunArgs, mode: Mode) -> i32 {
         RunConfig {
             limits,
             grace: args.policy.grace(),
-            summary: args.summary,
-            record: args.record,
+            summary: args.report.summary,
+            record: args.report.record,
             emit_result: args.emit_result,
-            strict: args.strict,
+            strict: args.report.strict,
             status: !args.no_status,
             hint: true,
             mode,
