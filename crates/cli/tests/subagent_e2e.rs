@@ -190,6 +190,29 @@ fn feedback(s: &Session, needle: &str) -> usize {
         .count()
 }
 
+/// What the user is promised about the hooks that continued `agents` cut-off agents, whichever
+/// hook it was (`PostToolUseFailure`, or `Stop` as the safety net when the first cannot see the
+/// failure yet, which depends on when Claude Code writes the agent's files): no notice, and at
+/// most one `Stop` block per agent, each the continuation instruction. Exactly one
+/// continuation per agent is asserted by the callers (one `SendMessage` each, one marker each).
+fn assert_safety_net_only(s: &Session, agents: usize, report: &str) {
+    assert_eq!(
+        feedback(s, "agent-watchdog notice"),
+        0,
+        "no notice\n{report}"
+    );
+    let blocks = feedback(s, "agent-watchdog");
+    assert_eq!(
+        blocks,
+        feedback(s, "agent-watchdog: subagent"),
+        "every Stop block is a continuation instruction\n{report}"
+    );
+    assert!(
+        blocks <= agents,
+        "{blocks} Stop blocks for {agents} agents\n{report}"
+    );
+}
+
 /// Requests of the subagents (by header).
 fn subagent_requests(s: &Session) -> usize {
     s.requests
@@ -226,8 +249,9 @@ fn a_foreground_agent_cut_off_is_continued_exactly_once() {
         agents,
         "one SendMessage to that agent\n{report}"
     );
-    // Foreground: PostToolUseFailure told the parent (additionalContext), no Stop block.
-    assert_eq!(feedback(&s, "agent-watchdog"), 0, "{report}");
+    // Foreground: PostToolUseFailure tells the parent (additionalContext); when that hook
+    // cannot see the failure yet, the Stop safety net does. Which one is timing, not a promise.
+    assert_safety_net_only(&s, agents.len(), &report);
     // The continued agent answered (the mock's report reached its transcript and stdout).
     let sid = s.session_id();
     assert!(
@@ -392,7 +416,7 @@ fn f_two_agents_cut_off_in_one_turn_are_each_continued_once() {
     let mut sent = s.send_messages();
     sent.sort();
     assert_eq!(sent, agents, "one SendMessage to each\n{report}");
-    assert_eq!(feedback(&s, "agent-watchdog"), 0, "{report}");
+    assert_safety_net_only(&s, agents.len(), &report);
     assert_eq!(subagent_requests(&s), 10, "{report}");
     assert!(final_answer(&s).starts_with(PARENT_FINAL), "{report}");
     let sid = s.session_id();
