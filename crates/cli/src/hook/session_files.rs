@@ -188,10 +188,7 @@ fn named(e: io::Error, path: &Path) -> io::Error {
 /// How many lines of `reader` hold one of `needles`, reading fixed-size chunks (a needle across
 /// two chunks is found; memory stays one chunk whatever the line lengths).
 fn count_lines_with(mut reader: impl Read, needles: &[&[u8]]) -> io::Result<usize> {
-    let finders: Vec<_> = needles
-        .iter()
-        .map(memchr::memmem::Finder::new)
-        .collect();
+    let finders: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
     let keep = needles.iter().map(|n| n.len()).max().unwrap_or(1) - 1;
     let mut buf = vec![0u8; 64 << 10];
     // The end of the current line not yet matched (at most `keep` bytes between chunks).
