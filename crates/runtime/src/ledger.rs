@@ -455,7 +455,14 @@ fn create_new_private(path: &Path) -> io::Result<File> {
 
 #[cfg(unix)]
 fn sync_dir(path: &Path) -> io::Result<()> {
-    File::open(path)?.sync_all()
+    use std::os::unix::fs::OpenOptionsExt;
+    // Only a directory is opened (a FIFO put in its place must not block the open).
+    let flags = rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::NONBLOCK;
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits() as i32)
+        .open(path)?
+        .sync_all()
 }
 
 #[cfg(not(unix))]
