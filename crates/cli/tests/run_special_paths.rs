@@ -253,6 +253,47 @@ fn a_recovery_marker_that_is_not_a_file_is_refused_and_nothing_is_continued() {
     }
 }
 
+/// A state directory that is not one (a FIFO, a character device): no open blocks, the error
+/// names it, and nothing is continued.
+#[test]
+fn a_state_dir_that_is_not_a_directory_is_refused_and_nothing_is_continued() {
+    for special in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let claude = cut_off_claude(d);
+        let state = if special {
+            let fifo = d.join("state");
+            rustix::fs::mkfifoat(
+                rustix::fs::CWD,
+                &fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+            )
+            .unwrap();
+            fifo
+        } else {
+            PathBuf::from("/dev/null")
+        };
+        let mut cmd = watchdog();
+        cmd.arg("run")
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("--")
+            .arg(&claude)
+            .args(["-p", "x", "--output-format", "stream-json", "--verbose"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let out = output_within(cmd, Duration::from_secs(30));
+        let err = stderr(&out);
+        let runs = std::fs::read_to_string(d.join("runs")).unwrap();
+        assert_eq!(runs.lines().count(), 1, "{state:?}: not continued\n{err}");
+        assert!(err.contains("not continuing"), "{state:?}: {err}");
+        assert!(
+            err.contains(&state.display().to_string()),
+            "{state:?}: {err}"
+        );
+    }
+}
+
 /// End to end with the real CLI: `run -- claude … --mcp-config <(echo '{…}')` (bash process
 /// substitution). The watchdog used to drain the pipe, so claude got an empty config and
 /// failed. Now claude reads it: the MCP server starts, the model calls its tool, and the session
