@@ -131,16 +131,67 @@ pub(crate) fn read_lines(
     }
 }
 
+/// How many bytes of written stdin lines may wait to be recorded before the forwarding waits
+/// (a line larger than this waits alone): while our stdout is blocked the run loop records
+/// nothing, and stdin must not pile up meanwhile.
+const RECORD_BUDGET: usize = 8 << 20;
+
+/// One written line for the capture, holding its share of [`RECORD_BUDGET`] until taken.
+type Note = (Vec<u8>, tokio::sync::OwnedSemaphorePermit);
+
+/// The lines [`forward`] wrote, for the capture (`None`: stdin was closed).
+#[derive(Debug)]
+pub(crate) struct Written {
+    rx: mpsc::UnboundedReceiver<Option<Note>>,
+}
+
+/// The sending side of [`Written`]: waits while [`RECORD_BUDGET`] bytes are not yet taken.
+#[derive(Debug)]
+struct Notes {
+    tx: mpsc::UnboundedSender<Option<Note>>,
+    budget: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl Written {
+    /// The next note if one is queued now (`Ok(None)`: stdin was closed).
+    pub(crate) fn try_recv(&mut self) -> Result<Option<Vec<u8>>, mpsc::error::TryRecvError> {
+        self.rx
+            .try_recv()
+            .map(|note| note.map(|(line, _permit)| line))
+    }
+}
+
+fn notes() -> (Notes, Written) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let budget = std::sync::Arc::new(tokio::sync::Semaphore::new(RECORD_BUDGET));
+    (Notes { tx, budget }, Written { rx })
+}
+
+impl Notes {
+    /// Queue `line` for the capture once the budget has room; `false` if nobody takes it.
+    async fn send(&self, line: Vec<u8>) -> bool {
+        let cost = line.len().clamp(1, RECORD_BUDGET) as u32;
+        let Ok(permit) = self.budget.clone().acquire_many_owned(cost).await else {
+            return false;
+        };
+        self.tx.send(Some((line, permit))).is_ok()
+    }
+
+    fn closed(&self) {
+        let _ = self.tx.send(None);
+    }
+}
+
 /// Forward the host's stdin to the child (in order; its end closes the child's stdin) and
 /// report what was written, for the capture (an over-long line as a note, never whole).
 pub(crate) fn forward(
     mut host_stdin: HostStdin,
     writer: agent_sdk_watchdog::StdinWriter,
-) -> mpsc::UnboundedReceiver<Option<Vec<u8>>> {
-    let (tx, rx) = mpsc::unbounded_channel();
+) -> Written {
+    let (notes, written) = notes();
     tokio::spawn(async move {
         while let Some(input) = host_stdin.recv().await {
-            let (written, note) = match input {
+            let (result, note) = match input {
                 HostInput::Line(line) => {
                     let w = writer.write_line(&line).await;
                     (w, Some(line))
@@ -149,19 +200,19 @@ pub(crate) fn forward(
                 HostInput::OverlongEnd(n) => (Ok(()), Some(overlong_note(n))),
                 HostInput::End => break,
             };
-            if written.is_err() {
+            if result.is_err() {
                 break;
             }
             if let Some(note) = note {
-                if tx.send(Some(note)).is_err() {
+                if !notes.send(note).await {
                     return;
                 }
             }
         }
         writer.close().await;
-        let _ = tx.send(None);
+        notes.closed();
     });
-    rx
+    written
 }
 
 /// What the capture records for a stdin line over the cap.
@@ -178,11 +229,10 @@ fn overlong_note(bytes: u64) -> Vec<u8> {
 }
 
 /// The next line forwarded (pending forever once there are no more).
-pub(crate) async fn recv_written(
-    rx: &mut Option<mpsc::UnboundedReceiver<Option<Vec<u8>>>>,
-) -> Option<Vec<u8>> {
+pub(crate) async fn recv_written(rx: &mut Option<Written>) -> Option<Vec<u8>> {
     match rx {
-        Some(rx) => rx.recv().await.flatten(),
+        // The line's share of the budget is given back as it is taken.
+        Some(w) => w.rx.recv().await.flatten().map(|(line, _permit)| line),
         None => std::future::pending().await,
     }
 }
@@ -245,6 +295,49 @@ mod tests {
         assert_eq!(total, 50 << 20);
         assert!(biggest <= (1 << 20) + 8192, "{biggest}");
         assert_eq!(ends, [HostInput::OverlongEnd(50 << 20), HostInput::End]);
+    }
+
+    /// While the run loop records nothing (our stdout blocked), written lines wait for room
+    /// instead of piling up: the forwarding stops at the budget and resumes as lines are taken.
+    #[test]
+    fn written_lines_wait_for_the_recorder_within_the_budget() {
+        use std::future::Future;
+        use std::pin::pin;
+        use std::task::{Context, Poll, Waker};
+        let mut cx = Context::from_waker(Waker::noop());
+        let (notes, written) = notes();
+        let mut written = Some(written);
+        let half = vec![b'x'; RECORD_BUDGET / 2];
+        for _ in 0..2 {
+            let send = pin!(notes.send(half.clone()));
+            assert_eq!(send.poll(&mut cx), Poll::Ready(true), "within the budget");
+        }
+        {
+            let mut third = pin!(notes.send(b"more".to_vec()));
+            assert!(
+                third.as_mut().poll(&mut cx).is_pending(),
+                "over the budget: it waits"
+            );
+            let taken = pin!(recv_written(&mut written)).poll(&mut cx);
+            assert_eq!(
+                taken.map(|l| l.map(|l| l.len())),
+                Poll::Ready(Some(half.len()))
+            );
+            assert_eq!(third.poll(&mut cx), Poll::Ready(true), "room again");
+        }
+        // A line larger than the whole budget still passes, alone.
+        let _ = pin!(recv_written(&mut written)).poll(&mut cx);
+        let _ = pin!(recv_written(&mut written)).poll(&mut cx);
+        let big = pin!(notes.send(vec![0; RECORD_BUDGET * 2]));
+        assert_eq!(big.poll(&mut cx), Poll::Ready(true));
+        notes.closed();
+        let taken = pin!(recv_written(&mut written)).poll(&mut cx);
+        assert_eq!(
+            taken.map(|l| l.map(|l| l.len())),
+            Poll::Ready(Some(RECORD_BUDGET * 2))
+        );
+        let end = pin!(recv_written(&mut written)).poll(&mut cx);
+        assert_eq!(end, Poll::Ready(None));
     }
 
     #[test]
