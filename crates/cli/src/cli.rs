@@ -43,8 +43,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
     /// Write one JSON summary of the run to FILE when it ends (`-` for stderr). FILE is
-    /// checked before the command starts and replaced at the end in one step (through a link,
-    /// its target; `/dev/stdout`, `/dev/fd/N` and devices are written in place).
+    /// checked before the command starts and replaced at the end in one step.
     #[arg(long, value_name = "FILE", env = "AGENT_WATCHDOG_SUMMARY")]
     pub summary: Option<PathBuf>,
     /// Record the run as a capture (JSON Lines, flushed line by line) to FILE.
