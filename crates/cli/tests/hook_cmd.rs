@@ -612,6 +612,18 @@ fn a_meta_file_that_is_not_a_file_fails_closed() {
         );
         assert!(w.markers("continued").is_empty(), "{what}");
     }
+    // A meta file over its 1 MiB cap (sparse: 4 GiB) is not read to its end.
+    let w = World::new();
+    let (input, sid, agent) = setup_b2(&w);
+    let meta = w.subagents(&sid).join(format!("agent-{agent}.meta.json"));
+    std::fs::File::create(&meta)
+        .unwrap()
+        .set_len(4 << 30)
+        .unwrap();
+    let out = w.hook(&input);
+    assert!(out.failed_closed(), "{}", out.stderr);
+    assert!(out.stderr.contains("larger than"), "{}", out.stderr);
+    assert!(w.markers("continued").is_empty());
 }
 
 /// A marker that is a FIFO or a link to a device: refused at once, it counts as claimed.
