@@ -73,6 +73,9 @@ pub struct ChildMcp {
     pub problems: Vec<String>,
 }
 
+/// An MCP config larger than this is not read (its servers get the default limits).
+const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
 /// A millisecond value as Claude Code reads it: decimal digits (surrounding blanks allowed).
 fn parse_ms(v: &str) -> Option<u64> {
     let v = v.trim();
@@ -97,8 +100,16 @@ impl ChildMcp {
                 config.clone()
             } else {
                 let path = cwd.join(&config);
-                match std::fs::read_to_string(&path) {
-                    Ok(t) => t,
+                // Only a regular file is read: a pipe (`--mcp-config <(…)`, `/dev/fd/N`) or a
+                // FIFO is claude's to read (we would drain it, or block before the spawn).
+                match agent_sdk_watchdog::read_regular(&path, MAX_CONFIG_BYTES, true) {
+                    Ok(t) => String::from_utf8_lossy(&t).into_owned(),
+                    Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                        out.problems.push(format!(
+                            "the MCP config {e}: not read, left for claude alone"
+                        ));
+                        continue;
+                    }
                     Err(e) => {
                         out.problems.push(format!(
                             "cannot read the MCP config {}: {e}",
@@ -408,6 +419,50 @@ mod tests {
         // Under 1,000 ms the timeout is ignored.
         assert_eq!(m.give_up_for("tiny"), Some(s(1800)));
         assert_eq!(m.give_up_for("other"), Some(s(1800)));
+    }
+
+    /// Issue 28 (5): a config that is a pipe (`--mcp-config <(…)`: `/dev/fd/N`), a FIFO with no
+    /// writer, a device or a directory is never opened: nothing drained, nothing blocks.
+    #[test]
+    fn only_regular_config_files_are_read_and_pipes_are_left_for_claude() {
+        use std::io::{Read, Write};
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let (mut reader, mut writer) = std::io::pipe().unwrap();
+        let config = br#"{"mcpServers":{"probe":{"command":"p","timeout":60000}}}"#;
+        writer.write_all(config).unwrap();
+        drop(writer);
+        let fd = reader.as_raw_fd();
+        for path in [
+            format!("/dev/fd/{fd}"),
+            format!("/proc/self/fd/{fd}"),
+            fifo.display().to_string(),
+            "/dev/zero".to_owned(),
+            dir.path().display().to_string(),
+        ] {
+            let argv: Vec<OsString> = ["claude", "--mcp-config", &path]
+                .iter()
+                .map(OsString::from)
+                .collect();
+            let c = ChildMcp::read(|_| None, &argv, dir.path());
+            assert!(c.has_config, "{path}");
+            assert_eq!(c.problems.len(), 1, "{path}: {:?}", c.problems);
+            assert!(
+                c.problems[0].contains("not a regular file") && c.problems[0].contains("claude"),
+                "{path}: {:?}",
+                c.problems
+            );
+        }
+        let mut left = Vec::new();
+        reader.read_to_end(&mut left).unwrap();
+        assert_eq!(left, config, "the pipe was not drained");
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! the binary. Whatever happens, the hook exits 0; errors are one stderr line and no decision.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -84,18 +85,20 @@ impl World {
     }
 
     fn hook_raw(&self, stdin: &[u8], env: &[(&str, &str)]) -> Out {
-        let mut child = Command::new(BIN)
-            .arg("hook")
+        self.hook_with(&["hook"], Input::Bytes(stdin), env)
+    }
+
+    /// Run `BIN args…` with `stdin`; the hook must exit 0 within [`HOOK_BOUND`] (a hang fails
+    /// the test instead of hanging it).
+    fn hook_with(&self, args: &[&str], stdin: Input<'_>, env: &[(&str, &str)]) -> Out {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
             .env_clear()
             .env("AGENT_WATCHDOG_STATE_DIR", &self.state)
             .envs(env.iter().copied())
-            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(stdin).unwrap();
-        let out = child.wait_with_output().unwrap();
+            .stderr(Stdio::piped());
+        let out = run_bounded(cmd, stdin);
         assert_eq!(out.status.code(), Some(0), "the hook always exits 0");
         let stdout = String::from_utf8(out.stdout).unwrap();
         Out {
@@ -117,6 +120,40 @@ impl World {
             .unwrap_or_default();
         v.sort();
         v
+    }
+}
+
+/// Far more than any hook here needs, and less than Claude Code's 30 s hook timeout.
+const HOOK_BOUND: Duration = Duration::from_secs(20);
+
+/// What a hook process reads on stdin.
+enum Input<'a> {
+    Bytes(&'a [u8]),
+    File(&'a Path),
+}
+
+/// Run `cmd` to its end, killing it (and failing) after [`HOOK_BOUND`].
+fn run_bounded(mut cmd: Command, stdin: Input<'_>) -> std::process::Output {
+    match stdin {
+        Input::Bytes(_) => cmd.stdin(Stdio::piped()),
+        Input::File(p) => cmd.stdin(std::fs::File::open(p).unwrap()),
+    };
+    let mut child = cmd.spawn().unwrap();
+    if let (Input::Bytes(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        // A hook that refuses a huge input may close its stdin early.
+        let _ = pipe.write_all(bytes);
+    }
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(HOOK_BOUND) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("the hook did not end within {HOOK_BOUND:?}");
+        }
     }
 }
 
@@ -393,4 +430,317 @@ fn a_huge_or_binary_transcript_is_never_a_trigger() {
         "session_id": sid, "transcript_path": "", "hook_event_name": "Stop", "stop_hook_active": false
     }));
     assert!(w.hook(&stop).silent());
+}
+
+/// The stop input of session `sid`, in world `w`.
+fn stop(w: &World, sid: &str) -> Value {
+    w.localise(json!({
+        "session_id": sid, "transcript_path": "", "hook_event_name": "Stop", "stop_hook_active": false
+    }))
+}
+
+/// Issue 28 (1): no value of the hook's variables is a usage error (exit 2 from a `Stop` hook
+/// blocks the session in Claude Code). An empty state directory means the default one; a switch
+/// that is not one fails closed (nothing continued); each says so in one line.
+#[test]
+fn no_value_of_the_hooks_variables_fails_the_hook() {
+    // Empty: the default directory under $HOME, and the agent is still continued.
+    let w = World::new();
+    let (input, _, agent) = setup_b2(&w);
+    let home = tempfile::tempdir().unwrap();
+    let home_s = home.path().to_str().unwrap();
+    let out = w.hook_with(
+        &["hook"],
+        Input::Bytes(input.to_string().as_bytes()),
+        &[("AGENT_WATCHDOG_STATE_DIR", ""), ("HOME", home_s)],
+    );
+    let v = out
+        .json
+        .expect("continued with the default state directory");
+    assert!(v.to_string().contains(&agent), "{v}");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("AGENT_WATCHDOG_STATE_DIR is empty"),
+        "{}",
+        out.stderr
+    );
+    assert!(home
+        .path()
+        .join(".local/state/agent-watchdog/subagents/continued")
+        .is_dir());
+    assert!(!w.state.exists());
+
+    // The switch: empty is unset (the hook acts); `2`, `enabled`: taken as set, one line.
+    let w = World::new();
+    let (input, _, _) = setup_b2(&w);
+    let out = w.hook_raw(
+        input.to_string().as_bytes(),
+        &[("AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT", "")],
+    );
+    assert!(
+        out.json.is_some() && out.stderr.is_empty(),
+        "{}",
+        out.stderr
+    );
+    for bad in ["2", "enabled", "-"] {
+        let w = World::new();
+        let (input, _, _) = setup_b2(&w);
+        let out = w.hook_raw(
+            input.to_string().as_bytes(),
+            &[("AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT", bad)],
+        );
+        assert!(out.failed_closed(), "{bad}: {}", out.stderr);
+        assert!(out.stderr.contains("not a switch"), "{bad}: {}", out.stderr);
+        assert!(!w.state.exists(), "{bad}: nothing was claimed");
+    }
+}
+
+/// A bad command line of `hook` (an unknown flag, a missing value, an extra argument) is one
+/// line and exit 0, never clap's usage error (exit 2).
+#[test]
+fn no_command_line_of_hook_is_a_usage_error() {
+    let w = World::new();
+    let (input, _, _) = setup_b2(&w);
+    for args in [
+        &["hook", "--bogus"][..],
+        &["hook", "--state-dir"],
+        &["hook", "extra"],
+        &["hook", "--no-recover-output-limit=maybe"],
+    ] {
+        let out = w.hook_with(args, Input::Bytes(input.to_string().as_bytes()), &[]);
+        assert!(out.failed_closed(), "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.starts_with("agent-watchdog hook: "),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(!w.state.exists());
+}
+
+/// Stdin that is not one hook input: endless zeros, over 16 MiB of valid JSON, a directory.
+#[test]
+fn an_endless_or_huge_stdin_fails_closed() {
+    let w = World::new();
+    let out = w.hook_with(&["hook"], Input::File(Path::new("/dev/zero")), &[]);
+    assert!(out.failed_closed(), "{}", out.stderr);
+    assert!(out.stderr.contains("larger than 16 MiB"), "{}", out.stderr);
+    let (input, _, _) = setup_b2(&w);
+    let mut padded = input.to_string().into_bytes();
+    padded.extend(std::iter::repeat_n(b' ', 17 << 20));
+    let out = w.hook_raw(&padded, &[]);
+    assert!(out.failed_closed(), "{}", out.stderr);
+    assert!(!w.state.exists());
+}
+
+fn mkfifo(p: &Path) {
+    rustix::fs::mkfifoat(rustix::fs::CWD, p, rustix::fs::Mode::from_raw_mode(0o600)).unwrap();
+}
+
+type Make = fn(&Path);
+
+/// Things that are not a transcript or a meta file: each is refused at once (never read to its
+/// end, never waited on), for that agent only.
+const NOT_FILES: [(&str, Make); 6] = [
+    ("/dev/zero", |p| {
+        std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+    }),
+    ("/dev/urandom", |p| {
+        std::os::unix::fs::symlink("/dev/urandom", p).unwrap()
+    }),
+    ("a FIFO with no writer", mkfifo),
+    ("a directory", |p| std::fs::create_dir(p).unwrap()),
+    ("a link to a FIFO", |p| {
+        let fifo = p.with_extension("fifo");
+        mkfifo(&fifo);
+        std::os::unix::fs::symlink(&fifo, p).unwrap()
+    }),
+    ("a link to a directory", |p| {
+        std::os::unix::fs::symlink("/", p).unwrap()
+    }),
+];
+
+/// Issue 28 (1): a transcript that is a device, a FIFO or a directory neither hangs the hook
+/// nor fills its memory; the healthy agent beside it is still continued.
+#[test]
+fn a_transcript_that_is_not_a_file_fails_closed_for_that_agent_only() {
+    for (what, make) in NOT_FILES {
+        let w = World::new();
+        let (_input, sid, agent) = setup_b2(&w);
+        let d = w.subagents(&sid);
+        make(&d.join("agent-a0000000000000bad.jsonl"));
+        let out = w.hook(&stop(&w, &sid));
+        assert_eq!(out.stderr.lines().count(), 1, "{what}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("a0000000000000bad"),
+            "{what}: {}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains("not a regular file"),
+            "{what}: {}",
+            out.stderr
+        );
+        let v = out
+            .json
+            .unwrap_or_else(|| panic!("{what}: the good agent is continued"));
+        assert!(v["reason"].as_str().unwrap().contains(&agent), "{what}");
+        assert_eq!(
+            w.markers("continued"),
+            [format!("{sid}.{agent}.json")],
+            "{what}"
+        );
+    }
+}
+
+/// The same for the meta file that maps a `tool_use_id` to its agent: the `PostToolUseFailure`
+/// fails closed (nothing said, one line) and quickly.
+#[test]
+fn a_meta_file_that_is_not_a_file_fails_closed() {
+    for (what, make) in NOT_FILES {
+        let w = World::new();
+        let (input, sid, agent) = setup_b2(&w);
+        let meta = w.subagents(&sid).join(format!("agent-{agent}.meta.json"));
+        std::fs::remove_file(&meta).unwrap();
+        make(&meta);
+        let out = w.hook(&input);
+        assert!(out.failed_closed(), "{what}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("not a regular file"),
+            "{what}: {}",
+            out.stderr
+        );
+        assert!(w.markers("continued").is_empty(), "{what}");
+    }
+    // A meta file over its 1 MiB cap (sparse: 4 GiB) is not read to its end.
+    let w = World::new();
+    let (input, sid, agent) = setup_b2(&w);
+    let meta = w.subagents(&sid).join(format!("agent-{agent}.meta.json"));
+    std::fs::File::create(&meta)
+        .unwrap()
+        .set_len(4 << 30)
+        .unwrap();
+    let out = w.hook(&input);
+    assert!(out.failed_closed(), "{}", out.stderr);
+    assert!(out.stderr.contains("larger than"), "{}", out.stderr);
+    assert!(w.markers("continued").is_empty());
+}
+
+/// A marker that is a FIFO or a link to a device: refused at once, it counts as claimed.
+#[test]
+fn a_marker_that_is_not_a_file_counts_as_claimed_and_never_hangs() {
+    for (what, make) in NOT_FILES {
+        let w = World::new();
+        let (input, sid, agent) = setup_b2(&w);
+        let dir = w.state.join("subagents/continued");
+        std::fs::create_dir_all(&dir).unwrap();
+        make(&dir.join(format!("{sid}.{agent}.json")));
+        let out = w.hook(&input);
+        assert!(out.failed_closed(), "{what}: {}", out.stderr);
+        assert!(out.stderr.contains(&agent), "{what}: {}", out.stderr);
+    }
+}
+
+/// A transcript over the 1 GiB cap (sparse, ending in the cut-off entry) is not scanned: the
+/// hook says so in one line and continues nothing, in bounded time and memory.
+#[test]
+fn a_transcript_over_the_cap_is_not_scanned() {
+    let w = World::new();
+    let (input, sid, agent) = setup_b2(&w);
+    let path = w.subagents(&sid).join(format!("agent-{agent}.jsonl"));
+    let tail = std::fs::read(&path).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(2 << 30).unwrap();
+    drop(f);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(b"\n").unwrap();
+    f.write_all(&tail).unwrap();
+    drop(f);
+    let out = w.hook(&input);
+    assert!(out.failed_closed(), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("larger than 1024 MiB"),
+        "{}",
+        out.stderr
+    );
+    assert!(w.markers("continued").is_empty());
+}
+
+/// The command of `plugin/hooks/hooks.json`, run the way Claude Code runs it (`sh -c`).
+fn plugin_command(event: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../plugin/hooks/hooks.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    v["hooks"][event][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Issue 28 (1): whatever `AGENT_WATCHDOG_BIN` names (a binary without the `hook` subcommand,
+/// one that exits 2 or crashes, none at all), the plugin's command exits 0 and adds nothing to
+/// stdout; with the real binary its decision reaches stdout intact.
+#[test]
+fn the_plugin_command_never_exits_2_and_keeps_the_decision() {
+    let w = World::new();
+    let (input, _, agent) = setup_b2(&w);
+    let bins = tempfile::tempdir().unwrap();
+    let script = |name: &str, body: &str| {
+        let p = bins.path().join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p.display().to_string()
+    };
+    let cases = [
+        (
+            "exits 2",
+            script("two", "cat >/dev/null; echo 'error: no hook' >&2; exit 2"),
+        ),
+        ("is killed", script("killed", "kill -9 $$")),
+        ("aborts", script("aborts", "kill -ABRT $$")),
+        (
+            "is missing",
+            bins.path().join("missing").display().to_string(),
+        ),
+        ("is not executable", {
+            let p = bins.path().join("plain");
+            std::fs::write(&p, "").unwrap();
+            p.display().to_string()
+        }),
+        // An old agent-watchdog: clap's "unrecognized subcommand", exit 2.
+        (
+            "lacks the subcommand",
+            script("old", "exec \"$0.real\" nohook \"$@\""),
+        ),
+    ];
+    std::os::unix::fs::symlink(BIN, bins.path().join("old.real")).unwrap();
+    for event in ["Stop", "PostToolUseFailure"] {
+        let command = plugin_command(event);
+        for (what, bin) in &cases {
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", &command])
+                .env("AGENT_WATCHDOG_BIN", bin)
+                .env("AGENT_WATCHDOG_STATE_DIR", &w.state)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let out = run_bounded(cmd, Input::Bytes(input.to_string().as_bytes()));
+            assert_eq!(out.status.code(), Some(0), "{event}: a binary that {what}");
+            assert!(out.stdout.is_empty(), "{event}: a binary that {what}");
+        }
+    }
+    // The real binary: the decision, byte for byte what `hook` prints.
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &plugin_command("PostToolUseFailure")])
+        .env("AGENT_WATCHDOG_BIN", BIN)
+        .env("AGENT_WATCHDOG_STATE_DIR", &w.state)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = run_bounded(cmd, Input::Bytes(input.to_string().as_bytes()));
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.to_string().contains(&agent), "{v}");
+    assert_eq!(w.markers("continued").len(), 1);
 }

@@ -112,7 +112,12 @@ fn markers(state: &Path, kind: &str) -> Vec<String> {
 }
 
 fn run_claude(run: ClaudeRun, state: &Path) -> Session {
-    let run = run
+    run_claude_env(run, state, &[])
+}
+
+/// [`run_claude`], with `env` set last (over the hook's binary and state directory).
+fn run_claude_env(run: ClaudeRun, state: &Path, env: &[(&str, std::ffi::OsString)]) -> Session {
+    let mut run = run
         .arg("--plugin-dir")
         .arg(plugin_dir())
         .env(
@@ -120,6 +125,9 @@ fn run_claude(run: ClaudeRun, state: &Path) -> Session {
             std::env::var_os("SUBAGENT_E2E_HOOK_BIN").unwrap_or_else(|| BIN.into()),
         )
         .env("AGENT_WATCHDOG_STATE_DIR", state);
+    for (k, v) in env {
+        run = run.env(*k, v.clone());
+    }
     let cmd = run.command();
     let out_dir = tempfile::tempdir().unwrap();
     let (out_path, err_path) = (out_dir.path().join("out"), out_dir.path().join("err"));
@@ -487,6 +495,59 @@ fn run_reports_subagent_failures_even_when_the_session_succeeded() {
 }
 
 /// The plugin is one the real CLI accepts, and it wires exactly the two hooks.
+/// Issue 28 (1): a hook that cannot work (bad variables, a binary that exits 2, one without the
+/// `hook` subcommand, a missing one) never blocks the session: the real CLI makes one model
+/// request and ends with its normal result. (Exit 2 from a `Stop` hook is a blocking error:
+/// before the fix, one "say hi" made 9 requests and ended with an empty result.)
+#[test]
+fn a_broken_hook_never_costs_a_model_request() {
+    use std::os::unix::fs::PermissionsExt;
+    let bins = tempfile::tempdir().unwrap();
+    let script = |name: &str, body: &str| -> std::ffi::OsString {
+        let p = bins.path().join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p.into_os_string()
+    };
+    let exits_2 = script("two", "cat >/dev/null; echo 'error: broken' >&2; exit 2");
+    std::os::unix::fs::symlink(BIN, bins.path().join("old.real")).unwrap();
+    let old = script("old", "exec \"$0.real\" nohook \"$@\"");
+    let bin = |b: &std::ffi::OsString| ("AGENT_WATCHDOG_BIN", b.clone());
+    let cases: Vec<(&str, Vec<(&str, std::ffi::OsString)>)> = vec![
+        (
+            "an empty state dir",
+            vec![("AGENT_WATCHDOG_STATE_DIR", "".into())],
+        ),
+        (
+            "a switch that is none",
+            vec![("AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT", "enabled".into())],
+        ),
+        ("a binary that exits 2", vec![bin(&exits_2)]),
+        ("a binary without `hook`", vec![bin(&old)]),
+        (
+            "no binary at all",
+            vec![bin(&bins.path().join("missing").into_os_string())],
+        ),
+    ];
+    for (what, env) in cases {
+        let server = BlockingMockServer::start(Scenario::named("healthy").unwrap()).unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let run = ClaudeRun::new(claude(), server.base_url(), "say hi").unwrap();
+        let s = run_claude_env(run, state.path(), &env);
+        let report = s.report();
+        let main: Vec<_> = server
+            .requests()
+            .into_iter()
+            .filter(|r| r.main_index.is_some())
+            .collect();
+        assert_eq!(main.len(), 1, "{what}: one model request\n{report}");
+        assert!(s.status.success(), "{what}: {report}");
+        assert_eq!(s.results().len(), 1, "{what}: {report}");
+        assert_eq!(final_answer(&s), mock_api::FINAL_TEXT, "{what}: {report}");
+        assert_eq!(feedback(&s, "Stop hook"), 0, "{what}: {report}");
+    }
+}
+
 #[test]
 fn the_plugin_validates_with_the_real_cli() {
     let home = tempfile::tempdir().unwrap();

@@ -2,7 +2,7 @@
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -397,23 +397,24 @@ fn create_exclusive(path: &Path, contents: &[u8]) -> Result<bool, LedgerError> {
     Ok(won)
 }
 
-/// The contents of `path`, `None` if it does not exist.
+/// The contents of `path`, `None` if it does not exist. Only a regular file we could have
+/// written is read: a FIFO, a device or a symbolic link in its place is never opened (it would
+/// block or never end) and is corrupt, which counts as claimed.
 fn read_small(path: &Path) -> Result<Option<String>, LedgerError> {
-    let file = match File::open(path) {
-        Ok(f) => f,
+    let bytes = match crate::regular_file::read_regular(path, MAX_MARKER_BYTES, false) {
+        Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData
+            ) =>
+        {
+            // The error names the path.
+            return Err(LedgerError::Corrupt(e.to_string()));
+        }
         Err(e) => return Err(unavailable("read", path, e)),
     };
-    let mut bytes = Vec::new();
-    file.take(MAX_MARKER_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| unavailable("read", path, e))?;
-    if bytes.len() as u64 > MAX_MARKER_BYTES {
-        return Err(LedgerError::Corrupt(format!(
-            "{}: larger than {MAX_MARKER_BYTES} bytes",
-            path.display()
-        )));
-    }
     String::from_utf8(bytes)
         .map(Some)
         .map_err(|_| LedgerError::Corrupt(format!("{}: not UTF-8", path.display())))
@@ -454,7 +455,14 @@ fn create_new_private(path: &Path) -> io::Result<File> {
 
 #[cfg(unix)]
 fn sync_dir(path: &Path) -> io::Result<()> {
-    File::open(path)?.sync_all()
+    use std::os::unix::fs::OpenOptionsExt;
+    // Only a directory is opened (a FIFO put in its place must not block the open).
+    let flags = rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::NONBLOCK;
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits() as i32)
+        .open(path)?
+        .sync_all()
 }
 
 #[cfg(not(unix))]

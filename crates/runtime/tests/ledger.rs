@@ -602,3 +602,61 @@ fn the_full_chain_continue_once_then_one_notice_then_nothing() {
         Decision::Nothing(Skip::AlreadyNoticed)
     );
 }
+
+/// A marker path that holds something other than a regular file (a FIFO with no writer, a link
+/// to an endless device, a directory, a huge file) is answered at once, never blocks or fills
+/// memory, and counts as claimed with an error that says what it is.
+#[cfg(unix)]
+#[test]
+fn a_marker_that_is_not_a_regular_file_is_refused_at_once_and_claimed() {
+    let r = Recovery::default();
+    type Make = fn(&Path);
+    let cases: [(&str, Make, &str); 5] = [
+        (
+            "fifo",
+            |p| {
+                rustix::fs::mkfifoat(rustix::fs::CWD, p, rustix::fs::Mode::from_raw_mode(0o600))
+                    .unwrap()
+            },
+            "a FIFO",
+        ),
+        (
+            "zero",
+            |p| std::os::unix::fs::symlink("/dev/zero", p).unwrap(),
+            "a symbolic link",
+        ),
+        (
+            "urandom",
+            |p| std::os::unix::fs::symlink("/dev/urandom", p).unwrap(),
+            "a symbolic link",
+        ),
+        ("dir", |p| std::fs::create_dir(p).unwrap(), "a directory"),
+        (
+            "huge",
+            |p| std::fs::File::create(p).unwrap().set_len(8 << 30).unwrap(),
+            "larger than",
+        ),
+    ];
+    for (name, make, what) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let ledger = FileLedger::open(tmp.path()).unwrap();
+        make(&ledger.marker_path(ID).unwrap());
+        let started = Instant::now();
+        let err = ledger.get(ID).unwrap_err();
+        assert!(
+            matches!(&err, LedgerError::Corrupt(m) if m.contains(what)),
+            "{name}: {err}"
+        );
+        assert_eq!(
+            ledger.try_claim(ID, &marker(&cut_off(ID), "x")).unwrap(),
+            Claim::AlreadyClaimed,
+            "{name}"
+        );
+        assert_eq!(continuation(&r, &ledger, &cut_off(ID)), None, "{name}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{name}: took {:?}",
+            started.elapsed()
+        );
+    }
+}

@@ -160,3 +160,36 @@ fn is_root() -> bool {
         })
         .unwrap_or(false)
 }
+
+/// A subagent marker that is a FIFO or a link to `/dev/zero` is refused at once (never opened
+/// for a blocking read, never read to the end) and counts as claimed.
+#[cfg(unix)]
+#[test]
+fn a_marker_that_is_a_fifo_or_a_device_link_is_corrupt_and_claimed() {
+    for fifo in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let l = FileLedger::open(dir.path()).unwrap();
+        SubagentLedger::try_claim(&l, &key(AGENT), &marker(AGENT, "u1")).unwrap();
+        let path = l.subagent_marker_path(&key(AGENT));
+        std::fs::remove_file(&path).unwrap();
+        if fifo {
+            rustix::fs::mkfifoat(
+                rustix::fs::CWD,
+                &path,
+                rustix::fs::Mode::from_raw_mode(0o600),
+            )
+            .unwrap();
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        }
+        let err = SubagentLedger::get(&l, &key(AGENT)).unwrap_err();
+        assert!(
+            matches!(&err, LedgerError::Corrupt(m) if m.contains("not a regular file")),
+            "{err}"
+        );
+        assert_eq!(
+            SubagentLedger::try_claim(&l, &key(AGENT), &marker(AGENT, "u2")).unwrap(),
+            Claim::AlreadyClaimed
+        );
+    }
+}

@@ -27,11 +27,11 @@ pub mod input;
 pub mod output;
 pub mod session_files;
 
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use agent_sdk_watchdog::FileLedger;
-use clap::builder::BoolishValueParser;
 use clap::Args;
 use watchdog_core::recovery::Trigger;
 use watchdog_core::Recovery;
@@ -40,19 +40,64 @@ use act::{consider, LedgerSource, Said};
 use input::{Event, HookInput};
 use session_files::SubagentFiles;
 
-/// Hook input larger than this is not one Claude Code sends.
+/// Hook input larger than this is not one Claude Code sends (the hook then does nothing).
 const MAX_INPUT_BYTES: u64 = 16 << 20;
 
-/// Flags of `hook`. Each has the same `AGENT_WATCHDOG_*` environment variable as `run`'s flag.
+/// The variable of `--state-dir`.
+pub const STATE_DIR_VAR: &str = "AGENT_WATCHDOG_STATE_DIR";
+/// The variable of `--no-recover-output-limit`.
+pub const NO_RECOVER_VAR: &str = "AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT";
+
+/// Flags of `hook`. Each has the same `AGENT_WATCHDOG_*` environment variable as `run`'s flag,
+/// but read leniently ([`HookArgs::with_env`]): a hook must never fail on its own settings.
 #[derive(Debug, Clone, Default, Args)]
 pub struct HookArgs {
-    /// Where the continuation markers live [default: $XDG_STATE_HOME/agent-watchdog, else
-    /// ~/.local/state/agent-watchdog]
-    #[arg(long, value_name = "DIR", env = "AGENT_WATCHDOG_STATE_DIR")]
+    /// Where the continuation markers live [env: AGENT_WATCHDOG_STATE_DIR] [default:
+    /// $XDG_STATE_HOME/agent-watchdog, else ~/.local/state/agent-watchdog]
+    #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// Do not continue subagents cut off by the output token limit (the hook then does nothing)
-    #[arg(long, env = "AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT", value_parser = BoolishValueParser::new())]
+    /// [env: AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT]
+    #[arg(long)]
     pub no_recover_output_limit: bool,
+}
+
+impl HookArgs {
+    /// Fill what the command line left unset from the environment (`env`: a variable's value).
+    ///
+    /// Never fails: an empty `AGENT_WATCHDOG_STATE_DIR` means the default directory; a value of
+    /// `AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT` that is not a switch (`1`/`0`, `true`/`false`,
+    /// `yes`/`no`, `on`/`off`, any case) is taken as set, so the hook does nothing (it fails
+    /// closed: no continuation). Each such fallback is one line in the returned notes.
+    pub fn with_env(mut self, env: impl Fn(&str) -> Option<OsString>) -> (HookArgs, Vec<String>) {
+        let mut notes = Vec::new();
+        if self.state_dir.is_none() {
+            match env(STATE_DIR_VAR) {
+                Some(v) if v.is_empty() => notes.push(format!(
+                    "{STATE_DIR_VAR} is empty: using the default state directory"
+                )),
+                Some(v) => self.state_dir = Some(PathBuf::from(v)),
+                None => {}
+            }
+        }
+        if !self.no_recover_output_limit {
+            if let Some(v) = env(NO_RECOVER_VAR) {
+                let text = v.to_string_lossy().trim().to_ascii_lowercase();
+                match text.as_str() {
+                    "" | "0" | "false" | "no" | "off" | "n" | "f" => {}
+                    "1" | "true" | "yes" | "on" | "y" | "t" => self.no_recover_output_limit = true,
+                    _ => {
+                        notes.push(format!(
+                            "{NO_RECOVER_VAR}={v:?} is not a switch (1/0, true/false, yes/no, \
+                             on/off): taken as set, so nothing is continued"
+                        ));
+                        self.no_recover_output_limit = true;
+                    }
+                }
+            }
+        }
+        (self, notes)
+    }
 }
 
 /// What the hook prints.
@@ -186,17 +231,38 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// The `hook` subcommand: read stdin, answer, always exit 0.
-pub fn main(args: HookArgs) -> i32 {
+/// Read the hook input: at most [`MAX_INPUT_BYTES`], more is an error (never buffered).
+fn read_input(stdin: impl Read) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
-    let read = std::io::stdin()
-        .lock()
-        .take(MAX_INPUT_BYTES)
-        .read_to_end(&mut bytes);
-    let response = match read {
-        Ok(_) => respond(&args, &bytes, now_ms()),
-        Err(e) => failed(format!("cannot read stdin: {e}")),
+    stdin
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read stdin: {e}"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(format!(
+            "hook input larger than {} MiB: not one Claude Code sends",
+            MAX_INPUT_BYTES >> 20
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The `hook` subcommand: read stdin, answer, always exit 0 (see [`guarded`] for panics).
+pub fn main(args: HookArgs) -> i32 {
+    let (args, notes) = args.with_env(|k| std::env::var_os(k));
+    let mut response = match read_input(std::io::stdin().lock()) {
+        Ok(bytes) => respond(&args, &bytes, now_ms()),
+        Err(e) => failed(e),
     };
+    if !notes.is_empty() {
+        // One line in all: the notes, then what went wrong, if anything.
+        let mut line = format!("agent-watchdog hook: {}", notes.join("; "));
+        if let Some(err) = response.stderr.take() {
+            line.push_str("; ");
+            line.push_str(err.trim_start_matches("agent-watchdog hook: "));
+        }
+        response.stderr = Some(line);
+    }
     if let Some(out) = &response.stdout {
         let mut o = std::io::stdout().lock();
         // A closed stdout leaves nothing to do: Claude Code then sees no decision.
@@ -206,6 +272,33 @@ pub fn main(args: HookArgs) -> i32 {
         let _ = writeln!(std::io::stderr().lock(), "{err}");
     }
     0
+}
+
+/// Run `f` (the hook), turning a panic into its message: for Claude Code an exit code of 2
+/// blocks the session and any other non-zero one is an error it shows, so whatever goes wrong
+/// inside, the hook still ends with exit 0 (the caller prints the one line).
+pub fn guarded(f: impl FnOnce() -> i32 + std::panic::UnwindSafe) -> Result<i32, String> {
+    std::panic::catch_unwind(f).map_err(|payload| {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_owned())
+    })
+}
+
+/// What the `hook` subcommand prints when its command line cannot be parsed (clap's text):
+/// one line, no decision, exit 0.
+pub fn usage_failure_line(rendered: &str) -> String {
+    let first = rendered
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("bad arguments");
+    format!(
+        "agent-watchdog hook: {}: doing nothing",
+        first.trim_start_matches("error: ")
+    )
 }
 
 #[cfg(test)]
@@ -246,5 +339,70 @@ mod tests {
             Response::default()
         );
         assert!(!dir.path().join("state").exists());
+    }
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    #[test]
+    fn the_environment_never_fails_the_hook() {
+        let off = |vars: &[(&str, &str)]| {
+            let (a, notes) = HookArgs::default().with_env(env(vars));
+            (a.no_recover_output_limit, notes.len())
+        };
+        for v in ["", "0", "false", "No", "OFF"] {
+            assert_eq!(off(&[(NO_RECOVER_VAR, v)]), (false, 0), "{v:?}");
+        }
+        for v in ["1", "true", "YES", " on "] {
+            assert_eq!(off(&[(NO_RECOVER_VAR, v)]), (true, 0), "{v:?}");
+        }
+        for v in ["2", "enabled", "-1", "\u{1F600}"] {
+            assert_eq!(
+                off(&[(NO_RECOVER_VAR, v)]),
+                (true, 1),
+                "{v:?}: fails closed"
+            );
+        }
+        let (a, notes) = HookArgs::default().with_env(env(&[(STATE_DIR_VAR, "")]));
+        assert_eq!((a.state_dir, notes.len()), (None, 1), "empty: the default");
+        let (a, notes) = HookArgs::default().with_env(env(&[(STATE_DIR_VAR, "/s")]));
+        assert_eq!((a.state_dir, notes.len()), (Some(PathBuf::from("/s")), 0));
+        // A flag wins over its variable, and is not checked against it.
+        let flags = HookArgs {
+            state_dir: Some(PathBuf::from("/flag")),
+            no_recover_output_limit: true,
+        };
+        let (a, notes) = flags.with_env(env(&[(STATE_DIR_VAR, ""), (NO_RECOVER_VAR, "x")]));
+        assert_eq!(a.state_dir, Some(PathBuf::from("/flag")));
+        assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn a_panic_inside_the_guard_is_its_message_never_an_unwind() {
+        assert_eq!(guarded(|| 0), Ok(0));
+        let literal = guarded(|| panic!("boom"));
+        let formatted = guarded(|| panic!("agent {}", 7));
+        let other = guarded(|| std::panic::panic_any(42_u8));
+        assert_eq!(literal, Err("boom".to_owned()));
+        assert_eq!(formatted, Err("agent 7".to_owned()));
+        assert_eq!(other, Err("a panic".to_owned()));
+    }
+
+    #[test]
+    fn stdin_over_the_cap_is_refused_without_buffering_it() {
+        let huge = std::io::repeat(b' ').take(MAX_INPUT_BYTES * 4);
+        let err = read_input(huge).unwrap_err();
+        assert!(err.contains("larger than 16 MiB"), "{err}");
+        assert_eq!(read_input(&b"{}"[..]).unwrap(), b"{}");
+        let usage = usage_failure_line("error: unexpected argument '--x' found\n\nUsage: …");
+        assert_eq!(
+            usage,
+            "agent-watchdog hook: unexpected argument '--x' found: doing nothing"
+        );
     }
 }

@@ -3,7 +3,9 @@
 //! (`agentType`, `toolUseId`, …).
 
 use std::fs::File;
-use std::io::{self, BufRead, Read, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom};
+
+use agent_sdk_watchdog::{open_regular, read_regular};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -15,6 +17,9 @@ const SHORT_TAIL_BYTES: u64 = 256 << 10;
 const TAIL_BYTES: u64 = 8 << 20;
 /// A meta file larger than this is not one Claude Code wrote.
 const MAX_META_BYTES: u64 = 1 << 20;
+/// A transcript larger than this is not scanned for its failures (the hook then says nothing
+/// about that agent): a hook has 30 s.
+pub const MAX_TRANSCRIPT_BYTES: u64 = 1 << 30;
 
 /// The subagent files of one session.
 #[derive(Debug, Clone)]
@@ -63,15 +68,11 @@ impl SubagentFiles {
     /// The meta file of `agent_id`; `None` if it does not exist.
     pub fn meta(&self, agent_id: &str) -> io::Result<Option<Meta>> {
         let path = self.dir.join(format!("agent-{agent_id}.meta.json"));
-        let file = match File::open(&path) {
-            Ok(f) => f,
+        let bytes = match read_regular(&path, MAX_META_BYTES, true) {
+            Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(with_path(e, &path)),
+            Err(e) => return Err(named(e, &path)),
         };
-        let mut bytes = Vec::new();
-        file.take(MAX_META_BYTES)
-            .read_to_end(&mut bytes)
-            .map_err(|e| with_path(e, &path))?;
         let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -119,35 +120,35 @@ impl SubagentFiles {
     }
 
     /// The synthetic error entries in the whole transcript of `agent_id` (lines holding
-    /// `"isApiErrorMessage":true`; counted without parsing, streaming the file).
+    /// `"isApiErrorMessage":true`; counted without parsing, streaming the file in chunks, so an
+    /// endless line costs no memory). A transcript over [`MAX_TRANSCRIPT_BYTES`] is an error.
     pub fn failure_count(&self, agent_id: &str) -> io::Result<usize> {
         let path = self.dir.join(format!("agent-{agent_id}.jsonl"));
-        let file = File::open(&path).map_err(|e| with_path(e, &path))?;
-        let mut reader = io::BufReader::new(file);
-        let needles = [
-            memchr::memmem::Finder::new(b"\"isApiErrorMessage\":true"),
-            memchr::memmem::Finder::new(b"\"isApiErrorMessage\": true"),
-        ];
-        let mut line = Vec::new();
-        let mut n = 0;
-        loop {
-            line.clear();
-            if reader
-                .read_until(b'\n', &mut line)
-                .map_err(|e| with_path(e, &path))?
-                == 0
-            {
-                return Ok(n);
-            }
-            if needles.iter().any(|f| f.find(&line).is_some()) {
-                n += 1;
-            }
+        let file = open(&path)?;
+        let len = file.metadata().map_err(|e| with_path(e, &path))?.len();
+        if len > MAX_TRANSCRIPT_BYTES {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: larger than {} MiB, not scanned",
+                    path.display(),
+                    MAX_TRANSCRIPT_BYTES >> 20
+                ),
+            ));
         }
+        count_lines_with(
+            file.take(MAX_TRANSCRIPT_BYTES),
+            &[
+                b"\"isApiErrorMessage\":true",
+                b"\"isApiErrorMessage\": true",
+            ],
+        )
+        .map_err(|e| with_path(e, &path))
     }
 
     /// What the last `bytes` of `path` say, and whether the file is longer.
     fn tail(&self, path: &Path, bytes: u64) -> io::Result<(TranscriptEnd, bool)> {
-        let mut file = File::open(path).map_err(|e| with_path(e, path))?;
+        let mut file = open(path)?;
         let len = file.metadata().map_err(|e| with_path(e, path))?.len();
         let start = len.saturating_sub(bytes);
         file.seek(SeekFrom::Start(start))
@@ -163,6 +164,72 @@ impl SubagentFiles {
             lines.next();
         }
         Ok((SubagentEnd::from_transcript(lines), start > 0))
+    }
+}
+
+/// Open a subagent file only if it is a regular file: a FIFO, a device or a directory in its
+/// place is refused at once (never read, never waited on).
+fn open(path: &Path) -> io::Result<File> {
+    open_regular(path, true).map_err(|e| named(e, path))
+}
+
+/// `e` with the path, unless [`open_regular`]'s message already names it.
+fn named(e: io::Error, path: &Path) -> io::Error {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData
+    ) {
+        e
+    } else {
+        with_path(e, path)
+    }
+}
+
+/// How many lines of `reader` hold one of `needles`, reading fixed-size chunks (a needle across
+/// two chunks is found; memory stays one chunk whatever the line lengths).
+fn count_lines_with(mut reader: impl Read, needles: &[&[u8]]) -> io::Result<usize> {
+    let finders: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
+    let keep = needles.iter().map(|n| n.len()).max().unwrap_or(1) - 1;
+    let mut buf = vec![0u8; 64 << 10];
+    // The end of the current line not yet matched (at most `keep` bytes between chunks).
+    let mut window: Vec<u8> = Vec::new();
+    let mut counted = false;
+    let mut n = 0;
+    loop {
+        let got = match reader.read(&mut buf) {
+            Ok(0) => return Ok(n),
+            Ok(got) => got,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let mut rest = &buf[..got];
+        loop {
+            let newline = memchr::memchr(b'\n', rest);
+            let segment = &rest[..newline.unwrap_or(rest.len())];
+            if !counted {
+                window.extend_from_slice(segment);
+                if finders.iter().any(|f| f.find(&window).is_some()) {
+                    counted = true;
+                    n += 1;
+                }
+            }
+            match newline {
+                Some(i) => {
+                    counted = false;
+                    window.clear();
+                    rest = &rest[i + 1..];
+                }
+                None => {
+                    let drop = if counted {
+                        window.len()
+                    } else {
+                        window.len().saturating_sub(keep)
+                    };
+                    window.drain(..drop);
+                    break;
+                }
+            }
+        }
     }
 }
 
@@ -228,5 +295,25 @@ mod tests {
         assert_eq!(end.failures, 1, "the short tail sees one");
         let end = end.with_failure_count(files.failure_count("d4").unwrap());
         assert_eq!(end.failure_id.as_deref(), Some("failure-2"));
+    }
+
+    #[test]
+    fn failures_are_counted_per_line_across_chunks_in_bounded_memory() {
+        let needle: &[u8] = b"\"isApiErrorMessage\":true";
+        // A needle split by the 64 KiB chunk boundary, one twice on a line, one on an endless
+        // line of zeros (40 MiB with no newline).
+        let mut input = vec![b'x'; (64 << 10) - 10];
+        input.extend_from_slice(needle);
+        input.extend_from_slice(b"\n");
+        input.extend_from_slice(needle);
+        input.extend_from_slice(needle);
+        input.extend_from_slice(b"\nno\n");
+        let zeros = io::repeat(0).take(40 << 20);
+        let reader = (&input[..]).chain(zeros).chain(needle).chain(&b"\n"[..]);
+        assert_eq!(count_lines_with(reader, &[needle]).unwrap(), 3);
+        assert_eq!(
+            count_lines_with(&b"isApi\nErrorMessage"[..], &[needle]).unwrap(),
+            0
+        );
     }
 }

@@ -526,4 +526,4 @@ fn split_status(s: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
 }
 
 /// The host's stdin, line by line, as [`stdin::spawn_reader`] delivers it.
-pub(crate) type HostStdin = mpsc::Receiver<Option<Vec<u8>>>;
+pub(crate) type HostStdin = mpsc::Receiver<stdin::HostInput>;

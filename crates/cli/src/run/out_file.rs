@@ -1,40 +1,130 @@
 //! The files a run writes (`--record`, `--summary`), opened before the child starts: a path
 //! that cannot be written fails the run before it costs anything.
 //!
+//! - Symbolic links are followed to their target: the target is written (or replaced), never
+//!   the link itself.
+//! - A path that leads to an open file of a process (`/dev/stdout`, `/dev/stderr`,
+//!   `/dev/fd/N`, `/proc/self/fd/N`) is a stream: written in place where that file is (our own
+//!   stdout and stderr are shared, so the summary follows what the run printed there), never
+//!   truncated or replaced.
 //! - A FIFO is opened without blocking: with no process reading it, the open fails at once
 //!   ("no process reads it") instead of hanging the run before it starts.
 //! - A regular file (or a new one) given to `--summary` is written at the end through a
 //!   temporary file in the same directory, created now, then renamed over it: a reader never
 //!   sees half a summary, and an unwritable directory is found before the run.
-//! - Anything else that is not a regular file (a character device such as `/dev/stderr`,
-//!   a FIFO) is opened now and written in place at the end.
+//! - Anything else that is not a regular file (a character device such as `/dev/null`, a FIFO)
+//!   is opened now and written in place at the end.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-/// Open `path` for writing, creating or truncating a regular file; a FIFO must have a reader.
-pub fn create(path: &Path) -> io::Result<File> {
-    let is_fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
-    if !is_fifo {
-        return File::create(path);
+/// Where a path leads once its symbolic links are followed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Resolved {
+    /// The path with every symbolic link resolved (its last part may not exist yet).
+    path: PathBuf,
+    /// It names an open file of a process (`/proc/<pid>/fd/<n>`): a stream.
+    fd: bool,
+}
+
+/// Follow the links of `path` (at most 40), directory by directory.
+fn resolve(path: &Path) -> io::Result<Resolved> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        let Some(name) = p.file_name().map(ToOwned::to_owned) else {
+            return Ok(Resolved { path: p, fd: false });
+        };
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let dir = std::fs::canonicalize(parent)?;
+        let full = dir.join(name);
+        // `/proc/<pid>/fd/<n>` entries are links to open files, some of which (pipes, sockets)
+        // have no path: never follow them further.
+        if dir.starts_with("/proc") && dir.file_name().is_some_and(|n| n == "fd") {
+            return Ok(Resolved {
+                path: full,
+                fd: true,
+            });
+        }
+        match std::fs::symlink_metadata(&full) {
+            Ok(m) if m.file_type().is_symlink() => p = dir.join(std::fs::read_link(&full)?),
+            _ => {
+                return Ok(Resolved {
+                    path: full,
+                    fd: false,
+                })
+            }
+        }
     }
+    Err(io::Error::other("too many levels of symbolic links"))
+}
+
+/// Open the process's open file `fd_path` (`/proc/<pid>/fd/<n>`) to write where it writes:
+/// our own stdout and stderr are shared (same offset: after what the run printed), another is
+/// opened for appending (never truncated).
+fn open_fd(fd_path: &Path) -> io::Result<File> {
+    use std::os::fd::AsFd;
+    let ours = PathBuf::from(format!("/proc/{}/fd", std::process::id()));
+    if fd_path.parent() == Some(ours.as_path()) {
+        let name = fd_path.file_name().and_then(|n| n.to_str());
+        let shared = match name {
+            Some("1") => Some(io::stdout().as_fd().try_clone_to_owned()?),
+            Some("2") => Some(io::stderr().as_fd().try_clone_to_owned()?),
+            _ => None,
+        };
+        if let Some(fd) = shared {
+            return Ok(File::from(fd));
+        }
+    }
+    open_stream(fd_path, true)
+}
+
+/// Open `path` for writing without blocking (a FIFO must have a reader), then make writes
+/// block as usual; `append`: never truncate.
+fn open_stream(path: &Path, append: bool) -> io::Result<File> {
+    let is_fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
     let nonblock = rustix::fs::OFlags::NONBLOCK.bits() as i32;
     let file = OpenOptions::new()
         .write(true)
+        .append(append)
         .custom_flags(nonblock)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(n) if n == rustix::io::Errno::NXIO.raw_os_error() => io::Error::new(
+            Some(n) if is_fifo && n == rustix::io::Errno::NXIO.raw_os_error() => io::Error::new(
                 io::ErrorKind::NotConnected,
                 "it is a FIFO that no process reads",
             ),
             _ => e,
         })?;
     // Writes block as usual from now on (a slow reader slows the run, it loses nothing).
-    rustix::fs::fcntl_setfl(&file, rustix::fs::OFlags::empty())?;
+    let flags = if append {
+        rustix::fs::OFlags::APPEND
+    } else {
+        rustix::fs::OFlags::empty()
+    };
+    rustix::fs::fcntl_setfl(&file, flags)?;
     Ok(file)
+}
+
+/// Open `path` for writing: through its links; a stream (see the module) in place; a regular
+/// file created or truncated; a FIFO must have a reader.
+pub fn create(path: &Path) -> io::Result<File> {
+    let r = resolve(path)?;
+    if r.fd {
+        return open_fd(&r.path);
+    }
+    match std::fs::metadata(&r.path) {
+        Ok(m) if m.is_dir() => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is a directory",
+        )),
+        Ok(m) if m.file_type().is_fifo() => open_stream(&r.path, false),
+        _ => File::create(&r.path),
+    }
 }
 
 /// Where `--summary` goes, opened before the run.
@@ -61,18 +151,19 @@ impl SummaryTarget {
         if path.as_os_str() == "-" {
             return Ok(SummaryTarget::Stderr);
         }
-        match std::fs::metadata(path) {
+        // Through the links: the target is replaced, never the link (`--summary /dev/stdout`
+        // must not replace `/dev/stdout`).
+        let r = resolve(path)?;
+        if r.fd {
+            return open_fd(&r.path).map(SummaryTarget::Direct);
+        }
+        let path = r.path;
+        match std::fs::metadata(&path) {
             Ok(m) if !m.is_file() => {
-                if m.is_dir() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "it is a directory",
-                    ));
-                }
-                return create(path).map(SummaryTarget::Direct);
+                return create(&path).map(SummaryTarget::Direct);
             }
             // An existing file must be writable, as it would be without the rename.
-            Ok(_) => drop(OpenOptions::new().append(true).open(path)?),
+            Ok(_) => drop(OpenOptions::new().append(true).open(&path)?),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
@@ -90,7 +181,7 @@ impl SummaryTarget {
         ));
         let file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         Ok(SummaryTarget::Replace {
-            path: path.to_path_buf(),
+            path: path.clone(),
             tmp,
             file: Some(file),
         })
@@ -180,5 +271,94 @@ mod tests {
         assert!(err.to_string().contains("no process reads"), "{err}");
         let err = SummaryTarget::open(&fifo).unwrap_err();
         assert!(err.to_string().contains("no process reads"), "{err}");
+    }
+
+    #[test]
+    fn links_are_followed_and_their_targets_written_never_the_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("real.json");
+        std::fs::write(&target, "old").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink("real.json", &link).unwrap();
+        // A chain of links, and one through a linked directory.
+        let link2 = dir.path().join("link2.json");
+        std::os::unix::fs::symlink(&link, &link2).unwrap();
+        let sub = dir.path().join("sub");
+        std::os::unix::fs::symlink(dir.path(), &sub).unwrap();
+        for (i, p) in [&link, &link2, &sub.join("link.json")]
+            .into_iter()
+            .enumerate()
+        {
+            SummaryTarget::open(p)
+                .unwrap()
+                .write(&format!("{{\"n\":{i}}}\n"))
+                .unwrap();
+            assert!(std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink());
+            assert_eq!(
+                std::fs::read_to_string(&target).unwrap(),
+                format!("{{\"n\":{i}}}\n")
+            );
+        }
+        // A dangling link: its target is created.
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink("new.json", &dangling).unwrap();
+        SummaryTarget::open(&dangling)
+            .unwrap()
+            .write("x\n")
+            .unwrap();
+        assert!(std::fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("new.json")).unwrap(),
+            "x\n"
+        );
+        // `--record` too.
+        let mut f = create(&link2).unwrap();
+        f.write_all(b"rec\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "rec\n");
+        assert!(std::fs::symlink_metadata(&link2)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+
+    #[test]
+    fn a_process_open_file_is_a_stream_appended_never_replaced() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        std::fs::write(&path, "before\n").unwrap();
+        let held = OpenOptions::new().append(true).open(&path).unwrap();
+        let fd = held.as_raw_fd();
+        for p in [format!("/dev/fd/{fd}"), format!("/proc/self/fd/{fd}")] {
+            let r = resolve(Path::new(&p)).unwrap();
+            assert!(r.fd, "{p}: {r:?}");
+            SummaryTarget::open(Path::new(&p))
+                .unwrap()
+                .write("s\n")
+                .unwrap();
+        }
+        let mut f = create(Path::new(&format!("/dev/fd/{fd}"))).unwrap();
+        f.write_all(b"r\n").unwrap();
+        // Appended each time; the file is the same inode, no temporary left.
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "before\ns\ns\nr\n");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // `/dev/stdout` is our stdout, whatever it is, and is never replaced.
+        let r = resolve(Path::new("/dev/stdout")).unwrap();
+        assert!(r.fd, "{r:?}");
+        assert!(std::fs::symlink_metadata("/dev/stdout")
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // A character device is a stream too.
+        assert!(matches!(
+            SummaryTarget::open(Path::new("/dev/null")).unwrap(),
+            SummaryTarget::Direct(_)
+        ));
     }
 }

@@ -97,6 +97,21 @@ impl StdinWriter {
         Ok(())
     }
 
+    /// Write `bytes` to the child's stdin as they are (no newline added, not seen by the
+    /// policy): a piece of a line too long to hold whole.
+    pub async fn write_raw(&self, bytes: &[u8]) -> std::io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        let mut guard = self.pipe.lock().await;
+        let Some(pipe) = guard.as_mut() else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "stdin is closed",
+            ));
+        };
+        pipe.write_all(bytes).await?;
+        pipe.flush().await
+    }
+
     /// Close stdin (the child sees end of input).
     pub async fn close(&self) {
         self.pipe.lock().await.take();
