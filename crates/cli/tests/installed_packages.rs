@@ -184,6 +184,10 @@ fn readme_run(sdk: Sdk, scenario: &str, extra: &[(&str, &str)], path_prefix: Opt
 fn healthy(sdk: Sdk, path_prefix: Option<&Path>) {
     let r = readme_run(sdk, "healthy", &[], path_prefix);
     assert!(r.out.status.success(), "{}", r.report());
+    let stderr = String::from_utf8_lossy(&r.out.stderr);
+    for warning in ["Warning", "CLAUDE_SDK_"] {
+        assert!(!stderr.contains(warning), "the SDK warned: {}", r.report());
+    }
     let last = r.stdout().lines().last().unwrap_or("").to_owned();
     assert_eq!(last, format!("success: {FINAL_TEXT}"), "{}", r.report());
     assert!(r.took < Duration::from_secs(120), "{}", r.report());
