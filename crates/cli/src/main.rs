@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         Command::Audit(args) => audit(&args),
         Command::Demo(args) => agent_watchdog::demo::main(args),
         Command::Hook(args) => agent_watchdog::hook::main(args),
+        Command::PluginDir => agent_watchdog::plugin_dir::main(),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(exit_code::INTERNAL as u8))
 }
