@@ -34,6 +34,9 @@ pub enum Command {
     /// The Claude Code command hook of the subagent plugin (`plugin/`): JSON on stdin, a
     /// decision on stdout. Continues a subagent cut off by the output token limit once.
     Hook(crate::hook::HookArgs),
+    /// Print the directory of the subagent plugin this installation carries (the pip and npm
+    /// packages), for `claude --plugin-dir`.
+    PluginDir,
 }
 
 /// Flags of `run`.

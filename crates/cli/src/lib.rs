@@ -12,6 +12,7 @@ pub mod exit_code;
 pub(crate) mod find_claude;
 pub mod hook;
 pub(crate) mod mcp_limits;
+pub mod plugin_dir;
 pub(crate) mod policy_args;
 pub mod replay;
 pub mod run;

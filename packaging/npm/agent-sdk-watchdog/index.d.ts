@@ -27,14 +27,47 @@ export interface WatchdogPolicy {
   record?: string;
   /** Write a JSON summary of the run to this file. */
   summary?: string;
-  /** The real `claude` (default: the first `claude` on PATH). */
+  /** The real `claude` (default: the one the SDK would run, see `sdkClaude()`). */
   claude?: string;
+}
+
+/** A local plugin, as query()'s `plugins` option takes it. */
+export interface LocalPlugin {
+  type: 'local';
+  path: string;
+}
+
+/** watchdogOptions()'s own settings, beside the policy. */
+export interface WatchdogOptionsSettings extends WatchdogPolicy {
+  /** Load this package's plugin (subagent continue-once). Default true. */
+  plugin?: boolean;
+  /** Your own plugins; this package's is added after them. */
+  plugins?: LocalPlugin[];
+  /** Where to resolve the Agent SDK from (default: the working directory, then this package). */
+  from?: string;
 }
 
 /** The query() options that route a session through the watchdog. */
 export interface WatchdogOptions {
   pathToClaudeCodeExecutable: string;
   env: Record<string, string | undefined>;
+  plugins: LocalPlugin[];
+  /** `'initialize'` when the real claude is the SDK's own (it reads MCP servers from stdin). */
+  mcpServersDelivery?: 'initialize';
+}
+
+/** What watchdogKill() read from the watchdog's final result. */
+export interface WatchdogKill {
+  /** `idle`, `no_progress`, `startup`, `linger` or `ceiling`. */
+  kind: string;
+  /** One sentence: what was killed and why. */
+  reason: string;
+}
+
+/** The claude the SDK would run: its platform package's (`bundled: true`), else PATH's. */
+export interface SdkClaude {
+  path: string;
+  bundled: boolean;
 }
 
 /** The per-platform package name, e.g. `@agent-sdk-watchdog/linux-x64`. */
@@ -47,12 +80,30 @@ export function binaryPath(name?: 'claude-watchdog' | 'agent-watchdog'): string;
 export function watchdogEnv(policy?: WatchdogPolicy): Record<string, string>;
 
 /**
- * `pathToClaudeCodeExecutable` (the native claude-watchdog) and `env` (`env`, default
- * `process.env`, with the policy variables over it) for query() options:
+ * The claude the TypeScript SDK would run without the watchdog: its platform package
+ * (`@anthropic-ai/claude-agent-sdk-<os>-<cpu>[-musl]`, resolved from the SDK), else `claude`
+ * on `env.PATH`. Throws, naming what it looked for and where, when there is none.
+ */
+export function sdkClaude(options?: { from?: string; env?: Record<string, string | undefined> }): SdkClaude;
+
+/** The SDK's platform package names for a platform, in the order the SDK tries them. */
+export function sdkPlatformPackages(platform?: string, arch?: string, musl?: boolean): string[];
+
+/** The directory of the Claude Code plugin this package carries. */
+export function pluginPath(): string;
+
+/** The watchdog's kill if `message` is claude-watchdog's final result, else `null`. Never throws. */
+export function watchdogKill(message: unknown): WatchdogKill | null;
+
+/**
+ * query() options: `pathToClaudeCodeExecutable` (the native claude-watchdog), `env` (`env`,
+ * default `process.env`, with the policy variables, `AGENT_WATCHDOG_CLAUDE` and
+ * `AGENT_WATCHDOG_BIN` over it), `plugins` (this package's plugin unless `plugin: false`) and,
+ * when the real claude is the SDK's own, `mcpServersDelivery: 'initialize'`:
  * `query({ prompt, options: { ...watchdogOptions({ idle: '5m' }), cwd } })`.
  */
 export function watchdogOptions(
-  policy?: WatchdogPolicy,
+  settings?: WatchdogOptionsSettings,
   env?: Record<string, string | undefined>,
 ): WatchdogOptions;
 

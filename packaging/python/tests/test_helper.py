@@ -2,6 +2,8 @@
 virtual environment the wheel was installed into (stdlib unittest, no other dependency)."""
 
 import datetime
+import importlib.util
+import json
 import os
 import shutil
 import stat
@@ -10,8 +12,11 @@ import sys
 import sysconfig
 import tempfile
 import unittest
+from unittest import mock
 
 import agent_sdk_watchdog as w
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 def fake_claude(directory: str) -> str:
@@ -101,12 +106,176 @@ class Env(unittest.TestCase):
                     w.watchdog_env(**kwargs)
 
     def test_sdk_options_merge_the_policy_over_the_callers_env(self):
-        opts = w.sdk_options(env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:1", "AGENT_WATCHDOG_IDLE": "1h"}, idle="4s")
-        self.assertEqual(set(opts), {"cli_path", "env"})
+        opts = w.sdk_options(
+            env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:1", "AGENT_WATCHDOG_IDLE": "1h"}, idle="4s", plugin=False
+        )
+        self.assertEqual(set(opts), {"cli_path", "env", "plugins"})
         self.assertEqual(opts["cli_path"], w.cli_path())
         self.assertEqual(
-            opts["env"], {"ANTHROPIC_BASE_URL": "http://127.0.0.1:1", "AGENT_WATCHDOG_IDLE": "4s"}
+            opts["env"],
+            {
+                "ANTHROPIC_BASE_URL": "http://127.0.0.1:1",
+                "AGENT_WATCHDOG_IDLE": "4s",
+                "AGENT_WATCHDOG_CLAUDE": w.sdk_claude(),
+            },
         )
+
+
+def bundled_claude() -> str:
+    """Where the installed SDK keeps its claude, found independently of the helper."""
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    assert spec is not None, "claude-agent-sdk must be installed in this environment"
+    return os.path.join(list(spec.submodule_search_locations)[0], "_bundled", "claude")
+
+
+class TheClaudeTheSdkWouldRun(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.fake_dir = os.path.join(self.tmp.name, "bin")
+        os.mkdir(self.fake_dir)
+        self.fake = fake_claude(self.fake_dir)
+
+    def test_the_sdks_bundled_claude_comes_first_even_with_another_on_path(self):
+        self.assertTrue(os.access(bundled_claude(), os.X_OK), "the registry wheel bundles claude")
+        with mock.patch.dict(os.environ, {"PATH": self.fake_dir + os.pathsep + os.environ["PATH"]}):
+            self.assertEqual(shutil.which("claude"), self.fake)
+            self.assertEqual(w.sdk_claude(), bundled_claude())
+            self.assertEqual(w.sdk_options()["env"]["AGENT_WATCHDOG_CLAUDE"], bundled_claude())
+
+    def test_the_bundled_claude_is_the_sdks_version(self):
+        out = subprocess.run([w.sdk_claude(), "--version"], capture_output=True, text=True, timeout=60)
+        with open(bundled_claude() + ".version") as f:
+            self.assertEqual(out.stdout.split()[0], f.read().split()[0])
+
+    def test_without_the_sdk_it_falls_back_to_path(self):
+        with mock.patch.object(importlib.util, "find_spec", return_value=None), mock.patch.dict(
+            os.environ, {"PATH": self.fake_dir}
+        ):
+            self.assertEqual(w.sdk_claude(), self.fake)
+
+    def test_nothing_found_names_what_was_looked_for_and_where(self):
+        empty = os.path.join(self.tmp.name, "empty")
+        os.mkdir(empty)
+        with mock.patch.object(importlib.util, "find_spec", return_value=None), mock.patch.dict(
+            os.environ, {"PATH": empty}
+        ):
+            with self.assertRaises(FileNotFoundError) as e:
+                w.sdk_claude()
+            msg = str(e.exception)
+            self.assertIn("_bundled/claude", msg)
+            self.assertIn("claude_agent_sdk is not installed", msg)
+            self.assertIn(f"claude on PATH ({empty})", msg)
+            with self.assertRaises(FileNotFoundError):
+                w.sdk_options()
+            # An explicit claude needs no lookup.
+            self.assertEqual(w.sdk_options(claude=self.fake)["env"]["AGENT_WATCHDOG_CLAUDE"], self.fake)
+
+    def test_an_explicit_claude_wins(self):
+        self.assertEqual(w.sdk_options(claude="/opt/claude")["env"]["AGENT_WATCHDOG_CLAUDE"], "/opt/claude")
+        opts = w.sdk_options(env={"AGENT_WATCHDOG_CLAUDE": "/opt/mine"})
+        self.assertEqual(opts["env"]["AGENT_WATCHDOG_CLAUDE"], "/opt/mine")
+        with mock.patch.dict(os.environ, {"AGENT_WATCHDOG_CLAUDE": "/opt/exported"}):
+            # Left to the environment the Python SDK merges env over.
+            self.assertNotIn("AGENT_WATCHDOG_CLAUDE", w.sdk_options()["env"])
+
+
+class Plugin(unittest.TestCase):
+    def test_the_wheel_carries_the_repositorys_plugin(self):
+        path = w.plugin_path()
+        self.assertTrue(path.startswith(os.path.dirname(w.__file__)), path)
+        with open(os.path.join(path, ".claude-plugin", "plugin.json")) as f:
+            self.assertEqual(json.load(f)["name"], "agent-watchdog-subagents")
+        for rel in (".claude-plugin/plugin.json", "hooks/hooks.json"):
+            with open(os.path.join(path, rel)) as a, open(os.path.join(REPO, "plugin", rel)) as b:
+                self.assertEqual(a.read(), b.read(), rel)
+
+    def test_on_by_default_with_the_packaged_agent_watchdog_for_its_hooks(self):
+        opts = w.sdk_options()
+        self.assertEqual(opts["plugins"], [{"type": "local", "path": w.plugin_path()}])
+        self.assertEqual(opts["env"]["AGENT_WATCHDOG_BIN"], w.cli_path("agent-watchdog"))
+        mine = {"type": "local", "path": "/opt/my-plugin"}
+        self.assertEqual(w.sdk_options(plugins=[mine])["plugins"], [mine, opts["plugins"][0]])
+        self.assertEqual(
+            w.sdk_options(env={"AGENT_WATCHDOG_BIN": "/opt/aw"})["env"]["AGENT_WATCHDOG_BIN"], "/opt/aw"
+        )
+
+    def test_one_keyword_turns_it_off(self):
+        opts = w.sdk_options(plugin=False)
+        self.assertEqual(opts["plugins"], [])
+        self.assertNotIn("AGENT_WATCHDOG_BIN", opts["env"])
+        self.assertEqual(w.sdk_options(plugin=False, plugins=[{"type": "local", "path": "/p"}])["plugins"],
+                         [{"type": "local", "path": "/p"}])
+        with self.assertRaises(TypeError):
+            w.sdk_options(plugin="no")
+
+    def test_the_sdk_accepts_what_the_helper_returns(self):
+        from claude_agent_sdk import ClaudeAgentOptions
+
+        o = ClaudeAgentOptions(**w.sdk_options(idle="5m"), include_partial_messages=True)
+        self.assertEqual(o.cli_path, w.cli_path())
+        self.assertEqual(o.plugins, [{"type": "local", "path": w.plugin_path()}])
+        self.assertEqual(o.env["AGENT_WATCHDOG_IDLE"], "5m")
+
+
+SENTENCE = "agent-watchdog killed the session (no_progress): keep-alives only for 12s."
+SYNTHETIC = {
+    "type": "result",
+    "subtype": "error_during_execution",
+    "is_error": True,
+    "terminal_reason": "watchdog_no_progress",
+    "result": SENTENCE,
+    "session_id": "s",
+}
+
+
+class WatchdogKill(unittest.TestCase):
+    def test_reads_our_synthetic_result_as_a_dict(self):
+        self.assertEqual(w.watchdog_kill(SYNTHETIC), w.WatchdogKill(kind="no_progress", reason=SENTENCE))
+        k = w.watchdog_kill(dict(SYNTHETIC, terminal_reason="watchdog_idle"))
+        self.assertEqual((k.kind, k.reason), ("idle", SENTENCE))
+
+    def test_reads_the_sdks_result_message(self):
+        from claude_agent_sdk import ResultMessage
+
+        msg = ResultMessage(
+            subtype="error_during_execution",
+            duration_ms=1,
+            duration_api_ms=0,
+            is_error=True,
+            num_turns=0,
+            session_id="s",
+            result=SENTENCE,
+            terminal_reason="watchdog_linger",
+        )
+        self.assertEqual(w.watchdog_kill(msg), w.WatchdogKill("linger", SENTENCE))
+        ok = ResultMessage(
+            subtype="success", duration_ms=1, duration_api_ms=0, is_error=False, num_turns=1, session_id="s",
+            result="done", terminal_reason="completed",
+        )
+        self.assertIsNone(w.watchdog_kill(ok))
+
+    def test_anything_else_is_none_never_an_error(self):
+        for m in (
+            {"type": "result", "subtype": "success", "is_error": False, "result": "ok", "terminal_reason": "completed"},
+            # Claude Code's own error_during_execution: not ours.
+            dict(SYNTHETIC, terminal_reason="aborted_tools"),
+            dict(SYNTHETIC, terminal_reason=None),
+            dict(SYNTHETIC, terminal_reason="watchdog_"),
+            dict(SYNTHETIC, is_error="true"),
+            dict(SYNTHETIC, subtype="success"),
+            dict(SYNTHETIC, result=None),
+            dict(SYNTHETIC, result=["x"]),
+            dict(SYNTHETIC, type="assistant"),
+            {k: v for k, v in SYNTHETIC.items() if k != "terminal_reason"},
+            {},
+            None,
+            "result",
+            42,
+            [SYNTHETIC],
+        ):
+            with self.subTest(message=m):
+                self.assertIsNone(w.watchdog_kill(m))
 
 
 class TheBinaryAcceptsWhatTheHelperWrites(unittest.TestCase):

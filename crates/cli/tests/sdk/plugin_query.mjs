@@ -6,17 +6,24 @@
 //
 // Environment: SDK_NODE_MODULES, CLAUDE (the claude binary), PLUGIN_DIR, PROMPT, WORK_DIR;
 // everything else (ANTHROPIC_BASE_URL, AGENT_WATCHDOG_*, …) reaches claude unchanged.
+// With WATCHDOG_HELPER=1 instead of CLAUDE and PLUGIN_DIR: the options are the installed
+// agent-sdk-watchdog's watchdogOptions() defaults (from SDK_NODE_MODULES), nothing else.
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
 const { SDK_NODE_MODULES: modules, CLAUDE: claude, PLUGIN_DIR: plugin } = process.env;
-if (!modules || !claude || !plugin) {
-  console.error('SDK_NODE_MODULES, CLAUDE and PLUGIN_DIR must be set');
+const helper = process.env.WATCHDOG_HELPER === '1';
+if (!modules || (!helper && (!claude || !plugin))) {
+  console.error('SDK_NODE_MODULES, and CLAUDE and PLUGIN_DIR or WATCHDOG_HELPER=1, must be set');
   process.exit(2);
 }
 const sdk = await import(
   pathToFileURL(path.join(modules, '@anthropic-ai/claude-agent-sdk/sdk.mjs')).href
 );
+const launch = helper
+  ? createRequire(path.join(modules, '..', 'package.json'))('agent-sdk-watchdog').watchdogOptions()
+  : { pathToClaudeCodeExecutable: claude, env: { ...process.env }, plugins: [{ type: 'local', path: plugin }] };
 
 const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 let count = 0;
@@ -25,12 +32,10 @@ try {
   const q = sdk.query({
     prompt: process.env.PROMPT || 'Delegate the widget report.',
     options: {
-      pathToClaudeCodeExecutable: claude,
+      ...launch,
       cwd: process.env.WORK_DIR || process.cwd(),
-      env: { ...process.env },
       permissionMode: 'bypassPermissions',
       allowDangerouslySkipPermissions: true,
-      plugins: [{ type: 'local', path: plugin }],
       stderr: (data) => process.stderr.write(data),
     },
   });

@@ -5,7 +5,8 @@ JSON line on stdout (same shape as plugin_query.mjs):
   {"event":"done","error":null|"…","count":n}
 
 Environment: CLAUDE (the claude binary), PLUGIN_DIR, PROMPT, WORK_DIR; everything else reaches
-claude unchanged.
+claude unchanged. With WATCHDOG_HELPER=1 instead of CLAUDE and PLUGIN_DIR: the options are the
+installed agent_sdk_watchdog's sdk_options() defaults, nothing else.
 """
 
 import asyncio
@@ -30,12 +31,20 @@ def emit(**o):
 
 
 async def main():
+    if os.environ.get("WATCHDOG_HELPER") == "1":
+        from agent_sdk_watchdog import sdk_options
+
+        launch = sdk_options()
+    else:
+        launch = {
+            "cli_path": os.environ["CLAUDE"],
+            "env": dict(os.environ),
+            "plugins": [{"type": "local", "path": os.environ["PLUGIN_DIR"]}],
+        }
     options = ClaudeAgentOptions(
-        cli_path=os.environ["CLAUDE"],
+        **launch,
         cwd=os.environ.get("WORK_DIR") or os.getcwd(),
-        env=dict(os.environ),
         permission_mode="bypassPermissions",
-        plugins=[{"type": "local", "path": os.environ["PLUGIN_DIR"]}],
         stderr=lambda line: sys.stderr.write(line + "\n"),
     )
     count = 0

@@ -7,7 +7,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { binaryPath, watchdogEnv, watchdogOptions, platformPackage } from 'agent-sdk-watchdog';
+import {
+  binaryPath, watchdogEnv, watchdogOptions, platformPackage, pluginPath, sdkClaude, sdkPlatformPackages, watchdogKill,
+} from 'agent-sdk-watchdog';
 
 const project = process.cwd();
 const binDir = path.join(project, 'node_modules', '.bin');
@@ -55,12 +57,121 @@ test('watchdogEnv maps every field to its variable and refuses bad input', () =>
   }
 });
 
+// The SDK's own claude, found independently of the helper: the platform package npm installed.
+const bundled = path.join(project, 'node_modules', '@anthropic-ai', 'claude-agent-sdk-linux-x64', 'claude');
+
 test('watchdogOptions keeps the environment (the TS SDK replaces it) and adds the policy', () => {
-  const o = watchdogOptions({ idle: '4s' }, { PATH: '/usr/bin', AGENT_WATCHDOG_IDLE: '1h' });
-  assert.deepEqual(Object.keys(o).sort(), ['env', 'pathToClaudeCodeExecutable']);
+  const o = watchdogOptions({ idle: '4s', plugin: false }, { PATH: '/usr/bin', AGENT_WATCHDOG_IDLE: '1h' });
+  assert.deepEqual(Object.keys(o).sort(), ['env', 'mcpServersDelivery', 'pathToClaudeCodeExecutable', 'plugins']);
   assert.equal(o.pathToClaudeCodeExecutable, binaryPath('claude-watchdog'));
-  assert.deepEqual(o.env, { PATH: '/usr/bin', AGENT_WATCHDOG_IDLE: '4s' });
+  assert.deepEqual(o.env, { PATH: '/usr/bin', AGENT_WATCHDOG_IDLE: '4s', AGENT_WATCHDOG_CLAUDE: bundled });
   assert.equal(watchdogOptions().env.PATH, process.env.PATH);
+  assert.throws(() => watchdogOptions({ idel: '5m' }), TypeError);
+});
+
+test('the SDK platform packages are tried in the SDK order for the OS, CPU and libc', () => {
+  const sdk = '@anthropic-ai/claude-agent-sdk';
+  assert.deepEqual(sdkPlatformPackages('linux', 'x64', false), [`${sdk}-linux-x64`, `${sdk}-linux-x64-musl`]);
+  assert.deepEqual(sdkPlatformPackages('linux', 'arm64', true), [`${sdk}-linux-arm64-musl`, `${sdk}-linux-arm64`]);
+  assert.deepEqual(sdkPlatformPackages('darwin', 'arm64', false), [`${sdk}-darwin-arm64`]);
+  assert.deepEqual(sdkPlatformPackages('win32', 'x64', false), [`${sdk}-win32-x64`]);
+});
+
+test("the claude is the SDK's own, even with another claude first on PATH", () => {
+  fs.accessSync(bundled, fs.constants.X_OK);
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'aw-npm-'));
+  const fake = fakeClaude(tmp, 'echo "1.0.0 (Claude Code)"');
+  const env = { PATH: `${tmp}:${process.env.PATH}` };
+  assert.deepEqual(sdkClaude({ env }), { path: bundled, bundled: true });
+  const o = watchdogOptions({}, env);
+  assert.equal(o.env.AGENT_WATCHDOG_CLAUDE, bundled);
+  assert.equal(o.mcpServersDelivery, 'initialize');
+  // Resolved from this package when the working directory is elsewhere.
+  assert.deepEqual(sdkClaude({ from: tmp, env }), { path: bundled, bundled: true });
+  // Its version is the one the SDK was released with.
+  const sdkJson = JSON.parse(fs.readFileSync(path.join(project, 'node_modules/@anthropic-ai/claude-agent-sdk/package.json'), 'utf8'));
+  const v = spawnSync(bundled, ['--version'], { encoding: 'utf8' });
+  assert.equal(v.stdout.split(' ')[0], sdkJson.claudeCodeVersion);
+  assert.notEqual(spawnSync(fake, [], { encoding: 'utf8' }).stdout.trim(), v.stdout.trim());
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+test('an explicit claude wins, and then MCP delivery is left to the caller', () => {
+  let o = watchdogOptions({ claude: '/opt/claude' }, { PATH: '/usr/bin' });
+  assert.equal(o.env.AGENT_WATCHDOG_CLAUDE, '/opt/claude');
+  assert.equal(o.mcpServersDelivery, undefined);
+  o = watchdogOptions({}, { PATH: '/usr/bin', AGENT_WATCHDOG_CLAUDE: '/opt/mine' });
+  assert.equal(o.env.AGENT_WATCHDOG_CLAUDE, '/opt/mine');
+  assert.equal(o.mcpServersDelivery, undefined);
+  // The caller's own setting wins when spread after.
+  assert.equal({ ...watchdogOptions(), mcpServersDelivery: 'argv' }.mcpServersDelivery, 'argv');
+});
+
+test('without the SDK it falls back to PATH, and with nothing it says what it looked for where', () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'aw-npm-'));
+  const bin = path.join(tmp, 'bin');
+  fs.mkdirSync(bin);
+  const fake = fakeClaude(bin, 'exit 0');
+  // A copy of the helper outside any node_modules, run from a directory without the SDK.
+  const lone = path.join(tmp, 'lone.cjs');
+  fs.copyFileSync(require.resolve('agent-sdk-watchdog'), lone);
+  const run = (PATH) => spawnSync(process.execPath, ['-e', `
+    try { process.stdout.write(JSON.stringify(require(${JSON.stringify(lone)}).sdkClaude({ env: { PATH: ${JSON.stringify(PATH)} } }))) }
+    catch (e) { process.stdout.write(JSON.stringify({ error: e.message })) }`], { cwd: tmp, encoding: 'utf8' });
+  assert.deepEqual(JSON.parse(run(bin).stdout), { path: fake, bundled: false });
+  const { error } = JSON.parse(run(path.join(tmp, 'nowhere')).stdout);
+  assert.match(error, /@anthropic-ai\/claude-agent-sdk is not resolvable from/);
+  assert.match(error, /@anthropic-ai\/claude-agent-sdk-linux-x64/);
+  assert.ok(error.includes(`claude on PATH (${path.join(tmp, 'nowhere')})`), error);
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+test('the package carries the plugin, on by default with the packaged agent-watchdog for its hooks', () => {
+  const dir = pluginPath();
+  assert.equal(dir, path.join(project, 'node_modules', 'agent-sdk-watchdog', 'plugin'));
+  const manifest = JSON.parse(fs.readFileSync(path.join(dir, '.claude-plugin', 'plugin.json'), 'utf8'));
+  assert.equal(manifest.name, 'agent-watchdog-subagents');
+  const hooks = JSON.parse(fs.readFileSync(path.join(dir, 'hooks', 'hooks.json'), 'utf8'));
+  assert.match(JSON.stringify(hooks), /AGENT_WATCHDOG_BIN/);
+  const o = watchdogOptions({}, { PATH: '/usr/bin' });
+  assert.deepEqual(o.plugins, [{ type: 'local', path: dir }]);
+  assert.equal(o.env.AGENT_WATCHDOG_BIN, binaryPath('agent-watchdog'));
+  const mine = { type: 'local', path: '/opt/my-plugin' };
+  assert.deepEqual(watchdogOptions({ plugins: [mine] }).plugins, [mine, { type: 'local', path: dir }]);
+  assert.equal(watchdogOptions({}, { AGENT_WATCHDOG_BIN: '/opt/aw' }).env.AGENT_WATCHDOG_BIN, '/opt/aw');
+  const off = watchdogOptions({ plugin: false }, { PATH: '/usr/bin' });
+  assert.deepEqual(off.plugins, []);
+  assert.equal(off.env.AGENT_WATCHDOG_BIN, undefined);
+  assert.throws(() => watchdogOptions({ plugin: 'no' }), TypeError);
+});
+
+const SENTENCE = 'agent-watchdog killed the session (no_progress): keep-alives only for 12s.';
+const SYNTHETIC = {
+  type: 'result', subtype: 'error_during_execution', is_error: true,
+  terminal_reason: 'watchdog_no_progress', result: SENTENCE, session_id: 's',
+};
+
+test('watchdogKill reads our synthetic result', () => {
+  assert.deepEqual(watchdogKill(SYNTHETIC), { kind: 'no_progress', reason: SENTENCE });
+  assert.deepEqual(watchdogKill({ ...SYNTHETIC, terminal_reason: 'watchdog_idle' }), { kind: 'idle', reason: SENTENCE });
+});
+
+test('watchdogKill is null for any other message and never throws', () => {
+  const { terminal_reason: _, ...noReason } = SYNTHETIC;
+  for (const m of [
+    { type: 'result', subtype: 'success', is_error: false, result: 'ok', terminal_reason: 'completed' },
+    { ...SYNTHETIC, terminal_reason: 'aborted_tools' },
+    { ...SYNTHETIC, terminal_reason: null },
+    { ...SYNTHETIC, terminal_reason: 'watchdog_' },
+    { ...SYNTHETIC, is_error: 'true' },
+    { ...SYNTHETIC, subtype: 'success' },
+    { ...SYNTHETIC, result: undefined },
+    { ...SYNTHETIC, result: ['x'] },
+    { ...SYNTHETIC, type: 'assistant' },
+    noReason, {}, null, undefined, 'result', 42, [SYNTHETIC],
+  ]) {
+    assert.equal(watchdogKill(m), null, JSON.stringify(m));
+  }
 });
 
 test('the bin launchers run the binaries and end with their exit code', () => {

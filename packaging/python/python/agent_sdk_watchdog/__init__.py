@@ -11,22 +11,44 @@ drop-in into ``ClaudeAgentOptions`` in one call::
 
 ``cli_path`` is the installed ``claude-watchdog``; ``env`` carries the policy as
 ``AGENT_WATCHDOG_*`` variables (the Python SDK merges ``env`` over the inherited
-environment). The drop-in runs the real ``claude`` found on ``PATH`` (or ``claude=``).
+environment), and the real ``claude`` the drop-in runs: the one the SDK would have run itself
+(the installed ``claude_agent_sdk``'s bundled binary, else ``claude`` on ``PATH``), or
+``claude=``. ``plugins`` loads this package's Claude Code plugin (a subagent cut off by the
+output limit is continued once). :func:`watchdog_kill` reads the watchdog's final result.
 """
 
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import os
 import shutil
 import sys
 import sysconfig
-from typing import Dict, Iterable, Optional, TypedDict, Union
+from typing import Any, Dict, Iterable, List, Literal, NamedTuple, Optional, TypedDict, Union
 
-__all__ = ["Duration", "SdkOptions", "cli_path", "watchdog_env", "sdk_options"]
+__all__ = [
+    "Duration",
+    "SdkOptions",
+    "SdkPlugin",
+    "WatchdogKill",
+    "cli_path",
+    "plugin_path",
+    "sdk_claude",
+    "watchdog_env",
+    "sdk_options",
+    "watchdog_kill",
+]
 
 Duration = Union[str, int, float, datetime.timedelta]
 """A duration: ``"90s"``, ``"10m"``, ``"1h30m"``, a number of seconds, or a ``timedelta``."""
+
+
+class SdkPlugin(TypedDict):
+    """A local plugin, as ``ClaudeAgentOptions.plugins`` takes it."""
+
+    type: Literal["local"]
+    path: str
 
 
 class SdkOptions(TypedDict):
@@ -34,6 +56,16 @@ class SdkOptions(TypedDict):
 
     cli_path: str
     env: Dict[str, str]
+    plugins: List[SdkPlugin]
+
+
+class WatchdogKill(NamedTuple):
+    """What :func:`watchdog_kill` read from the watchdog's final ``result``."""
+
+    kind: str
+    """``idle``, ``no_progress``, ``startup``, ``linger`` or ``ceiling``."""
+    reason: str
+    """One sentence: what was killed and why."""
 
 
 def _exe(name: str) -> str:
@@ -61,6 +93,83 @@ def cli_path(name: str = "claude-watchdog") -> str:
     if found:
         return found
     raise FileNotFoundError(f"{exe} is not installed here (looked in {', '.join(dirs)} and on PATH)")
+
+
+def sdk_claude() -> str:
+    """The ``claude`` the Agent SDK would run without the watchdog, found the way it finds it.
+
+    The installed ``claude_agent_sdk`` package's bundled binary (``_bundled/claude``, in the
+    SDK's wheels), else ``claude`` on ``PATH``. Raises ``FileNotFoundError`` naming both when
+    neither exists. The package is located, not imported.
+    """
+    exe = _exe("claude")
+    looked = []
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        candidate = os.path.join(location, "_bundled", exe)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+        looked.append(candidate)
+    if not locations:
+        looked.append(f"the claude_agent_sdk package's _bundled/{exe} (claude_agent_sdk is not installed for {sys.executable})")
+    found = shutil.which(exe)
+    if found:
+        return found
+    looked.append(f"{exe} on PATH ({os.environ.get('PATH', '')})")
+    raise FileNotFoundError(
+        "cannot find the claude the Agent SDK would run: looked for "
+        + "; ".join(looked)
+        + ". Install claude-agent-sdk from its wheel (it bundles claude), put claude on PATH, "
+        "or pass claude= to sdk_options()"
+    )
+
+
+def plugin_path() -> str:
+    """The directory of the Claude Code plugin this package carries (subagent continue-once).
+
+    For ``ClaudeAgentOptions(plugins=[{"type": "local", "path": plugin_path()}])`` (what
+    :func:`sdk_options` adds by default) or ``claude --plugin-dir``. Its hooks run
+    ``$AGENT_WATCHDOG_BIN hook`` (else ``agent-watchdog`` on ``PATH``).
+    """
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugin")
+    manifest = os.path.join(path, ".claude-plugin", "plugin.json")
+    if not os.path.isfile(manifest):
+        raise FileNotFoundError(
+            f"this installation of agent-sdk-watchdog carries no plugin (no {manifest}): "
+            "build the wheel with scripts/build-packages"
+        )
+    return path
+
+
+def _get(message: Any, key: str) -> Any:
+    if isinstance(message, dict):
+        return message.get(key)
+    return getattr(message, key, None)
+
+
+def watchdog_kill(message: Any) -> Optional[WatchdogKill]:
+    """The watchdog's kill, if ``message`` is the final ``result`` ``claude-watchdog`` wrote.
+
+    Takes the SDK's ``ResultMessage`` or a plain dict (a stream-json line). Returns
+    ``WatchdogKill(kind, reason)`` for our result (``subtype == "error_during_execution"``,
+    ``is_error``, ``terminal_reason == "watchdog_<kind>"``), and ``None`` for any other message,
+    a result of Claude Code's own, or anything malformed. Never raises.
+    """
+    if isinstance(message, dict) and message.get("type", "result") != "result":
+        return None
+    reason = _get(message, "terminal_reason")
+    text = _get(message, "result")
+    if (
+        _get(message, "subtype") != "error_during_execution"
+        or _get(message, "is_error") is not True
+        or not isinstance(reason, str)
+        or not reason.startswith("watchdog_")
+        or len(reason) == len("watchdog_")
+        or not isinstance(text, str)
+    ):
+        return None
+    return WatchdogKill(kind=reason[len("watchdog_") :], reason=text)
 
 
 def _duration(key: str, value: Duration, allow_zero: bool = False) -> str:
@@ -159,12 +268,22 @@ def sdk_options(
     record: Optional[Union[str, os.PathLike]] = None,
     summary: Optional[Union[str, os.PathLike]] = None,
     claude: Optional[Union[str, os.PathLike]] = None,
+    plugin: bool = True,
+    plugins: Optional[Iterable[SdkPlugin]] = None,
 ) -> SdkOptions:
-    """``cli_path`` and ``env`` for ``ClaudeAgentOptions``: ``ClaudeAgentOptions(**sdk_options(...))``.
+    """``cli_path``, ``env`` and ``plugins`` for ``ClaudeAgentOptions``:
+    ``ClaudeAgentOptions(**sdk_options(...))``.
 
     ``env`` (optional) is your own extra environment for the session; the policy variables are
-    added over it. See :func:`watchdog_env` for the policy arguments.
+    added over it. See :func:`watchdog_env` for the policy arguments. The real ``claude`` is
+    ``claude=``, else an ``AGENT_WATCHDOG_CLAUDE`` in ``env`` or the environment, else
+    :func:`sdk_claude` (the SDK's bundled binary, then ``PATH``), passed as
+    ``AGENT_WATCHDOG_CLAUDE``. ``plugins`` is yours (``plugins=``) plus this package's plugin
+    (:func:`plugin_path`, with ``AGENT_WATCHDOG_BIN`` set to this package's ``agent-watchdog``
+    for its hooks) unless ``plugin=False``.
     """
+    if not isinstance(plugin, bool):
+        raise TypeError(f"plugin: expected a bool, got {type(plugin).__name__}")
     merged = dict(env or {})
     merged.update(
         watchdog_env(
@@ -183,4 +302,12 @@ def sdk_options(
             claude=claude,
         )
     )
-    return {"cli_path": cli_path(), "env": merged}
+    if "AGENT_WATCHDOG_CLAUDE" not in merged and not os.environ.get("AGENT_WATCHDOG_CLAUDE"):
+        merged["AGENT_WATCHDOG_CLAUDE"] = sdk_claude()
+    if plugins is not None and isinstance(plugins, (str, dict)):
+        raise TypeError("plugins: expected a list of {'type': 'local', 'path': ...}")
+    all_plugins: List[SdkPlugin] = list(plugins or [])
+    if plugin:
+        all_plugins.append({"type": "local", "path": plugin_path()})
+        merged.setdefault("AGENT_WATCHDOG_BIN", cli_path("agent-watchdog"))
+    return {"cli_path": cli_path(), "env": merged, "plugins": all_plugins}
