@@ -150,12 +150,18 @@ async fn a_sigkill_of_the_cli_does_not_orphan_the_tool_tree() {
 }
 
 /// With stream-json input the ladder starts with an `interrupt` control request: the CLI
-/// stops the tool, answers with a `result`, and exits once stdin is closed.
+/// stops the tool, answers with a `result`, and exits once stdin is closed. Whether it has
+/// exited within the interrupt's grace or gets the SIGTERM after it is the machine's timing
+/// (a loaded machine made it 3.3 s once); what is promised is the order (interrupt answered
+/// first, with a result), no SIGKILL needed, and nothing left running.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_json_session_is_interrupted_first() {
     let (report, stdout, left) = run(Duration::from_secs(60), true, |sup| sup.kill_now()).await;
     let kill = report.kill.clone().expect("killed");
-    assert_eq!(kill.stage, Stage::Interrupt, "{kill:?}\n{stdout:#?}");
+    assert!(
+        matches!(kill.stage, Stage::Interrupt | Stage::Term),
+        "{kill:?}\n{stdout:#?}"
+    );
     assert_eq!(kill.survivors, 0, "{kill:?}");
     assert!(
         stdout
