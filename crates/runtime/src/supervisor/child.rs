@@ -72,12 +72,19 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
     .flatten()
     .collect();
 
-    let policy = match (&cfg.policy, &cfg.watchdog) {
+    // A child reading the host's messages on the stdin we pipe waits for its host after each
+    // `result` (until the input ends: [`StdinWriter::close`]).
+    let host_input = cfg.stream_json_input && cfg.pipe_stdin;
+    let session_cfg = cfg.policy.clone().map(|s| {
+        let open = host_input || s.host_input();
+        s.with_host_input(open)
+    });
+    let policy = match (session_cfg, &cfg.watchdog) {
         (None, _) => Policy::None,
-        (Some(session), Some(watchdog)) => Policy::Shared(watchdog.register(session.clone())),
+        (Some(session), Some(watchdog)) => Policy::Shared(watchdog.register(session)),
         (Some(session), None) => {
             let mut reg = Registry::new(Limits::default());
-            let id = reg.register(started.into_std(), session.clone());
+            let id = reg.register(started.into_std(), session);
             Policy::Own(Box::new(reg), id)
         }
     };

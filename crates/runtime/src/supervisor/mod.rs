@@ -48,7 +48,11 @@ pub struct SupervisorConfig {
     /// before each deadline. Default `None`.
     pub watchdog: Option<crate::Watchdog>,
     /// The child reads stream-json on stdin (`--input-format stream-json`): the ladder
-    /// starts with an `interrupt` control request. Default false.
+    /// starts with an `interrupt` control request, and with [`SupervisorConfig::pipe_stdin`]
+    /// the policy's session waits for its host after each `result` until the host's next
+    /// `user` message or the end of its input
+    /// ([`SessionConfig::with_host_input`](watchdog_core::SessionConfig::with_host_input)).
+    /// Default false.
     pub stream_json_input: bool,
     /// Wait after the interrupt request before SIGTERM. Default
     /// [`INTERRUPT_GRACE`](defaults::INTERRUPT_GRACE).
