@@ -414,3 +414,164 @@ fn a_host_that_only_ends_its_input_is_not_taken_for_dead() {
     assert_eq!(s["interrupted"], "SIGTERM", "{s}");
     assert_ne!(status.code(), Some(141));
 }
+
+// ---------------------------------------------------------------- the host's close()
+
+/// A claude that ignores HUP, INT, QUIT and TERM, with a `setsid` grandchild that ignores them
+/// too (a Bash tool's daemon); or, with `exits`, one that ends on SIGTERM and leaves the
+/// stubborn grandchild behind. Both write their pid to `pids`.
+fn stubborn(dir: &Path, pids: &Path, exits: bool) -> PathBuf {
+    let ignore = "trap '' HUP INT QUIT TERM";
+    let own = if exits { ":" } else { ignore };
+    script(
+        dir,
+        "stubborn.sh",
+        &format!(
+            "{own}\n\
+             echo $$ >> '{p}'\n\
+             setsid sh -c \"{ignore}; echo \\$\\$ >> '{p}'; while :; do sleep 1; done\" &\n\
+             {init}\n\
+             while :; do sleep 1; done",
+            p = pids.display(),
+            init = say(INIT),
+        ),
+    )
+}
+
+/// The drop-in as an SDK runs it, with `claude`, the default grace, a summary.
+fn spawn_drop_in(claude: &Path, sum: &Path) -> Child {
+    Command::new(DROP_IN)
+        .args([
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+        ])
+        .env("AGENT_WATCHDOG_CLAUDE", claude)
+        .env("AGENT_WATCHDOG_SUMMARY", sum)
+        .env_remove("AGENT_WATCHDOG_GRACE")
+        .env_remove("AGENT_WATCHDOG_DROP_IN_PID")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// What an SDK's `close()` does after ending stdin: SIGTERM, then SIGKILL 5 s later if the
+/// process is still there. Returns how long the drop-in took, and whether the SIGKILL came.
+fn sdk_close(d: &mut Child) -> (Duration, bool) {
+    drop(d.stdin.take());
+    let t = Instant::now();
+    signal(d.id(), 15);
+    loop {
+        if d.try_wait().unwrap().is_some() {
+            return (t.elapsed(), false);
+        }
+        if t.elapsed() >= Duration::from_secs(5) {
+            let _ = d.kill();
+            d.wait().unwrap();
+            return (t.elapsed(), true);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn close_inside_the_host_s_time(exits: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let pids_file = dir.path().join("pids");
+    let claude = stubborn(dir.path(), &pids_file, exits);
+    let sum = dir.path().join("s.json");
+    let mut d = spawn_drop_in(&claude, &sum);
+    let stdout = d.stdout.take().unwrap();
+    let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
+    let pids = read_pids(&pids_file, 2);
+    let (took, sigkilled) = sdk_close(&mut d);
+    let err = stderr_of(&mut d);
+    eprintln!("SIGTERM → drop-in exit: {} ms", took.as_millis());
+    assert!(
+        !sigkilled,
+        "the host's SIGKILL came first ({took:?}): {err}"
+    );
+    assert!(took < Duration::from_secs(4), "took {took:?}: {err}");
+    assert_eq!(
+        wait_gone(&pids, Duration::from_secs(2)),
+        Vec::<i32>::new(),
+        "{err}"
+    );
+    let s = summary(&sum);
+    assert_eq!(s["interrupted"], "SIGTERM", "{s}");
+    drop(out.join().unwrap());
+}
+
+#[test]
+fn an_sdk_close_of_a_tree_that_ignores_sigterm_ends_before_the_host_s_sigkill() {
+    close_inside_the_host_s_time(false);
+}
+
+#[test]
+fn an_sdk_close_of_a_claude_that_leaves_a_stubborn_daemon_ends_before_the_host_s_sigkill() {
+    close_inside_the_host_s_time(true);
+}
+
+#[test]
+fn a_sigkilled_drop_in_leaves_nothing_of_its_tree_running() {
+    for exits in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let pids_file = dir.path().join("pids");
+        let claude = stubborn(dir.path(), &pids_file, exits);
+        let sum = dir.path().join("s.json");
+        let mut d = spawn_drop_in(&claude, &sum);
+        let stdout = d.stdout.take().unwrap();
+        std::thread::spawn(move || std::io::copy(&mut { stdout }, &mut std::io::sink()));
+        let pids = read_pids(&pids_file, 2);
+        std::thread::sleep(Duration::from_millis(200));
+        let t = Instant::now();
+        d.kill().unwrap();
+        d.wait().unwrap();
+        let left = wait_gone(&pids, Duration::from_secs(5));
+        eprintln!(
+            "drop-in SIGKILLed → tree gone: {} ms",
+            t.elapsed().as_millis()
+        );
+        assert_eq!(left, Vec::<i32>::new(), "exits on SIGTERM: {exits}");
+    }
+}
+
+#[test]
+fn a_clean_end_leaves_no_guardian_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = script(
+        dir.path(),
+        "ok.sh",
+        &format!("{}\n{}", say(INIT), say(RESULT_OK)),
+    );
+    let mut d = Command::new(DROP_IN)
+        .args(["-p", "hi", "--output-format", "stream-json"])
+        .env("AGENT_WATCHDOG_CLAUDE", &claude)
+        .env_remove("AGENT_WATCHDOG_DROP_IN_PID")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = d.id();
+    assert_eq!(d.wait().unwrap().code(), Some(0));
+    // Its guardian (the drop-in's pid as its argument) was told, and is gone.
+    let mine = format!("--agent-watchdog-guardian-of {pid} ");
+    let t = Instant::now();
+    loop {
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&mine))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(3), "{left:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -58,7 +58,7 @@ impl Vanished {
         if !watch_stdout && !host_death {
             return Vanished { rx, wake: None };
         }
-        let Ok((wake_r, wake_w)) = rustix::pipe::pipe() else {
+        let Ok((wake_r, wake_w)) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) else {
             return Vanished { rx, wake: None };
         };
         let parent = rustix::process::getppid();

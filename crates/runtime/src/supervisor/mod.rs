@@ -27,6 +27,25 @@ pub use report::{Batch, KillCause, KillReport, LineCounts, Output, Report, Stage
 pub use signals::{forward_signals, SignalForwarder};
 pub use tree::TREE_MARKER_VAR;
 
+/// Keep `pid`, a child of this process that no supervisor runs (a helper such as a guardian
+/// process), out of every supervised tree: with [`SupervisorConfig::claim_orphans`] it is
+/// never taken for an orphan of one, killed or reaped by it.
+pub fn keep_out_of_trees(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        tree::Tree::keep_apart(pid);
+    }
+}
+
+/// SIGKILL every process started under a supervisor of host `host_pid` that is still running
+/// (every process whose environment carries one of that host's [`TREE_MARKER_VAR`] markers,
+/// what their children inherit too), until none is left; returns how many were signalled.
+/// For a helper that outlives a host killed with SIGKILL: the host's own supervisors cannot
+/// stop their trees any more. Linux only (elsewhere 0); it reads every readable process
+/// environment on the machine.
+pub fn kill_trees_of(host_pid: u32) -> usize {
+    tree::Tree::kill_marked(host_pid)
+}
+
 /// A Unix signal, for [`SupervisorHandle::signal`].
 pub use rustix::process::Signal;
 
