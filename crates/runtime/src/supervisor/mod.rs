@@ -76,7 +76,9 @@ pub struct SupervisorConfig {
     /// Wait after the interrupt request before SIGTERM. Default
     /// [`INTERRUPT_GRACE`](defaults::INTERRUPT_GRACE).
     pub interrupt_grace: Duration,
-    /// Wait after SIGTERM before SIGKILL. Default [`TERM_GRACE`](defaults::TERM_GRACE).
+    /// Wait after SIGTERM before SIGKILL. Default [`TERM_GRACE`](defaults::TERM_GRACE). After
+    /// a signal forwarded with [`SupervisorHandle::signal`], what the child leaves running when
+    /// it exits gets what is left of this grace, counted from the signal.
     pub term_grace: Duration,
     /// Make the host process a child subreaper (Linux only) before spawning. This changes the
     /// host process for good: every orphaned descendant of it, from any source, re-parents to
