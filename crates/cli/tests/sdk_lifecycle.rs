@@ -1,9 +1,11 @@
-//! The `claude-watchdog` drop-in under the real TypeScript Agent SDK (pinned in `.tools/sdk`)
-//! and the real `claude`, against the mock Messages API, around the life of its host: a
-//! streaming-input session lives through its user's pause between turns, and a consumer that
-//! `break`s out mid-tool leaves no daemon behind and gets its summary written.
+//! The `claude-watchdog` drop-in under the real Agent SDKs (pinned in `.tools/sdk`) and the
+//! real `claude`, against the mock Messages API, around the life of its host: a
+//! streaming-input session (TypeScript `query()` with an async-iterable prompt, Python
+//! `ClaudeSDKClient`) lives through its user's pause between turns, and a TypeScript consumer
+//! that `break`s out mid-tool leaves no daemon behind and gets its summary written.
 //!
-//! Needs node, the SDK in `.tools/sdk` (`scripts/install-sdk-test-deps`) and the real `claude`;
+//! Needs node, python, the SDKs in `.tools/sdk` (`scripts/install-sdk-test-deps`) and the real
+//! `claude`;
 //! a missing prerequisite fails with the command that installs it, never a skip.
 #![cfg(target_os = "linux")]
 
@@ -100,6 +102,58 @@ fn a_typescript_streaming_query_lives_through_its_user_s_pause() {
     assert!(!err.contains("linger"), "{err}");
     let s: Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
     assert_eq!(s["outcome"], "success", "{s}");
+    assert!(s["kill"].is_null(), "{s}");
+    assert!(session_processes(run.dirs().root()).is_empty());
+}
+
+fn python() -> PathBuf {
+    let py = repo_root()
+        .expect("the repository root")
+        .join(".tools/sdk/py/bin/python");
+    assert!(
+        py.is_file(),
+        "\n\nThe Python SDK test needs claude-agent-sdk in {}.\nRun `scripts/install-sdk-test-deps`.\n",
+        py.display()
+    );
+    py
+}
+
+#[test]
+fn a_python_sdk_client_lives_through_its_user_s_pause() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = BlockingMockServer::start(Scenario::named("healthy").unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sum = dir.path().join("s.json");
+    let claude = find_claude().unwrap_or_else(|e| panic!("\n\n{e}\n"));
+    let run = ClaudeRun::new(&claude, server.base_url(), "unused").unwrap();
+    let cmd = run.command();
+    let out = Command::new(python())
+        .arg(script("client_streaming.py"))
+        .env_clear()
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .env("DROP_IN", DROP_IN)
+        .env("WORK_DIR", &cmd.cwd)
+        .env("AGENT_WATCHDOG_CLAUDE", &claude)
+        .env("AGENT_WATCHDOG_SUMMARY", &sum)
+        .env("AGENT_WATCHDOG_LINGER", "2s")
+        .env("PAUSE_S", "5")
+        .current_dir(&cmd.cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run python");
+    server.shutdown();
+    let ev = events(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let results: Vec<&Value> = ev.iter().filter(|e| e["type"] == "result").collect();
+    assert_eq!(results.len(), 2, "{ev:?}\nstderr: {err}");
+    for r in &results {
+        assert_eq!(r["subtype"], "success", "{r}");
+        assert_eq!(r["is_error"], false, "{r}");
+    }
+    assert!(ev.iter().any(|e| e["event"] == "thinking"), "{ev:?}");
+    let done = ev.iter().find(|e| e["event"] == "done").expect("done");
+    assert!(done["error"].is_null(), "{done}\nstderr: {err}");
+    let s: Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
     assert!(s["kill"].is_null(), "{s}");
     assert!(session_processes(run.dirs().root()).is_empty());
 }
