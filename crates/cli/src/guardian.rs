@@ -36,7 +36,13 @@ impl Guardian {
     /// without one: the drop-in's own ladder and the parent-death signal still hold).
     pub(crate) fn start() -> Option<Guardian> {
         let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).ok()?;
-        let exe = std::env::current_exe().ok()?;
+        // This very binary, even if its file was replaced or deleted since (an upgrade).
+        let proc_exe = std::path::Path::new("/proc/self/exe");
+        let exe = if proc_exe.exists() {
+            proc_exe.to_path_buf()
+        } else {
+            std::env::current_exe().ok()?
+        };
         let child = Command::new(exe)
             .arg(GUARDIAN_ARG)
             .arg(std::process::id().to_string())
