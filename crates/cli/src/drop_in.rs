@@ -52,8 +52,22 @@ fn started_by_a_drop_in() -> bool {
     grandparent == Some(outer)
 }
 
+/// The longest grace the drop-in gives: an SDK host's `close()` sends SIGKILL 5 s after its
+/// SIGTERM (both SDKs), and the whole ladder must fit before it: up to 2 s for the tree to end
+/// on SIGTERM, then SIGKILL to all of it, the reaping, the summary and the capture, with 3 s
+/// to spare on a loaded machine. It bounds every ladder of the drop-in (a host's signal, a
+/// policy kill, the leftovers of a claude that exited): the host's SIGTERM can come during
+/// any of them.
+pub const HOST_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Run the drop-in with `claude`'s arguments (without the program name); returns the exit code.
 pub fn main(args: Vec<OsString>) -> i32 {
+    if args
+        .first()
+        .is_some_and(|a| a == crate::guardian::GUARDIAN_ARG)
+    {
+        return crate::guardian::serve(&args[1..]);
+    }
     crate::policy_args::forget_empty_env_vars();
     if started_by_a_drop_in() {
         eprintln!(
@@ -88,9 +102,11 @@ pub fn main(args: Vec<OsString>) -> i32 {
     };
     let mut argv = vec![claude.into_os_string()];
     argv.extend(args);
-    execute(RunConfig {
+    // Whatever kills us (SIGKILL included), the tree must not outlive us.
+    let guardian = crate::guardian::Guardian::start();
+    let code = execute(RunConfig {
         limits,
-        grace: policy.grace(),
+        grace: policy.grace().min(HOST_GRACE),
         summary: report.summary,
         record: report.record,
         emit_result: true,
@@ -102,5 +118,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
         env: None,
         cwd: None,
         quiet_stdout: false,
-    })
+    });
+    if let Some(g) = guardian {
+        g.done();
+    }
+    code
 }

@@ -10,6 +10,7 @@ pub mod drop_in;
 pub mod event_log;
 pub mod exit_code;
 pub(crate) mod find_claude;
+pub(crate) mod guardian;
 pub mod hook;
 pub(crate) mod mcp_limits;
 pub mod plugin_dir;

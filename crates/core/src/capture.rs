@@ -103,6 +103,9 @@ pub enum RecordView<'a> {
     Start {
         /// Epoch milliseconds at spawn.
         wall_ms: Option<u64>,
+        /// The recorded command line reads stream-json on stdin
+        /// ([`reads_stream_json_input`](crate::facts::reads_stream_json_input)).
+        stream_json_input: bool,
     },
     /// `line`: a stdout line that is a JSON object.
     Line(LineView<'a>),
@@ -233,7 +236,20 @@ impl<'a> EntryView<'a> {
                     Field::Value(_) => None,
                 })
                 .and_then(Result::ok);
-            RecordView::Start { wall_ms }
+            let stream_json_input = field(v)
+                .member("argv")
+                .and_then(|a| a.to_value())
+                .and_then(|a| match a {
+                    Value::Array(items) => Some(crate::facts::reads_stream_json_input(
+                        items.iter().filter_map(Value::as_str),
+                    )),
+                    _ => None,
+                })
+                .unwrap_or(false);
+            RecordView::Start {
+                wall_ms,
+                stream_json_input,
+            }
         } else if m[7].is_some() {
             RecordView::Boundary
         } else {
@@ -416,9 +432,10 @@ mod tests {
                 (Ok(Some(o)), Ok(Some(v))) => {
                     assert_eq!(Ok(o.t_ms), v.t_ms);
                     let same = match (&o.record, &v.record) {
-                        (Record::Start { wall_ms: a, .. }, RecordView::Start { wall_ms: b }) => {
-                            a == b
-                        }
+                        (
+                            Record::Start { wall_ms: a, .. },
+                            RecordView::Start { wall_ms: b, .. },
+                        ) => a == b,
                         (Record::Line(x), RecordView::Line(view)) => {
                             x["type"].as_str() == view.kind().as_deref()
                                 && x["session_id"].as_str() == view.session_id().as_deref()

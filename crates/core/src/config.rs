@@ -496,6 +496,7 @@ impl McpLimits {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionConfig {
     limits: Option<Limits>,
+    host_input: bool,
 }
 
 impl SessionConfig {
@@ -503,6 +504,19 @@ impl SessionConfig {
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = Some(limits);
         self
+    }
+    /// The child reads its host's messages on stdin (`--input-format stream-json`) and that
+    /// input is open: after a `result`, the session is **waiting for its host** until the
+    /// host's next `user` message ([`Registry::observe_input`](crate::Registry::observe_input))
+    /// or the end of its input ([`Registry::input_closed`](crate::Registry::input_closed)).
+    /// Default false.
+    pub fn with_host_input(mut self, open: bool) -> Self {
+        self.host_input = open;
+        self
+    }
+    /// Whether the child reads its host's messages on an open stdin.
+    pub fn host_input(&self) -> bool {
+        self.host_input
     }
     /// The overriding limits, if any.
     pub fn limits(&self) -> Option<&Limits> {

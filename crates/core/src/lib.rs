@@ -47,7 +47,7 @@
 //! | `startup` | 3m | no line at all since registration |
 //! | `idle` | 10m | no line (progress or keep-alive) for the patience: `idle × extend_factor` (2) before the first completed write tool (`Write`, `Edit`, `MultiEdit`, `NotebookEdit`) and while utilization ≥ `high_utilization` (0.9); else `idle` |
 //! | `no_progress` | 30m | no progress for this long, keep-alives or not; while an MCP tool call is outstanding, never before the call's start + where Claude Code gives up on it (1,800 s by default) + 30 s ([`McpLimits`]) |
-//! | `linger` | 11m | a `result` came, then no progress, and the stream has not ended |
+//! | `linger` | 11m | a `result` came, then no progress, and the stream has not ended; not while the session waits for its host (a stream-json reader whose host input is open, [`SessionConfig::with_host_input`]: from the end of that input) |
 //! | `ceiling` | none | total age (checked first; wins over everything) |
 //! | `warn_at` | 0.8 | not a kill: one [`Event::Stalling`] per quiet spell when the idle or no-progress clock passes this fraction of its limit |
 //!

@@ -18,9 +18,15 @@
 //!   first, and every kill lands exactly at its deadline).
 //! - **Records.** `line` is a stdout line ([`Registry::observe`]); `raw`, and a `line` that
 //!   is not a JSON object, is an unparseable line (a keep-alive); `stdin` goes to
-//!   [`Registry::observe_input`]; `stderr` moves no clock; `start` gives the wall clock at
+//!   [`Registry::observe_input`] (the note `{"note": "stdin closed"}` to
+//!   [`Registry::input_closed`]); `stderr` moves no clock; `start` gives the wall clock at
 //!   spawn, which tells when a rate-limit window's `resetsAt` has passed (without it no window
 //!   expires); `exit` ends the session ([`Registry::end`]).
+//! - **Waiting for the host.** When the first run's `start` (its first entry) records a command
+//!   line that reads stream-json on stdin, its session is registered with
+//!   [`SessionConfig::with_host_input`], as the live run's was: after each `result` it waits
+//!   for the host's next `user` message (a `stdin` entry) or the `stdin closed` note. A
+//!   continuation (a run after a `boundary`) never does: live, it gets `/dev/null`.
 //! - **After a kill** nothing more is fed; the entries that follow up to the `exit` are
 //!   counted ([`RunVerdict::after_kill`]: lines the child printed while it was being stopped).
 //! - **A run that stops without an `exit`** is silent from its last entry on: deadlines fire
@@ -394,8 +400,18 @@ impl Replay {
         }
         let (id, t_ms) = (self.run.id, self.run.t_ms);
         let step = match &entry.record {
-            RecordView::Start { wall_ms } => {
+            RecordView::Start {
+                wall_ms,
+                stream_json_input,
+            } => {
                 self.run.wall_ms = *wall_ms;
+                // The first run of a live invocation reads the host's stdin (a continuation gets
+                // /dev/null): a stream-json reader there waits for its host after each result.
+                if *stream_json_input && self.run_index == 0 && self.run.entries == 1 {
+                    let reg = &mut self.run.reg;
+                    reg.unregister(id);
+                    self.run.id = reg.register(now, SessionConfig::default().with_host_input(true));
+                }
                 Step::Applied
             }
             RecordView::Line(view) => {
@@ -413,7 +429,11 @@ impl Replay {
             }
             RecordView::Stdin(view) => {
                 if let Some(view) = view {
-                    self.run.reg.observe_input(now, id, view);
+                    if is_stdin_closed_note(view) {
+                        self.run.reg.input_closed(now, id);
+                    } else {
+                        self.run.reg.observe_input(now, id, view);
+                    }
                 }
                 Step::Applied
             }
@@ -492,6 +512,16 @@ impl Replay {
     pub fn finish(&mut self) -> RunVerdict {
         self.end_run()
     }
+}
+
+/// The note a live run records when the child's stdin was closed:
+/// `{"note": "stdin closed"}` (no `type`).
+fn is_stdin_closed_note(view: &crate::LineView<'_>) -> bool {
+    view.kind().is_none()
+        && view
+            .member("note")
+            .and_then(|n| n.as_str())
+            .is_some_and(|n| n == "stdin closed")
 }
 
 /// Milliseconds from `base` to `at`, rounded to the nearest (0 before `base`).

@@ -112,6 +112,12 @@ pub(crate) mod flag {
     pub const RAISED: u32 = 1 << 16;
     /// An MCP tool call is outstanding (`Rare::mcp_calls` is not empty).
     pub const MCP: u32 = 1 << 17;
+    /// The child reads its host's messages on stdin and that input is still open.
+    pub const HOST_INPUT: u32 = 1 << 18;
+    /// Waiting for the host: settled by a `result` while `HOST_INPUT`, and no `user` message
+    /// from the host since. A wait like a human wait (the idle and no-progress clocks stand
+    /// still), which also holds the linger.
+    pub const HOST_WAIT: u32 = 1 << 19;
 }
 
 /// The last `result` of a session, compactly.
@@ -415,9 +421,24 @@ impl Session {
         self.progress_anchor = to;
     }
 
-    /// Whether a human wait is open.
+    /// Whether a wait is open: a human wait, or waiting for the host's next message.
     pub(crate) fn paused(&self) -> bool {
-        self.has(flag::STATE_WAIT) || self.has_pending_requests()
+        self.has(flag::STATE_WAIT | flag::HOST_WAIT) || self.has_pending_requests()
+    }
+
+    /// Settled with the host's input open: the session now waits for its host. Its pause
+    /// begins at `now` like a human wait's; after a settle by hand that follows an output
+    /// pause (the real last line kept in `pause_or_line`), that earlier instant stays, which
+    /// changes nothing: the wait ends with fresh clocks (the host's message, new progress) or
+    /// settled (the end of input), where only the linger and the ceiling count.
+    pub(crate) fn begin_host_wait(&mut self, c: &mut Cold, now: u64) {
+        if self.has(flag::SETTLED) && self.has(flag::HOST_INPUT) && !self.has(flag::HOST_WAIT) {
+            let was_paused = self.paused();
+            self.flags |= flag::HOST_WAIT;
+            if !was_paused && !self.has(flag::LINE_MOVED) {
+                c.pause_or_line = now;
+            }
+        }
     }
 
     /// The extension of idle patience that holds now, if any. With `extend_factor` 1 there is
@@ -527,7 +548,10 @@ impl Session {
         if !self.has(flag::FIRST_LINE) {
             take(self.started.saturating_add(l.startup), KillKind::Startup);
         } else if self.has(flag::SETTLED) {
-            take(self.settled_at.saturating_add(l.linger), KillKind::Linger);
+            // Waiting for the host's next message is not a hang: no linger until its input ends.
+            if !self.has(flag::HOST_WAIT) {
+                take(self.settled_at.saturating_add(l.linger), KillKind::Linger);
+            }
         } else if !self.paused() {
             let ext = self.extension(l, high);
             let (patience, warn_after) = if ext.is_some() {

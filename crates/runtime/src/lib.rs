@@ -89,8 +89,9 @@ pub use session::Session;
 pub use supervise::{supervise, Killed, Supervised};
 #[cfg(unix)]
 pub use supervisor::{
-    forward_signals, Batch, KillCause, KillReport, Line, LineCounts, LineInfo, LineMeta, Output,
-    Report, Signal, SignalForwarder, SpawnError, Stage, StdinWriter, StdoutBatch, StdoutHook,
-    Supervisor, SupervisorConfig, SupervisorHandle, WaitError, TREE_MARKER_VAR,
+    forward_signals, keep_out_of_trees, kill_trees_of, Batch, KillCause, KillReport, Line,
+    LineCounts, LineInfo, LineMeta, Output, Report, Signal, SignalForwarder, SpawnError, Stage,
+    StdinWriter, StdoutBatch, StdoutHook, Supervisor, SupervisorConfig, SupervisorHandle,
+    WaitError, TREE_MARKER_VAR,
 };
 pub use watchdog::{CallbackError, Watchdog, WatchdogConfig};

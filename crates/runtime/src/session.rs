@@ -76,6 +76,14 @@ impl Session {
         }
     }
 
+    /// The host's input to the CLI ended (for a session registered with
+    /// [`SessionConfig::with_host_input`](watchdog_core::SessionConfig::with_host_input): it
+    /// stops waiting for its host and lingers from now).
+    pub fn input_closed(&self) {
+        let id = self.id;
+        self.inner.op(|st, now| st.reg.input_closed(now, id));
+    }
+
     /// A tool boundary reported by a hook: `Some(name)` for a completed tool call.
     pub fn tool_boundary(&self, tool: Option<&str>) {
         let id = self.id;

@@ -270,6 +270,35 @@ async fn signals_are_forwarded_to_the_group() {
     assert_eq!(report.status.unwrap().code(), Some(3));
 }
 
+/// A host that signals gives the whole tree one grace: the child ends 1.5 s after the signal,
+/// its stubborn daemon gets SIGKILL 3 s after the signal, not 3 s after the child's exit.
+#[tokio::test]
+async fn leftovers_after_a_forwarded_signal_get_what_is_left_of_the_grace() {
+    let script = r#"setsid sh -c 'trap "" TERM; exec sleep 1000' >/dev/null 2>&1 &
+echo $!
+trap 'sleep 1.5; exit 3' TERM
+while :; do sleep 0.05; done"#;
+    let cfg = SupervisorConfig {
+        term_grace: Duration::from_secs(3),
+        ..quick()
+    };
+    let sup = Supervisor::spawn(sh(script), cfg).unwrap();
+    let handle = sup.handle();
+    let task = tokio::spawn(run_all(sup, LIMIT));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t = std::time::Instant::now();
+    handle.terminate();
+    let (c, report) = task.await.unwrap();
+    let took = t.elapsed();
+    let grandchild: i32 = c.stdout_text()[0].parse().unwrap();
+    assert_eq!(report.status.unwrap().code(), Some(3));
+    assert_eq!(report.leftovers_killed, 1);
+    assert!(dead(grandchild));
+    // 3 s from the signal (4.5 s if the grace restarted at the child's exit).
+    assert!(took >= Duration::from_millis(2900), "{took:?}");
+    assert!(took < Duration::from_millis(4200), "{took:?}");
+}
+
 #[tokio::test]
 async fn kill_tree_now_skips_the_graces() {
     let cfg = SupervisorConfig {

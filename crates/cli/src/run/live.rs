@@ -81,6 +81,19 @@ impl Live<'_> {
         }
     }
 
+    /// Our reader (or, for the drop-in, our host) went away while nothing was written: the
+    /// same as a write that failed with EPIPE, noticed at once.
+    fn on_gone(&mut self, gone: super::vanished::Gone) {
+        if self.output_error.is_some() {
+            return;
+        }
+        self.host.stdout.abandon();
+        self.check_write(Err(WriteError {
+            closed: true,
+            error: gone.error(),
+        }));
+    }
+
     /// Record a line written to the child's stdin (`None`: its stdin was closed).
     fn record_written(&mut self, note: Option<Vec<u8>>) {
         let t = self.t_ms(Instant::now());
@@ -413,9 +426,11 @@ pub(crate) async fn supervise(
             note = stdin::recv_written(&mut written) => {
                 if note.is_none() {
                     written = None;
+                    live.host.vanished.input_ended();
                 }
                 live.record_written(note);
             }
+            gone = live.host.vanished.gone() => live.on_gone(gone),
             out = sup.next_batch() => match out {
                 Some(out) => live.on_batch(out).await,
                 None => break,

@@ -20,6 +20,7 @@ mod stdin;
 mod stdout;
 mod summary;
 mod synthetic;
+mod vanished;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -147,6 +148,8 @@ pub(crate) struct Host {
     pub(crate) signals: UserSignals,
     pub(crate) stdout: stdout::StdoutSink,
     stdin: Option<live::HostStdin>,
+    /// A reader or host that went away while the child is silent.
+    vanished: vanished::Vanished,
 }
 
 /// Why we stopped a run, when we did.
@@ -386,6 +389,8 @@ async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
         signals: UserSignals::new(),
         stdout: stdout::StdoutSink::new(cfg.quiet_stdout),
         stdin: stdin::should_pipe(&cfg.argv).then(stdin::spawn_reader),
+        // `demo` discards the child's stdout: nobody reads ours for it.
+        vanished: vanished::Vanished::start(!cfg.quiet_stdout, cfg.mode == Mode::DropIn),
     };
     let first = match supervise(&cfg, &cfg.argv, &mut host, None).await {
         Ok(f) => f,

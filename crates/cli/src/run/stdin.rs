@@ -10,12 +10,9 @@ use std::io::IsTerminal;
 use tokio::sync::mpsc;
 
 /// Whether the command line asks `claude` to read stream-json on stdin.
+/// (The core's rule, which a replay applies to the capture's `start` too.)
 pub(crate) fn has_stream_json_input(argv: &[OsString]) -> bool {
-    let args: Vec<_> = argv.iter().map(|a| a.to_string_lossy()).collect();
-    args.iter().enumerate().any(|(i, a)| {
-        a == "--input-format=stream-json"
-            || (a == "--input-format" && args.get(i + 1).is_some_and(|v| v == "stream-json"))
-    })
+    watchdog_core::facts::reads_stream_json_input(argv.iter().map(|a| a.to_string_lossy()))
 }
 
 /// Whether the host's stdin is worth piping to the child: not when it is a terminal and the

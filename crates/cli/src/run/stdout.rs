@@ -62,6 +62,13 @@ impl StdoutSink {
         }
     }
 
+    /// Nothing more can be delivered (the reader is known to be gone): drop what is buffered
+    /// and write nothing from now on, as after a write error.
+    pub(crate) fn abandon(&mut self) {
+        self.failed = true;
+        self.buf = Vec::new();
+    }
+
     /// Whether nothing is buffered.
     pub(crate) fn is_empty(&self) -> bool {
         self.buf.is_empty()

@@ -23,6 +23,17 @@
 //! not on a permission prompt). The startup clock cannot be pending, since a wait begins with a
 //! line.
 //!
+//! # Waiting for the host
+//!
+//! A session registered with [`SessionConfig::with_host_input`] (the child reads the host's
+//! messages on stdin, `--input-format stream-json`, and that input is open) **waits for its
+//! host** from each `result` on: the same wait as a human wait (idle and no-progress stand
+//! still), and the linger does not run either. Only the ceiling does. The wait ends with the
+//! host's next `user` message ([`Registry::observe_input`]: the next turn; every clock starts
+//! afresh, as for progress), with new progress from the child (it went on by itself), or with
+//! the end of the host's input ([`Registry::input_closed`]: the linger runs from then).
+//! Control messages from the host (`control_request`, `control_response`) do not end it.
+//!
 //! # Time
 //!
 //! Every call that takes `now` first processes what was due at or before `now`, so a line that
@@ -215,6 +226,9 @@ impl Registry {
                 (self.slots.len() - 1) as u32
             }
         };
+        if config.host_input() {
+            self.session_mut(slot).flags |= flag::HOST_INPUT;
+        }
         self.len += 1;
         self.reschedule(slot);
         self.settle_queue(t);

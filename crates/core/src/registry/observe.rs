@@ -153,12 +153,17 @@ impl Registry {
             if class.signal == Signal::HumanWait {
                 s.begin_wait(c, t, was_paused);
             }
+            // Progress un-settled the session: it no longer waits for its host.
+            if !s.has(flag::SETTLED) {
+                s.flags &= !flag::HOST_WAIT;
+            }
             s.end_wait_if_clear(c, t, was_paused);
             if class.signal == Signal::Settle && !s.has(flag::SETTLED) {
                 s.flags |= flag::SETTLED;
                 s.settled_at = t;
                 settled_now = true;
             }
+            s.begin_host_wait(c, t);
         }
         if settled_now {
             self.events.push_back(Event::Settled { id });
@@ -170,23 +175,60 @@ impl Registry {
         }
     }
 
-    /// Feed one line the host wrote to the child's stdin (a `control_response` that answers a
-    /// permission request ends that human wait). Host lines are not signs of the child's life.
+    /// Feed one line the host wrote to the child's stdin: a `control_response` that answers a
+    /// permission request ends that human wait; a `user` message while the session waits for
+    /// its host starts the next turn (every clock afresh, as for progress). Host lines are
+    /// not otherwise signs of the child's life.
     pub fn observe_input(&mut self, now: Instant, id: SessionId, line: &LineView<'_>) {
         let t = self.advance(now);
         let Some(slot) = self.slot_of(id) else {
             return;
         };
-        if self.session(slot).is_done() || line.kind().as_deref() != Some("control_response") {
+        if self.session(slot).is_done() {
             return;
         }
-        let Some(rid) = line.request_id() else {
+        let (s, c) = self.parts_mut(slot);
+        let was_paused = s.paused();
+        match line.kind().as_deref() {
+            Some("control_response") => {
+                let Some(rid) = line.request_id() else {
+                    return;
+                };
+                answer(s, c, &rid);
+            }
+            Some("user") if s.has(flag::HOST_WAIT) => {
+                s.flags &= !flag::HOST_WAIT;
+                s.note_progress(t);
+                s.drop_past_retry(c);
+            }
+            _ => return,
+        }
+        s.end_wait_if_clear(c, t, was_paused);
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+
+    /// The host's input to the child ended (its stdin closed): a session waiting for its host
+    /// lingers from `now`; one mid-turn lingers from its next `result`, as any session does.
+    /// No effect on a session registered without [`SessionConfig::with_host_input`].
+    ///
+    /// [`SessionConfig::with_host_input`]: crate::SessionConfig::with_host_input
+    pub fn input_closed(&mut self, now: Instant, id: SessionId) {
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
             return;
         };
         let (s, c) = self.parts_mut(slot);
-        let was_paused = s.paused();
-        answer(s, c, &rid);
-        s.end_wait_if_clear(c, t, was_paused);
+        if s.is_done() || !s.has(flag::HOST_INPUT) {
+            return;
+        }
+        s.flags &= !flag::HOST_INPUT;
+        if s.has(flag::HOST_WAIT) {
+            let was_paused = s.paused();
+            s.flags &= !flag::HOST_WAIT;
+            s.settled_at = t;
+            s.end_wait_if_clear(c, t, was_paused);
+        }
         self.reschedule(slot);
         self.run_due(t);
     }
@@ -268,6 +310,8 @@ impl Registry {
         }
         s.flags |= flag::SETTLED | flag::FIRST_LINE;
         s.settled_at = t;
+        let (s, c) = self.parts_mut(slot);
+        s.begin_host_wait(c, t);
         self.events.push_back(Event::Settled { id });
         self.reschedule(slot);
         self.run_due(t);

@@ -72,12 +72,19 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
     .flatten()
     .collect();
 
-    let policy = match (&cfg.policy, &cfg.watchdog) {
+    // A child reading the host's messages on the stdin we pipe waits for its host after each
+    // `result` (until the input ends: [`StdinWriter::close`]).
+    let host_input = cfg.stream_json_input && cfg.pipe_stdin;
+    let session_cfg = cfg.policy.clone().map(|s| {
+        let open = host_input || s.host_input();
+        s.with_host_input(open)
+    });
+    let policy = match (session_cfg, &cfg.watchdog) {
         (None, _) => Policy::None,
-        (Some(session), Some(watchdog)) => Policy::Shared(watchdog.register(session.clone())),
+        (Some(session), Some(watchdog)) => Policy::Shared(watchdog.register(session)),
         (Some(session), None) => {
             let mut reg = Registry::new(Limits::default());
-            let id = reg.register(started.into_std(), session.clone());
+            let id = reg.register(started.into_std(), session);
             Policy::Own(Box::new(reg), id)
         }
     };
@@ -134,6 +141,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         readers,
         pending,
         events,
+        signalled: None,
     };
     tokio::spawn(watch.run(report_tx));
     Ok(Supervisor {
@@ -350,6 +358,9 @@ struct Watch {
     pending: Vec<OwnedFd>,
     /// The session's events on a shared watchdog (whose timer handles its deadlines).
     events: Option<tokio::sync::broadcast::Receiver<watchdog_core::Event>>,
+    /// When the first signal was forwarded to the group ([`Control::Signal`]): the grace of
+    /// what the child leaves running counts from then.
+    signalled: Option<tokio::time::Instant>,
 }
 
 enum End {
@@ -442,6 +453,7 @@ impl Watch {
                     Some(Control::Kill(cause)) => return End::Kill(cause, Stage::Interrupt),
                     Some(Control::KillTree(cause)) => return End::Kill(cause, Stage::Kill),
                     Some(Control::Signal(sig)) => {
+                        self.signalled.get_or_insert_with(tokio::time::Instant::now);
                         let _ = signals::group(self.pid, sig);
                     }
                     Some(Control::Utilization(u)) => {
@@ -506,7 +518,9 @@ impl Watch {
         }
     }
 
-    /// The child exited by itself: stop whatever it left running (SIGTERM, then SIGKILL).
+    /// The child exited by itself: stop whatever it left running (SIGTERM, then SIGKILL
+    /// `term_grace` later; after a forwarded signal, what is left of the grace counted from
+    /// that signal: a host that signalled us gives the whole tree one grace, not two).
     async fn clean_leftovers(&mut self) -> usize {
         if !self.cfg.kill_leftovers {
             self.tree.reap();
@@ -521,7 +535,11 @@ impl Watch {
             self.tree.reap();
             return 0;
         }
-        kill::stop_procs(&mut self.tree, self.pid, &left, self.cfg.term_grace).await;
+        let grace = match self.signalled {
+            Some(at) => self.cfg.term_grace.saturating_sub(at.elapsed()),
+            None => self.cfg.term_grace,
+        };
+        kill::stop_procs(&mut self.tree, self.pid, &left, grace).await;
         left.len()
     }
 

@@ -112,8 +112,10 @@ impl StdinWriter {
         pipe.flush().await
     }
 
-    /// Close stdin (the child sees end of input).
+    /// Close stdin (the child sees end of input). The policy learns that the host's input
+    /// ended: a child that waited for its host's next message lingers from now.
     pub async fn close(&self) {
         self.pipe.lock().await.take();
+        self.shared.input_closed();
     }
 }

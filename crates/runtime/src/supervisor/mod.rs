@@ -27,6 +27,25 @@ pub use report::{Batch, KillCause, KillReport, LineCounts, Output, Report, Stage
 pub use signals::{forward_signals, SignalForwarder};
 pub use tree::TREE_MARKER_VAR;
 
+/// Keep `pid`, a child of this process that no supervisor runs (a helper such as a guardian
+/// process), out of every supervised tree: with [`SupervisorConfig::claim_orphans`] it is
+/// never taken for an orphan of one, killed or reaped by it.
+pub fn keep_out_of_trees(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        tree::Tree::keep_apart(pid);
+    }
+}
+
+/// SIGKILL every process started under a supervisor of host `host_pid` that is still running
+/// (every process whose environment carries one of that host's [`TREE_MARKER_VAR`] markers,
+/// what their children inherit too), until none is left; returns how many were signalled.
+/// For a helper that outlives a host killed with SIGKILL: the host's own supervisors cannot
+/// stop their trees any more. Linux only (elsewhere 0); it reads every readable process
+/// environment on the machine.
+pub fn kill_trees_of(host_pid: u32) -> usize {
+    tree::Tree::kill_marked(host_pid)
+}
+
 /// A Unix signal, for [`SupervisorHandle::signal`].
 pub use rustix::process::Signal;
 
@@ -48,12 +67,18 @@ pub struct SupervisorConfig {
     /// before each deadline. Default `None`.
     pub watchdog: Option<crate::Watchdog>,
     /// The child reads stream-json on stdin (`--input-format stream-json`): the ladder
-    /// starts with an `interrupt` control request. Default false.
+    /// starts with an `interrupt` control request, and with [`SupervisorConfig::pipe_stdin`]
+    /// the policy's session waits for its host after each `result` until the host's next
+    /// `user` message or the end of its input
+    /// ([`SessionConfig::with_host_input`](watchdog_core::SessionConfig::with_host_input)).
+    /// Default false.
     pub stream_json_input: bool,
     /// Wait after the interrupt request before SIGTERM. Default
     /// [`INTERRUPT_GRACE`](defaults::INTERRUPT_GRACE).
     pub interrupt_grace: Duration,
-    /// Wait after SIGTERM before SIGKILL. Default [`TERM_GRACE`](defaults::TERM_GRACE).
+    /// Wait after SIGTERM before SIGKILL. Default [`TERM_GRACE`](defaults::TERM_GRACE). After
+    /// a signal forwarded with [`SupervisorHandle::signal`], what the child leaves running when
+    /// it exits gets what is left of this grace, counted from the signal.
     pub term_grace: Duration,
     /// Make the host process a child subreaper (Linux only) before spawning. This changes the
     /// host process for good: every orphaned descendant of it, from any source, re-parents to

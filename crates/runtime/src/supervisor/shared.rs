@@ -159,6 +159,17 @@ impl Shared {
         self.notify.notify_one();
     }
 
+    /// Report that the child's stdin was closed (the host's input ended).
+    pub(crate) fn input_closed(&self) {
+        let now = clock::now();
+        let mut st = self.lock();
+        settle_pause(&mut st, now);
+        st.policy
+            .with(now, |reg, id, now| reg.input_closed(now, id));
+        self.rearm(&mut st);
+        self.notify.notify_one();
+    }
+
     /// Events queued by calls made outside the watching task.
     pub(crate) fn events(&self) -> Vec<Event> {
         drain(&mut self.lock())

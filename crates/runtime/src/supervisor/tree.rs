@@ -298,6 +298,52 @@ mod imp {
             roots().retain(|&p| p != root_pid);
         }
 
+        /// `pid`, a child of this process outside every supervised tree (a helper), is never
+        /// taken for an orphan, claimed or reaped by a tree.
+        pub(crate) fn keep_apart(pid: i32) {
+            roots().push(pid);
+        }
+
+        /// SIGKILL every process whose environment carries a tree marker of host `host_pid`
+        /// (`MARKER=<host_pid>.<n>`), again until a pass finds none (a forking process is
+        /// caught by a later pass); returns how many were signalled. Reads every readable
+        /// environment on the machine: for when the host itself is gone.
+        pub(crate) fn kill_marked(host_pid: u32) -> usize {
+            let needle = format!("{}={host_pid}.", super::TREE_MARKER_VAR).into_bytes();
+            let me = std::process::id() as i32;
+            let mut killed = 0;
+            for _ in 0..100 {
+                let Ok(dir) = std::fs::read_dir("/proc") else {
+                    break;
+                };
+                let mut found = 0;
+                for e in dir.flatten() {
+                    let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
+                    else {
+                        continue;
+                    };
+                    if pid == me || stat(pid).is_none_or(|s| s.zombie) {
+                        continue;
+                    }
+                    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                        continue;
+                    };
+                    if env.split(|&b| b == 0).any(|kv| kv.starts_with(&needle))
+                        && crate::supervisor::signals::process(pid, rustix::process::Signal::KILL)
+                            .is_ok()
+                    {
+                        found += 1;
+                    }
+                }
+                killed += found;
+                if found == 0 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            killed
+        }
+
         /// Rescan: returns the live (non-zombie) descendants, not counting the child itself.
         /// `deep` also looks for the marker in every process's environment, which reads every
         /// process on the machine; a shallow scan walks down from the child and the known
@@ -573,6 +619,10 @@ mod imp {
             Tree
         }
         pub(crate) fn forget_root(_root_pid: i32) {}
+        pub(crate) fn keep_apart(_pid: i32) {}
+        pub(crate) fn kill_marked(_host_pid: u32) -> usize {
+            0
+        }
         pub(crate) async fn scan(&mut self, _deep: bool) -> Vec<Proc> {
             Vec::new()
         }
