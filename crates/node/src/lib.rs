@@ -1,0 +1,164 @@
+//! The Node addon of `agent-sdk-watchdog`: the core's in-process idle policy
+//! ([`watchdog_core::idle_policy`]) for the npm package's `createWatchdog()`.
+//!
+//! Designed so that a message costs no call at all: the JavaScript side reads a message's
+//! `type` and `subtype`, looks them up in the table this addon hands over once at load time
+//! ([`observe_table`]), and writes the clocks into a `Float64Array` slab
+//! ([`watchdog_core::idle_policy::slab`]). A pass over every registered query is one call
+//! ([`evaluate_slab`]) that reads the slab in place and returns the next deadline; a single
+//! query's deadline is one call with plain numbers ([`next_check`]).
+//!
+//! `unsafe`: none in this crate's own code. The `#[napi]` macro expands to the `extern "C"`
+//! registration glue napi-rs needs, which is why this crate cannot `forbid(unsafe_code)`
+//! (the expansion carries `unsafe` blocks and `#[no_mangle]`-style exports).
+#![deny(missing_docs)]
+
+use napi::bindgen_prelude::{Float64Array, Int32Array};
+use napi_derive::napi;
+use watchdog_core::idle_policy::{self, slab, Effect, IdleLimits, Timeline};
+
+fn limits(idle_ms: f64, extend_factor: f64, high_utilization: f64) -> IdleLimits {
+    IdleLimits {
+        idle_ms,
+        extend_factor,
+        high_utilization,
+    }
+}
+
+fn utilization(u: f64) -> Option<f64> {
+    // JavaScript's `null` crosses as NaN (one number type for every call); a NaN utilization
+    // never reaches the threshold either way.
+    (!u.is_nan()).then_some(u)
+}
+
+/// The classification table as JSON: `{"<type>": code, "<type>/<subtype>": code}`, with the
+/// codes of [`Effect`] (0 none, 1 settle, 2 alive, 3 work, 4 work when tool heartbeats are
+/// on). Read once at load time.
+#[napi]
+pub fn observe_table() -> String {
+    let mut out = String::from("{");
+    for (i, (kind, subtype, effect)) in idle_policy::OBSERVE_TABLE.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let key = match subtype {
+            Some(s) => format!("{kind}/{s}"),
+            None => (*kind).to_owned(),
+        };
+        out.push_str(&format!("\"{key}\":{}", *effect as i32));
+    }
+    out.push('}');
+    out
+}
+
+/// The layout of a slab row as JSON (`{"STRIDE":7,"STARTED_AT":0,…}`), read once at load time.
+#[napi]
+pub fn slab_layout() -> String {
+    format!(
+        "{{\"STRIDE\":{},\"STARTED_AT\":{},\"LAST_TOOL_AT\":{},\"LAST_ACTIVITY_AT\":{},\
+         \"FIRST_WRITE_AT\":{},\"HARD_CEILING_MS\":{},\"FLAGS\":{},\"SEQ\":{},\"LIVE\":{},\
+         \"SETTLED\":{},\"KILLED\":{},\"EXTEND_NOTED\":{},\"SKIPPED\":{},\"EFFECT_NONE\":{},\
+         \"EFFECT_SETTLE\":{},\"EFFECT_ALIVE\":{},\"EFFECT_WORK\":{},\"EFFECT_HEARTBEAT_WORK\":{}}}",
+        slab::STRIDE,
+        slab::STARTED_AT,
+        slab::LAST_TOOL_AT,
+        slab::LAST_ACTIVITY_AT,
+        slab::FIRST_WRITE_AT,
+        slab::HARD_CEILING_MS,
+        slab::FLAGS,
+        slab::SEQ,
+        slab::LIVE,
+        slab::SETTLED,
+        slab::KILLED,
+        slab::EXTEND_NOTED,
+        slab::SKIPPED,
+        Effect::None as i32,
+        Effect::Settle as i32,
+        Effect::Alive as i32,
+        Effect::Work as i32,
+        Effect::HeartbeatWork as i32,
+    )
+}
+
+/// [`idle_policy::evaluate`] of one timeline, as a verdict code
+/// ([`idle_policy::Verdict::code`]). `first_write_at` and `utilization` are NaN for null.
+#[napi]
+#[allow(clippy::too_many_arguments)]
+pub fn evaluate(
+    started_at: f64,
+    last_tool_at: f64,
+    last_activity_at: f64,
+    first_write_at: f64,
+    hard_ceiling_ms: f64,
+    settled: bool,
+    now: f64,
+    utilization_or_nan: f64,
+    idle_ms: f64,
+    extend_factor: f64,
+    high_utilization: f64,
+) -> i32 {
+    let t = Timeline {
+        started_at,
+        last_tool_at,
+        last_activity_at: Some(last_activity_at),
+        first_write_at: (!first_write_at.is_nan()).then_some(first_write_at),
+        hard_ceiling_ms,
+        settled,
+    };
+    idle_policy::evaluate(
+        &t,
+        now,
+        utilization(utilization_or_nan),
+        &limits(idle_ms, extend_factor, high_utilization),
+    )
+    .code()
+}
+
+/// [`idle_policy::next_check`] of row `index` of `rows`.
+#[napi]
+pub fn next_check(
+    rows: Float64Array,
+    index: u32,
+    now: f64,
+    utilization_or_nan: f64,
+    idle_ms: f64,
+    extend_factor: f64,
+    high_utilization: f64,
+) -> f64 {
+    let start = index as usize * slab::STRIDE;
+    match rows.get(start..start + slab::STRIDE) {
+        Some(row) => idle_policy::next_check(
+            &slab::timeline(row),
+            now,
+            utilization(utilization_or_nan),
+            &limits(idle_ms, extend_factor, high_utilization),
+        ),
+        None => f64::INFINITY,
+    }
+}
+
+/// [`idle_policy::evaluate_slab`] over the first `count` rows of `rows`, verdicts into
+/// `verdicts`; returns the next deadline (`Infinity` for none).
+#[napi]
+#[allow(clippy::too_many_arguments)]
+pub fn evaluate_slab(
+    rows: Float64Array,
+    count: u32,
+    now: f64,
+    utilization_or_nan: f64,
+    idle_ms: f64,
+    extend_factor: f64,
+    high_utilization: f64,
+    mut verdicts: Int32Array,
+) -> f64 {
+    let n = (count as usize).min(rows.len() / slab::STRIDE);
+    let verdicts: &mut [i32] = &mut verdicts;
+    let n = n.min(verdicts.len());
+    idle_policy::evaluate_slab(
+        &rows[..n * slab::STRIDE],
+        now,
+        utilization(utilization_or_nan),
+        &limits(idle_ms, extend_factor, high_utilization),
+        &mut verdicts[..n],
+    )
+}
