@@ -20,15 +20,15 @@ export function core() {
   }
   const addon = require(file);
   const layout = Object.freeze(JSON.parse(addon.slabLayout()));
-  // {"type": effect} or {"type/subtype": effect} -> {type: effect | {subtype: effect}}
-  const table = Object.create(null);
+  // {"type": effect, "type/subtype": effect} -> Map(type -> effect | Map(subtype -> effect))
+  const table = new Map();
   for (const [key, effect] of Object.entries(JSON.parse(addon.observeTable()))) {
     const cut = key.indexOf('/');
-    if (cut < 0) table[key] = effect;
+    if (cut < 0) table.set(key, effect);
     else {
       const type = key.slice(0, cut);
-      if (typeof table[type] !== 'object') table[type] = Object.create(null);
-      table[type][key.slice(cut + 1)] = effect;
+      if (!(table.get(type) instanceof Map)) table.set(type, new Map());
+      table.get(type).set(key.slice(cut + 1), effect);
     }
   }
   loaded = { addon, table, layout };

@@ -50,120 +50,6 @@ export function evaluateWatchdog(t, now, utilization, limits = WATCHDOG_DEFAULTS
   return VERDICTS[code]();
 }
 
-class WatchdogHandle {
-  constructor(w, slot, reg) {
-    this._w = w;
-    this._slot = slot;
-    this._reg = reg;
-    this._kill = null;
-  }
-
-  activity(toolName, at = this._w.c.now()) {
-    const w = this._w;
-    const s = this._slot;
-    if (s < 0) return;
-    const L = w.L;
-    const b = s * L.STRIDE;
-    w.rows[b + L.LAST_TOOL_AT] = at;
-    let moved = working(w, b, at);
-    if (Number.isNaN(w.rows[b + L.FIRST_WRITE_AT]) && toolName && w.c.writeTools.includes(toolName)) {
-      w.rows[b + L.FIRST_WRITE_AT] = at;
-      moved = true; // patience shrinks: the deadline may come earlier
-    }
-    if (moved) w.rearm(s, at);
-  }
-
-  stream(at = this._w.c.now()) {
-    const s = this._slot;
-    if (s >= 0 && working(this._w, s * this._w.L.STRIDE, at)) this._w.rearm(s, at);
-  }
-
-  heartbeat(at = this._w.c.now()) {
-    const s = this._slot;
-    if (s >= 0) this._w.rows[s * this._w.L.STRIDE + this._w.L.LAST_ACTIVITY_AT] = at;
-  }
-
-  settle() {
-    const s = this._slot;
-    if (s >= 0) {
-      const i = s * this._w.L.STRIDE + this._w.L.FLAGS;
-      this._w.rows[i] = this._w.rows[i] | this._w.L.SETTLED;
-    }
-  }
-
-  observe(message, at = this._w.c.now()) {
-    const w = this._w;
-    let effect = w.table[message.type];
-    if (effect === undefined) return;
-    if (typeof effect === 'object') {
-      effect = effect[message.subtype];
-      if (effect === undefined) return;
-    }
-    const L = w.L;
-    switch (effect) {
-      case L.EFFECT_SETTLE:
-        this.settle();
-        break;
-      case L.EFFECT_ALIVE:
-        this.heartbeat(at);
-        break;
-      case L.EFFECT_WORK:
-        this.stream(at);
-        break;
-      case L.EFFECT_HEARTBEAT_WORK:
-        if (w.c.toolHeartbeats) this.stream(at);
-        break;
-      default:
-        break;
-    }
-  }
-
-  get kill() {
-    return this._kill;
-  }
-
-  /**
-   * The query() options that run this session through the native claude-watchdog with this
-   * watchdog's limits (and `policy` over them): `pathToClaudeCodeExecutable`, `env` and this
-   * registration's `abortController`.
-   */
-  nativeOptions(policy = {}, env = process.env) {
-    const c = this._w.c;
-    const ceiling = this._reg.hardCeilingMs;
-    const base = {
-      idle: `${Math.ceil(c.idleMs)}ms`,
-      extendFactor: c.extendFactor,
-      highUtilization: c.highUtilization,
-      writeTools: [...c.writeTools],
-    };
-    if (typeof ceiling === 'number' && ceiling > 0 && Number.isFinite(ceiling)) {
-      base.ceiling = `${Math.ceil(ceiling)}ms`;
-    }
-    return { ...watchdogOptions({ ...base, ...policy }, env), abortController: this._reg.abortController };
-  }
-
-  unregister() {
-    const s = this._slot;
-    if (s < 0) return;
-    this._slot = -1;
-    this._w.release(s);
-  }
-}
-
-// "Working": clear `settled` and move the activity clock. True when it un-settled (the idle
-// deadline is back, and may come before the armed timer).
-function working(w, b, at) {
-  const L = w.L;
-  const rows = w.rows;
-  rows[b + L.LAST_ACTIVITY_AT] = at;
-  const flags = rows[b + L.FLAGS];
-  if (flags & L.SETTLED) {
-    rows[b + L.FLAGS] = flags & ~L.SETTLED;
-    return true;
-  }
-  return false;
-}
-
 export function createWatchdog(config = {}) {
   const c = resolveOptions(WATCHDOG_DEFAULTS, config);
   checkOption('idleMs', c.idleMs, 'a number > 0', (v) => v > 0);
@@ -172,11 +58,12 @@ export function createWatchdog(config = {}) {
   checkOption('tickMs', c.tickMs, 'a number > 0', (v) => v > 0);
   const { addon, table, layout: L } = core();
   const S = L.STRIDE;
+  const { STARTED_AT, LAST_TOOL_AT, LAST_ACTIVITY_AT, FIRST_WRITE_AT, HARD_CEILING_MS, FLAGS, SEQ } = L;
+  const { LIVE, SETTLED, KILLED, EXTEND_NOTED } = L;
+  const { EFFECT_SETTLE, EFFECT_ALIVE, EFFECT_WORK, EFFECT_HEARTBEAT_WORK } = L;
+  const { now: clock, writeTools, toolHeartbeats, idleMs, extendFactor, highUtilization } = c;
 
   const w = {
-    c,
-    L,
-    table,
     rows: new Float64Array(16 * S),
     verdicts: new Int32Array(16),
     handles: [], // slot -> handle
@@ -184,20 +71,109 @@ export function createWatchdog(config = {}) {
     top: 0, // rows in use (high-water mark)
     live: 0,
     seq: 0,
-    util: NaN, // the last tick's utilization, for deadlines between ticks
+    util: NaN, // the last check's utilization, for deadlines between checks
     timer: null,
     timerAt: Infinity,
-    rearm(slot, now) {
-      arm(addon.nextCheck(w.rows, slot, now, w.util, c.idleMs, c.extendFactor, c.highUtilization));
-    },
-    release(slot) {
-      w.rows[slot * S + L.FLAGS] = 0;
-      w.handles[slot] = undefined;
-      w.free.push(slot);
+  };
+
+  const rearm = (slot, now) =>
+    arm(addon.nextCheck(w.rows, slot, now, w.util, idleMs, extendFactor, highUtilization));
+
+  // "Working": clear `settled` and move the activity clock; re-arm when it un-settled (the
+  // idle deadline is back and may come before the armed timer).
+  function working(slot, at) {
+    const b = slot * S;
+    const rows = w.rows;
+    rows[b + LAST_ACTIVITY_AT] = at;
+    const flags = rows[b + FLAGS];
+    if (flags & SETTLED) {
+      rows[b + FLAGS] = flags & ~SETTLED;
+      rearm(slot, at);
+    }
+  }
+
+  // One supervised query: a slot of the slab. `_slot` is -1 once unregistered (or closed).
+  class WatchdogHandle {
+    constructor(slot, reg) {
+      this._slot = slot;
+      this._reg = reg;
+      this._kill = null;
+    }
+
+    activity(toolName, at = clock()) {
+      const s = this._slot;
+      if (s < 0) return;
+      const b = s * S;
+      const rows = w.rows;
+      rows[b + LAST_TOOL_AT] = at;
+      working(s, at);
+      if (Number.isNaN(rows[b + FIRST_WRITE_AT]) && toolName && writeTools.includes(toolName)) {
+        rows[b + FIRST_WRITE_AT] = at;
+        rearm(s, at); // patience shrinks: the deadline may come earlier
+      }
+    }
+
+    stream(at = clock()) {
+      if (this._slot >= 0) working(this._slot, at);
+    }
+
+    heartbeat(at = clock()) {
+      if (this._slot >= 0) w.rows[this._slot * S + LAST_ACTIVITY_AT] = at;
+    }
+
+    settle() {
+      const s = this._slot;
+      if (s >= 0) w.rows[s * S + FLAGS] = w.rows[s * S + FLAGS] | SETTLED;
+    }
+
+    observe(message, at = clock()) {
+      let effect = table.get(message.type);
+      if (effect === undefined) return;
+      if (typeof effect !== 'number') {
+        effect = effect.get(message.subtype);
+        if (effect === undefined) return;
+      }
+      const s = this._slot;
+      if (s < 0) return;
+      if (effect === EFFECT_WORK || (effect === EFFECT_HEARTBEAT_WORK && toolHeartbeats)) working(s, at);
+      else if (effect === EFFECT_ALIVE) w.rows[s * S + LAST_ACTIVITY_AT] = at;
+      else if (effect === EFFECT_SETTLE) w.rows[s * S + FLAGS] = w.rows[s * S + FLAGS] | SETTLED;
+    }
+
+    get kill() {
+      return this._kill;
+    }
+
+    /**
+     * The query() options that run this session through the native claude-watchdog with this
+     * watchdog's limits (and `policy` over them): `pathToClaudeCodeExecutable`, `env` and this
+     * registration's `abortController`.
+     */
+    nativeOptions(policy = {}, env = process.env) {
+      const ceiling = this._reg.hardCeilingMs;
+      const base = {
+        idle: `${Math.ceil(idleMs)}ms`,
+        extendFactor,
+        highUtilization,
+        writeTools: [...writeTools],
+      };
+      if (typeof ceiling === 'number' && ceiling > 0 && Number.isFinite(ceiling)) {
+        base.ceiling = `${Math.ceil(ceiling)}ms`;
+      }
+      return { ...watchdogOptions({ ...base, ...policy }, env), abortController: this._reg.abortController };
+    }
+
+    unregister() {
+      const s = this._slot;
+      if (s < 0) return;
+      this._slot = -1;
+      w.rows[s * S + FLAGS] = 0;
+      w.handles[s] = undefined;
+      w.free.push(s);
       w.live -= 1;
       if (w.live === 0) disarm();
-    },
-  };
+    }
+  }
 
   const report = (error) => {
     try {
@@ -313,10 +289,10 @@ export function createWatchdog(config = {}) {
     rows[b + L.HARD_CEILING_MS] = num(reg.hardCeilingMs);
     rows[b + L.FLAGS] = L.LIVE;
     rows[b + L.SEQ] = w.seq++;
-    const handle = new WatchdogHandle(w, slot, reg);
+    const handle = new WatchdogHandle(slot, reg);
     w.handles[slot] = handle;
     w.live += 1;
-    w.rearm(slot, now);
+    rearm(slot, now);
     return handle;
   }
 
