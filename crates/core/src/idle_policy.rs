@@ -20,6 +20,12 @@
 //! 4. `idle ≥ patience`: kill [`IdleKill::Idle`]; else `idle ≥ idle_ms`: extend
 //!    (`high_utilization` wins over `pre_write`); else ok.
 //!
+//! Three more rules are ours and off by default (their limits are `f64::INFINITY`), so the
+//! reference's verdicts stay the defaults: `startup_ms` (no message at all since registration;
+//! checked right after the ceiling), `linger_ms` (settled, and nothing new since the `result`
+//! for this long; checked instead of "settled: ok") and `no_progress_ms` (no work, heartbeats or
+//! not, for this long; checked after the idle kill).
+//!
 //! # The slab ([`evaluate_slab`])
 //!
 //! The Node addon keeps every registered timeline in one `Float64Array`, [`slab::STRIDE`]
@@ -37,6 +43,12 @@ pub struct IdleLimits {
     pub extend_factor: f64,
     /// Utilization (0 to 1) at or above which patience is extended (default 0.9).
     pub high_utilization: f64,
+    /// Ours, off by default (`f64::INFINITY`): no message at all since registration, ms.
+    pub startup_ms: f64,
+    /// Ours, off by default: settled and nothing new for this long, ms.
+    pub linger_ms: f64,
+    /// Ours, off by default: no work (only heartbeats, or nothing) for this long, ms.
+    pub no_progress_ms: f64,
 }
 
 impl Default for IdleLimits {
@@ -45,6 +57,9 @@ impl Default for IdleLimits {
             idle_ms: 600_000.0,
             extend_factor: 2.0,
             high_utilization: 0.9,
+            startup_ms: f64::INFINITY,
+            linger_ms: f64::INFINITY,
+            no_progress_ms: f64::INFINITY,
         }
     }
 }
@@ -62,8 +77,14 @@ pub struct Timeline {
     pub first_write_at: Option<f64>,
     /// The cap on total age (never validated: `NaN` or infinity never kill).
     pub hard_ceiling_ms: f64,
-    /// A `result` came and no new work since: only the hard ceiling applies.
+    /// A `result` came and no new work since: only the hard ceiling (and the linger) apply.
     pub settled: bool,
+    /// When it settled, for the linger rule (`None`: never, or unknown).
+    pub settled_at: Option<f64>,
+    /// The last work (tool boundary, stream frame), for the no-progress rule.
+    pub last_work_at: f64,
+    /// A message was seen since registration (the startup rule applies until then).
+    pub seen: bool,
 }
 
 /// Why the idle policy kills.
@@ -73,14 +94,24 @@ pub enum IdleKill {
     Idle,
     /// Total age reached `hard_ceiling_ms`.
     HardCeiling,
+    /// Ours: no message at all within `startup_ms`.
+    Startup,
+    /// Ours: settled, then nothing new for `linger_ms`.
+    Linger,
+    /// Ours: no work for `no_progress_ms`.
+    NoProgress,
 }
 
 impl IdleKill {
-    /// The reference's names: `watchdog_idle`, `hard_ceiling`.
+    /// The reference's names, `watchdog_idle` and `hard_ceiling`, and ours, `startup`,
+    /// `linger`, `no_progress`.
     pub fn as_str(self) -> &'static str {
         match self {
             IdleKill::Idle => "watchdog_idle",
             IdleKill::HardCeiling => "hard_ceiling",
+            IdleKill::Startup => "startup",
+            IdleKill::Linger => "linger",
+            IdleKill::NoProgress => "no_progress",
         }
     }
 }
@@ -98,7 +129,8 @@ pub enum Verdict {
 
 impl Verdict {
     /// The verdict as the small integer the Node addon hands to JavaScript: 0 ok, 1 extend
-    /// `pre_write`, 2 extend `high_utilization`, 3 kill `watchdog_idle`, 4 kill `hard_ceiling`.
+    /// `pre_write`, 2 extend `high_utilization`, 3 kill `watchdog_idle`, 4 kill `hard_ceiling`,
+    /// 5 kill `startup`, 6 kill `linger`, 7 kill `no_progress`.
     pub fn code(self) -> i32 {
         match self {
             Verdict::Ok => 0,
@@ -106,6 +138,9 @@ impl Verdict {
             Verdict::Extend(ExtendReason::HighUtilization) => 2,
             Verdict::Kill(IdleKill::Idle) => 3,
             Verdict::Kill(IdleKill::HardCeiling) => 4,
+            Verdict::Kill(IdleKill::Startup) => 5,
+            Verdict::Kill(IdleKill::Linger) => 6,
+            Verdict::Kill(IdleKill::NoProgress) => 7,
         }
     }
 }
@@ -132,12 +167,21 @@ pub fn evaluate(t: &Timeline, now: f64, utilization: Option<f64>, limits: &IdleL
     if now - t.started_at >= t.hard_ceiling_ms {
         return Verdict::Kill(IdleKill::HardCeiling);
     }
+    if !t.seen && now - t.started_at >= limits.startup_ms {
+        return Verdict::Kill(IdleKill::Startup);
+    }
     if t.settled {
+        if t.settled_at.is_some_and(|s| now - s >= limits.linger_ms) {
+            return Verdict::Kill(IdleKill::Linger);
+        }
         return Verdict::Ok;
     }
     let idle = now - last_activity(t);
     if idle >= patience(t, utilization, limits) {
         return Verdict::Kill(IdleKill::Idle);
+    }
+    if now - t.last_work_at >= limits.no_progress_ms {
+        return Verdict::Kill(IdleKill::NoProgress);
     }
     if idle >= limits.idle_ms {
         let reason = if high(utilization, limits) {
@@ -152,33 +196,36 @@ pub fn evaluate(t: &Timeline, now: f64, utilization: Option<f64>, limits: &IdleL
 
 /// The first instant after `now` at which [`evaluate`] can give a different verdict, if
 /// nothing is fed and utilization stays: the base patience (an extension or the kill), the
-/// extended patience, or the hard ceiling, whichever comes first. `f64::INFINITY` when no
-/// deadline is left (settled with no finite ceiling).
+/// extended patience, the hard ceiling, or one of the opt-in rules' deadlines, whichever comes
+/// first. `f64::INFINITY` when no deadline is left (settled with no finite ceiling).
 pub fn next_check(t: &Timeline, now: f64, utilization: Option<f64>, limits: &IdleLimits) -> f64 {
     let mut next = f64::INFINITY;
-    let ceiling = t.started_at + t.hard_ceiling_ms;
-    if ceiling > now {
-        next = ceiling;
-    }
-    if t.settled {
-        return next;
-    }
-    let last = last_activity(t);
-    for at in [
-        last + limits.idle_ms,
-        last + patience(t, utilization, limits),
-    ] {
+    let mut consider = |at: f64| {
         if at > now && at < next {
             next = at;
         }
+    };
+    consider(t.started_at + t.hard_ceiling_ms);
+    if !t.seen {
+        consider(t.started_at + limits.startup_ms);
     }
+    if t.settled {
+        if let Some(s) = t.settled_at {
+            consider(s + limits.linger_ms);
+        }
+        return next;
+    }
+    let last = last_activity(t);
+    consider(last + limits.idle_ms);
+    consider(last + patience(t, utilization, limits));
+    consider(t.last_work_at + limits.no_progress_ms);
     next
 }
 
 /// The slab layout: the offsets of one timeline's fields in a row of [`slab::STRIDE`] numbers.
 pub mod slab {
     /// Numbers per row.
-    pub const STRIDE: usize = 7;
+    pub const STRIDE: usize = 9;
     /// [`Timeline::started_at`](super::Timeline::started_at).
     pub const STARTED_AT: usize = 0;
     /// [`Timeline::last_tool_at`](super::Timeline::last_tool_at).
@@ -189,10 +236,14 @@ pub mod slab {
     pub const FIRST_WRITE_AT: usize = 3;
     /// [`Timeline::hard_ceiling_ms`](super::Timeline::hard_ceiling_ms).
     pub const HARD_CEILING_MS: usize = 4;
-    /// Bit flags: [`LIVE`], [`SETTLED`], [`KILLED`], [`EXTEND_NOTED`].
+    /// Bit flags: [`LIVE`], [`SETTLED`], [`KILLED`], [`EXTEND_NOTED`], [`SEEN`].
     pub const FLAGS: usize = 5;
     /// The host's insertion sequence number (not read here).
     pub const SEQ: usize = 6;
+    /// [`Timeline::settled_at`](super::Timeline::settled_at); `NaN` for none.
+    pub const SETTLED_AT: usize = 7;
+    /// [`Timeline::last_work_at`](super::Timeline::last_work_at).
+    pub const LAST_WORK_AT: usize = 8;
     /// The row holds a registered query.
     pub const LIVE: u32 = 1;
     /// [`Timeline::settled`](super::Timeline::settled).
@@ -201,12 +252,15 @@ pub mod slab {
     pub const KILLED: u32 = 4;
     /// The host already reported the extension (not read here).
     pub const EXTEND_NOTED: u32 = 8;
+    /// [`Timeline::seen`](super::Timeline::seen).
+    pub const SEEN: u32 = 16;
     /// The verdict code of a row that was not evaluated (free or killed).
     pub const SKIPPED: i32 = -1;
 
     /// The timeline in `row` (one [`STRIDE`]-long row).
     pub fn timeline(row: &[f64]) -> super::Timeline {
         let first = row[FIRST_WRITE_AT];
+        let settled_at = row[SETTLED_AT];
         super::Timeline {
             started_at: row[STARTED_AT],
             last_tool_at: row[LAST_TOOL_AT],
@@ -214,6 +268,9 @@ pub mod slab {
             first_write_at: (!first.is_nan()).then_some(first),
             hard_ceiling_ms: row[HARD_CEILING_MS],
             settled: flags(row) & SETTLED != 0,
+            settled_at: (!settled_at.is_nan()).then_some(settled_at),
+            last_work_at: row[LAST_WORK_AT],
+            seen: flags(row) & SEEN != 0,
         }
     }
 
@@ -300,6 +357,9 @@ mod tests {
             first_write_at: None,
             hard_ceiling_ms: 70.0 * MIN,
             settled: false,
+            settled_at: None,
+            last_work_at: T0,
+            seen: true,
         }
     }
 
@@ -425,8 +485,10 @@ mod tests {
                 t.last_activity_at.unwrap_or(t.last_tool_at),
                 t.first_write_at.unwrap_or(f64::NAN),
                 t.hard_ceiling_ms,
-                f64::from(flags),
+                f64::from(flags | slab::SEEN),
                 0.0,
+                f64::NAN,
+                t.last_work_at,
             ]
         };
         let fresh = Timeline {
@@ -445,6 +507,61 @@ mod tests {
         assert_eq!(verdicts, [3, 1, slab::SKIPPED, slab::SKIPPED, 0]);
         // The pre-write lane's kill at 20 min comes before the fresh one's at 25.
         assert_eq!(next, T0 + 20.0 * MIN);
+    }
+
+    #[test]
+    fn the_opt_in_rules_are_off_by_default_and_kill_at_their_deadlines() {
+        let off = IdleLimits::default();
+        let on = IdleLimits {
+            startup_ms: 3.0 * MIN,
+            linger_ms: 11.0 * MIN,
+            no_progress_ms: 30.0 * MIN,
+            ..off
+        };
+        let silent = Timeline {
+            seen: false,
+            ..written()
+        };
+        assert_eq!(evaluate(&silent, T0 + 3.0 * MIN, None, &off), Verdict::Ok);
+        assert_eq!(
+            evaluate(&silent, T0 + 3.0 * MIN, None, &on),
+            Verdict::Kill(IdleKill::Startup)
+        );
+        assert_eq!(next_check(&silent, T0, None, &on), T0 + 3.0 * MIN);
+        let settled = Timeline {
+            settled: true,
+            settled_at: Some(T0 + MIN),
+            ..written()
+        };
+        assert_eq!(evaluate(&settled, T0 + 12.0 * MIN, None, &off), Verdict::Ok);
+        assert_eq!(
+            evaluate(&settled, T0 + 12.0 * MIN, None, &on),
+            Verdict::Kill(IdleKill::Linger)
+        );
+        assert_eq!(next_check(&settled, T0 + MIN, None, &on), T0 + 12.0 * MIN);
+        // A heartbeat a minute ago keeps the idle clock fresh, not the progress clock.
+        let pinging = Timeline {
+            last_activity_at: Some(T0 + 29.0 * MIN),
+            ..written()
+        };
+        assert_eq!(evaluate(&pinging, T0 + 30.0 * MIN, None, &off), Verdict::Ok);
+        assert_eq!(
+            evaluate(&pinging, T0 + 30.0 * MIN, None, &on),
+            Verdict::Kill(IdleKill::NoProgress)
+        );
+        assert_eq!(
+            next_check(&pinging, T0 + 29.0 * MIN, None, &on),
+            T0 + 30.0 * MIN
+        );
+        // The ceiling still wins over every one of them.
+        let old = Timeline {
+            hard_ceiling_ms: 3.0 * MIN,
+            ..silent
+        };
+        assert_eq!(
+            evaluate(&old, T0 + 3.0 * MIN, None, &on),
+            Verdict::Kill(IdleKill::HardCeiling)
+        );
     }
 
     #[test]

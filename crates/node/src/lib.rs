@@ -15,13 +15,21 @@
 
 use napi::bindgen_prelude::{Float64Array, Int32Array};
 use napi_derive::napi;
-use watchdog_core::idle_policy::{self, slab, Effect, IdleLimits, Timeline};
+use watchdog_core::idle_policy::{self, slab, Effect, IdleLimits};
 
-fn limits(idle_ms: f64, extend_factor: f64, high_utilization: f64) -> IdleLimits {
+/// The layout of the `limits` array every call takes: `[idle_ms, extend_factor,
+/// high_utilization, startup_ms, linger_ms, no_progress_ms]` (`Infinity` turns a rule off).
+pub const LIMITS_LEN: usize = 6;
+
+fn limits(l: &[f64]) -> IdleLimits {
+    let get = |i: usize| l.get(i).copied().unwrap_or(f64::INFINITY);
     IdleLimits {
-        idle_ms,
-        extend_factor,
-        high_utilization,
+        idle_ms: get(0),
+        extend_factor: get(1),
+        high_utilization: get(2),
+        startup_ms: get(3),
+        linger_ms: get(4),
+        no_progress_ms: get(5),
     }
 }
 
@@ -56,8 +64,9 @@ pub fn observe_table() -> String {
 pub fn slab_layout() -> String {
     format!(
         "{{\"STRIDE\":{},\"STARTED_AT\":{},\"LAST_TOOL_AT\":{},\"LAST_ACTIVITY_AT\":{},\
-         \"FIRST_WRITE_AT\":{},\"HARD_CEILING_MS\":{},\"FLAGS\":{},\"SEQ\":{},\"LIVE\":{},\
-         \"SETTLED\":{},\"KILLED\":{},\"EXTEND_NOTED\":{},\"SKIPPED\":{},\"EFFECT_NONE\":{},\
+         \"FIRST_WRITE_AT\":{},\"HARD_CEILING_MS\":{},\"FLAGS\":{},\"SEQ\":{},\"SETTLED_AT\":{},\
+         \"LAST_WORK_AT\":{},\"LIVE\":{},\"SETTLED\":{},\"KILLED\":{},\"EXTEND_NOTED\":{},\"SEEN\":{},\
+         \"SKIPPED\":{},\"LIMITS_LEN\":{},\"EFFECT_NONE\":{},\
          \"EFFECT_SETTLE\":{},\"EFFECT_ALIVE\":{},\"EFFECT_WORK\":{},\"EFFECT_HEARTBEAT_WORK\":{}}}",
         slab::STRIDE,
         slab::STARTED_AT,
@@ -67,11 +76,15 @@ pub fn slab_layout() -> String {
         slab::HARD_CEILING_MS,
         slab::FLAGS,
         slab::SEQ,
+        slab::SETTLED_AT,
+        slab::LAST_WORK_AT,
         slab::LIVE,
         slab::SETTLED,
         slab::KILLED,
         slab::EXTEND_NOTED,
+        slab::SEEN,
         slab::SKIPPED,
+        LIMITS_LEN,
         Effect::None as i32,
         Effect::Settle as i32,
         Effect::Alive as i32,
@@ -80,38 +93,26 @@ pub fn slab_layout() -> String {
     )
 }
 
-/// [`idle_policy::evaluate`] of one timeline, as a verdict code
-/// ([`idle_policy::Verdict::code`]). `first_write_at` and `utilization` are NaN for null.
+/// [`idle_policy::evaluate`] of one slab row (`row`, [`slab::STRIDE`] numbers), as a verdict
+/// code ([`idle_policy::Verdict::code`]); `limits` as described at [`LIMITS_LEN`]. A short row
+/// is ok (code 0).
 #[napi]
-#[allow(clippy::too_many_arguments)]
 pub fn evaluate(
-    started_at: f64,
-    last_tool_at: f64,
-    last_activity_at: f64,
-    first_write_at: f64,
-    hard_ceiling_ms: f64,
-    settled: bool,
+    row: Float64Array,
     now: f64,
     utilization_or_nan: f64,
-    idle_ms: f64,
-    extend_factor: f64,
-    high_utilization: f64,
+    limits_: Float64Array,
 ) -> i32 {
-    let t = Timeline {
-        started_at,
-        last_tool_at,
-        last_activity_at: Some(last_activity_at),
-        first_write_at: (!first_write_at.is_nan()).then_some(first_write_at),
-        hard_ceiling_ms,
-        settled,
-    };
-    idle_policy::evaluate(
-        &t,
-        now,
-        utilization(utilization_or_nan),
-        &limits(idle_ms, extend_factor, high_utilization),
-    )
-    .code()
+    match row.get(..slab::STRIDE) {
+        Some(row) => idle_policy::evaluate(
+            &slab::timeline(row),
+            now,
+            utilization(utilization_or_nan),
+            &limits(&limits_),
+        )
+        .code(),
+        None => 0,
+    }
 }
 
 /// [`idle_policy::next_check`] of row `index` of `rows`.
@@ -121,9 +122,7 @@ pub fn next_check(
     index: u32,
     now: f64,
     utilization_or_nan: f64,
-    idle_ms: f64,
-    extend_factor: f64,
-    high_utilization: f64,
+    limits_: Float64Array,
 ) -> f64 {
     let start = index as usize * slab::STRIDE;
     match rows.get(start..start + slab::STRIDE) {
@@ -131,7 +130,7 @@ pub fn next_check(
             &slab::timeline(row),
             now,
             utilization(utilization_or_nan),
-            &limits(idle_ms, extend_factor, high_utilization),
+            &limits(&limits_),
         ),
         None => f64::INFINITY,
     }
@@ -140,15 +139,12 @@ pub fn next_check(
 /// [`idle_policy::evaluate_slab`] over the first `count` rows of `rows`, verdicts into
 /// `verdicts`; returns the next deadline (`Infinity` for none).
 #[napi]
-#[allow(clippy::too_many_arguments)]
 pub fn evaluate_slab(
     rows: Float64Array,
     count: u32,
     now: f64,
     utilization_or_nan: f64,
-    idle_ms: f64,
-    extend_factor: f64,
-    high_utilization: f64,
+    limits_: Float64Array,
     mut verdicts: Int32Array,
 ) -> f64 {
     let n = (count as usize).min(rows.len() / slab::STRIDE);
@@ -158,7 +154,7 @@ pub fn evaluate_slab(
         &rows[..n * slab::STRIDE],
         now,
         utilization(utilization_or_nan),
-        &limits(idle_ms, extend_factor, high_utilization),
+        &limits(&limits_),
         &mut verdicts[..n],
     )
 }

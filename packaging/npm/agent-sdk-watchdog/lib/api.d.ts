@@ -5,7 +5,8 @@ import type { WatchdogOptions, WatchdogPolicy } from '../index.js';
 
 // --- idle watchdog
 
-export type WatchdogKillKind = 'hard_ceiling' | 'watchdog_idle';
+/** The reference's two kinds; `startup`, `linger` and `no_progress` come only from our opt-in rules. */
+export type WatchdogKillKind = 'hard_ceiling' | 'watchdog_idle' | 'startup' | 'linger' | 'no_progress';
 /** Why patience was extended; with both, `high_utilization`. */
 export type WatchdogExtendReason = 'high_utilization' | 'pre_write';
 
@@ -33,12 +34,22 @@ export interface WatchdogConfig {
   now?: () => number;
   /** Gets an error that onKill, onExtend or getUtilization threw. */
   onError?: (error: unknown) => void;
+  /** Ours, off unless set: kill `startup` when no message at all came within this many ms. */
+  startupMs?: number;
+  /** Ours, off unless set: kill `linger` when a settled query sees nothing new for this many ms. */
+  lingerMs?: number;
+  /** Ours, off unless set: kill `no_progress` after this many ms without work (heartbeats aside). */
+  noProgressMs?: number;
 }
 
-export type ResolvedWatchdogConfig = Readonly<Required<WatchdogConfig>>;
+export type ResolvedWatchdogConfig = Readonly<
+  Required<Omit<WatchdogConfig, 'startupMs' | 'lingerMs' | 'noProgressMs'>> &
+    Pick<WatchdogConfig, 'startupMs' | 'lingerMs' | 'noProgressMs'>
+>;
 export declare const WATCHDOG_DEFAULTS: ResolvedWatchdogConfig;
 
-export type WatchdogLimits = Pick<ResolvedWatchdogConfig, 'idleMs' | 'extendFactor' | 'highUtilization'>;
+export type WatchdogLimits = Pick<ResolvedWatchdogConfig, 'idleMs' | 'extendFactor' | 'highUtilization'> &
+  Partial<Pick<WatchdogConfig, 'startupMs' | 'lingerMs' | 'noProgressMs'>>;
 
 export interface WatchdogTimeline {
   startedAt: number;
@@ -49,6 +60,12 @@ export interface WatchdogTimeline {
   lastActivityAt?: number;
   /** A `result` arrived and no new work since: only the hard ceiling applies. */
   settled?: boolean;
+  /** Ours, for the opt-in rules: a message was seen since registration (default true). */
+  seen?: boolean;
+  /** Ours: when it settled (the linger rule). */
+  settledAt?: number;
+  /** Ours: the last work, heartbeats aside (the no-progress rule); default the latest clock. */
+  lastWorkAt?: number;
 }
 
 /** The pure policy: one timeline, one instant, one utilization, the limits -> verdict. */

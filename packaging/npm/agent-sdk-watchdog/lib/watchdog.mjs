@@ -23,31 +23,37 @@ export const WATCHDOG_DEFAULTS = Object.freeze({
 
 const num = (v) => (v === null || v === undefined ? NaN : +v);
 
+// The core's verdict codes (idle_policy::Verdict::code); 5 to 7 are our opt-in rules.
+const KINDS = [null, null, null, 'watchdog_idle', 'hard_ceiling', 'startup', 'linger', 'no_progress'];
 const VERDICTS = [
   () => ({ verdict: 'ok' }),
   () => ({ verdict: 'extend', reason: 'pre_write' }),
   () => ({ verdict: 'extend', reason: 'high_utilization' }),
-  () => ({ verdict: 'kill', kind: 'watchdog_idle' }),
-  () => ({ verdict: 'kill', kind: 'hard_ceiling' }),
 ];
+const verdictOf = (code) => (code >= 3 ? { verdict: 'kill', kind: KINDS[code] } : VERDICTS[code]());
+
+// Our opt-in rules (off unless given): validated like the reference's options.
+const EXTRA = ['startupMs', 'lingerMs', 'noProgressMs'];
+const off = (v) => (v === undefined ? Infinity : num(v));
+const limitsArray = (l) =>
+  new Float64Array([num(l.idleMs), num(l.extendFactor), num(l.highUtilization), off(l.startupMs), off(l.lingerMs), off(l.noProgressMs)]);
 
 /** The pure policy: one timeline, one instant, one utilization, the limits -> verdict. */
 export function evaluateWatchdog(t, now, utilization, limits = WATCHDOG_DEFAULTS) {
-  const { addon } = core();
-  const code = addon.evaluate(
-    num(t.startedAt),
-    num(t.lastToolAt),
-    t.lastActivityAt === undefined ? num(t.lastToolAt) : num(t.lastActivityAt),
-    num(t.firstWriteAt),
-    num(t.hardCeilingMs),
-    !!t.settled,
-    num(now),
-    num(utilization),
-    num(limits.idleMs),
-    num(limits.extendFactor),
-    num(limits.highUtilization),
-  );
-  return VERDICTS[code]();
+  const { addon, layout: L } = core();
+  const row = new Float64Array(L.STRIDE);
+  row[L.STARTED_AT] = num(t.startedAt);
+  row[L.LAST_TOOL_AT] = num(t.lastToolAt);
+  row[L.LAST_ACTIVITY_AT] = t.lastActivityAt === undefined ? num(t.lastToolAt) : num(t.lastActivityAt);
+  // null: no write yet; any other value (even undefined) counts as written, as in the reference.
+  row[L.FIRST_WRITE_AT] = t.firstWriteAt === null ? NaN : -Infinity;
+  row[L.HARD_CEILING_MS] = num(t.hardCeilingMs);
+  // Our opt-in rules read three optional fields: seen (default true), settledAt, lastWorkAt.
+  row[L.FLAGS] = L.LIVE | (t.seen === false ? 0 : L.SEEN) | (t.settled ? L.SETTLED : 0);
+  row[L.SETTLED_AT] = t.settledAt === undefined ? NaN : num(t.settledAt);
+  row[L.LAST_WORK_AT] =
+    t.lastWorkAt === undefined ? Math.max(row[L.LAST_TOOL_AT], row[L.LAST_ACTIVITY_AT]) : num(t.lastWorkAt);
+  return verdictOf(addon.evaluate(row, num(now), num(utilization), limitsArray(limits)));
 }
 
 export function createWatchdog(config = {}) {
@@ -56,12 +62,18 @@ export function createWatchdog(config = {}) {
   checkOption('extendFactor', c.extendFactor, 'a number >= 1', (v) => v >= 1);
   checkOption('highUtilization', c.highUtilization, 'a number in [0, 1]', (v) => v >= 0 && v <= 1);
   checkOption('tickMs', c.tickMs, 'a number > 0', (v) => v > 0);
+  for (const name of EXTRA) {
+    if (c[name] !== undefined) checkOption(name, c[name], 'a number > 0', (v) => v > 0);
+  }
   const { addon, table, layout: L } = core();
   const S = L.STRIDE;
   const { STARTED_AT, LAST_TOOL_AT, LAST_ACTIVITY_AT, FIRST_WRITE_AT, HARD_CEILING_MS, FLAGS, SEQ } = L;
-  const { LIVE, SETTLED, KILLED, EXTEND_NOTED } = L;
+  const { SETTLED_AT, LAST_WORK_AT, LIVE, SETTLED, KILLED, EXTEND_NOTED, SEEN } = L;
   const { EFFECT_SETTLE, EFFECT_ALIVE, EFFECT_WORK, EFFECT_HEARTBEAT_WORK } = L;
   const { now: clock, writeTools, toolHeartbeats, idleMs, extendFactor, highUtilization } = c;
+  const limits = limitsArray(c);
+  const startupOn = c.startupMs !== undefined;
+  const lingerOn = c.lingerMs !== undefined;
 
   const w = {
     rows: new Float64Array(16 * S),
@@ -76,8 +88,7 @@ export function createWatchdog(config = {}) {
     timerAt: Infinity,
   };
 
-  const rearm = (slot, now) =>
-    arm(addon.nextCheck(w.rows, slot, now, w.util, idleMs, extendFactor, highUtilization));
+  const rearm = (slot, now) => arm(addon.nextCheck(w.rows, slot, now, w.util, limits));
 
   // "Working": clear `settled` and move the activity clock; re-arm when it un-settled (the
   // idle deadline is back and may come before the armed timer).
@@ -85,11 +96,28 @@ export function createWatchdog(config = {}) {
     const b = slot * S;
     const rows = w.rows;
     rows[b + LAST_ACTIVITY_AT] = at;
+    rows[b + LAST_WORK_AT] = at;
     const flags = rows[b + FLAGS];
     if (flags & SETTLED) {
-      rows[b + FLAGS] = flags & ~SETTLED;
+      rows[b + FLAGS] = (flags & ~SETTLED) | SEEN;
       rearm(slot, at);
-    }
+    } else if (!(flags & SEEN)) rows[b + FLAGS] = flags | SEEN;
+  }
+
+  // A result: settle, and remember when (the linger rule, when on, counts from there).
+  function settle(slot, at) {
+    const i = slot * S + FLAGS;
+    const flags = w.rows[i];
+    if (flags & SETTLED) return;
+    w.rows[i] = flags | SETTLED | SEEN;
+    w.rows[slot * S + SETTLED_AT] = at;
+    if (lingerOn) rearm(slot, at);
+  }
+
+  function heartbeat(slot, at) {
+    const b = slot * S;
+    w.rows[b + LAST_ACTIVITY_AT] = at;
+    if (!(w.rows[b + FLAGS] & SEEN)) w.rows[b + FLAGS] = w.rows[b + FLAGS] | SEEN;
   }
 
   // One supervised query: a slot of the slab. `_slot` is -1 once unregistered (or closed).
@@ -118,26 +146,27 @@ export function createWatchdog(config = {}) {
     }
 
     heartbeat(at = clock()) {
-      if (this._slot >= 0) w.rows[this._slot * S + LAST_ACTIVITY_AT] = at;
+      if (this._slot >= 0) heartbeat(this._slot, at);
     }
 
     settle() {
-      const s = this._slot;
-      if (s >= 0) w.rows[s * S + FLAGS] = w.rows[s * S + FLAGS] | SETTLED;
+      if (this._slot >= 0) settle(this._slot, clock());
     }
 
     observe(message, at = clock()) {
+      const s = this._slot;
+      if (s < 0) return;
+      // Any message at all ends the startup wait (our opt-in rule).
+      if (startupOn && !(w.rows[s * S + FLAGS] & SEEN)) w.rows[s * S + FLAGS] = w.rows[s * S + FLAGS] | SEEN;
       let effect = table.get(message.type);
       if (effect === undefined) return;
       if (typeof effect !== 'number') {
         effect = effect.get(message.subtype);
         if (effect === undefined) return;
       }
-      const s = this._slot;
-      if (s < 0) return;
       if (effect === EFFECT_WORK || (effect === EFFECT_HEARTBEAT_WORK && toolHeartbeats)) working(s, at);
-      else if (effect === EFFECT_ALIVE) w.rows[s * S + LAST_ACTIVITY_AT] = at;
-      else if (effect === EFFECT_SETTLE) w.rows[s * S + FLAGS] = w.rows[s * S + FLAGS] | SETTLED;
+      else if (effect === EFFECT_ALIVE) heartbeat(s, at);
+      else if (effect === EFFECT_SETTLE) settle(s, at);
     }
 
     get kill() {
@@ -160,6 +189,9 @@ export function createWatchdog(config = {}) {
       if (typeof ceiling === 'number' && ceiling > 0 && Number.isFinite(ceiling)) {
         base.ceiling = `${Math.ceil(ceiling)}ms`;
       }
+      if (c.startupMs !== undefined) base.startup = `${Math.ceil(c.startupMs)}ms`;
+      if (c.lingerMs !== undefined) base.linger = `${Math.ceil(c.lingerMs)}ms`;
+      if (c.noProgressMs !== undefined) base.noProgress = `${Math.ceil(c.noProgressMs)}ms`;
       return { ...watchdogOptions({ ...base, ...policy }, env), abortController: this._reg.abortController };
     }
 
@@ -219,7 +251,7 @@ export function createWatchdog(config = {}) {
     const kills = [];
     if (w.live === 0) return kills;
     const next = addon.evaluateSlab(
-      w.rows, w.top, now, w.util, c.idleMs, c.extendFactor, c.highUtilization, w.verdicts,
+      w.rows, w.top, now, w.util, limits, w.verdicts,
     );
     const actions = [];
     const { verdicts, rows, handles } = w;
@@ -243,7 +275,7 @@ export function createWatchdog(config = {}) {
       const reg = h._reg;
       if (v >= 3) {
         const kill = {
-          kind: v === 3 ? 'watchdog_idle' : 'hard_ceiling',
+          kind: KINDS[v],
           elapsedMs: now - w.rows[b + L.STARTED_AT],
           sinceToolMs: now - w.rows[b + L.LAST_TOOL_AT],
         };
@@ -289,6 +321,8 @@ export function createWatchdog(config = {}) {
     rows[b + L.HARD_CEILING_MS] = num(reg.hardCeilingMs);
     rows[b + L.FLAGS] = L.LIVE;
     rows[b + L.SEQ] = w.seq++;
+    rows[b + SETTLED_AT] = NaN;
+    rows[b + LAST_WORK_AT] = now;
     const handle = new WatchdogHandle(slot, reg);
     w.handles[slot] = handle;
     w.live += 1;

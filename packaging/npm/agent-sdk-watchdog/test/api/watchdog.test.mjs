@@ -382,3 +382,52 @@ test('nativeOptions: the drop-in claude-watchdog with this watchdog\'s limits', 
   assert.equal(o.env.AGENT_WATCHDOG_GRACE, '2');
   w.close();
 });
+
+test('our opt-in rules: off by default, validated, and each kills at its own deadline', () => {
+  assert.equal('startupMs' in WATCHDOG_DEFAULTS, false); // the reference's defaults, unchanged
+  for (const name of ['startupMs', 'lingerMs', 'noProgressMs']) {
+    assert.throws(() => createWatchdog({ [name]: 0 }),
+      (e) => e instanceof RangeError && e.message === `${name} must be a number > 0, got 0`);
+  }
+  // Off: a query that never says anything, one that lingers after its result, and one that only
+  // sends heartbeats, all live to the reference's verdicts.
+  {
+    const { w } = virtual();
+    const silent = lane(w);
+    const lingering = lane(w);
+    lingering.h.observe({ type: 'result', subtype: 'success' }, at(1));
+    const pinging = lane(w);
+    pinging.h.activity('Write', T0);
+    for (let m = 1; m <= 40; m++) pinging.h.observe({ type: 'rate_limit_event', rate_limit_info: {} }, at(m));
+    silent.h.observe({ type: 'assistant' }, at(1));
+    assert.deepEqual(w.tick(at(40)).map((k) => k.kind), ['watchdog_idle']); // the silent one, at 20 min patience
+    assert.equal(silent.h.kill.kind, 'watchdog_idle');
+    w.close();
+  }
+  {
+    const { w } = virtual({ startupMs: 3 * MIN, lingerMs: 11 * MIN, noProgressMs: 30 * MIN });
+    const silent = lane(w);
+    const lingering = lane(w);
+    lingering.h.observe({ type: 'assistant' }, at(0.5));
+    lingering.h.observe({ type: 'result', subtype: 'success' }, at(1));
+    const pinging = lane(w);
+    pinging.h.activity('Write', T0);
+    for (let m = 1; m <= 40; m++) pinging.h.observe({ type: 'rate_limit_event', rate_limit_info: {} }, at(m));
+    const talking = lane(w);
+    talking.h.observe({ type: 'assistant' }, at(2)); // any message ends the startup wait
+    assert.deepEqual(w.tick(at(2.9)), []);
+    assert.deepEqual(w.tick(at(3)).map((k) => k.kind), ['startup']);
+    assert.equal(silent.h.kill.kind, 'startup');
+    assert.deepEqual(w.tick(at(12)).map((k) => k.kind), ['linger']);
+    assert.equal(lingering.h.kill.kind, 'linger');
+    assert.deepEqual(w.tick(at(30)).map((k) => k.kind), ['no_progress', 'watchdog_idle']); // registration order
+    assert.equal(talking.h.kill.kind, 'watchdog_idle');
+    assert.equal(pinging.h.kill.kind, 'no_progress');
+    w.close();
+  }
+  assert.deepEqual(
+    evaluateWatchdog({ startedAt: T0, lastToolAt: T0, lastActivityAt: at(29), lastWorkAt: T0, firstWriteAt: T0, hardCeilingMs: ceiling70 },
+      at(30), null, { ...WATCHDOG_DEFAULTS, noProgressMs: 30 * MIN }),
+    { verdict: 'kill', kind: 'no_progress' },
+  );
+});
