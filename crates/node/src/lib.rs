@@ -158,3 +158,47 @@ pub fn evaluate_slab(
         &mut verdicts[..n],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tables_handed_to_javascript_are_the_cores() {
+        let table: serde_json::Value = serde_json::from_str(&observe_table()).unwrap();
+        let table = table.as_object().unwrap();
+        assert_eq!(table.len(), idle_policy::OBSERVE_TABLE.len());
+        for (kind, subtype, effect) in idle_policy::OBSERVE_TABLE {
+            let key = subtype.map_or_else(|| (*kind).to_owned(), |s| format!("{kind}/{s}"));
+            assert_eq!(table[&key], *effect as i32, "{key}");
+        }
+        let layout: serde_json::Value = serde_json::from_str(&slab_layout()).unwrap();
+        assert_eq!(layout["STRIDE"], slab::STRIDE);
+        assert_eq!(layout["FIRST_WRITE_AT"], slab::FIRST_WRITE_AT);
+        assert_eq!(layout["LAST_WORK_AT"], slab::LAST_WORK_AT);
+        assert_eq!(layout["SEEN"], slab::SEEN);
+        assert_eq!(layout["SKIPPED"], slab::SKIPPED);
+        assert_eq!(layout["LIMITS_LEN"], LIMITS_LEN);
+        assert_eq!(
+            layout["EFFECT_HEARTBEAT_WORK"],
+            Effect::HeartbeatWork as i32
+        );
+    }
+
+    #[test]
+    fn limits_are_read_in_order_and_missing_ones_are_off() {
+        let l = limits(&[1.0, 2.0, 0.5, 3.0, 4.0, 5.0]);
+        assert_eq!(
+            (l.idle_ms, l.extend_factor, l.high_utilization),
+            (1.0, 2.0, 0.5)
+        );
+        assert_eq!(
+            (l.startup_ms, l.linger_ms, l.no_progress_ms),
+            (3.0, 4.0, 5.0)
+        );
+        let short = limits(&[1.0, 2.0, 0.5]);
+        assert_eq!(short.no_progress_ms, f64::INFINITY);
+        assert_eq!(utilization(f64::NAN), None);
+        assert_eq!(utilization(0.5), Some(0.5));
+    }
+}
