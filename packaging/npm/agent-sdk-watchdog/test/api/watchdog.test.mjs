@@ -431,3 +431,35 @@ test('our opt-in rules: off by default, validated, and each kills at its own dea
     { verdict: 'kill', kind: 'no_progress' },
   );
 });
+
+test('callbacks that unregister, register or close during a check', () => {
+  const { w } = virtual();
+  let later = null;
+  let b = null;
+  const a = lane(w, {
+    onKill: () => {
+      b.h.unregister(); // a sibling due in the same pass is skipped once unregistered
+      later = lane(w); // a query registered now is supervised from now on
+    },
+  });
+  a.h.activity('Write', T0);
+  b = lane(w);
+  b.h.activity('Write', T0);
+  const kills = w.tick(at(11));
+  assert.deepEqual(kills, [a.h.kill]);
+  assert.equal(b.h.kill, null);
+  assert.equal(later.h.kill, null);
+  later.h.activity('Write', at(11));
+  assert.equal(w.tick(at(21)).length, 1);
+  assert.equal(later.h.kill.kind, 'watchdog_idle');
+  w.close();
+
+  const v = virtual();
+  const first = lane(v.w, { onKill: () => v.w.close() });
+  first.h.activity('Write', T0);
+  const second = lane(v.w);
+  second.h.activity('Write', T0);
+  assert.deepEqual(v.w.tick(at(11)).map((k) => k.kind), ['watchdog_idle']); // close() stopped the pass
+  assert.equal(second.h.kill, null);
+  assert.deepEqual(v.w.tick(at(30)), []);
+});
