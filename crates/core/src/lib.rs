@@ -17,6 +17,8 @@
 //! - [`capture`]: the capture format (recordings of runs).
 //! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
 //! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
+//! - [`idle_policy`]: the npm package's in-process `createWatchdog()` policy (the reference
+//!   TypeScript package's verdicts) with exact deadlines ([`idle_policy::next_check`]).
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window.
 //! - [`warning_filter`]: show a known repeated warning once, count the rest.
 //! - [`recovery`]: the continue-at-most-once decision, and the ledger that makes it durable
@@ -148,6 +150,7 @@ pub use facts::{ClaudeSessionId, InvalidClaudeSessionId, ResultFacts};
 pub use registry::{Registry, SessionSnapshot};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
 
+pub mod idle_policy;
 pub mod rate_limit;
 pub use rate_limit::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
 
