@@ -166,8 +166,11 @@ fn a_session_killed_for_silence_is_resumed_once_and_completes() {
         &run,
         &[
             "--resume-after-kill",
+            // Long enough that a loaded machine's slow claude (silent for seconds between a
+            // tool result and its next request) is not taken for the stall this test scripts:
+            // at 2 s, one run of twenty under load was killed before its second request.
             "--idle",
-            "2s",
+            "6s",
             "--extend-factor",
             "1",
             "--grace",
