@@ -184,3 +184,42 @@ def sdk_options(
         )
     )
     return {"cli_path": cli_path(), "env": merged}
+
+# --- In-process API (the Rust core as a Python extension): see agent_sdk_watchdog.inprocess.
+# Kept as one separate block; the helpers above do not depend on it.
+from .inprocess import (  # noqa: E402
+    RATE_LIMIT_DEFAULTS,
+    SHADOWED_CATEGORY,
+    WARNING_FILTER_DEFAULTS,
+    WATCHDOG_DEFAULTS,
+    Kill,
+    RateLimitMonitor,
+    Watchdog,
+    WatchdogHandle,
+    WatchdogKilled,
+    create_rate_limit_monitor,
+    create_watchdog,
+    format_rate_limit_reading,
+    install_sdk_warning_filter,
+    make_watchdog_hook,
+    rate_limit_reset_iso,
+)
+
+__all__ += [
+    "RATE_LIMIT_DEFAULTS",
+    "SHADOWED_CATEGORY",
+    "WARNING_FILTER_DEFAULTS",
+    "WATCHDOG_DEFAULTS",
+    "Kill",
+    "RateLimitMonitor",
+    "Watchdog",
+    "WatchdogHandle",
+    "WatchdogKilled",
+    "create_rate_limit_monitor",
+    "create_watchdog",
+    "format_rate_limit_reading",
+    "install_sdk_warning_filter",
+    "make_watchdog_hook",
+    "rate_limit_reset_iso",
+]
+# --- end of the in-process API block
