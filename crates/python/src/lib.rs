@@ -35,9 +35,16 @@ fn value_error(e: ConfigError) -> PyErr {
 /// A duration option in seconds: finite and >= 0 here, then the core's rule (`> 0`, at most
 /// 365 days) decides, in the core's words.
 fn seconds(option: &'static str, value: f64) -> PyResult<Duration> {
-    if !value.is_finite() || value < 0.0 {
+    // Not a number of seconds the core can hold (or 0, which the core would show as `0ns`):
+    // the same rule, shown with the value as given.
+    if value.is_nan() || value <= 0.0 || value.is_infinite() {
+        let shown = if value.is_nan() {
+            "NaN".to_owned()
+        } else {
+            format!("{value}")
+        };
         return Err(PyValueError::new_err(format!(
-            "{option} must be a duration > 0, got {value}"
+            "{option} must be a duration > 0, got {shown}"
         )));
     }
     Duration::try_from_secs_f64(value)

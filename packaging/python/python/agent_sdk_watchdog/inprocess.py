@@ -22,6 +22,7 @@ happened and an error they raise goes to ``on_error`` (dropped by default).
 from __future__ import annotations
 
 import datetime
+import math
 import threading
 import time
 import warnings
@@ -173,6 +174,7 @@ class Watchdog:
         self._cond = threading.Condition(threading.Lock())
         self._thread: Optional[threading.Thread] = None
         self._closed = False
+        self._sinks: List[List[Kill]] = []
         self.config: Mapping[str, Any] = MappingProxyType(dict(core.config()))
 
     # -- registration
@@ -204,8 +206,14 @@ class Watchdog:
         """Process everything due at ``now`` (virtual time: a watchdog made with ``now=``
         has no timer thread; call this); returns the kills this call made."""
         t = self._clock() if now is None else now
-        self._utilization(t)
-        return self._dispatch(self._core.handle_timeout(t))
+        sink: List[Kill] = []
+        self._sinks.append(sink)
+        try:
+            self._utilization(t)
+            self._dispatch(self._core.handle_timeout(t))
+        finally:
+            self._sinks.remove(sink)
+        return sink
 
     def poll_timeout(self) -> Optional[float]:
         """The next deadline of any query, on the watchdog's clock, or None."""
@@ -235,7 +243,9 @@ class Watchdog:
         except BaseException as e:  # noqa: BLE001 - routed to on_error
             self._error(e)
             u = None
-        self._after(self._core.set_utilization(None if u is None else float(u), t))
+        # Applied at the last instant the core saw, before what is due at `t` runs: the
+        # reading holds up to `t` (a wake-up at a kill's deadline sees it in time).
+        self._after(self._core.set_utilization(None if u is None else float(u), -math.inf))
 
     def _error(self, e: BaseException) -> None:
         if self._on_error is not None:
@@ -261,6 +271,8 @@ class Watchdog:
                 k = _kill(data)
                 h._kill = k
                 kills.append(k)
+                for sink in self._sinks:
+                    sink.append(k)
                 h._killed(k)
             elif name == "extended" and not h._extend_noted:
                 h._extend_noted = True
