@@ -27,8 +27,8 @@ fn main() {
             _ => panic!("unknown flag {flag}"),
         }
     }
-    let scenario = Scenario::named_with(&name, &options)
-        .unwrap_or_else(|| panic!("unknown scenario {name}"));
+    let scenario =
+        Scenario::named_with(&name, &options).unwrap_or_else(|| panic!("unknown scenario {name}"));
     let server = BlockingMockServer::start(scenario).expect("start the mock");
     let run = ClaudeRun::new("claude", server.base_url(), "").expect("session directories");
     let cmd = run.command();
