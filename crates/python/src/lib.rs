@@ -17,6 +17,7 @@ mod messages;
 mod rate_limit;
 
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyValueError;
@@ -24,7 +25,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use watchdog_core::config::{format_duration, parse_duration};
-use watchdog_core::{ConfigError, Event, Kill, Limits, Registry, SessionConfig, SessionId};
+use watchdog_core::{
+    ConfigError, Event, Kill, Limits, LineView, Registry, SessionConfig, SessionId,
+};
 
 use messages::{Kinds, LineBuf};
 
@@ -91,8 +94,29 @@ const EVENTS: u32 = 1;
 const REARM: u32 = 2;
 
 /// One watchdog: a registry and its sessions' extra state.
-#[pyclass(module = "agent_sdk_watchdog._native")]
+/// One watchdog: its state behind a mutex, so the timer thread and the host's threads can
+/// call it at any time (a call that finds it busy waits without the GIL).
+#[pyclass(module = "agent_sdk_watchdog._native", frozen)]
 struct Core {
+    inner: Mutex<Inner>,
+}
+
+impl Core {
+    fn lock(&self, py: Python<'_>) -> MutexGuard<'_, Inner> {
+        loop {
+            match self.inner.try_lock() {
+                Ok(g) => return g,
+                Err(TryLockError::Poisoned(e)) => return e.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    py.detach(|| drop(self.inner.lock()));
+                }
+            }
+        }
+    }
+}
+
+/// One watchdog's state (behind the [`Core`] object's mutex).
+struct Inner {
     registry: Registry,
     base: Instant,
     epoch: f64,
@@ -105,7 +129,7 @@ struct Core {
     next_request: u64,
 }
 
-impl Core {
+impl Inner {
     fn at(&self, now: f64) -> Instant {
         let d = now - self.epoch;
         if d.is_finite() && d > 0.0 {
@@ -142,13 +166,28 @@ impl Core {
         f
     }
 
-    fn feed(&mut self, id: u64, now: f64) -> PyResult<u32> {
+    /// `None`: now on the real clock (`Instant::now()`, the same monotonic clock as Python's
+    /// `time.monotonic()`), without a call back into Python for it.
+    fn at_or_now(&self, now: Option<f64>) -> Instant {
+        now.map_or_else(Instant::now, |n| self.at(n))
+    }
+
+    /// Feed the line in `buf`: `trusted` when this module wrote it (valid JSON by
+    /// construction: skimmed, not validated again).
+    fn feed(&mut self, id: u64, now: Option<f64>, trusted: bool) -> PyResult<u32> {
         let Some(sid) = self.sid(id) else {
             return Ok(0);
         };
-        let at = self.at(now);
+        let at = self.at_or_now(now);
         let line = self.buf.bytes();
-        self.registry.observe_line(at, sid, line);
+        match LineView::parse_validated(line).filter(|_| trusted) {
+            Some(view) => {
+                self.registry.observe(at, sid, &view);
+            }
+            None => {
+                self.registry.observe_line(at, sid, line);
+            }
+        }
         Ok(self.flags())
     }
 
@@ -185,11 +224,7 @@ fn kill_reason(k: &Kill) -> String {
     }
 }
 
-#[pymethods]
-impl Core {
-    #[new]
-    #[pyo3(signature = (*, epoch, idle, no_progress, startup, linger, ceiling, extend_factor,
-        high_utilization, warn_at, write_tools))]
+impl Inner {
     #[allow(clippy::too_many_arguments)]
     fn new(
         epoch: f64,
@@ -215,7 +250,7 @@ impl Core {
             warn_at,
         )?
         .with_write_tools(write_tools);
-        Ok(Core {
+        Ok(Inner {
             registry: Registry::new(limits),
             base: Instant::now(),
             epoch,
@@ -229,7 +264,6 @@ impl Core {
     }
 
     /// Register a session; `ceiling` overrides the watchdog's (None: the watchdog's).
-    #[pyo3(signature = (now, ceiling=None))]
     fn register(&mut self, now: f64, ceiling: Option<f64>) -> PyResult<(u64, u32)> {
         let config = match ceiling {
             None => SessionConfig::default(),
@@ -260,20 +294,19 @@ impl Core {
 
     /// Feed one message `query()` yielded (any SDK message object, a raw stream-json `dict`,
     /// or a raw line as `bytes`/`str`).
-    fn observe(&mut self, id: u64, message: &Bound<'_, PyAny>, now: f64) -> PyResult<u32> {
-        let in_flight_end = self.kinds.write_line(message, &mut self.buf)?;
+    fn observe(&mut self, id: u64, message: &Bound<'_, PyAny>, now: Option<f64>) -> PyResult<u32> {
+        let (in_flight_end, trusted) = self.kinds.write_line(message, &mut self.buf)?;
         if in_flight_end {
             // A result ends the turn: no tool is in flight any more.
             if let Some(x) = self.extra.get_mut(&id) {
                 x.in_flight.clear();
             }
         }
-        self.feed(id, now)
+        self.feed(id, now, trusted)
     }
 
     /// A tool boundary by hand (`activity(tool_name)`): progress; a write tool's completes
     /// the first write.
-    #[pyo3(signature = (id, tool_name, now))]
     fn activity(&mut self, id: u64, tool_name: Option<&str>, now: f64) -> u32 {
         let Some(sid) = self.sid(id) else {
             return 0;
@@ -287,13 +320,13 @@ impl Core {
     fn stream(&mut self, id: u64, now: f64) -> PyResult<u32> {
         self.buf
             .set(br#"{"type":"stream_event","event":{"type":"content_block_delta"}}"#);
-        self.feed(id, now)
+        self.feed(id, Some(now), true)
     }
 
     /// A keep-alive by hand (a sign of life, not progress; a settled session stays settled).
     fn heartbeat(&mut self, id: u64, now: f64) -> PyResult<u32> {
         self.buf.set(br#"{"type":"tool_progress"}"#);
-        self.feed(id, now)
+        self.feed(id, Some(now), true)
     }
 
     /// Settle by hand, as a result would.
@@ -327,7 +360,6 @@ impl Core {
     }
 
     /// A tool ended (`PostToolUse` with its name, `PostToolUseFailure` with none).
-    #[pyo3(signature = (id, tool_use_id, tool_name, now))]
     fn tool_end(&mut self, id: u64, tool_use_id: &str, tool_name: Option<&str>, now: f64) -> u32 {
         let Some(sid) = self.sid(id) else {
             return 0;
@@ -353,7 +385,7 @@ impl Core {
             )
             .as_bytes(),
         );
-        let f = self.feed(id, now)?;
+        let f = self.feed(id, Some(now), true)?;
         Ok((rid, f))
     }
 
@@ -422,7 +454,6 @@ impl Core {
     }
 
     /// The timer sleeps until `at` (None: it does not sleep on a deadline).
-    #[pyo3(signature = (at))]
     fn set_armed(&mut self, at: Option<f64>) {
         self.armed = at;
     }
@@ -445,7 +476,6 @@ impl Core {
     }
 
     /// The rate-limit utilization (highest active window), or None.
-    #[pyo3(signature = (utilization, now))]
     fn set_utilization(&mut self, utilization: Option<f64>, now: f64) -> u32 {
         let at = self.at(now);
         if self.registry.utilization() != utilization {
@@ -536,7 +566,176 @@ impl Core {
     }
 }
 
+#[pymethods]
 impl Core {
+    #[new]
+    #[pyo3(signature = (*, epoch, idle, no_progress, startup, linger, ceiling, extend_factor,
+        high_utilization, warn_at, write_tools))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        epoch: f64,
+        idle: f64,
+        no_progress: f64,
+        startup: f64,
+        linger: f64,
+        ceiling: Option<f64>,
+        extend_factor: f64,
+        high_utilization: f64,
+        warn_at: f64,
+        write_tools: Vec<String>,
+    ) -> PyResult<Self> {
+        Ok(Core {
+            inner: Mutex::new(Inner::new(
+                epoch,
+                idle,
+                no_progress,
+                startup,
+                linger,
+                ceiling,
+                extend_factor,
+                high_utilization,
+                warn_at,
+                write_tools,
+            )?),
+        })
+    }
+    /// Register a session; `ceiling` overrides the watchdog's (None: the watchdog's).
+    #[pyo3(signature = (now, ceiling=None))]
+    fn register(&self, py: Python<'_>, now: f64, ceiling: Option<f64>) -> PyResult<(u64, u32)> {
+        self.lock(py).register(now, ceiling)
+    }
+
+    /// Feed one message `query()` yielded (any SDK message object, a raw stream-json `dict`,
+    /// or a raw line as `bytes`/`str`).
+    #[pyo3(signature = (id, message, now=None))]
+    fn observe(
+        &self,
+        py: Python<'_>,
+        id: u64,
+        message: &Bound<'_, PyAny>,
+        now: Option<f64>,
+    ) -> PyResult<u32> {
+        self.lock(py).observe(id, message, now)
+    }
+
+    /// A tool boundary by hand (`activity(tool_name)`): progress; a write tool's completes
+    /// the first write.
+    #[pyo3(signature = (id, tool_name, now))]
+    fn activity(&self, py: Python<'_>, id: u64, tool_name: Option<&str>, now: f64) -> u32 {
+        self.lock(py).activity(id, tool_name, now)
+    }
+
+    /// A stream frame by hand: progress.
+    fn stream(&self, py: Python<'_>, id: u64, now: f64) -> PyResult<u32> {
+        self.lock(py).stream(id, now)
+    }
+
+    /// A keep-alive by hand (a sign of life, not progress; a settled session stays settled).
+    fn heartbeat(&self, py: Python<'_>, id: u64, now: f64) -> PyResult<u32> {
+        self.lock(py).heartbeat(id, now)
+    }
+
+    /// Settle by hand, as a result would.
+    fn settle(&self, py: Python<'_>, id: u64, now: f64) -> u32 {
+        self.lock(py).settle(id, now)
+    }
+
+    /// A tool started (`PreToolUse`): progress, and until its end the session counts as
+    /// receiving the CLI's tool heartbeats (the idle rule is held off; the no-progress cap and
+    /// the ceiling run).
+    fn tool_start(&self, py: Python<'_>, id: u64, tool_use_id: &str, now: f64) -> u32 {
+        self.lock(py).tool_start(id, tool_use_id, now)
+    }
+
+    /// A tool ended (`PostToolUse` with its name, `PostToolUseFailure` with none).
+    #[pyo3(signature = (id, tool_use_id, tool_name, now))]
+    fn tool_end(
+        &self,
+        py: Python<'_>,
+        id: u64,
+        tool_use_id: &str,
+        tool_name: Option<&str>,
+        now: f64,
+    ) -> u32 {
+        self.lock(py).tool_end(id, tool_use_id, tool_name, now)
+    }
+
+    /// A permission request began (a wrapped `can_use_tool` was called): a human wait, the
+    /// idle and no-progress clocks stand still until it ends. Returns the request id.
+    fn permission_begin(&self, py: Python<'_>, id: u64, now: f64) -> PyResult<(String, u32)> {
+        self.lock(py).permission_begin(id, now)
+    }
+
+    /// The permission request `rid` was answered.
+    fn permission_end(&self, py: Python<'_>, id: u64, rid: &str, now: f64) -> u32 {
+        self.lock(py).permission_end(id, rid, now)
+    }
+
+    /// The stream ended: returns the outcome's name.
+    fn end(&self, py: Python<'_>, id: u64, now: f64) -> (Option<String>, u32) {
+        self.lock(py).end(id, now)
+    }
+
+    /// Forget the session; returns its kill, if any.
+    fn unregister<'py>(&self, py: Python<'py>, id: u64) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.lock(py).unregister(py, id)
+    }
+
+    /// Forget every session.
+    fn clear(&self, py: Python<'_>) {
+        self.lock(py).clear()
+    }
+
+    /// The kill of a session, if killed.
+    fn kill<'py>(&self, py: Python<'py>, id: u64) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.lock(py).kill(py, id)
+    }
+
+    /// The next deadline of any session, in clock seconds (None: nothing is due ever).
+    fn poll_timeout(&self, py: Python<'_>) -> Option<f64> {
+        self.lock(py).poll_timeout()
+    }
+
+    /// The timer sleeps until `at` (None: it does not sleep on a deadline).
+    #[pyo3(signature = (at))]
+    fn set_armed(&self, py: Python<'_>, at: Option<f64>) {
+        self.lock(py).set_armed(at)
+    }
+
+    /// Process everything due at `now`. A session with a tool in flight first counts as
+    /// having had the CLI's heartbeat at `now` (the idle rule does not apply to it).
+    fn handle_timeout(&self, py: Python<'_>, now: f64) -> u32 {
+        self.lock(py).handle_timeout(now)
+    }
+
+    /// The rate-limit utilization (highest active window), or None.
+    #[pyo3(signature = (utilization, now))]
+    fn set_utilization(&self, py: Python<'_>, utilization: Option<f64>, now: f64) -> u32 {
+        self.lock(py).set_utilization(utilization, now)
+    }
+
+    /// Drain the events: tuples `(name, id, …)`.
+    fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.lock(py).events(py)
+    }
+
+    /// Lines observed per kind (all sessions), by the core's kind names.
+    fn line_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.lock(py).line_counts(py)
+    }
+
+    /// The registered sessions.
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.lock(py).__len__()
+    }
+
+    /// The resolved options (seconds for durations).
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.lock(py).config(py)
+    }
+}
+
+impl Inner {
     fn sid(&self, id: u64) -> Option<SessionId> {
         self.extra.get(&id).map(|x| x.sid)
     }

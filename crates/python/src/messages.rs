@@ -152,27 +152,31 @@ impl Kinds {
         k
     }
 
-    /// Write `message` into `buf` as a stream-json line; returns whether it is a result.
+    /// Write `message` into `buf` as a stream-json line; returns whether it is a result, and
+    /// whether this module wrote the line (valid by construction) rather than the caller.
     pub(crate) fn write_line(
         &mut self,
         message: &Bound<'_, PyAny>,
         buf: &mut LineBuf,
-    ) -> PyResult<bool> {
+    ) -> PyResult<(bool, bool)> {
         let py = message.py();
         buf.0.clear();
         // A raw line, or a raw stream-json dict: as it is.
         if let Ok(b) = message.cast::<PyBytes>() {
             buf.set(b.as_bytes());
-            return Ok(is_result_line(buf.bytes()));
+            return Ok((is_result_line(buf.bytes()), false));
         }
         if let Ok(s) = message.cast::<PyString>() {
             buf.set(s.to_cow()?.as_bytes());
-            return Ok(is_result_line(buf.bytes()));
+            return Ok((is_result_line(buf.bytes()), false));
         }
         if let Ok(d) = message.cast::<PyDict>() {
             let v = to_value(d.as_any(), 0);
             buf.0 = serde_json::to_vec(&v).unwrap_or_default();
-            return Ok(v.get("type").and_then(Value::as_str) == Some("result"));
+            return Ok((
+                v.get("type").and_then(Value::as_str) == Some("result"),
+                true,
+            ));
         }
         let kind = self.message(message.get_type());
         match kind {
@@ -268,12 +272,12 @@ impl Kinds {
                     }
                 }
                 buf.raw("}");
-                return Ok(true);
+                return Ok((true, true));
             }
             Kind::RateLimit => buf.raw(r#"{"type":"rate_limit_event"}"#),
             Kind::Unknown => buf.raw(r#"{"type":"python_sdk_unknown"}"#),
         }
-        Ok(false)
+        Ok((false, true))
     }
 }
 

@@ -340,12 +340,18 @@ class WatchdogHandle:
         self._cancel: Optional[Callable[[], None]] = None
         self._call_soon = _loop_caller()
         self._loop_thread = threading.get_ident()
+        # The hot path: the core's own method, and the clock only when it is not the real one
+        # (the core reads the monotonic clock itself, without a call back into Python).
+        self._observe = watchdog._core.observe
+        self._virtual = None if watchdog._timer else watchdog._clock
 
     # -- feeding
     def observe(self, message: Any, now: Optional[float] = None) -> None:
         """Feed one message ``query()`` yielded, as it is (any SDK message object; a raw
         stream-json ``dict``, ``bytes`` or ``str`` line works too)."""
-        f = self._core.observe(self._sid, message, self._w._clock() if now is None else now)
+        if now is None and self._virtual is not None:
+            now = self._virtual()
+        f = self._observe(self._sid, message, now)
         if f:
             self._w._after(f)
 
