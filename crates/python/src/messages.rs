@@ -181,17 +181,23 @@ impl Kinds {
         let kind = self.message(message.get_type());
         match kind {
             Kind::Stream => {
-                buf.raw(r#"{"type":"stream_event","event":{"type":"#);
+                // The core tells a `ping` (a keep-alive) from every other event (progress):
+                // compared as Python strings, without converting the type to UTF-8.
                 let event = message.getattr(intern!(py, "event"))?;
                 let ty = event
                     .cast::<PyDict>()
                     .ok()
                     .and_then(|d| d.get_item(intern!(py, "type")).ok().flatten());
-                match ty.as_ref().and_then(|t| t.cast::<PyString>().ok()) {
-                    Some(t) => buf.string(&t.to_cow()?),
-                    None => buf.raw("null"),
-                }
-                buf.raw("}}");
+                let line: &[u8] = match ty {
+                    Some(t) if t.eq(intern!(py, "ping"))? => {
+                        br#"{"type":"stream_event","event":{"type":"ping"}}"#
+                    }
+                    Some(t) if t.cast::<PyString>().is_ok() => {
+                        br#"{"type":"stream_event","event":{"type":"content_block_delta"}}"#
+                    }
+                    _ => br#"{"type":"stream_event","event":{}}"#,
+                };
+                buf.set(line);
             }
             Kind::Assistant | Kind::User => {
                 buf.raw(if kind == Kind::Assistant {
