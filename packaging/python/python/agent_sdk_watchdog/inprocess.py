@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import sys
 import threading
 import time
 import warnings
@@ -486,12 +487,11 @@ class WatchdogHandle:
 
 
 def _sdk_children() -> Optional[set]:
-    try:
-        from claude_agent_sdk._internal.transport import subprocess_cli
-
-        return subprocess_cli._ACTIVE_CHILDREN  # type: ignore[attr-defined]
-    except Exception:
-        return None
+    """The SDK's set of live CLI processes, if the SDK is loaded (never imports it: a guard
+    around another source costs nothing)."""
+    mod = sys.modules.get("claude_agent_sdk._internal.transport.subprocess_cli")
+    children = getattr(mod, "_ACTIVE_CHILDREN", None)
+    return children if isinstance(children, set) else None
 
 
 class _Guard(AsyncIterator[T]):
