@@ -69,3 +69,34 @@ def test_a_kill_during_the_loop_body_ends_the_loop_at_the_next_message():
         return seen
 
     assert anyio.run(main) == 1
+
+
+def test_close_stops_the_timer_and_a_later_register_starts_a_new_one():
+    wd = w.create_watchdog(idle=0.2, extend_factor=1)
+    a = wd.register()
+    a.observe({"type": "system", "subtype": "init", "session_id": "s"})
+    timer = wd._thread
+    assert timer is not None and timer.is_alive()
+    wd.close()
+    timer.join(1.0)
+    assert not timer.is_alive(), "close() ends the timer thread"
+    time.sleep(0.3)
+    assert a.kill is None, "a closed watchdog kills nothing"
+    b = wd.register()
+    b.observe({"type": "system", "subtype": "init", "session_id": "s"})
+    deadline = time.monotonic() + 2
+    while b.kill is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert b.kill is not None and b.kill.kind == "idle"
+    wd.close()
+
+
+def test_the_timer_thread_ends_when_the_last_query_unregisters():
+    wd = w.create_watchdog(idle=60)
+    h = wd.register()
+    timer = wd._thread
+    h.unregister()
+    timer.join(1.0)
+    assert not timer.is_alive(), "an empty watchdog keeps no thread"
+    with wd.register():
+        assert wd._thread is not None and wd._thread.is_alive()

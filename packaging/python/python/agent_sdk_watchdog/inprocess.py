@@ -176,6 +176,7 @@ class Watchdog:
         self._thread: Optional[threading.Thread] = None
         self._closed = False
         self._sinks: List[List[Kill]] = []
+        self._generation = 0
         self.config: Mapping[str, Any] = MappingProxyType(dict(core.config()))
 
     # -- registration
@@ -195,11 +196,18 @@ class Watchdog:
         sid, flags = self._core.register(t, ceiling)
         h = WatchdogHandle(self, sid, on_kill, on_extend, on_stalling, ceiling)
         self._handles[sid] = h
-        if self._timer and self._thread is None and not self._closed:
-            self._thread = threading.Thread(
-                target=self._run, name="agent-sdk-watchdog timer", daemon=True
-            )
-            self._thread.start()
+        if self._timer:
+            with self._cond:
+                if self._thread is None:
+                    self._closed = False
+                    self._generation += 1
+                    self._thread = threading.Thread(
+                        target=self._run,
+                        args=(self._generation,),
+                        name="agent-sdk-watchdog timer",
+                        daemon=True,
+                    )
+                    self._thread.start()
         self._after(flags)
         return h
 
@@ -224,6 +232,7 @@ class Watchdog:
         """Stop the timer and forget every query (their ``kill`` stays as it was)."""
         with self._cond:
             self._closed = True
+            self._thread = None  # a later register() starts a new one
             self._core.clear()
             self._handles.clear()
             self._cond.notify_all()
@@ -295,13 +304,19 @@ class Watchdog:
         except BaseException:  # noqa: BLE001
             return None
 
-    def _run(self) -> None:
-        """The timer thread: sleeps until the core's next deadline, exactly."""
+    def _run(self, generation: int) -> None:
+        """The timer thread: sleeps until the core's next deadline, exactly. It ends when the
+        watchdog is closed (a thread of an earlier opening never outlives its close)."""
         cond = self._cond
         while True:
             with cond:
                 while True:
-                    if self._closed:
+                    if self._closed or generation != self._generation:
+                        return
+                    if len(self._core) == 0:
+                        # Nothing to supervise: the thread ends (and does not keep this
+                        # watchdog alive); the next register() starts one.
+                        self._thread = None
                         return
                     due = self._core.poll_timeout()
                     now = self._clock()
@@ -399,6 +414,9 @@ class WatchdogHandle:
             self._live = False
             self._w._handles.pop(self._sid, None)
             self._core.unregister(self._sid)
+            if self._w._timer and len(self._core) == 0:
+                with self._w._cond:
+                    self._w._cond.notify()
 
     def __enter__(self) -> "WatchdogHandle":
         return self
