@@ -311,3 +311,42 @@ def sdk_options(
         all_plugins.append({"type": "local", "path": plugin_path()})
         merged.setdefault("AGENT_WATCHDOG_BIN", cli_path("agent-watchdog"))
     return {"cli_path": cli_path(), "env": merged, "plugins": all_plugins}
+
+# --- In-process API (the Rust core as a Python extension): see agent_sdk_watchdog.inprocess.
+# Kept as one separate block; the helpers above do not depend on it.
+from .inprocess import (  # noqa: E402
+    RATE_LIMIT_DEFAULTS,
+    SHADOWED_CATEGORY,
+    WARNING_FILTER_DEFAULTS,
+    WATCHDOG_DEFAULTS,
+    Kill,
+    RateLimitMonitor,
+    Watchdog,
+    WatchdogHandle,
+    WatchdogKilled,
+    create_rate_limit_monitor,
+    create_watchdog,
+    format_rate_limit_reading,
+    install_sdk_warning_filter,
+    make_watchdog_hook,
+    rate_limit_reset_iso,
+)
+
+__all__ += [
+    "RATE_LIMIT_DEFAULTS",
+    "SHADOWED_CATEGORY",
+    "WARNING_FILTER_DEFAULTS",
+    "WATCHDOG_DEFAULTS",
+    "Kill",
+    "RateLimitMonitor",
+    "Watchdog",
+    "WatchdogHandle",
+    "WatchdogKilled",
+    "create_rate_limit_monitor",
+    "create_watchdog",
+    "format_rate_limit_reading",
+    "install_sdk_warning_filter",
+    "make_watchdog_hook",
+    "rate_limit_reset_iso",
+]
+# --- end of the in-process API block

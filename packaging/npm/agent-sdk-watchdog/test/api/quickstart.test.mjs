@@ -19,12 +19,14 @@ if (!MOCK || !fs.existsSync(MOCK)) throw new Error(`MOCK_SERVE must name the moc
 if (!CLAUDE || !fs.existsSync(CLAUDE)) throw new Error(`CLAUDE_BIN must name the real claude, got ${CLAUDE}`);
 
 async function mock(scenario) {
-  const child = spawn(MOCK, [scenario], { stdio: ['pipe', 'pipe', 'inherit'] });
+  // Pings every second (in `ping_only_stall`); the first stdout line is one JSON object.
+  const child = spawn(MOCK, [scenario, '--ping-every', '1'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = readline.createInterface({ input: child.stdout });
-  const [url] = await Promise.race([
+  const [first] = await Promise.race([
     new Promise((r) => lines.once('line', (l) => r([l]))),
     new Promise((_, j) => child.once('exit', (c) => j(new Error(`mock exited ${c}`)))),
   ]);
+  const url = JSON.parse(first).base_url;
   return { url, stop: () => child.stdin.end() };
 }
 
