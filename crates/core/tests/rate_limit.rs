@@ -884,3 +884,64 @@ mod robustness {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The shared merge cases: the npm package's createRateLimitMonitor() is checked against the
+// same file (packaging/npm/agent-sdk-watchdog/test/api/rate-limit-cases.test.mjs).
+
+#[test]
+fn the_shared_merge_cases_are_the_cores() {
+    let path = common::testdata_dir().join("rate-limit-cases.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let file: Value = serde_json::from_str(&text).unwrap();
+    let cases = file["cases"].as_array().unwrap();
+    assert!(cases.len() >= 10);
+    let mut notes = 0;
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let mut cfg = RateLimitConfig::default();
+        if let Some(w) = case["warnAt"].as_f64() {
+            cfg = cfg.with_warn_at(w).unwrap();
+        }
+        if let Some(f) = case["fallbackWindow"].as_str() {
+            cfg = cfg.with_fallback_window(f).unwrap();
+        }
+        let mut m = RateLimitMonitor::new(cfg);
+        for step in case["steps"].as_array().unwrap() {
+            if step.get("reset").is_some() {
+                m.reset();
+            } else if let Some(at) = step.get("active") {
+                let at = at.as_u64().unwrap();
+                assert_eq!(
+                    m.active(at).is_some(),
+                    step["is"] == true,
+                    "{name}: active({at})"
+                );
+            } else {
+                let info = &step["note"];
+                let want = &step["reading"];
+                // The reading's utilization is the frame's own (the reference's derivation).
+                assert_eq!(
+                    m.frame_utilization(info),
+                    want["utilization"].as_f64(),
+                    "{name}: utilization of {info}"
+                );
+                m.note(step["now"].as_u64().unwrap(), info);
+                let r = m.latest().unwrap();
+                for (key, got) in [
+                    ("overageStatus", &r.overage_status),
+                    ("overageDisabledReason", &r.overage_disabled_reason),
+                ] {
+                    assert_eq!(
+                        got.as_deref(),
+                        want[key].as_str(),
+                        "{name}: {key} after {info}"
+                    );
+                }
+                notes += 1;
+            }
+        }
+    }
+    assert!(notes >= 15, "{notes} frames");
+}

@@ -1,5 +1,7 @@
 //! The Node addon of `agent-sdk-watchdog`: the core's in-process idle policy
-//! ([`watchdog_core::idle_policy`]) for the npm package's `createWatchdog()`.
+//! ([`watchdog_core::idle_policy`]) for the npm package's `createWatchdog()`, and the core's
+//! rate-limit merge ([`RateLimitCore`], [`format_rate_limit_reading`]) for its
+//! `createRateLimitMonitor()`.
 //!
 //! Designed so that a message costs no call at all: the JavaScript side reads a message's
 //! `type` and `subtype`, looks them up in the table this addon hands over once at load time
@@ -12,6 +14,13 @@
 //! registration glue napi-rs needs, which is why this crate cannot `forbid(unsafe_code)`
 //! (the expansion carries `unsafe` blocks and `#[no_mangle]`-style exports).
 #![deny(missing_docs)]
+
+// The class expansion of `#[napi]` adds undocumented glue items (the struct's own impl
+// blocks); every item written in the module is documented.
+#[allow(missing_docs)]
+mod rate_limit;
+
+pub use rate_limit::{format_rate_limit_reading, rate_limit_reset_iso, RateLimitCore};
 
 use napi::bindgen_prelude::{Float64Array, Int32Array};
 use napi_derive::napi;

@@ -343,11 +343,8 @@ impl RateLimitMonitor {
             }
         }
 
-        let window_util = |name: &str| frame.window(name).and_then(|w| w.utilization);
-        let utilization = frame
-            .utilization
-            .or_else(|| frame.rate_limit_type.as_deref().and_then(window_util))
-            .or_else(|| window_util(&self.config.fallback_window))
+        let utilization = self
+            .reported_utilization(&frame)
             .or_else(|| self.slots.get(&own).and_then(|s| s.window.utilization));
 
         self.latest = Some(Reading {
@@ -363,6 +360,34 @@ impl RateLimitMonitor {
             observed_at_ms: now,
         });
         events
+    }
+
+    /// The utilization one `rate_limit_info` reports by itself, the reference package's
+    /// derivation: its top-level `utilization`, else its own window's (`rateLimitType`) entry
+    /// in `unifiedWindows`, else the fallback window's entry. `None` when none is usable (or
+    /// `info` is not an object). [`note`](Self::note) adds one more step for the reading: the
+    /// last known utilization of the frame's window. Reads nothing of the monitor but its
+    /// policy, and changes nothing.
+    ///
+    /// ```
+    /// use watchdog_core::rate_limit::{RateLimitConfig, RateLimitMonitor};
+    /// let mut m = RateLimitMonitor::new(RateLimitConfig::default());
+    /// m.note(0, &serde_json::json!({"status": "allowed", "utilization": 0.9}));
+    /// let rejected = serde_json::json!({"status": "rejected"});
+    /// assert_eq!(m.frame_utilization(&rejected), None);
+    /// m.note(0, &rejected);
+    /// assert_eq!(m.latest().unwrap().utilization, Some(0.9));
+    /// ```
+    pub fn frame_utilization(&self, info: &Value) -> Option<f64> {
+        Frame::read(info).and_then(|f| self.reported_utilization(&f))
+    }
+
+    fn reported_utilization(&self, frame: &Frame) -> Option<f64> {
+        let window_util = |name: &str| frame.window(name).and_then(|w| w.utilization);
+        frame
+            .utilization
+            .or_else(|| frame.rate_limit_type.as_deref().and_then(window_util))
+            .or_else(|| window_util(&self.config.fallback_window))
     }
 
     /// The latest reading, stale or not: for display.

@@ -4,20 +4,31 @@
 //
 //   node bench.mjs CAPTURES_DIR        (run from a project where agent-sdk-watchdog is installed)
 //
+// AGENT_WATCHDOG_BENCH_REFERENCE=/abs/path/watchdog.js measures that module's createWatchdog as
+// "reference" instead of the model: e.g. the reference package's own src/watchdog.ts, compiled
+// by hand outside this repository. A path that does not load fails the bench.
+//
 // 1. observe() per message on the real captures, next to JSON.parse of the same line;
 // 2. memory per registered query with 100,000 registered (child process, --expose-gc);
 // 3. kill lateness: 200 queries with idleMs 2 s registered over 30 s, kill time − deadline.
 import { spawnSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const mode = process.argv[2];
 
+const referencePath = process.env.AGENT_WATCHDOG_BENCH_REFERENCE || path.join(here, 'reference.mjs');
+const referenceName = process.env.AGENT_WATCHDOG_BENCH_REFERENCE
+  ? `the reference package's own createWatchdog (${referencePath})`
+  : 'the model of the reference (reference.mjs)';
+
 async function lib(which) {
   if (which === 'ours') return import('agent-sdk-watchdog');
-  return import(path.join(here, 'reference.mjs'));
+  const mod = await import(pathToFileURL(referencePath).href);
+  if (typeof mod.createWatchdog !== 'function') throw new Error(`${referencePath} exports no createWatchdog`);
+  return mod;
 }
 
 // ---------- 1. observe per message
@@ -138,6 +149,7 @@ else {
   const o = await observeBench(dir);
   const f = (x) => x.toFixed(1);
   console.log(`node ${process.version}; ${o.lines} real messages from ${dir} (mean ${o.mean_bytes} bytes a line)`);
+  console.log(`reference: ${referenceName}`);
   console.log(`1. per message: JSON.parse of the line ${f(o.json_parse_ns)} ns`);
   for (const which of ['ours', 'reference']) {
     console.log(`   ${which.padEnd(9)} observe(message) ${f(o[`${which}_observe_ns`])} ns ` +

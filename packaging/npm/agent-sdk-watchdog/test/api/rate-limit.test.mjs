@@ -119,3 +119,24 @@ test('formatRateLimitReading and rateLimitResetIso: the golden lines', () => {
   assert.equal(rateLimitResetIso({ status: 'allowed' }), null);
   assert.throws(() => rateLimitResetIso({ status: 'allowed', resetsAt: NaN }), RangeError);
 });
+
+test('formatRateLimitReading on values the SDK never sends: what JavaScript itself prints', () => {
+  const cases = [
+    [{}, 'undefined'],
+    [{ status: 'allowed', utilization: -0.2 }, 'allowed at -20%'],
+    [{ status: 'allowed', utilization: -0.00001 }, 'allowed at -0%'],
+    [{ status: 'allowed', utilization: '0.5' }, 'allowed at 50%'],
+    [{ status: 'allowed', utilization: NaN }, 'allowed at NaN%'],
+    [{ status: 'allowed', overageStatus: 5, overageDisabledReason: '' }, 'allowed, overage 5'],
+    [{ status: 'allowed', resetsAt: -1.5 }, 'allowed, resets at 1969-12-31T23:59:58.500Z'],
+    [{ status: 'allowed', resetsAt: 253_402_300_800 }, 'allowed, resets at +010000-01-01T00:00:00.000Z'],
+    [{ status: 'allowed', resetsAt: '1900003600' }, 'allowed'], // not a number: no reset
+  ];
+  for (const [reading, line] of cases) assert.equal(formatRateLimitReading(reading), line);
+  for (const resetsAt of [Infinity, -Infinity, 9e12, -9e12]) {
+    const reading = { status: 'allowed', resetsAt };
+    assert.throws(() => rateLimitResetIso(reading), { name: 'RangeError', message: 'Invalid time value' });
+    assert.throws(() => formatRateLimitReading(reading), { name: 'RangeError', message: 'Invalid time value' });
+  }
+  assert.equal(rateLimitResetIso({ resetsAt: 8.64e12 }), '+275760-09-13T00:00:00.000Z');
+});
