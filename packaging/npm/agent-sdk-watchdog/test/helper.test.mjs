@@ -114,7 +114,9 @@ test('without the SDK it falls back to PATH, and with nothing it says what it lo
   const fake = fakeClaude(bin, 'exit 0');
   // A copy of the helper outside any node_modules, run from a directory without the SDK.
   const lone = path.join(tmp, 'lone.cjs');
-  fs.copyFileSync(require.resolve('agent-sdk-watchdog'), lone);
+  // index.js itself (the package's `exports` entry is the ES module of the in-process API).
+  const helper = path.join(path.dirname(require.resolve('agent-sdk-watchdog/package.json')), 'index.js');
+  fs.copyFileSync(helper, lone);
   const run = (PATH) => spawnSync(process.execPath, ['-e', `
     try { process.stdout.write(JSON.stringify(require(${JSON.stringify(lone)}).sdkClaude({ env: { PATH: ${JSON.stringify(PATH)} } }))) }
     catch (e) { process.stdout.write(JSON.stringify({ error: e.message })) }`], { cwd: tmp, encoding: 'utf8' });
