@@ -300,21 +300,16 @@ fn b_a_continued_agent_cut_off_again_gets_one_notice_and_no_second_continuation(
         agents,
         "exactly one SendMessage\n{report}"
     );
-    // The notice is given at most once, and it is the only Stop block. Known gap (README,
-    // "Subagents"; issue 28): the continued agent runs in the background, and when it fails
-    // again only after the parent's turn has ended, no later Stop gives the notice (seen in 2 of
-    // about 15 runs on a loaded machine). What always holds is asserted; a missing notice is
-    // said on stderr, and its marker must then be missing too.
-    let notices = feedback(&s, "agent-watchdog notice");
-    assert!(notices <= 1, "{notices} notices\n{report}");
+    // The notice is given exactly once, and it is the only Stop block. (Under load, the
+    // continued agent often fails only after the parent's turn ended: the Stop of the turn its
+    // task notification starts gives the notice. Once, that was missed: the hook read the
+    // transcript's end and its failure count apart, see `SubagentFiles::end`.)
+    assert_eq!(feedback(&s, "agent-watchdog notice"), 1, "{report}");
     assert_eq!(
         feedback(&s, "agent-watchdog"),
-        notices,
+        1,
         "only the notice was a Stop block\n{report}"
     );
-    if notices == 0 {
-        eprintln!("known gap: the continued agent failed after the parent's turn; no notice");
-    }
     assert!(final_answer(&s).starts_with(PARENT_FINAL), "{report}");
     // 4 + 4 cut-off requests: the first run and the one continuation, nothing more.
     assert_eq!(subagent_requests(&s), 8, "{report}");
@@ -324,12 +319,36 @@ fn b_a_continued_agent_cut_off_again_gets_one_notice_and_no_second_continuation(
         markers(state.path(), "continued"),
         std::slice::from_ref(&name)
     );
-    let noticed: &[String] = if notices == 1 {
+    assert_eq!(
+        markers(state.path(), "noticed"),
         std::slice::from_ref(&name)
-    } else {
-        &[]
-    };
-    assert_eq!(markers(state.path(), "noticed"), noticed);
+    );
+    keep(s.dirs);
+}
+
+/// (b, late): the continued agent is cut off again only after the parent's turn has ended (its
+/// replies are slow): the notice still reaches the parent, once.
+#[test]
+fn b_late_a_continued_agent_failing_after_the_turn_still_gets_one_notice() {
+    let state = tempfile::tempdir().unwrap();
+    let s = session(
+        AgentScript {
+            continue_frame_delay: Duration::from_millis(300),
+            ..script(CutOffs::Always, CutOffs::Always)
+        },
+        state.path(),
+    );
+    let report = s.report();
+    assert!(s.status.success(), "{report}");
+    let agents = s.agents();
+    assert_eq!(agents.len(), 1, "{report}");
+    assert_eq!(
+        s.send_messages(),
+        agents,
+        "exactly one SendMessage\n{report}"
+    );
+    assert_eq!(feedback(&s, "agent-watchdog notice"), 1, "{report}");
+    assert_eq!(subagent_requests(&s), 8, "{report}");
     keep(s.dirs);
 }
 

@@ -63,6 +63,9 @@ pub struct AgentScript {
     pub cut_offs: CutOffs,
     /// Cut-offs after each `SendMessage` continuation.
     pub cut_offs_after_continue: CutOffs,
+    /// Delay between the stream frames of each reply to a continued agent (zero: none); a
+    /// delay makes the parent's turn end before the continued agent does.
+    pub continue_frame_delay: std::time::Duration,
 }
 
 impl Default for AgentScript {
@@ -74,6 +77,7 @@ impl Default for AgentScript {
             subagent_type: "general-purpose".into(),
             cut_offs: CutOffs::Always,
             cut_offs_after_continue: CutOffs::Times(0),
+            continue_frame_delay: std::time::Duration::ZERO,
         }
     }
 }
@@ -168,7 +172,7 @@ impl AgentScript {
         } else {
             self.cut_offs_after_continue
         };
-        if limit.cuts(seen) {
+        let turn = if limit.cuts(seen) {
             Turn::answer(format!(
                 "Subagent partial report number {}, cut off in the mid",
                 seen + 1
@@ -176,6 +180,11 @@ impl AgentScript {
             .max_tokens()
         } else {
             Turn::answer(format!("{SUB_REPORT} (agent {agent}, run {phase})"))
+        };
+        if phase > 0 && !self.continue_frame_delay.is_zero() {
+            turn.frame_delay(self.continue_frame_delay)
+        } else {
+            turn
         }
     }
 

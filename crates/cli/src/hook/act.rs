@@ -49,15 +49,9 @@ pub fn consider<S: LedgerSource>(
     now_ms: u64,
 ) -> Result<Option<Said>, String> {
     let key = SubagentKey::new(session_id, agent_id).map_err(|e| e.to_string())?;
-    let mut end = files.end(agent_id).map_err(|e| e.to_string())?;
-    if end.end.is_failure() || reported_error.is_some() {
-        // The failure's id counts every failure of the agent, not only those in the tail.
-        let n = files.failure_count(agent_id).map_err(|e| e.to_string())?;
-        end = end.with_failure_count(n);
-    }
-    if let Some(reported) = reported_error {
-        end = end.with_reported_error(reported);
-    }
+    let end = files
+        .end(agent_id, reported_error)
+        .map_err(|e| e.to_string())?;
     if !end.end.is_failure() {
         // Never a trigger, and never the second failure: nothing to look up.
         return Ok(None);

@@ -108,63 +108,77 @@ impl SubagentFiles {
         }
     }
 
-    /// How the transcript of `agent_id` ends: read from its last 256 KiB, or its last 8 MiB
-    /// when those hold no message entry.
-    pub fn end(&self, agent_id: &str) -> io::Result<TranscriptEnd> {
+    /// How the transcript of `agent_id` ends, combined with the failure Claude Code reported
+    /// for it (`PostToolUseFailure`'s `error`), if any.
+    ///
+    /// One snapshot: the file is opened once and everything is read from its first `len` bytes
+    /// (`len` taken once, when opened), so the end and the failure count cannot disagree while
+    /// Claude Code appends (measured under load: read apart, a synthetic entry written between
+    /// the two reads made the first failure look like the second, and the later real second
+    /// failure was then taken for the one already continued). The end comes from the last
+    /// 256 KiB, or the last 8 MiB when those hold no message entry; when it is a failure (or
+    /// one was reported), the failures are counted over the whole snapshot (lines holding
+    /// `"isApiErrorMessage":true`, streamed in chunks: an endless line costs no memory). A
+    /// transcript over [`MAX_TRANSCRIPT_BYTES`] is then an error.
+    pub fn end(&self, agent_id: &str, reported_error: Option<&str>) -> io::Result<TranscriptEnd> {
         let path = self.dir.join(format!("agent-{agent_id}.jsonl"));
-        let (end, longer) = self.tail(&path, SHORT_TAIL_BYTES)?;
-        if end.end != SubagentEnd::Unknown || !longer {
-            return Ok(end);
-        }
-        Ok(self.tail(&path, TAIL_BYTES)?.0)
-    }
-
-    /// The synthetic error entries in the whole transcript of `agent_id` (lines holding
-    /// `"isApiErrorMessage":true`; counted without parsing, streaming the file in chunks, so an
-    /// endless line costs no memory). A transcript over [`MAX_TRANSCRIPT_BYTES`] is an error.
-    pub fn failure_count(&self, agent_id: &str) -> io::Result<usize> {
-        let path = self.dir.join(format!("agent-{agent_id}.jsonl"));
-        let file = open(&path)?;
+        let mut file = open(&path)?;
         let len = file.metadata().map_err(|e| with_path(e, &path))?.len();
+        snapshot_end(&mut file, len, reported_error).map_err(|e| with_path(e, &path))
+    }
+}
+
+/// [`SubagentFiles::end`] over the first `len` bytes of `file`, whatever was appended since.
+fn snapshot_end(
+    file: &mut File,
+    len: u64,
+    reported_error: Option<&str>,
+) -> io::Result<TranscriptEnd> {
+    let (mut end, longer) = tail(file, len, SHORT_TAIL_BYTES)?;
+    if end.end == SubagentEnd::Unknown && longer {
+        end = tail(file, len, TAIL_BYTES)?.0;
+    }
+    if end.end.is_failure() || reported_error.is_some() {
+        // The failure's id counts every failure of the agent, not only those in the tail.
         if len > MAX_TRANSCRIPT_BYTES {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!(
-                    "{}: larger than {} MiB, not scanned",
-                    path.display(),
+                    "larger than {} MiB, not scanned",
                     MAX_TRANSCRIPT_BYTES >> 20
                 ),
             ));
         }
-        count_lines_with(
-            file.take(MAX_TRANSCRIPT_BYTES),
+        file.seek(SeekFrom::Start(0))?;
+        let n = count_lines_with(
+            (&mut *file).take(len),
             &[
                 b"\"isApiErrorMessage\":true",
                 b"\"isApiErrorMessage\": true",
             ],
-        )
-        .map_err(|e| with_path(e, &path))
+        )?;
+        end = end.with_failure_count(n);
     }
+    if let Some(reported) = reported_error {
+        end = end.with_reported_error(reported);
+    }
+    Ok(end)
+}
 
-    /// What the last `bytes` of `path` say, and whether the file is longer.
-    fn tail(&self, path: &Path, bytes: u64) -> io::Result<(TranscriptEnd, bool)> {
-        let mut file = open(path)?;
-        let len = file.metadata().map_err(|e| with_path(e, path))?.len();
-        let start = len.saturating_sub(bytes);
-        file.seek(SeekFrom::Start(start))
-            .map_err(|e| with_path(e, path))?;
-        let mut buf = Vec::new();
-        file.take(bytes)
-            .read_to_end(&mut buf)
-            .map_err(|e| with_path(e, path))?;
-        let text = String::from_utf8_lossy(&buf);
-        let mut lines = text.lines();
-        if start > 0 {
-            // The first line of a tail is a fragment.
-            lines.next();
-        }
-        Ok((SubagentEnd::from_transcript(lines), start > 0))
+/// What the last `bytes` of the first `len` bytes of `file` say, and whether there is more
+/// before them.
+fn tail(file: &mut File, len: u64, bytes: u64) -> io::Result<(TranscriptEnd, bool)> {
+    let start = len.saturating_sub(bytes);
+    file.seek(SeekFrom::Start(start))?;
+    let mut buf = Vec::new();
+    (&mut *file).take(len - start).read_to_end(&mut buf)?;
+    let text = String::from_utf8_lossy(&buf);
+    let mut lines = text.lines();
+    if start > 0 {
+        // The first line of a tail is a fragment.
+        lines.next();
     }
+    Ok((SubagentEnd::from_transcript(lines), start > 0))
 }
 
 /// Open a subagent file only if it is a regular file: a FIFO, a device or a directory in its
@@ -240,6 +254,7 @@ fn with_path(e: io::Error, path: &Path) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn lists_agents_maps_tool_uses_and_reads_ends() {
@@ -269,9 +284,9 @@ mod tests {
         );
         assert_eq!(files.agent_for_tool_use("toolu_9").unwrap(), None);
         assert_eq!(files.meta("b2").unwrap(), None);
-        assert_eq!(files.end("a1").unwrap().end, SubagentEnd::OutputLimit);
-        assert_eq!(files.end("b2").unwrap().end, SubagentEnd::Unknown);
-        assert!(files.end("zz").is_err());
+        assert_eq!(files.end("a1", None).unwrap().end, SubagentEnd::OutputLimit);
+        assert_eq!(files.end("b2", None).unwrap().end, SubagentEnd::Unknown);
+        assert!(files.end("zz", None).is_err());
         std::fs::write(dir.path().join("agent-b2.meta.json"), "{bad").unwrap();
         assert!(files.meta("b2").is_err());
         // The end entry behind a huge attachment line: found in the longer tail.
@@ -285,15 +300,52 @@ mod tests {
             format!("{synthetic}{big}"),
         )
         .unwrap();
-        assert_eq!(files.end("c3").unwrap().end, SubagentEnd::OutputLimit);
-        // Failures are counted over the whole file, not only the tail.
+        assert_eq!(files.end("c3", None).unwrap().end, SubagentEnd::OutputLimit);
+        // Failures are counted over the whole file, not only the short tail.
         let twice = format!("{synthetic}{big}{big}{synthetic}");
         std::fs::write(dir.path().join("agent-d4.jsonl"), twice).unwrap();
-        assert_eq!(files.failure_count("d4").unwrap(), 2);
-        assert_eq!(files.failure_count("b2").unwrap(), 0);
-        let end = files.end("d4").unwrap();
-        assert_eq!(end.failures, 1, "the short tail sees one");
-        let end = end.with_failure_count(files.failure_count("d4").unwrap());
+        let end = files.end("d4", None).unwrap();
+        assert_eq!(end.failures, 2);
+        assert_eq!(end.failure_id.as_deref(), Some("failure-2"));
+        // Healthy: not counted, no id.
+        assert_eq!(files.end("b2", None).unwrap().failure_id, None);
+    }
+
+    /// The end and the failure count come from one snapshot: an entry appended after the
+    /// snapshot was taken changes neither (the race a loaded machine showed, where the first
+    /// failure was counted as the second).
+    #[test]
+    fn end_and_failure_count_are_one_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent-a1.jsonl");
+        let cut = "{\"type\":\"assistant\",\"message\":{\"stop_reason\":\"max_tokens\",\"content\":[{\"type\":\"text\",\"text\":\"partial\"}]}}\n";
+        let synthetic = "{\"type\":\"assistant\",\"isApiErrorMessage\":true,\"apiError\":\"max_output_tokens\",\"message\":{\"content\":[]}}\n";
+        let reported = "Agent terminated early (error type max_output_tokens)";
+        // Written on a plain file, the reported failure is the first either way.
+        for before in [cut.to_owned(), format!("{cut}{synthetic}")] {
+            std::fs::write(&path, &before).unwrap();
+            let end = SubagentFiles::new(dir.path())
+                .end("a1", Some(reported))
+                .unwrap();
+            assert_eq!(end.end, SubagentEnd::OutputLimit, "{before}");
+            assert_eq!(end.failure_id.as_deref(), Some("failure-1"), "{before}");
+        }
+        // The synthetic entry lands after the snapshot's length was taken: still failure-1.
+        std::fs::write(&path, cut).unwrap();
+        let mut file = File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(synthetic.as_bytes())
+            .unwrap();
+        let end = snapshot_end(&mut file, len, Some(reported)).unwrap();
+        assert_eq!(end.failures, 0, "the appended entry is not in the snapshot");
+        assert_eq!(end.failure_id.as_deref(), Some("failure-1"));
+        // The second failure, once written, gets the next id: a notice, not a duplicate.
+        std::fs::write(&path, format!("{cut}{synthetic}{cut}{synthetic}")).unwrap();
+        let end = SubagentFiles::new(dir.path()).end("a1", None).unwrap();
         assert_eq!(end.failure_id.as_deref(), Some("failure-2"));
     }
 
