@@ -183,6 +183,47 @@ fn a_reader_that_read_one_line_and_left_ends_a_silent_run_at_once() {
     assert_eq!(s["exit_code"], 141, "{s}");
 }
 
+/// Stopped for its output, a stubborn child's idle deadline falls due while the ladder waits
+/// out the grace: the run stays stopped for its output (one reason, told once), never also
+/// "killed idle".
+#[test]
+fn a_deadline_due_after_an_output_stop_does_not_become_a_second_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids_file = dir.path().join("pids");
+    let child = silent(dir.path(), &pids_file, true);
+    let sum = dir.path().join("s.json");
+    let mut w = watchdog()
+        .args(["run", "--grace", "4s", "--idle", "2s", "--summary"])
+        .arg(&sum)
+        .arg("--")
+        .arg(&child)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(w.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let pids = read_pids(&pids_file, 2);
+    drop(out);
+    let (status, took) = wait_exit(&mut w, Duration::from_secs(20));
+    let err = stderr_of(&mut w);
+    assert_eq!(status.code(), Some(141), "{err}");
+    // The ladder ran to its end: TERM ignored, KILL after the grace (past the idle deadline).
+    assert!(took >= Duration::from_secs(3), "took {took:?}: {err}");
+    assert_eq!(wait_gone(&pids, Duration::from_secs(3)), Vec::<i32>::new());
+    assert!(!err.contains("(idle)"), "a second reason: {err}");
+    let s = summary(&sum);
+    assert_eq!(s["kill"]["kind"], "output", "{s}");
+    assert_eq!(s["kill"]["ladder"], "kill", "{s}");
+    assert_ne!(
+        s["outcome"], "killed",
+        "the deadline is not the reason: {s}"
+    );
+    assert_eq!(s["outcome"], "no_result", "{s}");
+    assert_eq!(s["exit_code"], 141, "{s}");
+}
+
 #[test]
 fn a_reader_killed_while_the_child_is_silent_stops_even_a_stubborn_tree() {
     let dir = tempfile::tempdir().unwrap();

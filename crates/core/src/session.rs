@@ -118,6 +118,9 @@ pub(crate) mod flag {
     /// from the host since. A wait like a human wait (the idle and no-progress clocks stand
     /// still), which also holds the linger.
     pub const HOST_WAIT: u32 = 1 << 19;
+    /// The host is stopping the process for a reason of its own (`Registry::stop_clocks`): no
+    /// deadline falls due any more; lines still count.
+    pub const STOPPING: u32 = 1 << 20;
 }
 
 /// The last `result` of a session, compactly.
@@ -536,7 +539,7 @@ impl Session {
         retry_end: u64,
         mcp_floor: u64,
     ) -> Option<(u64, Due)> {
-        if self.is_done() {
+        if self.is_done() || self.has(flag::STOPPING) {
             return None;
         }
         let mut kill = (self.started.saturating_add(l.ceiling), KillKind::Ceiling);

@@ -257,6 +257,28 @@ impl Registry {
         Some(outcome)
     }
 
+    /// The host stops the session's process for a reason of its own (its output failed, its
+    /// reader went away, it was told to): from `now` on no deadline of the session falls due
+    /// and no warning is given, so the stop stays the one reason the run ended. Lines still
+    /// count (a `result` printed while it stops is its result), and [`end`](Self::end) gives
+    /// the outcome they make. What was due before `now` has fired. Returns whether the
+    /// session was live and not yet ended or killed; idempotent.
+    pub fn stop_clocks(&mut self, now: Instant, id: SessionId) -> bool {
+        self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return false;
+        };
+        let s = self.session_mut(slot);
+        if s.is_done() {
+            return false;
+        }
+        s.flags |= flag::STOPPING;
+        s.queued = NEVER;
+        self.queue.remove(slot);
+        self.settle_queue(self.now);
+        true
+    }
+
     /// Forget the session. Its kill, if any, stays readable through the returned value.
     pub fn unregister(&mut self, id: SessionId) -> Option<Kill> {
         let slot = self.slot_of(id)?;

@@ -374,6 +374,11 @@ impl Watch {
         let (status, kill, leftovers) = match end {
             End::Exited(status) => (status, None, self.clean_leftovers().await),
             End::Kill(cause, from) => {
+                if matches!(cause, KillCause::Requested) {
+                    // Stopped for the caller's reason: no deadline adds a second one while
+                    // the ladder runs.
+                    dispatch(&self.out, self.shared.stop_clocks());
+                }
                 let decided_after = self.started.elapsed();
                 let (report, exit) = kill::ladder(
                     kill::Ladder {

@@ -201,6 +201,16 @@ impl Shared {
         drain(&mut st)
     }
 
+    /// The child is being stopped on request (not by a deadline): no deadline of its policy
+    /// falls due from now on ([`Registry::stop_clocks`](watchdog_core::Registry::stop_clocks)).
+    pub(crate) fn stop_clocks(&self) -> Vec<Event> {
+        let now = clock::now();
+        let mut st = self.lock();
+        settle_pause(&mut st, now);
+        st.policy.with(now, |reg, id, now| reg.stop_clocks(now, id));
+        drain(&mut st)
+    }
+
     /// End the session: its outcome and the facts the policy read from its lines (all `None`
     /// without a policy), and the events the end caused.
     pub(crate) fn end(&self) -> (Ended, Vec<Event>) {
