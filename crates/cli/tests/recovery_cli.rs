@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agent-watchdog");
 const SID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
@@ -145,6 +145,20 @@ fn a_continued_run_is_recorded_after_a_boundary_in_the_same_capture() {
     assert_eq!(s["recovery"]["trigger"], "output_limit");
     assert_eq!(s["recovery"]["continued_outcome"], "success");
     assert!(state.join("continued").read_dir().unwrap().count() == 1);
+    // Which run each fact belongs to: the top level is the first run's facts with the
+    // process's code; `runs` holds each run's own, with its own code.
+    assert_eq!(s["outcome"], "error_result", "{s}");
+    assert_eq!(s["exit_code"], 0, "{s}");
+    let runs = s["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "{s}");
+    assert_eq!((&runs[0]["run"], &runs[1]["run"]), (&json!(0), &json!(1)));
+    assert_eq!(runs[0]["outcome"], "error_result", "{s}");
+    assert_eq!(runs[1]["outcome"], "success", "{s}");
+    assert_eq!(runs[1]["exit_code"], 0, "{s}");
+    assert_ne!(runs[0]["exit_code"], 0, "the first run alone failed: {s}");
+    assert!(runs
+        .iter()
+        .all(|r| r.get("runs").is_none() && r.get("recovery").is_none()));
 }
 
 #[test]

@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agent_sdk_watchdog::{LineCounts, Stage};
-use serde_json::Value;
+use serde_json::{json, Value};
 use watchdog_core::{ClaudeSessionId, Kill, LineKind, Outcome, RateLimitMonitor, ResultFacts};
 
 pub(crate) use host_signals::{UserSig, UserSignals};
@@ -441,7 +441,21 @@ async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
         host.status.say(&msg);
     }
     if let Some((path, target)) = summary_target {
-        let text = format!("{}\n", first.summary(code, recovery_json));
+        let mut summary = first.summary(code, recovery_json);
+        if let Some(cont) = &last {
+            // Which run each fact belongs to: each run's own summary, with its own code.
+            let runs: Vec<Value> = [&first, cont]
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let mut v = r.summary(r.code, None);
+                    v["run"] = json!(i);
+                    v
+                })
+                .collect();
+            summary["runs"] = json!(runs);
+        }
+        let text = format!("{summary}\n");
         if let Err(e) = target.write(&text) {
             // The run's own code stands: the summary is a report about it, not its result.
             host.status
