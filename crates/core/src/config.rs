@@ -370,6 +370,20 @@ impl Default for McpLimits {
     }
 }
 
+/// Claude Code names the tools of MCP servers `mcp__<server>__<tool>`: this prefix is the one
+/// rule the watchdog uses to tell an MCP call from a built-in tool ([`is_mcp_tool`]).
+pub const MCP_TOOL_PREFIX: &str = "mcp__";
+
+/// Whether Claude Code's tool name `tool` is an MCP server's tool (`mcp__…`).
+///
+/// ```
+/// assert!(watchdog_core::config::is_mcp_tool("mcp__db__query"));
+/// assert!(!watchdog_core::config::is_mcp_tool("Bash"));
+/// ```
+pub fn is_mcp_tool(tool: &str) -> bool {
+    tool.starts_with(MCP_TOOL_PREFIX)
+}
+
 /// The server part of an MCP tool name `mcp__<server>__<tool>`, if `tool` is one.
 ///
 /// ```
@@ -377,7 +391,7 @@ impl Default for McpLimits {
 /// assert_eq!(watchdog_core::config::mcp_server_of("Bash"), None);
 /// ```
 pub fn mcp_server_of(tool: &str) -> Option<&str> {
-    let rest = tool.strip_prefix("mcp__")?;
+    let rest = tool.strip_prefix(MCP_TOOL_PREFIX)?;
     let server = match rest.find("__") {
         Some(i) => &rest[..i],
         None => rest,
