@@ -29,6 +29,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use watchdog_core::capture::StartFacts;
 use watchdog_core::{KillKind, Limits};
 
 pub use report::{
@@ -42,13 +43,13 @@ use spells::{Analysis, SpellKind};
 use stats::Distribution;
 use transcript::{Ending, Entry, EntryKind, Format, SessionLog};
 
-/// The settings for one capture's simulation, from the settings being checked and the
-/// capture's `start` record (its JSON text; `None` for a transcript, or a capture without
-/// one). The `agent-watchdog` command applies the MCP rule of the recorded run here.
-pub type StartLimits = dyn for<'l> Fn(&'l Limits, Option<&str>) -> Cow<'l, Limits> + Sync;
+/// The settings for one capture's simulation, from the settings being checked and what the
+/// capture's `start` record says (`None` for a transcript, or a capture without one). The
+/// `agent-watchdog` command applies the MCP rule of the recorded run here.
+pub type StartLimits = dyn for<'l> Fn(&'l Limits, Option<&StartFacts>) -> Cow<'l, Limits> + Sync;
 
 /// The settings as given, whatever a capture's `start` record says (a [`StartLimits`]).
-pub fn as_given<'l>(limits: &'l Limits, _start: Option<&str>) -> Cow<'l, Limits> {
+pub fn as_given<'l>(limits: &'l Limits, _start: Option<&StartFacts>) -> Cow<'l, Limits> {
     Cow::Borrowed(limits)
 }
 
@@ -196,7 +197,7 @@ fn simulate_all(
             Vec::new()
         } else {
             // The settings of the recorded run (the CLI's MCP rule), from its `start` record.
-            let limits = for_start(limits, s.log.start.as_deref());
+            let limits = for_start(limits, s.log.start.as_ref());
             simulate::simulate(&s.log, s.entries(), &s.analysis, &limits)
         }
     })

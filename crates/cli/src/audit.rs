@@ -112,7 +112,7 @@ pub fn run_audit(
         &limits,
         scan::threads(),
         &on_bytes,
-        &crate::mcp_limits::for_start_json,
+        &crate::mcp_limits::for_start,
     );
     if let Some(pb) = bar {
         pb.finish_and_clear();

@@ -344,14 +344,20 @@ pub fn for_capture(limits: Limits, entries: &[watchdog_core::capture::Entry]) ->
     child.apply(limits).0
 }
 
-/// `limits` with the MCP rule applied for a capture whose `start` record is `start` (its JSON
-/// object text); unchanged without one (the defaults already hold).
-pub fn for_start_json<'l>(limits: &'l Limits, start: Option<&str>) -> std::borrow::Cow<'l, Limits> {
-    let Some(v) = start.and_then(|s| serde_json::from_str::<Value>(s).ok()) else {
+/// `limits` with the MCP rule applied for a capture whose `start` record says `start`;
+/// unchanged without one (the defaults already hold).
+pub fn for_start<'l>(
+    limits: &'l Limits,
+    start: Option<&watchdog_core::capture::StartFacts>,
+) -> std::borrow::Cow<'l, Limits> {
+    let Some(start) = start else {
         return std::borrow::Cow::Borrowed(limits);
     };
-    let (argv, env) = watchdog_core::capture::start_argv_env(&v);
-    std::borrow::Cow::Owned(ChildMcp::from_start(&env, &argv).apply(limits.clone()).0)
+    std::borrow::Cow::Owned(
+        ChildMcp::from_start(&start.env, &start.argv)
+            .apply(limits.clone())
+            .0,
+    )
 }
 
 #[cfg(test)]

@@ -334,6 +334,31 @@ impl Entry {
     }
 }
 
+/// What a capture's `start` record says about the recorded child: its command line and the
+/// policy environment recorded with it (only the variables that change the policy).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StartFacts {
+    /// The child's command line, the program first.
+    pub argv: Vec<String>,
+    /// The recorded variables.
+    pub env: BTreeMap<String, String>,
+}
+
+impl StartFacts {
+    /// Read from a `start` record's object (values of other types are left out).
+    ///
+    /// ```
+    /// let v = serde_json::json!({"argv": ["claude", "-p"], "env": {"MCP_TIMEOUT": "9000"}});
+    /// let s = watchdog_core::capture::StartFacts::from_start_object(&v);
+    /// assert_eq!(s.argv, ["claude", "-p"]);
+    /// assert_eq!(s.env["MCP_TIMEOUT"], "9000");
+    /// ```
+    pub fn from_start_object(v: &Value) -> Self {
+        let (argv, env) = start_argv_env(v);
+        StartFacts { argv, env }
+    }
+}
+
 /// The command line and the policy environment of a `start` record's object (`argv`, `env`;
 /// values of other types are left out). What [`Entry::parse`] reads into [`Record::Start`],
 /// for a host that holds only the `start` object.

@@ -62,7 +62,10 @@ pub(super) fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
             if log.start.is_none() {
                 log.start = serde_json::from_slice::<serde_json::Value>(line)
                     .ok()
-                    .and_then(|v| v.get("start").map(|s| s.to_string().into()));
+                    .and_then(|v| {
+                        v.get("start")
+                            .map(watchdog_core::capture::StartFacts::from_start_object)
+                    });
             }
             return true;
         }

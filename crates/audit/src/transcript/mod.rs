@@ -234,9 +234,9 @@ pub struct SessionLog {
     /// Captures: where the current run's `t_ms` starts on this timeline (the time of the last
     /// `boundary`; each run's `t_ms` restarts at 0).
     run_offset: i64,
-    /// The capture's `start` record (its JSON object), if any: the policy reads the child's
+    /// What the capture's `start` record says, if it has one: the policy reads the child's
     /// MCP environment from it.
-    pub start: Option<Box<str>>,
+    pub start: Option<watchdog_core::capture::StartFacts>,
 }
 
 impl SessionLog {
