@@ -150,6 +150,47 @@ pub fn decide(e: &Ending<'_>) -> i32 {
     }
 }
 
+/// What recovery did after the first run, as far as the exit code cares ([`after_recovery`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoveryEnd {
+    /// Nothing was continued (recovery off, or it decided not to).
+    NotContinued,
+    /// Recovery ended the chain itself with this code: a wait the user interrupted, or a
+    /// continuation that could not start.
+    Aborted(i32),
+    /// The session was continued: that run's own code, and whether it ran another session
+    /// than the one continued (then it was stopped, and the work was not continued).
+    Continued {
+        /// The continued run's exit code ([`decide`]).
+        code: i32,
+        /// It ran another session.
+        other_session: bool,
+    },
+}
+
+/// The process's exit code after recovery: the first run's, unless recovery acted; then the
+/// last run's, and 1 when the continuation turned out to run another session.
+///
+/// ```
+/// use agent_watchdog::exit_code::{after_recovery, RecoveryEnd};
+/// assert_eq!(after_recovery(3, RecoveryEnd::NotContinued), 3);
+/// assert_eq!(after_recovery(3, RecoveryEnd::Aborted(130)), 130);
+/// let continued = |code, other_session| RecoveryEnd::Continued { code, other_session };
+/// assert_eq!(after_recovery(3, continued(0, false)), 0);
+/// assert_eq!(after_recovery(3, continued(0, true)), 1);
+/// ```
+pub fn after_recovery(first: i32, end: RecoveryEnd) -> i32 {
+    match end {
+        RecoveryEnd::NotContinued => first,
+        RecoveryEnd::Aborted(code) => code,
+        RecoveryEnd::Continued {
+            other_session: true,
+            ..
+        } => INTERNAL,
+        RecoveryEnd::Continued { code, .. } => code,
+    }
+}
+
 /// Print a policy error the way clap prints a bad flag, and return the usage exit code.
 pub fn config_error(e: &watchdog_core::ConfigError) -> i32 {
     eprintln!(

@@ -34,7 +34,7 @@ pub(crate) use host_signals::{UserSig, UserSignals};
 pub(crate) use live::supervise;
 
 use crate::cli::RunArgs;
-use crate::exit_code::{self, Ending, Intervention};
+use crate::exit_code::{self, Ending, Intervention, RecoveryEnd};
 use crate::status::Status;
 use crate::tally::{lines_json, Tally};
 use crate::verdict::{kill_sentence, ms};
@@ -396,17 +396,22 @@ async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
         Ok(f) => f,
         Err(code) => return code,
     };
-    let (last, recovery_json, mut code) = match recovery.filter(|_| cfg.mode == Mode::Run) {
+    let (last, recovery_json, end) = match recovery.filter(|_| cfg.mode == Mode::Run) {
         Some(settings) => {
             let r = recovery::after(&cfg, &settings, &first, &mut host).await;
-            let code = r
-                .code
-                .or(r.continued.as_ref().map(|c| c.code))
-                .unwrap_or(first.code);
-            (r.continued, Some(r.json), code)
+            let end = match (r.code, &r.continued) {
+                (Some(code), _) => RecoveryEnd::Aborted(code),
+                (None, Some(c)) => RecoveryEnd::Continued {
+                    code: c.code,
+                    other_session: c.session_mismatch.is_some(),
+                },
+                (None, None) => RecoveryEnd::NotContinued,
+            };
+            (r.continued, Some(r.json), end)
         }
-        None => (None, None, first.code),
+        None => (None, None, RecoveryEnd::NotContinued),
     };
+    let code = exit_code::after_recovery(first.code, end);
     let final_run = last.as_ref().unwrap_or(&first);
     // Subagent failures are said even when the session succeeded (the exit code is kept).
     for run in std::iter::once(&first).chain(last.as_ref()) {
@@ -419,7 +424,6 @@ async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
         host.status.say(
             "recovery: exiting 1: the continuation was stopped, the session was not continued",
         );
-        code = exit_code::INTERNAL;
     }
 
     // The synthetic result goes after everything the child printed, on a line of its own.
