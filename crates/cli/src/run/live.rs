@@ -484,13 +484,13 @@ pub(crate) async fn supervise(
     let (code, signal) = exit.unwrap_or((None, None));
     let t = live.t_ms(end);
     live.host.recorder.write(t, Record::Exit { code, signal });
-    let outcome = match &live.kill {
-        Some(k) => Outcome::Killed { kind: k.kind },
-        None => report
-            .as_ref()
-            .and_then(|r| r.outcome.clone())
-            .unwrap_or(Outcome::NoResult),
-    };
+    // The policy decided the outcome when the session ended (a kill included); only when the
+    // supervisor's report is lost does the kill we saw stand in for it.
+    let outcome = report
+        .as_ref()
+        .and_then(|r| r.outcome.clone())
+        .or_else(|| live.kill.as_ref().map(|k| Outcome::Killed { kind: k.kind }))
+        .unwrap_or(Outcome::NoResult);
     let stderr = (live.stderr_filter.lines(), live.stderr_filter.suppressed());
     let suppressed = live.stderr_filter.suppressed_json();
     let ladder = live.ladder.or(report
