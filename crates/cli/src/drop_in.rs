@@ -81,10 +81,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
     let EnvPolicy { policy, report } = match EnvPolicy::try_parse_from(Vec::<OsString>::new()) {
         Ok(p) => p,
         Err(e) => {
-            let cmd = <EnvPolicy as clap::CommandFactory>::command();
             eprintln!(
                 "claude-watchdog: {}",
-                crate::policy_args::env_error_text(&cmd, &e)
+                crate::policy_args::env_error_text(&e)
             );
             return exit_code::USAGE;
         }

@@ -3,11 +3,13 @@
 //! Each rule on a value lives in one type ([`PositiveDuration`], [`Factor`], [`Fraction`],
 //! [`NonZeroFraction`]): the builders check with it, and its `FromStr` parses the command
 //! line's flags, so a value is rejected in the same words everywhere ([`InvalidValue`],
-//! [`ConfigError`]). Each default lives in [`defaults`].
+//! [`ConfigError`]). Each default lives in [`defaults`]. Every user-facing option (flag,
+//! variable, type, default, range, help) is one row of [`options::OPTIONS`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod options;
 mod values;
 
 pub use values::{

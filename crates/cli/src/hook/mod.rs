@@ -43,10 +43,10 @@ use session_files::SubagentFiles;
 /// Hook input larger than this is not one Claude Code sends (the hook then does nothing).
 const MAX_INPUT_BYTES: u64 = 16 << 20;
 
-/// The variable of `--state-dir`.
-pub const STATE_DIR_VAR: &str = "AGENT_WATCHDOG_STATE_DIR";
-/// The variable of `--no-recover-output-limit`.
-pub const NO_RECOVER_VAR: &str = "AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT";
+/// The variable of `--state-dir` (the core's option table).
+pub const STATE_DIR_VAR: &str = watchdog_core::config::options::STATE_DIR.env;
+/// The variable of `--no-recover-output-limit` (the core's option table).
+pub const NO_RECOVER_VAR: &str = watchdog_core::config::options::NO_RECOVER_OUTPUT_LIMIT.env;
 
 /// Flags of `hook`. Each has the same `AGENT_WATCHDOG_*` environment variable as `run`'s flag,
 /// but read leniently ([`HookArgs::with_env`]): a hook must never fail on its own settings.
