@@ -88,10 +88,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
             return exit_code::USAGE;
         }
     };
-    let limits = match policy.limits() {
-        Ok(l) => l,
-        Err(e) => return crate::exit_code::config_error(&e),
-    };
+    let limits = policy.limits();
     let claude = match crate::find_claude::for_drop_in() {
         Ok(p) => p,
         Err(e) => {

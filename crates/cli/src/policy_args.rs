@@ -10,7 +10,7 @@ use watchdog_core::config::options::{self, OptionDefault, OptionSpec, ValueKind}
 use watchdog_core::config::{
     defaults, Factor, Fraction, HumanDuration, NonZeroFraction, PositiveDuration,
 };
-use watchdog_core::{ConfigError, Limits};
+use watchdog_core::Limits;
 
 /// The prefix of every environment variable the watchdog reads.
 pub use watchdog_core::config::options::ENV_PREFIX;
@@ -151,24 +151,26 @@ impl Default for PolicyArgs {
 }
 
 impl PolicyArgs {
-    /// The core limits these flags describe. Each value was checked by its rule when parsed,
-    /// so this does not fail; the `Result` is the builder's.
-    pub fn limits(&self) -> Result<Limits, ConfigError> {
-        Limits::default()
-            .with_idle(self.idle)?
-            .with_extend_factor(self.extend_factor)?
-            .with_startup(self.startup)?
-            .with_no_progress(self.no_progress)?
-            .with_linger(self.linger)?
-            .with_ceiling(self.ceiling.map(PositiveDuration::get))?
-            .with_write_tools(
+    /// The core limits these flags describe. Each value was checked by its rule when parsed
+    /// (its type is the rule), so this cannot fail.
+    pub fn limits(&self) -> Limits {
+        let mut limits = Limits::default();
+        limits
+            .set_idle(self.idle)
+            .set_extend_factor(self.extend_factor)
+            .set_startup(self.startup)
+            .set_no_progress(self.no_progress)
+            .set_linger(self.linger)
+            .set_ceiling(self.ceiling)
+            .set_write_tools(
                 self.write_tools
                     .iter()
                     .map(|s| s.trim())
                     .filter(|s| !s.is_empty()),
             )
-            .with_high_utilization(self.high_utilization)?
-            .with_warn_at(self.warn_at)
+            .set_high_utilization(self.high_utilization)
+            .set_warn_at(self.warn_at);
+        limits
     }
 
     /// SIGTERM grace for the kill ladder.
@@ -226,8 +228,8 @@ mod tests {
     #[test]
     fn no_flags_mean_the_core_defaults() {
         let f = parse(&[]).unwrap();
-        assert_eq!(f.policy.limits().unwrap(), Limits::default());
-        assert_eq!(PolicyArgs::default().limits().unwrap(), Limits::default());
+        assert_eq!(f.policy.limits(), Limits::default());
+        assert_eq!(PolicyArgs::default().limits(), Limits::default());
         assert_eq!(f.policy.grace(), defaults::TERM_GRACE);
         let r = Recovery::default();
         assert_eq!(f.recovery.max_wait.get(), r.max_wait());
@@ -283,7 +285,7 @@ mod tests {
             "Write, Bash,",
         ])
         .unwrap();
-        let l = f.policy.limits().unwrap();
+        let l = f.policy.limits();
         assert_eq!(l.idle(), Duration::from_secs(90));
         assert_eq!(l.ceiling(), Some(Duration::from_secs(7200)));
         assert_eq!(&*l.write_tools().join(","), "Write,Bash");

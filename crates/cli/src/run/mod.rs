@@ -84,10 +84,7 @@ pub struct RunConfig {
 
 /// Run `run`; returns the exit code.
 pub fn main(args: RunArgs, mode: Mode) -> i32 {
-    let limits = match args.policy.limits() {
-        Ok(l) => l,
-        Err(e) => return crate::exit_code::config_error(&e),
-    };
+    let limits = args.policy.limits();
     let recovery = match recovery::settings(&args.recovery) {
         Ok(r) => r,
         Err(e) => {
