@@ -85,13 +85,7 @@ pub struct RunConfig {
 /// Run `run`; returns the exit code.
 pub fn main(args: RunArgs, mode: Mode) -> i32 {
     let limits = args.policy.limits();
-    let recovery = match recovery::settings(&args.recovery) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("agent-watchdog: {e}");
-            return exit_code::USAGE;
-        }
-    };
+    let recovery = recovery::settings(&args.recovery);
     execute_with(
         RunConfig {
             limits,
