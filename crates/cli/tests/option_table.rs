@@ -420,3 +420,60 @@ fn the_npm_helper_is_the_table() {
     );
     every_variable_is_an_option(NPM_TYPES, &types);
 }
+
+/// The `key=value` (Python) or `key: value` (TypeScript) pairs of every call of `call` in
+/// `text`, up to its closing bracket `end`.
+fn call_arguments(text: &str, call: &str, sep: char, end: char) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices(call) {
+        let rest = &text[i + call.len()..];
+        let args = &rest[..rest.find(end).unwrap_or(rest.len())];
+        for pair in args.split(',') {
+            let Some((key, value)) = pair.split_once(sep) else {
+                continue;
+            };
+            let key = key.trim();
+            if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            out.push((key.to_owned(), value.trim().to_owned()));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_documented_helper_calls_name_options_with_valid_values() {
+    let extras = ["env", "plugin", "plugins", "from"];
+    let files = [
+        README,
+        "packaging/python/README.md",
+        "packaging/npm/agent-sdk-watchdog/README.md",
+        PYTHON,
+        NPM_TYPES,
+    ];
+    let mut seen = 0;
+    for file in files {
+        let text = repo_file(file);
+        let calls = [
+            call_arguments(&text, "sdk_options(", '=', ')'),
+            call_arguments(&text, "watchdogOptions({", ':', '}'),
+        ];
+        for (key, value) in calls.concat() {
+            let name = snake(&key);
+            if extras.contains(&name.as_str()) {
+                continue;
+            }
+            let o = options::find(&name)
+                .unwrap_or_else(|| panic!("{file}: a helper call sets {key}, no option"));
+            let value = value.trim_matches(|c| c == '"' || c == '\'');
+            assert!(
+                o.kind.check(value).is_ok(),
+                "{file}: {key}: {value:?} is not {}",
+                o.range()
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 5, "saw {seen} documented helper arguments");
+}
