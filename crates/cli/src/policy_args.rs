@@ -274,6 +274,28 @@ mod tests {
         );
     }
 
+    /// The core's switch words are the ones clap's parser reads, so the hook (which reads
+    /// them with the core's `parse_switch`) and `run` agree on every value.
+    #[test]
+    fn the_tables_switch_words_are_clap_s() {
+        use clap::builder::TypedValueParser;
+        use watchdog_core::config::options::{parse_switch, SWITCH_OFF, SWITCH_ON};
+        let cmd = clap::Command::new("t");
+        let clap_reads = |w: &str| {
+            BoolishValueParser::new()
+                .parse_ref(&cmd, None, std::ffi::OsStr::new(w))
+                .ok()
+        };
+        for w in SWITCH_ON.iter().chain(&SWITCH_OFF) {
+            for w in [w.to_string(), w.to_uppercase()] {
+                assert_eq!(clap_reads(&w), parse_switch(&w), "{w}");
+            }
+        }
+        for w in ["maybe", "2", "enabled"] {
+            assert_eq!((clap_reads(w), parse_switch(w)), (None, None), "{w}");
+        }
+    }
+
     #[test]
     fn flags_set_the_limits() {
         let f = parse(&[

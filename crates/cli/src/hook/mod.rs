@@ -82,11 +82,17 @@ impl HookArgs {
         }
         if !self.no_recover_output_limit {
             if let Some(v) = env(NO_RECOVER_VAR) {
-                let text = v.to_string_lossy().trim().to_ascii_lowercase();
-                match text.as_str() {
-                    "" | "0" | "false" | "no" | "off" | "n" | "f" => {}
-                    "1" | "true" | "yes" | "on" | "y" | "t" => self.no_recover_output_limit = true,
-                    _ => {
+                let text = v.to_string_lossy();
+                // The switch words of the option table, as `run` reads them; empty is unset.
+                let switch = if text.trim().is_empty() {
+                    Some(false)
+                } else {
+                    watchdog_core::config::options::parse_switch(&text)
+                };
+                match switch {
+                    Some(false) => {}
+                    Some(true) => self.no_recover_output_limit = true,
+                    None => {
                         notes.push(format!(
                             "{NO_RECOVER_VAR}={v:?} is not a switch (1/0, true/false, yes/no, \
                              on/off): taken as set, so nothing is continued"

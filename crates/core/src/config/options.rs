@@ -52,10 +52,30 @@ pub enum ValueKind {
     List,
 }
 
-/// The words a [`ValueKind::Switch`] reads as on.
-const ON: [&str; 6] = ["y", "yes", "t", "true", "on", "1"];
-/// The words a [`ValueKind::Switch`] reads as off.
-const OFF: [&str; 6] = ["n", "no", "f", "false", "off", "0"];
+/// The words a [`ValueKind::Switch`] reads as on (in any case; clap's boolish words).
+pub const SWITCH_ON: [&str; 6] = ["y", "yes", "t", "true", "on", "1"];
+/// The words a [`ValueKind::Switch`] reads as off (in any case).
+pub const SWITCH_OFF: [&str; 6] = ["n", "no", "f", "false", "off", "0"];
+
+/// A switch's value as text: `Some(true)` for [`SWITCH_ON`], `Some(false)` for
+/// [`SWITCH_OFF`], in any case and trimmed; `None` for anything else.
+///
+/// ```
+/// use watchdog_core::config::options::parse_switch;
+/// assert_eq!(parse_switch(" Yes"), Some(true));
+/// assert_eq!(parse_switch("0"), Some(false));
+/// assert_eq!(parse_switch("maybe"), None);
+/// ```
+pub fn parse_switch(text: &str) -> Option<bool> {
+    let t = text.trim().to_ascii_lowercase();
+    if SWITCH_ON.contains(&t.as_str()) {
+        Some(true)
+    } else if SWITCH_OFF.contains(&t.as_str()) {
+        Some(false)
+    } else {
+        None
+    }
+}
 
 impl ValueKind {
     /// The allowed range, in the words of the value's rule (`a duration > 0`).
@@ -88,17 +108,13 @@ impl ValueKind {
             ValueKind::Factor => text.parse::<Factor>().map(drop),
             ValueKind::Fraction => text.parse::<Fraction>().map(drop),
             ValueKind::NonZeroFraction => text.parse::<NonZeroFraction>().map(drop),
-            ValueKind::Switch => {
-                let t = text.trim().to_ascii_lowercase();
-                if ON.contains(&t.as_str()) || OFF.contains(&t.as_str()) {
-                    Ok(())
-                } else {
-                    Err(InvalidValue {
-                        allowed: self.range(),
-                        value: format!("{text:?}"),
-                    })
-                }
-            }
+            ValueKind::Switch => match parse_switch(text) {
+                Some(_) => Ok(()),
+                None => Err(InvalidValue {
+                    allowed: self.range(),
+                    value: format!("{text:?}"),
+                }),
+            },
             ValueKind::Path | ValueKind::List => Ok(()),
         }
     }
