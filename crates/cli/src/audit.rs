@@ -68,7 +68,7 @@ pub fn run_audit(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32, AuditError> {
-    let limits = args.policy.limits()?;
+    let limits = args.policy.limits();
     let mut paths = if args.paths.is_empty() {
         vec![default_projects_dir().ok_or(AuditError::NoDefaultPath)?]
     } else {

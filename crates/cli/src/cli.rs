@@ -3,6 +3,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand};
 
 use crate::policy_args::PolicyArgs;
@@ -39,8 +40,10 @@ pub enum Command {
     PluginDir,
 }
 
-/// Flags of `run`.
+/// Flags of `run`; the options among them are built from the core's table
+/// ([`options::OPTIONS`](watchdog_core::config::options::OPTIONS)).
 #[derive(Debug, Args)]
+#[command(mut_args = crate::policy_args::from_table)]
 pub struct RunArgs {
     /// Policy flags.
     #[command(flatten)]
@@ -48,12 +51,11 @@ pub struct RunArgs {
     /// Summary, capture and strictness (shared with the drop-in).
     #[command(flatten)]
     pub report: ReportArgs,
-    /// On a kill, first write one synthetic final `result` line to stdout (what the Agent SDKs
-    /// read as an error result), and exit 1 like the CLI after an error result.
-    #[arg(long, env = "AGENT_WATCHDOG_EMIT_RESULT", value_parser = clap::builder::BoolishValueParser::new())]
+    /// [`options::EMIT_RESULT`](watchdog_core::config::options::EMIT_RESULT).
+    #[arg(long, value_parser = BoolishValueParser::new())]
     pub emit_result: bool,
-    /// Never show the live status line, even on a terminal.
-    #[arg(long, env = "AGENT_WATCHDOG_NO_STATUS", value_parser = clap::builder::BoolishValueParser::new())]
+    /// [`options::NO_STATUS`](watchdog_core::config::options::NO_STATUS).
+    #[arg(long, value_parser = BoolishValueParser::new())]
     pub no_status: bool,
     /// Recovery flags.
     #[command(flatten)]
@@ -65,20 +67,18 @@ pub struct RunArgs {
 
 /// What a run reports and how strictly it judges its ending: flags of `run`, and the
 /// `AGENT_WATCHDOG_*` variables the drop-in reads (one parser for both, so a value means the
-/// same in either).
+/// same in either), built from the core's table ([`options::OPTIONS`](watchdog_core::config::options::OPTIONS)).
 #[derive(Debug, Args)]
+#[command(mut_args = crate::policy_args::from_table)]
 pub struct ReportArgs {
-    /// Write one JSON summary of the run to FILE when it ends (`-` for stderr). FILE is
-    /// checked before the command starts and replaced at the end in one step.
-    #[arg(long, value_name = "FILE", env = "AGENT_WATCHDOG_SUMMARY")]
+    /// [`options::SUMMARY`](watchdog_core::config::options::SUMMARY).
+    #[arg(long)]
     pub summary: Option<PathBuf>,
-    /// Record the run as a capture (JSON Lines, flushed line by line) to FILE.
-    #[arg(long, value_name = "FILE", env = "AGENT_WATCHDOG_RECORD")]
+    /// [`options::RECORD`](watchdog_core::config::options::RECORD).
+    #[arg(long)]
     pub record: Option<PathBuf>,
-    /// Exit 3 for every ending without a usable `result` (no_result, incomplete), whatever the
-    /// command's own exit code (by default only a stream-json command that exits 0 without one
-    /// does).
-    #[arg(long, env = "AGENT_WATCHDOG_STRICT", value_parser = clap::builder::BoolishValueParser::new())]
+    /// [`options::STRICT`](watchdog_core::config::options::STRICT).
+    #[arg(long, value_parser = BoolishValueParser::new())]
     pub strict: bool,
 }
 

@@ -147,7 +147,7 @@ fn run_act(
     let _ = writeln!(out, "   policy: {}", flags_text.join(" "));
     let _ = out.flush();
     let policy = policy(act.flags)?;
-    let limits = policy.limits().map_err(|e| e.to_string())?;
+    let limits = policy.limits();
     let options = ScenarioOptions {
         ping_every: Duration::from_secs(1),
         ..ScenarioOptions::default()

@@ -81,18 +81,14 @@ pub fn main(args: Vec<OsString>) -> i32 {
     let EnvPolicy { policy, report } = match EnvPolicy::try_parse_from(Vec::<OsString>::new()) {
         Ok(p) => p,
         Err(e) => {
-            let cmd = <EnvPolicy as clap::CommandFactory>::command();
             eprintln!(
                 "claude-watchdog: {}",
-                crate::policy_args::env_error_text(&cmd, &e)
+                crate::policy_args::env_error_text(&e)
             );
             return exit_code::USAGE;
         }
     };
-    let limits = match policy.limits() {
-        Ok(l) => l,
-        Err(e) => return crate::exit_code::config_error(&e),
-    };
+    let limits = policy.limits();
     let claude = match crate::find_claude::for_drop_in() {
         Ok(p) => p,
         Err(e) => {
@@ -123,4 +119,31 @@ pub fn main(args: Vec<OsString>) -> i32 {
         g.done();
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use watchdog_core::config::options::{Reader, OPTIONS};
+
+    use super::EnvPolicy;
+
+    /// The drop-in reads exactly the variables the option table gives it (with a flag; the
+    /// real `claude`'s variable is read by `find_claude`).
+    #[test]
+    fn the_drop_in_reads_the_tables_variables() {
+        let cmd = <EnvPolicy as clap::CommandFactory>::command();
+        let read: BTreeSet<&str> = cmd
+            .get_arguments()
+            .filter_map(|a| a.get_env())
+            .map(|e| e.to_str().unwrap())
+            .collect();
+        let table: BTreeSet<&str> = OPTIONS
+            .iter()
+            .filter(|o| o.is_read_by(Reader::DropIn) && o.flag.is_some())
+            .map(|o| o.env)
+            .collect();
+        assert_eq!(read, table);
+    }
 }

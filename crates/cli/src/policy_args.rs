@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use clap::builder::BoolishValueParser;
 use clap::Args;
+use watchdog_core::config::options::{self, OptionDefault, OptionSpec, ValueKind};
 use watchdog_core::config::{
     defaults, Factor, Fraction, HumanDuration, NonZeroFraction, PositiveDuration,
 };
-use watchdog_core::{ConfigError, Limits};
+use watchdog_core::Limits;
 
 /// The prefix of every environment variable the watchdog reads.
-pub const ENV_PREFIX: &str = "AGENT_WATCHDOG_";
+pub use watchdog_core::config::options::ENV_PREFIX;
 
 /// One rule for every `AGENT_WATCHDOG_*` variable, in both binaries and every subcommand: an
 /// empty variable is the same as an unset one (`AGENT_WATCHDOG_STRICT=` is not a usage error,
@@ -30,21 +31,20 @@ pub fn forget_empty_env_vars() {
 }
 
 /// A parse error of options read from the environment, naming the variable the user set
-/// rather than the flag it stands for: `AGENT_WATCHDOG_STRICT: invalid value 'maybe' for
-/// '--strict': value was not a boolean`.
-pub fn env_error_text(cmd: &clap::Command, e: &clap::Error) -> String {
+/// rather than the flag it stands for (the table's, [`options::by_flag`]):
+/// `AGENT_WATCHDOG_STRICT: invalid value 'maybe' for '--strict': value was not a boolean`.
+pub fn env_error_text(e: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue};
     let rendered = e.render().to_string();
     let first = rendered.lines().next().unwrap_or("invalid environment");
     let first = first.strip_prefix("error: ").unwrap_or(first).trim();
     let var = match e.get(ContextKind::InvalidArg) {
-        Some(ContextValue::String(arg)) => {
-            let long = arg.trim_start_matches('-').split_whitespace().next();
-            cmd.get_arguments()
-                .find(|a| a.get_long().is_some() && a.get_long() == long)
-                .and_then(|a| a.get_env())
-                .map(|v| v.to_string_lossy().into_owned())
-        }
+        Some(ContextValue::String(arg)) => arg
+            .trim_start_matches('-')
+            .split_whitespace()
+            .next()
+            .and_then(options::by_flag)
+            .map(|o| o.env),
         _ => None,
     };
     match var {
@@ -53,61 +53,83 @@ pub fn env_error_text(cmd: &clap::Command, e: &clap::Error) -> String {
     }
 }
 
-/// Policy flags. Every flag has an `AGENT_WATCHDOG_<NAME>` environment variable; the flag wins.
-/// Each value is parsed by its rule in the core (`watchdog_core::config`), and the defaults
-/// shown are the core's (`watchdog_core::config::defaults`). Every duration is at most 365d.
-#[derive(Debug, Clone, Args)]
-pub struct PolicyArgs {
-    /// Idle patience: no stdout line for this long → kill `idle`. Until the first completed
-    /// write tool and while rate-limit utilization is high, patience is idle × extend-factor.
-    /// Every duration is at most 365d
-    #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_IDLE", default_value_t = defaults::IDLE)]
-    pub idle: PositiveDuration,
-    /// Patience multiplier before the first completed write and at high utilization
-    #[arg(long, value_name = "FACTOR", env = "AGENT_WATCHDOG_EXTEND_FACTOR", default_value_t = defaults::EXTEND_FACTOR)]
-    pub extend_factor: Factor,
-    /// No line at all since start → kill `startup`
-    #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_STARTUP", default_value_t = defaults::STARTUP)]
-    pub startup: PositiveDuration,
-    /// Keep-alives only (pings, heartbeats) for this long → kill `no_progress`; an outstanding
-    /// MCP call gets until Claude Code's own abort plus one heartbeat tick
-    #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_NO_PROGRESS", default_value_t = defaults::NO_PROGRESS)]
-    pub no_progress: PositiveDuration,
-    /// After a result, nothing new and the stream still open → kill `linger`
-    #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_LINGER", default_value_t = defaults::LINGER)]
-    pub linger: PositiveDuration,
-    /// Total age limit → kill `ceiling` (none unless given)
-    #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_CEILING")]
-    pub ceiling: Option<PositiveDuration>,
-    /// The tools whose first completed call ends the pre-write extension (help text:
-    /// `write_tools_help`, which shows the default comma-separated, as it is written)
-    #[arg(
-        long,
-        value_name = "TOOLS",
-        env = "AGENT_WATCHDOG_WRITE_TOOLS",
-        value_delimiter = ',',
-        default_values_t = defaults::WRITE_TOOLS.map(String::from),
-        hide_default_value = true,
-        help = write_tools_help()
-    )]
-    pub write_tools: Vec<String>,
-    /// Rate-limit utilization (0–1) at or above which patience is extended
-    #[arg(long, value_name = "FRACTION", env = "AGENT_WATCHDOG_HIGH_UTILIZATION", default_value_t = defaults::HIGH_UTILIZATION)]
-    pub high_utilization: Fraction,
-    /// Fraction of a limit at which a stalling warning is shown
-    #[arg(long, value_name = "FRACTION", env = "AGENT_WATCHDOG_WARN_AT", default_value_t = defaults::WARN_AT)]
-    pub warn_at: NonZeroFraction,
-    /// Time the child gets after SIGTERM before SIGKILL, also after a signal we forwarded
-    #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_GRACE", default_value_t = HumanDuration(defaults::TERM_GRACE))]
-    pub grace: HumanDuration,
+/// Give every argument that is an option of the core's table ([`options::OPTIONS`], by its
+/// name) the table's flag, variable, placeholder, default and help; leave other arguments as
+/// they are. Each flag struct applies it (`#[command(mut_args = from_table)]`), so `run`,
+/// `replay`, `audit` and the drop-in all build these arguments from the one table; the value
+/// parser is the field's type's (its rule in the core).
+pub(crate) fn from_table(arg: clap::Arg) -> clap::Arg {
+    let Some(o) = options::find(arg.get_id().as_str()) else {
+        return arg;
+    };
+    let Some(flag) = o.flag else {
+        return arg;
+    };
+    let mut arg = arg.long(flag).env(o.env).help(table_help(o));
+    if let Some(v) = o.value_name {
+        arg = arg.value_name(v);
+    }
+    match o.default {
+        // A list's default is shown in the help as it is written (comma-separated), not as
+        // clap lists several values.
+        OptionDefault::Value(v) if o.kind == ValueKind::List => arg
+            .value_delimiter(',')
+            .default_values(v.split(','))
+            .hide_default_value(true)
+            .required(false),
+        OptionDefault::Value(v) => arg.default_value(v).required(false),
+        OptionDefault::Unset | OptionDefault::Described(_) => arg,
+    }
 }
 
-fn write_tools_help() -> String {
-    format!(
-        "Comma-separated tools whose first completed call ends the pre-write extension \
-         [default: {}]",
-        defaults::WRITE_TOOLS.join(",")
-    )
+/// The help of an option: the table's line, with a default clap does not show itself.
+fn table_help(o: &OptionSpec) -> String {
+    match o.default {
+        OptionDefault::Value(v) if o.kind == ValueKind::List => {
+            format!("{} [default: {v}]", o.help)
+        }
+        OptionDefault::Described(d) => format!("{} [default: {d}]", o.help),
+        _ => o.help.to_owned(),
+    }
+}
+
+/// Policy flags. Every flag has an `AGENT_WATCHDOG_<NAME>` environment variable; the flag wins.
+/// Names, variables, defaults and help come from the core's option table
+/// ([`options::OPTIONS`], [`from_table`]); each value is parsed by its rule in the core
+/// (`watchdog_core::config`). Every duration is at most 365d.
+#[derive(Debug, Clone, Args)]
+#[command(mut_args = from_table)]
+pub struct PolicyArgs {
+    /// [`options::IDLE`].
+    #[arg(long)]
+    pub idle: PositiveDuration,
+    /// [`options::EXTEND_FACTOR`].
+    #[arg(long)]
+    pub extend_factor: Factor,
+    /// [`options::STARTUP`].
+    #[arg(long)]
+    pub startup: PositiveDuration,
+    /// [`options::NO_PROGRESS`].
+    #[arg(long)]
+    pub no_progress: PositiveDuration,
+    /// [`options::LINGER`].
+    #[arg(long)]
+    pub linger: PositiveDuration,
+    /// [`options::CEILING`].
+    #[arg(long)]
+    pub ceiling: Option<PositiveDuration>,
+    /// [`options::WRITE_TOOLS`].
+    #[arg(long)]
+    pub write_tools: Vec<String>,
+    /// [`options::HIGH_UTILIZATION`].
+    #[arg(long)]
+    pub high_utilization: Fraction,
+    /// [`options::WARN_AT`].
+    #[arg(long)]
+    pub warn_at: NonZeroFraction,
+    /// [`options::GRACE`].
+    #[arg(long)]
+    pub grace: HumanDuration,
 }
 
 impl Default for PolicyArgs {
@@ -129,24 +151,26 @@ impl Default for PolicyArgs {
 }
 
 impl PolicyArgs {
-    /// The core limits these flags describe. Each value was checked by its rule when parsed,
-    /// so this does not fail; the `Result` is the builder's.
-    pub fn limits(&self) -> Result<Limits, ConfigError> {
-        Limits::default()
-            .with_idle(self.idle)?
-            .with_extend_factor(self.extend_factor)?
-            .with_startup(self.startup)?
-            .with_no_progress(self.no_progress)?
-            .with_linger(self.linger)?
-            .with_ceiling(self.ceiling.map(PositiveDuration::get))?
-            .with_write_tools(
+    /// The core limits these flags describe. Each value was checked by its rule when parsed
+    /// (its type is the rule), so this cannot fail.
+    pub fn limits(&self) -> Limits {
+        let mut limits = Limits::default();
+        limits
+            .set_idle(self.idle)
+            .set_extend_factor(self.extend_factor)
+            .set_startup(self.startup)
+            .set_no_progress(self.no_progress)
+            .set_linger(self.linger)
+            .set_ceiling(self.ceiling)
+            .set_write_tools(
                 self.write_tools
                     .iter()
                     .map(|s| s.trim())
                     .filter(|s| !s.is_empty()),
             )
-            .with_high_utilization(self.high_utilization)?
-            .with_warn_at(self.warn_at)
+            .set_high_utilization(self.high_utilization)
+            .set_warn_at(self.warn_at);
+        limits
     }
 
     /// SIGTERM grace for the kill ladder.
@@ -156,28 +180,28 @@ impl PolicyArgs {
 }
 
 /// Recovery flags of `run`. Every flag has an `AGENT_WATCHDOG_<NAME>` environment variable (the
-/// switches accept `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off`).
+/// switches accept `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off`); all from the core's option
+/// table ([`from_table`]).
 #[derive(Debug, Clone, Args)]
+#[command(mut_args = from_table)]
 pub struct RecoveryArgs {
-    /// Do not continue a session cut off by the output token limit (continued once by default)
-    #[arg(long, env = "AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT", value_parser = BoolishValueParser::new())]
+    /// [`options::NO_RECOVER_OUTPUT_LIMIT`].
+    #[arg(long, value_parser = BoolishValueParser::new())]
     pub no_recover_output_limit: bool,
-    /// Continue the session once after our own idle, no_progress or linger kill
-    #[arg(long, env = "AGENT_WATCHDOG_RESUME_AFTER_KILL", value_parser = BoolishValueParser::new())]
+    /// [`options::RESUME_AFTER_KILL`].
+    #[arg(long, value_parser = BoolishValueParser::new())]
     pub resume_after_kill: bool,
-    /// After a rejected rate limit with a known reset time, wait for the reset, then continue
-    /// the session once
-    #[arg(long, env = "AGENT_WATCHDOG_WAIT_FOR_RESET", value_parser = BoolishValueParser::new())]
+    /// [`options::WAIT_FOR_RESET`].
+    #[arg(long, value_parser = BoolishValueParser::new())]
     pub wait_for_reset: bool,
-    /// The longest rate-limit wait
-    #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_MAX_WAIT", default_value_t = defaults::MAX_WAIT)]
+    /// [`options::MAX_WAIT`].
+    #[arg(long)]
     pub max_wait: PositiveDuration,
-    /// Added to the reset time before continuing
-    #[arg(long, value_name = "DURATION", env = "AGENT_WATCHDOG_RESET_MARGIN", default_value_t = HumanDuration(defaults::RESET_MARGIN))]
+    /// [`options::RESET_MARGIN`].
+    #[arg(long)]
     pub reset_margin: HumanDuration,
-    /// Where the continuation markers live [default: $XDG_STATE_HOME/agent-watchdog, else
-    /// ~/.local/state/agent-watchdog]
-    #[arg(long, value_name = "DIR", env = "AGENT_WATCHDOG_STATE_DIR")]
+    /// [`options::STATE_DIR`].
+    #[arg(long)]
     pub state_dir: Option<PathBuf>,
 }
 
@@ -204,8 +228,8 @@ mod tests {
     #[test]
     fn no_flags_mean_the_core_defaults() {
         let f = parse(&[]).unwrap();
-        assert_eq!(f.policy.limits().unwrap(), Limits::default());
-        assert_eq!(PolicyArgs::default().limits().unwrap(), Limits::default());
+        assert_eq!(f.policy.limits(), Limits::default());
+        assert_eq!(PolicyArgs::default().limits(), Limits::default());
         assert_eq!(f.policy.grace(), defaults::TERM_GRACE);
         let r = Recovery::default();
         assert_eq!(f.recovery.max_wait.get(), r.max_wait());
@@ -250,6 +274,28 @@ mod tests {
         );
     }
 
+    /// The core's switch words are the ones clap's parser reads, so the hook (which reads
+    /// them with the core's `parse_switch`) and `run` agree on every value.
+    #[test]
+    fn the_tables_switch_words_are_clap_s() {
+        use clap::builder::TypedValueParser;
+        use watchdog_core::config::options::{parse_switch, SWITCH_OFF, SWITCH_ON};
+        let cmd = clap::Command::new("t");
+        let clap_reads = |w: &str| {
+            BoolishValueParser::new()
+                .parse_ref(&cmd, None, std::ffi::OsStr::new(w))
+                .ok()
+        };
+        for w in SWITCH_ON.iter().chain(&SWITCH_OFF) {
+            for w in [w.to_string(), w.to_uppercase()] {
+                assert_eq!(clap_reads(&w), parse_switch(&w), "{w}");
+            }
+        }
+        for w in ["maybe", "2", "enabled"] {
+            assert_eq!((clap_reads(w), parse_switch(w)), (None, None), "{w}");
+        }
+    }
+
     #[test]
     fn flags_set_the_limits() {
         let f = parse(&[
@@ -261,7 +307,7 @@ mod tests {
             "Write, Bash,",
         ])
         .unwrap();
-        let l = f.policy.limits().unwrap();
+        let l = f.policy.limits();
         assert_eq!(l.idle(), Duration::from_secs(90));
         assert_eq!(l.ceiling(), Some(Duration::from_secs(7200)));
         assert_eq!(&*l.write_tools().join(","), "Write,Bash");

@@ -3,11 +3,13 @@
 //! Each rule on a value lives in one type ([`PositiveDuration`], [`Factor`], [`Fraction`],
 //! [`NonZeroFraction`]): the builders check with it, and its `FromStr` parses the command
 //! line's flags, so a value is rejected in the same words everywhere ([`InvalidValue`],
-//! [`ConfigError`]). Each default lives in [`defaults`].
+//! [`ConfigError`]). Each default lives in [`defaults`]. Every user-facing option (flag,
+//! variable, type, default, range, help) is one row of [`options::OPTIONS`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod options;
 mod values;
 
 pub use values::{
@@ -182,7 +184,7 @@ fn valid<T>(option: &'static str, value: impl IntoValid<T>) -> Result<T, ConfigE
 impl Limits {
     /// Base idle patience. Must be > 0 ([`PositiveDuration`]).
     pub fn with_idle(mut self, d: impl IntoValid<PositiveDuration>) -> Result<Self, ConfigError> {
-        self.idle = valid("idle", d)?;
+        self.set_idle(valid("idle", d)?);
         Ok(self)
     }
     /// Startup limit (no line at all). Must be > 0 ([`PositiveDuration`]).
@@ -190,12 +192,12 @@ impl Limits {
         mut self,
         d: impl IntoValid<PositiveDuration>,
     ) -> Result<Self, ConfigError> {
-        self.startup = valid("startup", d)?;
+        self.set_startup(valid("startup", d)?);
         Ok(self)
     }
     /// Patience multiplier while an extension holds. Must be a finite number ≥ 1 ([`Factor`]).
     pub fn with_extend_factor(mut self, f: impl IntoValid<Factor>) -> Result<Self, ConfigError> {
-        self.extend_factor = valid("extend_factor", f)?;
+        self.set_extend_factor(valid("extend_factor", f)?);
         Ok(self)
     }
     /// Utilization at or above which patience is extended. In [0, 1] ([`Fraction`]).
@@ -203,7 +205,7 @@ impl Limits {
         mut self,
         u: impl IntoValid<Fraction>,
     ) -> Result<Self, ConfigError> {
-        self.high_utilization = valid("high_utilization", u)?;
+        self.set_high_utilization(valid("high_utilization", u)?);
         Ok(self)
     }
     /// The write tools whose first completed call ends the pre-write extension.
@@ -212,7 +214,7 @@ impl Limits {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        self.write_tools = tools.into_iter().map(|s| Box::from(s.as_ref())).collect();
+        self.set_write_tools(tools);
         self
     }
     /// Cap on a spell without progress, keep-alives or not. Must be > 0
@@ -221,24 +223,24 @@ impl Limits {
         mut self,
         d: impl IntoValid<PositiveDuration>,
     ) -> Result<Self, ConfigError> {
-        self.no_progress = valid("no_progress", d)?;
+        self.set_no_progress(valid("no_progress", d)?);
         Ok(self)
     }
     /// Bounded wait after a `result`. Must be > 0 ([`PositiveDuration`]).
     pub fn with_linger(mut self, d: impl IntoValid<PositiveDuration>) -> Result<Self, ConfigError> {
-        self.linger = valid("linger", d)?;
+        self.set_linger(valid("linger", d)?);
         Ok(self)
     }
     /// Total age limit, or `None` for no ceiling. Must be > 0 when set ([`PositiveDuration`]).
     pub fn with_ceiling(mut self, d: Option<Duration>) -> Result<Self, ConfigError> {
-        self.ceiling = valid("ceiling", d)?;
+        self.set_ceiling(valid("ceiling", d)?);
         Ok(self)
     }
     /// Fraction of a limit at which a `Stalling` event is emitted. In (0, 1]
     /// ([`NonZeroFraction`]); 1 disables it in effect (the warning would coincide with the
     /// kill and is not emitted).
     pub fn with_warn_at(mut self, f: impl IntoValid<NonZeroFraction>) -> Result<Self, ConfigError> {
-        self.warn_at = valid("warn_at", f)?;
+        self.set_warn_at(valid("warn_at", f)?);
         Ok(self)
     }
 
@@ -248,7 +250,80 @@ impl Limits {
         self.mcp = mcp;
         self
     }
+}
 
+/// The infallible setters: each takes its option's validated type, so there is nothing left
+/// to reject ([`Limits::with_idle`] and the others check a raw value first).
+///
+/// ```
+/// use watchdog_core::config::{Factor, PositiveDuration};
+/// use watchdog_core::Limits;
+/// let mut limits = Limits::default();
+/// limits
+///     .set_idle("90s".parse::<PositiveDuration>().unwrap())
+///     .set_extend_factor(Factor::new(3.0).unwrap())
+///     .set_ceiling(None);
+/// assert_eq!(limits.idle().as_secs(), 90);
+/// assert_eq!(limits.extend_factor(), 3.0);
+/// ```
+impl Limits {
+    /// Base idle patience.
+    pub fn set_idle(&mut self, d: PositiveDuration) -> &mut Self {
+        self.idle = d;
+        self
+    }
+    /// Startup limit (no line at all).
+    pub fn set_startup(&mut self, d: PositiveDuration) -> &mut Self {
+        self.startup = d;
+        self
+    }
+    /// Patience multiplier while an extension holds.
+    pub fn set_extend_factor(&mut self, f: Factor) -> &mut Self {
+        self.extend_factor = f;
+        self
+    }
+    /// Utilization at or above which patience is extended.
+    pub fn set_high_utilization(&mut self, u: Fraction) -> &mut Self {
+        self.high_utilization = u;
+        self
+    }
+    /// The write tools whose first completed call ends the pre-write extension.
+    pub fn set_write_tools<I, S>(&mut self, tools: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.write_tools = tools.into_iter().map(|s| Box::from(s.as_ref())).collect();
+        self
+    }
+    /// Cap on a spell without progress, keep-alives or not.
+    pub fn set_no_progress(&mut self, d: PositiveDuration) -> &mut Self {
+        self.no_progress = d;
+        self
+    }
+    /// Bounded wait after a `result`.
+    pub fn set_linger(&mut self, d: PositiveDuration) -> &mut Self {
+        self.linger = d;
+        self
+    }
+    /// Total age limit, or `None` for no ceiling.
+    pub fn set_ceiling(&mut self, d: Option<PositiveDuration>) -> &mut Self {
+        self.ceiling = d;
+        self
+    }
+    /// Fraction of a limit at which a `Stalling` event is emitted.
+    pub fn set_warn_at(&mut self, f: NonZeroFraction) -> &mut Self {
+        self.warn_at = f;
+        self
+    }
+    /// Where Claude Code gives up on MCP tool calls by itself.
+    pub fn set_mcp(&mut self, mcp: McpLimits) -> &mut Self {
+        self.mcp = mcp;
+        self
+    }
+}
+
+impl Limits {
     /// Startup limit.
     pub fn startup(&self) -> Duration {
         self.startup.get()

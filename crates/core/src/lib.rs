@@ -9,7 +9,8 @@
 //!   audit reads transcripts with it).
 //! - [`classify`](mod@classify): what a line means for liveness (the classification contract).
 //! - [`config`]: validated limits ([`Limits`], [`SessionConfig`]), the value types that hold
-//!   each rule ([`config::PositiveDuration`], …), and every default ([`config::defaults`]).
+//!   each rule ([`config::PositiveDuration`], …), every default ([`config::defaults`]), and the
+//!   one table of user-facing options the CLI's flags are built from ([`config::options`]).
 //! - [`registry`]: many sessions on one timer, exact deadlines ([`Registry`]).
 //! - [`event`]: kills, extensions, stalling warnings, outcomes.
 //! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session

@@ -43,10 +43,10 @@ use session_files::SubagentFiles;
 /// Hook input larger than this is not one Claude Code sends (the hook then does nothing).
 const MAX_INPUT_BYTES: u64 = 16 << 20;
 
-/// The variable of `--state-dir`.
-pub const STATE_DIR_VAR: &str = "AGENT_WATCHDOG_STATE_DIR";
-/// The variable of `--no-recover-output-limit`.
-pub const NO_RECOVER_VAR: &str = "AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT";
+/// The variable of `--state-dir` (the core's option table).
+pub const STATE_DIR_VAR: &str = watchdog_core::config::options::STATE_DIR.env;
+/// The variable of `--no-recover-output-limit` (the core's option table).
+pub const NO_RECOVER_VAR: &str = watchdog_core::config::options::NO_RECOVER_OUTPUT_LIMIT.env;
 
 /// Flags of `hook`. Each has the same `AGENT_WATCHDOG_*` environment variable as `run`'s flag,
 /// but read leniently ([`HookArgs::with_env`]): a hook must never fail on its own settings.
@@ -82,11 +82,17 @@ impl HookArgs {
         }
         if !self.no_recover_output_limit {
             if let Some(v) = env(NO_RECOVER_VAR) {
-                let text = v.to_string_lossy().trim().to_ascii_lowercase();
-                match text.as_str() {
-                    "" | "0" | "false" | "no" | "off" | "n" | "f" => {}
-                    "1" | "true" | "yes" | "on" | "y" | "t" => self.no_recover_output_limit = true,
-                    _ => {
+                let text = v.to_string_lossy();
+                // The switch words of the option table, as `run` reads them; empty is unset.
+                let switch = if text.trim().is_empty() {
+                    Some(false)
+                } else {
+                    watchdog_core::config::options::parse_switch(&text)
+                };
+                match switch {
+                    Some(false) => {}
+                    Some(true) => self.no_recover_output_limit = true,
+                    None => {
                         notes.push(format!(
                             "{NO_RECOVER_VAR}={v:?} is not a switch (1/0, true/false, yes/no, \
                              on/off): taken as set, so nothing is continued"

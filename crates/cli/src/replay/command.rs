@@ -10,10 +10,7 @@ use crate::exit_code;
 /// holds no record at all; 2 for a bad flag; [`exit_code::OUTPUT_CLOSED`] when the reader of
 /// our stdout went away (quietly).
 pub fn main(args: ReplayArgs) -> i32 {
-    let limits = match args.policy.limits() {
-        Ok(l) => l,
-        Err(e) => return exit_code::config_error(&e),
-    };
+    let limits = args.policy.limits();
     let name = args.file.display().to_string();
     let replayed = if name == "-" {
         with_mcp_rule(io::BufReader::new(io::stdin().lock()), &limits)

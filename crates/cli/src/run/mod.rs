@@ -84,17 +84,8 @@ pub struct RunConfig {
 
 /// Run `run`; returns the exit code.
 pub fn main(args: RunArgs, mode: Mode) -> i32 {
-    let limits = match args.policy.limits() {
-        Ok(l) => l,
-        Err(e) => return crate::exit_code::config_error(&e),
-    };
-    let recovery = match recovery::settings(&args.recovery) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("agent-watchdog: {e}");
-            return exit_code::USAGE;
-        }
-    };
+    let limits = args.policy.limits();
+    let recovery = recovery::settings(&args.recovery);
     execute_with(
         RunConfig {
             limits,

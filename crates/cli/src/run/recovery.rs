@@ -36,18 +36,18 @@ pub struct Settings {
 }
 
 /// The settings `args` describe.
-pub(crate) fn settings(args: &RecoveryArgs) -> Result<Settings, String> {
-    let recovery = Recovery::default()
+pub(crate) fn settings(args: &RecoveryArgs) -> Settings {
+    let mut recovery = Recovery::default()
         .with_trigger(Trigger::OutputLimit, !args.no_recover_output_limit)
         .with_trigger(Trigger::AfterKill, args.resume_after_kill)
         .with_trigger(Trigger::RateLimitWait, args.wait_for_reset)
-        .with_max_wait(args.max_wait)
-        .map_err(|e| format!("--max-wait: {e}"))?
         .with_reset_margin(args.reset_margin.get());
-    Ok(Settings {
+    // The flag's type is the rule: nothing left to reject.
+    recovery.set_max_wait(args.max_wait);
+    Settings {
         recovery,
         state_dir: args.state_dir.clone(),
-    })
+    }
 }
 
 /// What recovery did after the first run.

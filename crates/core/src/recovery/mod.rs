@@ -242,6 +242,20 @@ impl Recovery {
         self.max_wait = max_wait.into_valid().map_err(|e| e.option("max_wait"))?;
         Ok(self)
     }
+    /// The longest wait for a rate-limit reset, already valid by its type: cannot fail
+    /// ([`Recovery::with_max_wait`] checks a raw value first).
+    ///
+    /// ```
+    /// use watchdog_core::config::PositiveDuration;
+    /// use watchdog_core::Recovery;
+    /// let mut r = Recovery::default();
+    /// r.set_max_wait("1h".parse::<PositiveDuration>().unwrap());
+    /// assert_eq!(r.max_wait().as_secs(), 3600);
+    /// ```
+    pub fn set_max_wait(&mut self, max_wait: PositiveDuration) -> &mut Self {
+        self.max_wait = max_wait;
+        self
+    }
     /// The margin added to a reset time.
     pub fn with_reset_margin(mut self, margin: Duration) -> Self {
         self.reset_margin = margin;

@@ -169,6 +169,28 @@ impl SupervisorConfig {
         Ok(())
     }
 
+    /// The longest line delivered in one piece ([`SupervisorConfig::max_line`]); at least 1 by
+    /// its type, so [`SupervisorConfig::check`] has nothing to reject.
+    ///
+    /// ```
+    /// use std::num::NonZeroUsize;
+    /// use agent_sdk_watchdog::SupervisorConfig;
+    /// let config = SupervisorConfig::default().with_max_line(NonZeroUsize::new(1 << 20).unwrap());
+    /// assert_eq!(config.max_line, 1 << 20);
+    /// assert!(config.check().is_ok());
+    /// ```
+    pub fn with_max_line(mut self, max: std::num::NonZeroUsize) -> Self {
+        self.max_line = max.get();
+        self
+    }
+
+    /// The period of the tree rescan ([`SupervisorConfig::tree_scan`]), or `None` to scan only
+    /// when stopping; > 0 by its type.
+    pub fn with_tree_scan(mut self, every: Option<PositiveDuration>) -> Self {
+        self.tree_scan = every.map(PositiveDuration::get);
+        self
+    }
+
     /// Run `hook` on the stdout reader for every complete stdout line that parsed (not for
     /// pieces of over-long lines, nor for unparseable lines), in stream order, with the view
     /// the supervisor built for the policy and what it made of the line ([`LineInfo`]), so the
