@@ -97,7 +97,7 @@ pub(crate) struct Recycle(std::sync::Mutex<Vec<Vec<u8>>>);
 impl Recycle {
     /// Buffers kept for reuse at most: as many as the output budget holds, plus the one the
     /// caller writes and the one the reader fills, so a steady flood allocates nothing.
-    const KEEP: usize = super::child::OUTPUT_BUDGET / super::child::CHUNK + 2;
+    const KEEP: usize = super::read::OUTPUT_BUDGET / super::read::CHUNK + 2;
 
     /// Keep `buf` for reuse if it is a reader's buffer (`min..=2 × min` bytes of capacity) and
     /// there is room.
@@ -121,7 +121,7 @@ impl Recycle {
     }
 
     fn min() -> usize {
-        super::child::CHUNK
+        super::read::CHUNK
     }
 }
 
@@ -378,7 +378,7 @@ mod tests {
 
     #[test]
     fn a_dropped_batch_gives_its_buffer_back() {
-        let chunk = super::super::child::CHUNK;
+        let chunk = super::super::read::CHUNK;
         let recycle = Arc::new(Recycle::default());
         let mut bytes = Vec::with_capacity(chunk);
         bytes.extend_from_slice(b"a\n");

@@ -6,11 +6,13 @@ mod hook;
 mod kill;
 mod lines;
 mod policy;
+mod read;
 mod report;
 mod shared;
 mod signals;
 mod spawn;
 mod tree;
+mod watch;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -363,7 +365,7 @@ impl Supervisor {
 
     async fn recv(&mut self) -> Option<Batch> {
         let item = self.output.as_mut()?.recv().await?;
-        self.budget.add_permits(child::cost(&item) as usize);
+        self.budget.add_permits(read::cost(&item) as usize);
         Some(item)
     }
 

@@ -1,0 +1,201 @@
+//! The tasks that read the child's stdout and stderr: lines in batches, within the output
+//! budget, fed to the policy once each.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, BufReader};
+use tokio::sync::{mpsc, Semaphore};
+use watchdog_core::LineView;
+
+use super::hook::StdoutHook;
+use super::lines::{split_lines, LineMeta, LineReader, Recycle, StdoutBatch};
+use super::shared::{dispatch, Shared};
+use super::{Batch, Control, KillCause, Output};
+use crate::clock;
+
+/// How many bytes of child output may wait for the caller before the readers stop reading (the
+/// child then waits on its pipe): bounded memory whatever the child prints. Four batches of a
+/// full 1 MiB pipe: enough for the reader to run ahead of the caller, small enough that a fast
+/// child keeps `run` under 16 MB (8 MiB peaked at 16-28 MB on a loaded machine).
+pub(crate) const OUTPUT_BUDGET: usize = 4 << 20;
+
+/// The budget an item takes: its bytes, capped so an item larger than the budget still passes
+/// (alone).
+pub(crate) fn cost(item: &Batch) -> u32 {
+    let bytes = match item {
+        Batch::Stdout(b) => b.bytes.len(),
+        Batch::Output(Output::Stdout(l) | Output::Stderr(l)) => l.bytes.len() + 1,
+        Batch::Output(_) => 0,
+    };
+    bytes.clamp(1, OUTPUT_BUDGET) as u32
+}
+
+/// The output channel as the readers use it: lines wait for budget, which the caller gives back
+/// as it takes them ([`Supervisor::next_batch`]).
+pub(super) struct Queue {
+    pub(super) out: mpsc::UnboundedSender<Batch>,
+    pub(super) budget: Arc<Semaphore>,
+    pub(super) shared: Arc<Shared>,
+}
+
+impl Queue {
+    /// Queue lines once the caller has room for them. Never waits once the caller is gone (its
+    /// receiver dropped, e.g. by [`Supervisor::wait`]): the lines are dropped then. While it
+    /// waits, the child is held back by the caller, not idle: the idle and no-progress clocks
+    /// are paused.
+    async fn send(&self, item: Batch) {
+        use tokio::sync::TryAcquireError;
+        let n = cost(&item);
+        let permit = match self.budget.try_acquire_many(n) {
+            Ok(p) => Some(p),
+            Err(TryAcquireError::Closed) => None,
+            Err(TryAcquireError::NoPermits) => {
+                self.shared.output_blocked(clock::now());
+                let permit = tokio::select! {
+                    permit = self.budget.acquire_many(n) => permit.ok(),
+                    () = self.out.closed() => None,
+                };
+                self.shared.output_unblocked(clock::now());
+                permit
+            }
+        };
+        if let Some(p) = permit {
+            p.forget();
+            let _ = self.out.send(item);
+        }
+    }
+}
+
+/// How much stdout is read at once, and the pipe size asked for: a fast child's lines come in
+/// batches of up to this size, with one clock reading, one lock and one message each.
+pub(crate) const CHUNK: usize = 1 << 20;
+
+/// Ask for a larger stdout pipe (Linux): fewer, larger reads while a child prints fast, and
+/// fewer wake-ups for both. The size is capped by the system (`fs.pipe-max-size`); failing
+/// leaves the default.
+fn enlarge_pipe(pipe: &tokio::process::ChildStdout) {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = rustix::pipe::fcntl_setpipe_size(pipe, CHUNK);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pipe;
+}
+
+/// The first `n` bytes of `buf`, leaving the rest in `buf` (with room for the next read). A
+/// large batch moves the buffer itself out (only the incomplete line left over is copied); a
+/// small one is copied out, so a quiet child's line does not pin a large buffer.
+fn take_front(buf: &mut Vec<u8>, n: usize, recycle: &Recycle) -> Vec<u8> {
+    if n * 2 < buf.capacity() {
+        let front = buf[..n].to_vec();
+        buf.drain(..n);
+        front
+    } else {
+        let need = CHUNK.max(buf.len() - n);
+        let mut rest = recycle
+            .take(need)
+            .unwrap_or_else(|| Vec::with_capacity(need));
+        rest.extend_from_slice(&buf[n..]);
+        buf.truncate(n);
+        std::mem::replace(buf, rest)
+    }
+}
+
+pub(super) async fn read_stdout(
+    mut pipe: tokio::process::ChildStdout,
+    max_line: usize,
+    shared: Arc<Shared>,
+    hook: Option<StdoutHook>,
+    queue: Queue,
+    ctrl: mpsc::UnboundedSender<Control>,
+) {
+    enlarge_pipe(&pipe);
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
+    let recycle = Arc::new(Recycle::default());
+    let mut in_long = false;
+    loop {
+        if buf.capacity() - buf.len() < CHUNK / 4 {
+            buf.reserve(CHUNK);
+        }
+        // A read error ends the stream like its end does (what was read still goes out).
+        let eof = !matches!(pipe.read_buf(&mut buf).await, Ok(n) if n > 0);
+        shared.reading.store(true, Ordering::SeqCst);
+        let mut lines = Vec::new();
+        let used = split_lines(&buf, max_line, eof, &mut in_long, &mut lines);
+        if !lines.is_empty() {
+            // The lines that arrived together: one clock reading, one lock, one message.
+            let at = clock::now();
+            let (events, overlong) = observe(&shared, hook.as_ref(), at, &buf[..used], &mut lines);
+            shared.reading.store(false, Ordering::SeqCst);
+            for _ in 0..overlong {
+                let _ = queue.out.send(Batch::Output(Output::Overlong { max_line }));
+            }
+            // The kill goes out before waiting for room: a full queue never delays a kill.
+            if let Some(kill) = dispatch(&queue.out, events) {
+                let _ = ctrl.send(Control::Kill(KillCause::Watchdog(kill)));
+            }
+            let bytes = take_front(&mut buf, used, &recycle);
+            let recycle = (bytes.capacity() >= CHUNK).then(|| recycle.clone());
+            queue
+                .send(Batch::Stdout(StdoutBatch {
+                    bytes,
+                    lines,
+                    at,
+                    recycle,
+                }))
+                .await;
+        }
+        shared.reading.store(false, Ordering::SeqCst);
+        if eof {
+            return;
+        }
+    }
+}
+
+/// Lines parsed, observed and shown to the hook at a time: parsing happens outside the state
+/// lock, and the hook runs after the policy saw its lines, outside that lock too.
+const OBSERVE_CHUNK: usize = 64;
+
+/// Parse, observe and show to the hook the lines of one batch (`metas`, in `bytes`), in order.
+/// Returns the events they caused and the number of over-long lines that began among them.
+fn observe(
+    shared: &Shared,
+    hook: Option<&StdoutHook>,
+    at: std::time::Instant,
+    bytes: &[u8],
+    metas: &mut [LineMeta],
+) -> (Vec<watchdog_core::Event>, usize) {
+    let (mut events, mut overlong, mut panics) = (Vec::new(), 0, 0);
+    let mut views = Vec::with_capacity(metas.len().min(OBSERVE_CHUNK));
+    for chunk in metas.chunks_mut(OBSERVE_CHUNK) {
+        views.clear();
+        views.extend(chunk.iter().map(|m| match m.piece {
+            // A piece of an over-long line is a keep-alive: not parsed, however huge.
+            true => None,
+            false => LineView::parse(bytes.get(m.start..m.start + m.len).unwrap_or_default()).ok(),
+        }));
+        let (first, n) = shared.observe_stdout(at, chunk, &views, &mut events);
+        overlong += n;
+        if let Some(hook) = hook {
+            panics += hook.call(bytes, at, first, chunk, &views);
+        }
+    }
+    if panics > 0 {
+        shared.hook_panicked(panics);
+    }
+    (events, overlong)
+}
+
+pub(super) async fn read_stderr(
+    pipe: tokio::process::ChildStderr,
+    max_line: usize,
+    shared: Arc<Shared>,
+    queue: Queue,
+) {
+    let mut reader = LineReader::new(BufReader::with_capacity(16 << 10, pipe), max_line);
+    while let Ok(Some(line)) = reader.next().await {
+        shared.observe_stderr();
+        queue.send(Batch::Output(Output::Stderr(line))).await;
+    }
+}
