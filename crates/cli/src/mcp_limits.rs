@@ -305,31 +305,6 @@ pub fn recorded_env(env: Option<&[(OsString, OsString)]>) -> BTreeMap<String, St
         .collect()
 }
 
-/// `cfg` with the MCP rule applied for its child (its environment, command line and working
-/// directory); says once on `status` what it changed about startup and what it could not read.
-pub fn for_run(
-    mut cfg: crate::run::RunConfig,
-    status: &crate::status::Status,
-) -> crate::run::RunConfig {
-    let cwd = cfg
-        .cwd
-        .clone()
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_else(|| PathBuf::from("."));
-    let child = ChildMcp::read(child_env(cfg.env.as_deref()), &cfg.argv, &cwd);
-    for p in &child.problems {
-        status.say(&format!(
-            "warning: {p}; its servers get the default MCP limits"
-        ));
-    }
-    let (limits, note) = child.apply(cfg.limits.clone());
-    if let Some(n) = note {
-        status.say(&n);
-    }
-    cfg.limits = limits;
-    cfg
-}
-
 /// `limits` with the MCP rule applied for a recorded run: the environment of the capture's
 /// `start` record (Claude Code's defaults without one).
 pub fn for_capture(limits: Limits, entries: &[watchdog_core::capture::Entry]) -> Limits {

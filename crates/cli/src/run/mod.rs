@@ -335,7 +335,7 @@ pub(crate) fn wall_ms() -> u64 {
 
 async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
     let status = Status::new(cfg.status);
-    let cfg = crate::mcp_limits::for_run(cfg, &status);
+    let cfg = with_mcp_rule(cfg, &status);
     if cfg.argv.is_empty() {
         status.say(
             "error: no command given (usage: agent-watchdog run [FLAGS] -- COMMAND [ARGS...])",
@@ -458,6 +458,32 @@ async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
         }
     }
     code
+}
+
+/// `cfg` with the MCP rule applied for its child (its environment, command line and working
+/// directory); says once on `status` what it changed about startup and what it could not read.
+fn with_mcp_rule(mut cfg: RunConfig, status: &Status) -> RunConfig {
+    let cwd = cfg
+        .cwd
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    let child = crate::mcp_limits::ChildMcp::read(
+        crate::mcp_limits::child_env(cfg.env.as_deref()),
+        &cfg.argv,
+        &cwd,
+    );
+    for p in &child.problems {
+        status.say(&format!(
+            "warning: {p}; its servers get the default MCP limits"
+        ));
+    }
+    let (limits, note) = child.apply(cfg.limits.clone());
+    if let Some(n) = note {
+        status.say(&n);
+    }
+    cfg.limits = limits;
+    cfg
 }
 
 fn emits_result(cfg: &RunConfig) -> bool {
