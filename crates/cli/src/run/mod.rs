@@ -134,9 +134,12 @@ pub fn execute_with(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32
             return exit_code::INTERNAL;
         }
     };
-    let code = rt.block_on(run(cfg, recovery));
+    // Built and flushed outside the runtime: the exporters' HTTP client has its own.
+    let telemetry = crate::telemetry::Telemetry::from_env();
+    let code = rt.block_on(run(cfg, recovery, &telemetry));
     // The host stdin reader may be blocked in a read; do not wait for it.
     rt.shutdown_background();
+    telemetry.shutdown();
     code
 }
 
@@ -342,7 +345,11 @@ pub(crate) fn wall_ms() -> u64 {
         .unwrap_or(0)
 }
 
-async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
+async fn run(
+    cfg: RunConfig,
+    recovery: Option<recovery::Settings>,
+    telemetry: &crate::telemetry::Telemetry,
+) -> i32 {
     let status = Status::new(cfg.status);
     let cfg = crate::mcp_limits::for_run(cfg, &status);
     if cfg.argv.is_empty() {
@@ -440,8 +447,13 @@ async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
     if let Some(msg) = final_run.ending_message(code, cfg.mode) {
         host.status.say(&msg);
     }
-    if let Some((path, target)) = summary_target {
-        let text = format!("{}\n", first.summary(code, recovery_json));
+    let summary =
+        (summary_target.is_some() || telemetry.is_on()).then(|| first.summary(code, recovery_json));
+    if let Some(s) = &summary {
+        telemetry.record_run(s);
+    }
+    if let (Some((path, target)), Some(s)) = (summary_target, summary) {
+        let text = format!("{s}\n");
         if let Err(e) = target.write(&text) {
             // The run's own code stands: the summary is a report about it, not its result.
             host.status
