@@ -153,6 +153,12 @@ fn exports_a_kill(protocol: &str) {
     assert_eq!(kills[0].attr("kill.kind"), Some("idle"));
     assert_eq!(kills[0].value, 1.0);
     assert!(kills[0].attr("kill.stage").is_some(), "{:?}", kills[0]);
+    let late = find(&items, "metrics", "agent_watchdog.kill.lateness");
+    assert!(late.len() == 1 && late[0].value == 1.0, "{what}");
+    assert!(r.summary["kill"]["late_us"].is_u64(), "{}", r.summary);
+    let first = find(&items, "metrics", "agent_watchdog.first_line.duration");
+    assert!(first.len() == 1 && first[0].value == 1.0, "{what}");
+    assert!(r.summary["first_line_ms"].is_u64(), "{}", r.summary);
     let sessions = find(&items, "metrics", "agent_watchdog.session.count");
     assert_eq!(sessions.len(), 1, "{what}");
     assert_eq!(sessions[0].attr("outcome"), Some("killed"));

@@ -210,6 +210,10 @@ pub(crate) struct Finished {
     leftovers_killed: usize,
     /// How long the child's output waited for our stdout (a slow reader downstream).
     blocked_on_output: Duration,
+    /// From spawn to the first stdout line, if one came.
+    first_line: Option<Duration>,
+    /// How long after its deadline the kill reached us, if there was one.
+    kill_late: Option<Duration>,
 }
 
 impl Finished {
@@ -332,6 +336,8 @@ impl Finished {
             },
             leftovers_killed: self.leftovers_killed,
             blocked_on_output_ms: ms(self.blocked_on_output),
+            first_line_ms: self.first_line.map(ms),
+            kill_late_us: self.kill_late.map(|d| d.as_micros() as u64),
         }
         .to_json()
     }

@@ -31,6 +31,16 @@ pub(crate) const METRICS: &[(&str, &str, &str)] = &[
         "kills, by kind and ladder stage",
     ),
     (
+        "agent_watchdog.kill.lateness",
+        "s",
+        "from a kill's deadline to the run loop handling the kill event",
+    ),
+    (
+        "agent_watchdog.first_line.duration",
+        "s",
+        "from spawn to the first stdout line",
+    ),
+    (
         "agent_watchdog.quiet_spell.duration",
         "s",
         "the quiet spell a kill ended, by clock",
@@ -92,6 +102,11 @@ fn description(name: &str) -> &'static str {
         .map(|(_, _, d)| *d)
         .unwrap_or("")
 }
+
+/// Lateness buckets, in seconds: from 100 µs to a second.
+const LATENESS: &[f64] = &[
+    0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0,
+];
 
 /// Spell and age buckets, in seconds: from a second to a few hours.
 const BOUNDARIES: &[f64] = &[
@@ -172,6 +187,10 @@ pub(crate) fn record_run(
             attrs.push(KeyValue::new("kill.kind", k.to_owned()));
         }
         counter("agent_watchdog.session.count").add(1, &attrs);
+        if let Some(secs) = secs_of_ms(&summary["first_line_ms"]) {
+            histogram("agent_watchdog.first_line.duration")
+                .record(secs, std::slice::from_ref(&sid));
+        }
         histogram("agent_watchdog.session.duration").record(duration_ms as f64 / 1000.0, &attrs);
         if let Some(k) = kill_kind {
             let mut a = vec![sid.clone(), KeyValue::new("kill.kind", k.to_owned())];
@@ -183,6 +202,15 @@ pub(crate) fn record_run(
                 counter("agent_watchdog.output_error.count").add(1, &a);
             } else {
                 counter("agent_watchdog.kill.count").add(1, &a);
+                if let Some(us) = kill["late_us"].as_u64() {
+                    let name = "agent_watchdog.kill.lateness";
+                    m.f64_histogram(name)
+                        .with_unit(unit(name))
+                        .with_description(description(name))
+                        .with_boundaries(LATENESS.to_vec())
+                        .build()
+                        .record(us as f64 / 1e6, &a);
+                }
             }
             let spells = histogram("agent_watchdog.quiet_spell.duration");
             for (clock, field) in [
@@ -313,6 +341,9 @@ pub(crate) fn record_run(
             }
             if let Some(age) = kill["mcp_call"]["outstanding_ms"].as_u64() {
                 a.push(KeyValue::new("mcp.outstanding_ms", age as i64));
+            }
+            if let Some(us) = kill["late_us"].as_u64() {
+                a.push(KeyValue::new("late_us", us as i64));
             }
             a.extend(tool_attrs.iter().cloned());
             event("agent_watchdog.kill", at_ms(&kill["at_ms"]), a);
