@@ -353,3 +353,77 @@ fn a_bad_variable_is_said_and_the_run_goes_on() {
         rx.describe()
     );
 }
+
+#[test]
+fn a_recovery_decision_and_the_continued_run_are_exported() {
+    // A fake `claude` cut off by the output limit on its first run, successful when resumed.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sid = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
+    let init = format!(r#"{{"type":"system","subtype":"init","session_id":"{sid}"}}"#);
+    let cut = format!(
+        r#"{{"type":"result","subtype":"success","is_error":true,"stop_reason":"max_tokens","terminal_reason":"api_error","api_error":"max_output_tokens","session_id":"{sid}","num_turns":4}}"#
+    );
+    let ok = format!(
+        r#"{{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn","terminal_reason":"completed","session_id":"{sid}","num_turns":1}}"#
+    );
+    let claude = script(
+        d,
+        "claude",
+        &format!(
+            "case \" $* \" in\n  *\" --resume \"*)\n{}\n{}\n    exit 0 ;;\nesac\n{}\n{}\nexit 1",
+            say(&init),
+            say(&ok),
+            say(&init),
+            say(&cut)
+        ),
+    );
+    let rx = Receiver::start(Answer::Ok);
+    let summary = d.join("summary.json");
+    let out = clean_watchdog()
+        .envs(telemetry_env(&rx.endpoint(), "http/protobuf"))
+        .arg("run")
+        .arg("--state-dir")
+        .arg(d.join("state"))
+        .arg("--summary")
+        .arg(&summary)
+        .arg("--")
+        .arg(&claude)
+        .args([
+            "-p",
+            "write it all",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .output()
+        .unwrap();
+    assert_built_with_telemetry(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(s["recovery"]["continued_outcome"], "success", "{s}");
+    let items = rx.items();
+    let what = rx.describe();
+    let rec = find(&items, "logs", "agent_watchdog.recovery");
+    assert_eq!(rec.len(), 1, "{what}");
+    assert_eq!(rec[0].attr("trigger"), Some("output_limit"));
+    assert_eq!(rec[0].attr("result"), Some("continued"));
+    assert_eq!(rec[0].attr("session.id"), Some(sid));
+    let counted = find(&items, "metrics", "agent_watchdog.recovery.count");
+    assert_eq!(counted.len(), 1, "{what}");
+    assert_eq!(counted[0].attr("result"), Some("continued"));
+    // Both runs, each with its own outcome, under the one session id.
+    let mut outcomes: Vec<&str> = find(&items, "metrics", "agent_watchdog.session.count")
+        .iter()
+        .filter(|i| i.attr("session.id") == Some(sid))
+        .filter_map(|i| i.attr("outcome"))
+        .collect();
+    outcomes.sort();
+    assert_eq!(outcomes.len(), 2, "{what}");
+    assert!(outcomes.contains(&"success"), "{outcomes:?}");
+    assert_eq!(
+        find(&items, "logs", "agent_watchdog.session_end").len(),
+        2,
+        "{what}"
+    );
+}

@@ -458,6 +458,10 @@ async fn run(
     if let Some(s) = &summary {
         telemetry.record_run(s);
     }
+    // A continuation is a run of its own (its kill, its outcome), under the same session id.
+    if let Some(cont) = last.as_ref().filter(|_| telemetry.is_on()) {
+        telemetry.record_run(&cont.summary(code, None));
+    }
     if let (Some((path, target)), Some(s)) = (summary_target, summary) {
         let text = format!("{s}\n");
         if let Err(e) = target.write(&text) {
