@@ -143,7 +143,15 @@ impl Config {
                     format!("{}/v1/{name}", base.trim_end_matches('/'))
                 }
             };
-            if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            if endpoint.starts_with("https://") {
+                // The exporters are built without TLS (README "Fleet telemetry").
+                warnings.push(format!(
+                    "OTLP endpoint {endpoint:?}: https is not built in (use a local collector \
+                     on http://); {name} off"
+                ));
+                return None;
+            }
+            if !endpoint.starts_with("http://") {
                 warnings.push(format!(
                     "OTLP endpoint {endpoint:?} is not an http:// URL; {name} off"
                 ));
@@ -392,6 +400,17 @@ mod tests {
         .unwrap();
         assert_eq!((c.metrics, c.logs), (None, None));
         assert_eq!(c.warnings.len(), 2);
+        let c = cfg(&[
+            (SWITCH, "1"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4318"),
+        ])
+        .unwrap();
+        assert_eq!((c.metrics, c.logs), (None, None));
+        assert_eq!(c.warnings.len(), 2);
+        assert!(c
+            .warnings
+            .iter()
+            .all(|w| w.contains("https is not built in")));
     }
 
     #[test]
