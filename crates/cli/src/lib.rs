@@ -19,6 +19,7 @@ pub mod replay;
 pub mod run;
 pub(crate) mod status;
 pub(crate) mod tally;
+pub mod telemetry;
 pub(crate) mod verdict;
 
 pub use policy_args::forget_empty_env_vars;

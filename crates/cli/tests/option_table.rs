@@ -150,6 +150,7 @@ fn reader_words(o: &OptionSpec) -> BTreeSet<String> {
             Reader::ReplayAudit => "replay/audit",
             Reader::DropIn => "claude-watchdog",
             Reader::Hook => "hook",
+            Reader::Telemetry => "telemetry",
             _ => "an unknown reader",
         })
         .map(String::from)

@@ -57,6 +57,10 @@ struct Live<'h> {
     overlong: Option<usize>,
     expect_session: Option<String>,
     session_mismatch: Option<String>,
+    /// When the first stdout batch came (time to first line).
+    first_line: Option<Instant>,
+    /// How long after its deadline the kill event reached this loop.
+    kill_late: Option<Duration>,
 }
 
 impl Live<'_> {
@@ -129,6 +133,7 @@ impl Live<'_> {
         let r = self.host.stdout.push(b.bytes()).await;
         self.check_write(r);
         let now = b.at();
+        self.first_line.get_or_insert(now);
         let mut rate_limit = false;
         for m in b.lines() {
             let bytes = b.line(m);
@@ -275,6 +280,7 @@ impl Live<'_> {
         match ev {
             Event::Killed(k) if self.kill.is_none() && self.output_error.is_none() => {
                 self.host.status.say(&killed_clause(&k, &self.what));
+                self.kill_late = Some(now.saturating_duration_since(k.at));
                 self.kill = Some(k);
             }
             Event::Stalling {
@@ -409,6 +415,8 @@ pub(crate) async fn supervise(
         overlong: None,
         expect_session: expect_session.map(str::to_owned),
         session_mismatch: None,
+        first_line: None,
+        kill_late: None,
     };
     let mut signals = Interrupts {
         first: None,
@@ -530,6 +538,8 @@ pub(crate) async fn supervise(
         blocked_on_output: report
             .as_ref()
             .map_or(Duration::ZERO, |r| r.blocked_on_output),
+        first_line: live.first_line.map(|t| t.saturating_duration_since(start)),
+        kill_late: live.kill_late,
     };
     finished.code = finished.exit_code(cfg);
     Ok(finished)

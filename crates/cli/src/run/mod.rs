@@ -125,9 +125,12 @@ pub fn execute_with(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32
             return exit_code::INTERNAL;
         }
     };
-    let code = rt.block_on(run(cfg, recovery));
+    // Built and flushed outside the runtime: the exporters' HTTP client has its own.
+    let telemetry = crate::telemetry::Telemetry::from_env();
+    let code = rt.block_on(run(cfg, recovery, &telemetry));
     // The host stdin reader may be blocked in a read; do not wait for it.
     rt.shutdown_background();
+    telemetry.shutdown();
     code
 }
 
@@ -198,6 +201,10 @@ pub(crate) struct Finished {
     leftovers_killed: usize,
     /// How long the child's output waited for our stdout (a slow reader downstream).
     blocked_on_output: Duration,
+    /// From spawn to the first stdout line, if one came.
+    first_line: Option<Duration>,
+    /// How long after its deadline the kill reached us, if there was one.
+    kill_late: Option<Duration>,
 }
 
 impl Finished {
@@ -320,6 +327,8 @@ impl Finished {
             },
             leftovers_killed: self.leftovers_killed,
             blocked_on_output_ms: ms(self.blocked_on_output),
+            first_line_ms: self.first_line.map(ms),
+            kill_late_us: self.kill_late.map(|d| d.as_micros() as u64),
         }
         .to_json()
     }
@@ -333,7 +342,11 @@ pub(crate) fn wall_ms() -> u64 {
         .unwrap_or(0)
 }
 
-async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
+async fn run(
+    cfg: RunConfig,
+    recovery: Option<recovery::Settings>,
+    telemetry: &crate::telemetry::Telemetry,
+) -> i32 {
     let status = Status::new(cfg.status);
     let cfg = with_mcp_rule(cfg, &status);
     if cfg.argv.is_empty() {
@@ -435,7 +448,8 @@ async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
     if let Some(msg) = final_run.ending_message(code, cfg.mode) {
         host.status.say(&msg);
     }
-    if let Some((path, target)) = summary_target {
+    let wanted = summary_target.is_some() || telemetry.is_on();
+    let summary = wanted.then(|| {
         let mut summary = first.summary(code, recovery_json);
         if let Some(cont) = &last {
             // Which run each fact belongs to: each run's own summary, with its own code.
@@ -450,7 +464,17 @@ async fn run(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
                 .collect();
             summary["runs"] = json!(runs);
         }
-        let text = format!("{summary}\n");
+        summary
+    });
+    if let Some(s) = &summary {
+        telemetry.record_run(s);
+        // A continuation is a run of its own (its kill, its outcome), under the same session id.
+        if let Some(cont) = s["runs"].get(1) {
+            telemetry.record_run(cont);
+        }
+    }
+    if let (Some((path, target)), Some(s)) = (summary_target, summary) {
+        let text = format!("{s}\n");
         if let Err(e) = target.write(&text) {
             // The run's own code stands: the summary is a report about it, not its result.
             host.status

@@ -51,6 +51,10 @@ pub struct Summary<'a> {
     pub leftovers_killed: usize,
     /// Milliseconds the child's output waited for our stdout.
     pub blocked_on_output_ms: u64,
+    /// Milliseconds from spawn to the first stdout line, if one came.
+    pub first_line_ms: Option<u64>,
+    /// Microseconds from the kill's deadline to our seeing it, if there was a kill.
+    pub kill_late_us: Option<u64>,
 }
 
 impl Summary<'_> {
@@ -64,6 +68,9 @@ impl Summary<'_> {
         };
         if let (Some(k), Some(stage)) = (kill.as_mut(), self.ladder) {
             k["ladder"] = json!(stage);
+        }
+        if let (Some(k), Some(late)) = (kill.as_mut(), self.kill_late_us) {
+            k["late_us"] = json!(late);
         }
         let mut v = json!({
             "outcome": self.outcome.as_str(),
@@ -93,6 +100,7 @@ impl Summary<'_> {
             "cpu": crate::cpu::usage_json(),
             "leftovers_killed": self.leftovers_killed,
             "blocked_on_output_ms": self.blocked_on_output_ms,
+            "first_line_ms": self.first_line_ms,
         });
         if let Some(r) = &self.recovery {
             v["recovery"] = r.clone();

@@ -50,6 +50,8 @@ pub enum ValueKind {
     Path,
     /// Names separated by commas (blank ones are dropped).
     List,
+    /// A whole number of milliseconds > 0 (the unit of the `OTEL_*` intervals).
+    Milliseconds,
 }
 
 /// The words a [`ValueKind::Switch`] reads as on (in any case; clap's boolish words).
@@ -89,6 +91,7 @@ impl ValueKind {
             ValueKind::Switch => "a switch (1/0, true/false, yes/no, on/off)",
             ValueKind::Path => "a path",
             ValueKind::List => "comma-separated names",
+            ValueKind::Milliseconds => "a whole number of milliseconds > 0",
         }
     }
 
@@ -116,6 +119,13 @@ impl ValueKind {
                 }),
             },
             ValueKind::Path | ValueKind::List => Ok(()),
+            ValueKind::Milliseconds => match text.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Ok(()),
+                _ => Err(InvalidValue {
+                    allowed: self.range(),
+                    value: format!("{text:?}"),
+                }),
+            },
         }
     }
 }
@@ -143,6 +153,9 @@ pub enum Reader {
     DropIn,
     /// `agent-watchdog hook` (and the plugin that runs it): the variable, read leniently.
     Hook,
+    /// The telemetry export of `run` and the drop-in: the variable only, read leniently (a bad
+    /// value is one warning and the default; it never stops the run).
+    Telemetry,
 }
 
 /// One user-facing option.
@@ -403,6 +416,18 @@ options! {
         default: Described("agent-watchdog on PATH"), read_by: &[Reader::Hook],
         help: "The agent-watchdog the subagent plugin's hook command runs",
     }
+    /// The switch of our OpenTelemetry export.
+    TELEMETRY = {
+        name: "telemetry", flag: None, value_name: None, kind: Switch,
+        default: Unset, read_by: &[Reader::Telemetry],
+        help: "Export every watchdog decision as OpenTelemetry metrics and events (OTEL_* variables)",
+    }
+    /// The bound on the telemetry flush at exit.
+    TELEMETRY_FLUSH_MS = {
+        name: "telemetry_flush_ms", flag: None, value_name: None, kind: Milliseconds,
+        default: Value("2000"), read_by: &[Reader::Telemetry],
+        help: "The bound on the telemetry flush at exit (and on each export request), in ms",
+    }
 }
 
 #[cfg(test)]
@@ -425,6 +450,8 @@ mod tests {
             ("grace", HumanDuration(defaults::TERM_GRACE).to_string()),
             ("max_wait", defaults::MAX_WAIT.to_string()),
             ("reset_margin", format_duration(defaults::RESET_MARGIN)),
+            // The CLI's telemetry holds this one (a test there compares).
+            ("telemetry_flush_ms", "2000".to_owned()),
         ];
         for o in OPTIONS {
             match o.default {

@@ -1,0 +1,170 @@
+//! The exporters: the OpenTelemetry SDK's meter and logger providers with OTLP/HTTP exporters,
+//! each exporting on its own background thread (the SDK's periodic reader and batch log
+//! processor), and the bounded flush at exit.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use opentelemetry::metrics::MeterProvider as _;
+use opentelemetry::KeyValue;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::logs::{
+    BatchConfigBuilder, BatchLogProcessor, SdkLogger, SdkLoggerProvider,
+};
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::Resource;
+
+use super::config::{Config, Protocol, Signal};
+
+/// The instrumentation scope of our meter and logger.
+const SCOPE: &str = "agent-watchdog";
+
+/// The running providers.
+pub(crate) struct Exporter {
+    meters: Option<SdkMeterProvider>,
+    logs: Option<SdkLoggerProvider>,
+    flush: Duration,
+}
+
+fn protocol(p: Protocol) -> opentelemetry_otlp::Protocol {
+    match p {
+        Protocol::HttpProtobuf => opentelemetry_otlp::Protocol::HttpBinary,
+        Protocol::HttpJson => opentelemetry_otlp::Protocol::HttpJson,
+    }
+}
+
+impl Exporter {
+    /// Build the providers of `cfg`; nothing is sent yet. Call outside an async context.
+    pub(crate) fn start(cfg: &Config) -> Result<Exporter, String> {
+        let resource = Resource::builder_empty()
+            .with_attributes(
+                cfg.resource
+                    .iter()
+                    .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+            )
+            .build();
+        let meters = match &cfg.metrics {
+            Some(s) => {
+                let exporter = opentelemetry_otlp::MetricExporter::builder()
+                    .with_http()
+                    .with_endpoint(s.endpoint.clone())
+                    .with_protocol(protocol(s.protocol))
+                    .with_timeout(cfg.flush)
+                    .with_headers(headers(s))
+                    .build()
+                    .map_err(|e| format!("metrics exporter: {e}"))?;
+                let reader = PeriodicReader::builder(exporter)
+                    .with_interval(s.interval)
+                    .build();
+                Some(
+                    SdkMeterProvider::builder()
+                        .with_resource(resource.clone())
+                        .with_reader(reader)
+                        .build(),
+                )
+            }
+            None => None,
+        };
+        let logs = match &cfg.logs {
+            Some(s) => {
+                let exporter = opentelemetry_otlp::LogExporter::builder()
+                    .with_http()
+                    .with_endpoint(s.endpoint.clone())
+                    .with_protocol(protocol(s.protocol))
+                    .with_timeout(cfg.flush)
+                    .with_headers(headers(s))
+                    .build()
+                    .map_err(|e| format!("logs exporter: {e}"))?;
+                let processor = BatchLogProcessor::builder(exporter)
+                    .with_batch_config(
+                        BatchConfigBuilder::default()
+                            .with_scheduled_delay(s.interval)
+                            .build(),
+                    )
+                    .build();
+                Some(
+                    SdkLoggerProvider::builder()
+                        .with_resource(resource)
+                        .with_log_processor(processor)
+                        .build(),
+                )
+            }
+            None => None,
+        };
+        Ok(Exporter {
+            meters,
+            logs,
+            flush: cfg.flush,
+        })
+    }
+
+    /// Our meter, when metrics are exported.
+    pub(crate) fn meter(&self) -> Option<opentelemetry::metrics::Meter> {
+        self.meters.as_ref().map(|p| p.meter(SCOPE))
+    }
+
+    /// Our logger, when log events are exported.
+    pub(crate) fn logger(&self) -> Option<SdkLogger> {
+        use opentelemetry::logs::LoggerProvider as _;
+        self.logs.as_ref().map(|p| p.logger(SCOPE))
+    }
+
+    /// Export what is left and stop, waiting at most the flush bound; what could not be sent
+    /// by then is dropped. Returns the one line to say when something was lost.
+    pub(crate) fn shutdown(self) -> Option<String> {
+        let deadline = Instant::now() + self.flush;
+        let (tx, rx) = mpsc::channel::<(&'static str, Result<(), String>)>();
+        let mut pending = 0;
+        // Each provider on a thread of its own, so a slow collector costs the bound once.
+        if let Some(p) = self.meters {
+            let tx = tx.clone();
+            pending += std::thread::Builder::new()
+                .name("telemetry-flush".into())
+                .spawn(move || {
+                    let _ = tx.send(("metrics", p.shutdown().map_err(|e| e.to_string())));
+                })
+                .map(|_| 1)
+                .unwrap_or(0);
+        }
+        if let Some(p) = self.logs {
+            let tx = tx.clone();
+            pending += std::thread::Builder::new()
+                .name("telemetry-flush".into())
+                .spawn(move || {
+                    let _ = tx.send(("logs", p.shutdown().map_err(|e| e.to_string())));
+                })
+                .map(|_| 1)
+                .unwrap_or(0);
+        }
+        drop(tx);
+        let mut failed = Vec::new();
+        for _ in 0..pending {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok((_, Ok(()))) => {}
+                Ok((what, Err(e))) => failed.push(format!("{what}: {e}")),
+                Err(_) => {
+                    // The threads left behind end with the process.
+                    return Some(format!(
+                        "telemetry: the collector did not take the export within {} ms; the \
+                         rest is dropped",
+                        self.flush.as_millis()
+                    ));
+                }
+            }
+        }
+        (!failed.is_empty()).then(|| {
+            format!(
+                "telemetry: export failed, the telemetry of this run is lost ({})",
+                failed.join("; ")
+            )
+        })
+    }
+}
+
+fn headers(s: &Signal) -> std::collections::HashMap<String, String> {
+    s.headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}

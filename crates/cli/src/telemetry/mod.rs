@@ -1,0 +1,122 @@
+//! Fleet telemetry: every run's decisions as OpenTelemetry metrics and log events, joined to
+//! Claude Code's own telemetry by `session.id` (README "Telemetry").
+//!
+//! Off unless `AGENT_WATCHDOG_TELEMETRY=1` ([`config::SWITCH`]); when off nothing is built and
+//! nothing runs. When on, the providers are built before the runtime starts, each finished run
+//! is recorded from its summary (`Telemetry::record_run`, after the child is gone: the line
+//! path and the kill ladder never touch it), the SDK exports on its own threads, and the flush
+//! at exit waits at most the bound ([`config::DEFAULT_FLUSH`]). A collector that is down, slow
+//! or failing costs one stderr line and never the exit code or the summary.
+//!
+//! One concern a file: [`config`] reads the variables, `export` runs the SDK, `instruments`
+//! turns a summary into metric points and events. Built with the cargo feature `telemetry`;
+//! without it, switching telemetry on says once that this build has none.
+
+pub mod config;
+#[cfg(feature = "telemetry")]
+mod export;
+#[cfg(feature = "telemetry")]
+mod instruments;
+
+use serde_json::Value;
+
+/// The telemetry of one invocation; `None` inside when off.
+pub(crate) struct Telemetry {
+    #[cfg(feature = "telemetry")]
+    inner: Option<On>,
+}
+
+#[cfg(feature = "telemetry")]
+struct On {
+    exporter: export::Exporter,
+    meter: Option<opentelemetry::metrics::Meter>,
+    logger: Option<opentelemetry_sdk::logs::SdkLogger>,
+}
+
+impl Telemetry {
+    /// From the environment; says on stderr what it could not use. Call outside an async
+    /// context (the HTTP client owns a runtime of its own).
+    pub(crate) fn from_env() -> Telemetry {
+        let Some(cfg) = config::Config::from_env() else {
+            return Telemetry::off();
+        };
+        for w in &cfg.warnings {
+            eprintln!("agent-watchdog: telemetry: {w}");
+        }
+        Telemetry::start(&cfg)
+    }
+
+    /// Telemetry off.
+    pub(crate) fn off() -> Telemetry {
+        Telemetry {
+            #[cfg(feature = "telemetry")]
+            inner: None,
+        }
+    }
+
+    #[cfg(feature = "telemetry")]
+    fn start(cfg: &config::Config) -> Telemetry {
+        if cfg.metrics.is_none() && cfg.logs.is_none() {
+            return Telemetry::off();
+        }
+        match export::Exporter::start(cfg) {
+            Ok(exporter) => Telemetry {
+                inner: Some(On {
+                    meter: exporter.meter(),
+                    logger: exporter.logger(),
+                    exporter,
+                }),
+            },
+            Err(e) => {
+                eprintln!("agent-watchdog: telemetry off: {e}");
+                Telemetry::off()
+            }
+        }
+    }
+
+    #[cfg(not(feature = "telemetry"))]
+    fn start(_cfg: &config::Config) -> Telemetry {
+        eprintln!(
+            "agent-watchdog: telemetry: this build has no telemetry (cargo feature \
+             `telemetry`); {} is ignored",
+            config::SWITCH
+        );
+        Telemetry::off()
+    }
+
+    /// Whether anything is recorded.
+    pub(crate) fn is_on(&self) -> bool {
+        #[cfg(feature = "telemetry")]
+        return self.inner.is_some();
+        #[cfg(not(feature = "telemetry"))]
+        false
+    }
+
+    /// Record one finished run from its summary (the `--summary` JSON). Only records into
+    /// the SDK's instruments and queue: no I/O here.
+    pub(crate) fn record_run(&self, summary: &Value) {
+        #[cfg(feature = "telemetry")]
+        if let Some(on) = &self.inner {
+            instruments::record_run(
+                on.meter.as_ref(),
+                on.logger.as_ref(),
+                summary,
+                std::time::SystemTime::now(),
+            );
+        }
+        #[cfg(not(feature = "telemetry"))]
+        let _ = summary;
+    }
+
+    /// The bounded flush at exit; says on stderr, in one line, what was lost.
+    pub(crate) fn shutdown(self) {
+        #[cfg(feature = "telemetry")]
+        if let Some(on) = self.inner {
+            drop(on.meter);
+            drop(on.logger);
+            if let Some(line) = on.exporter.shutdown() {
+                eprintln!("agent-watchdog: {line}");
+            }
+        }
+    }
+}
