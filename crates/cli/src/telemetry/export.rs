@@ -33,6 +33,16 @@ fn protocol(p: Protocol) -> opentelemetry_otlp::Protocol {
     }
 }
 
+/// An OTLP/HTTP exporter builder (metrics or logs) set up for `signal`: its endpoint, encoding
+/// and headers, each request bounded by the flush limit.
+fn http<B: WithExportConfig + WithHttpConfig>(builder: B, signal: &Signal, cfg: &Config) -> B {
+    builder
+        .with_endpoint(signal.endpoint.clone())
+        .with_protocol(protocol(signal.protocol))
+        .with_timeout(cfg.flush)
+        .with_headers(headers(signal))
+}
+
 impl Exporter {
     /// Build the providers of `cfg`; nothing is sent yet. Call outside an async context.
     pub(crate) fn start(cfg: &Config) -> Result<Exporter, String> {
@@ -45,14 +55,13 @@ impl Exporter {
             .build();
         let meters = match &cfg.metrics {
             Some(s) => {
-                let exporter = opentelemetry_otlp::MetricExporter::builder()
-                    .with_http()
-                    .with_endpoint(s.endpoint.clone())
-                    .with_protocol(protocol(s.protocol))
-                    .with_timeout(cfg.flush)
-                    .with_headers(headers(s))
-                    .build()
-                    .map_err(|e| format!("metrics exporter: {e}"))?;
+                let exporter = http(
+                    opentelemetry_otlp::MetricExporter::builder().with_http(),
+                    s,
+                    cfg,
+                )
+                .build()
+                .map_err(|e| format!("metrics exporter: {e}"))?;
                 let reader = PeriodicReader::builder(exporter)
                     .with_interval(s.interval)
                     .build();
@@ -67,14 +76,13 @@ impl Exporter {
         };
         let logs = match &cfg.logs {
             Some(s) => {
-                let exporter = opentelemetry_otlp::LogExporter::builder()
-                    .with_http()
-                    .with_endpoint(s.endpoint.clone())
-                    .with_protocol(protocol(s.protocol))
-                    .with_timeout(cfg.flush)
-                    .with_headers(headers(s))
-                    .build()
-                    .map_err(|e| format!("logs exporter: {e}"))?;
+                let exporter = http(
+                    opentelemetry_otlp::LogExporter::builder().with_http(),
+                    s,
+                    cfg,
+                )
+                .build()
+                .map_err(|e| format!("logs exporter: {e}"))?;
                 let processor = BatchLogProcessor::builder(exporter)
                     .with_batch_config(
                         BatchConfigBuilder::default()
