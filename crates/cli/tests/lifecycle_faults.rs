@@ -16,46 +16,9 @@ use serde_json::Value;
 
 mod common;
 
-use common::{say, script, signal, watchdog, INIT, RESULT_OK};
+use common::{alive, read_pids, say, script, signal, wait_gone, watchdog, INIT, RESULT_OK};
 
 const DROP_IN: &str = env!("CARGO_BIN_EXE_claude-watchdog");
-
-/// Whether `pid` is a live process (not gone, not a zombie).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => {
-            let state = s[s.rfind(')').unwrap() + 1..].split_whitespace().next();
-            !matches!(state, Some("Z" | "X"))
-        }
-        Err(_) => false,
-    }
-}
-
-/// Wait (at most `limit`) until none of `pids` is alive; the ones still alive.
-fn wait_gone(pids: &[i32], limit: Duration) -> Vec<i32> {
-    let t = Instant::now();
-    loop {
-        let left: Vec<i32> = pids.iter().copied().filter(|&p| alive(p)).collect();
-        if left.is_empty() || t.elapsed() > limit {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Wait (at most 20 s) until `path` holds `n` lines; its lines as pids.
-fn read_pids(path: &Path, n: usize) -> Vec<i32> {
-    let t = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-        if pids.len() >= n {
-            return pids;
-        }
-        assert!(t.elapsed() < Duration::from_secs(20), "no pids in {path:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
 
 fn wait_exit(child: &mut Child, limit: Duration) -> (std::process::ExitStatus, Duration) {
     let t = Instant::now();
@@ -137,16 +100,20 @@ fn watch_stderr(
 
 // ---------------------------------------------------------------- a vanished reader
 
-#[test]
-fn a_reader_that_read_one_line_and_left_ends_a_silent_run_at_once() {
-    // `run -- sh -c 'echo x; sleep 60' | head -1`, with a setsid'd grandchild too.
-    let dir = tempfile::tempdir().unwrap();
-    let pids_file = dir.path().join("pids");
-    let child = silent(dir.path(), &pids_file, false);
-    let sum = dir.path().join("s.json");
+/// `run FLAGS --summary DIR/s.json -- silent` (stubborn or not) whose reader has read the
+/// first line: the watchdog, our end of its stdout, and the pids of the child and grandchild.
+fn reader_of_one_line(
+    dir: &Path,
+    stubborn: bool,
+    flags: &[&str],
+) -> (Child, BufReader<std::process::ChildStdout>, Vec<i32>) {
+    let pids_file = dir.join("pids");
+    let child = silent(dir, &pids_file, stubborn);
     let mut w = watchdog()
-        .args(["run", "--grace", "1s", "--idle", "10m", "--summary"])
-        .arg(&sum)
+        .arg("run")
+        .args(flags)
+        .arg("--summary")
+        .arg(dir.join("s.json"))
         .arg("--")
         .arg(&child)
         .stdout(Stdio::piped())
@@ -158,6 +125,16 @@ fn a_reader_that_read_one_line_and_left_ends_a_silent_run_at_once() {
     out.read_line(&mut first).unwrap();
     assert!(first.contains("init"), "{first}");
     let pids = read_pids(&pids_file, 2);
+    (w, out, pids)
+}
+
+#[test]
+fn a_reader_that_read_one_line_and_left_ends_a_silent_run_at_once() {
+    // `run -- sh -c 'echo x; sleep 60' | head -1`, with a setsid'd grandchild too.
+    let dir = tempfile::tempdir().unwrap();
+    let sum = dir.path().join("s.json");
+    let (mut w, out, pids) =
+        reader_of_one_line(dir.path(), false, &["--grace", "1s", "--idle", "10m"]);
     let said = watch_stderr(&mut w, "the reader went away");
     let gone_at = Instant::now();
     drop(out);
@@ -189,22 +166,9 @@ fn a_reader_that_read_one_line_and_left_ends_a_silent_run_at_once() {
 #[test]
 fn a_deadline_due_after_an_output_stop_does_not_become_a_second_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let pids_file = dir.path().join("pids");
-    let child = silent(dir.path(), &pids_file, true);
     let sum = dir.path().join("s.json");
-    let mut w = watchdog()
-        .args(["run", "--grace", "4s", "--idle", "2s", "--summary"])
-        .arg(&sum)
-        .arg("--")
-        .arg(&child)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(w.stdout.take().unwrap());
-    let mut first = String::new();
-    out.read_line(&mut first).unwrap();
-    let pids = read_pids(&pids_file, 2);
+    let (mut w, out, pids) =
+        reader_of_one_line(dir.path(), true, &["--grace", "4s", "--idle", "2s"]);
     drop(out);
     let (status, took) = wait_exit(&mut w, Duration::from_secs(20));
     let err = stderr_of(&mut w);

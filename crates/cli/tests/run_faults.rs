@@ -18,47 +18,11 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    first_line, say, script, signal, spawn_run, stderr, watchdog, ASSISTANT, BIN, INIT, RESULT_OK,
+    first_line, read_pids, say, script, signal, spawn_run, stderr, wait_gone, watchdog, ASSISTANT,
+    BIN, INIT, RESULT_OK,
 };
 
 const DROP_IN: &str = env!("CARGO_BIN_EXE_claude-watchdog");
-
-/// Whether `pid` is a live process (not gone, not a zombie).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => {
-            let state = s[s.rfind(')').unwrap() + 1..].split_whitespace().next();
-            !matches!(state, Some("Z" | "X"))
-        }
-        Err(_) => false,
-    }
-}
-
-/// Wait (at most `limit`) until none of `pids` is alive; the ones still alive.
-fn wait_gone(pids: &[i32], limit: Duration) -> Vec<i32> {
-    let t = Instant::now();
-    loop {
-        let left: Vec<i32> = pids.iter().copied().filter(|&p| alive(p)).collect();
-        if left.is_empty() || t.elapsed() > limit {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Wait (at most 20 s) until `path` holds `n` lines; its lines as pids.
-fn read_pids(path: &Path, n: usize) -> Vec<i32> {
-    let t = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-        if pids.len() >= n {
-            return pids;
-        }
-        assert!(t.elapsed() < Duration::from_secs(20), "no pids in {path:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
     let t = Instant::now();

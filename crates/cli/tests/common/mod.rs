@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The `agent-watchdog` binary.
 pub const BIN: &str = env!("CARGO_BIN_EXE_agent-watchdog");
@@ -77,4 +78,41 @@ pub fn first_line(child: &mut std::process::Child) {
     reader.read_line(&mut line).unwrap();
     assert!(line.contains("init"), "{line}");
     std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+}
+
+/// Whether `pid` is a live process (not gone, not a zombie).
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => {
+            let state = s[s.rfind(')').unwrap() + 1..].split_whitespace().next();
+            !matches!(state, Some("Z" | "X"))
+        }
+        Err(_) => false,
+    }
+}
+
+/// Wait (at most `limit`) until none of `pids` is alive; the ones still alive.
+pub fn wait_gone(pids: &[i32], limit: Duration) -> Vec<i32> {
+    let t = Instant::now();
+    loop {
+        let left: Vec<i32> = pids.iter().copied().filter(|&p| alive(p)).collect();
+        if left.is_empty() || t.elapsed() > limit {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Wait (at most 20 s) until `path` holds `n` lines; its lines as pids.
+pub fn read_pids(path: &Path, n: usize) -> Vec<i32> {
+    let t = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+        if pids.len() >= n {
+            return pids;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "no pids in {path:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
