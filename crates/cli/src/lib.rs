@@ -18,7 +18,6 @@ pub(crate) mod policy_args;
 pub mod replay;
 pub mod run;
 pub(crate) mod status;
-pub(crate) mod tally;
 pub mod telemetry;
 pub(crate) mod verdict;
 

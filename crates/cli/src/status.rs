@@ -95,7 +95,7 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tally::Activity;
+    use watchdog_core::facts::Activity;
 
     #[test]
     fn the_status_line_names_the_mcp_tool_in_flight_and_its_age() {

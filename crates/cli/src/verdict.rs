@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
-use watchdog_core::{Event, Kill, KillKind, Outcome, StallClock};
+use serde_json::{json, Map, Value};
+use watchdog_core::{Event, Kill, KillKind, LineKind, Outcome, StallClock};
 
 use watchdog_core::config::format_duration;
 
@@ -86,6 +86,15 @@ pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
             v["event"] = json!("ended");
             v
         }
+        Event::RateLimit { event, .. } => {
+            json!({"t_ms": t_ms, "event": "rate_limit", "detail": event.to_string()})
+        }
+        Event::SessionMismatch { expected, got, .. } => json!({
+            "t_ms": t_ms,
+            "event": "session_mismatch",
+            "expected": expected,
+            "got": got,
+        }),
         other => json!({"t_ms": t_ms, "event": format!("{other:?}")}),
     }
 }
@@ -148,6 +157,21 @@ pub fn killed_clause(kill: &Kill, what: &str) -> String {
 /// `agent-watchdog killed <what> (<kind>) after …: ….`
 pub fn kill_sentence(kill: &Kill, what: &str) -> String {
     format!("agent-watchdog {}", killed_clause(kill, what))
+}
+
+/// Line counts by kind as a JSON object (kinds with zero lines left out), and `overlong` (lines
+/// over the maximum length, counted there only) when there were any.
+pub fn lines_json(counts: impl IntoIterator<Item = (LineKind, u64)>, overlong: u64) -> Value {
+    let mut m = Map::new();
+    for (kind, n) in counts {
+        if n > 0 {
+            m.insert(kind.as_str().into(), json!(n));
+        }
+    }
+    if overlong > 0 {
+        m.insert("overlong".into(), json!(overlong));
+    }
+    Value::Object(m)
 }
 
 #[cfg(test)]

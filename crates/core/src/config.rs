@@ -586,6 +586,8 @@ impl McpLimits {
 pub struct SessionConfig {
     limits: Option<Limits>,
     host_input: bool,
+    tally: bool,
+    expect_session: Option<crate::facts::ClaudeSessionId>,
 }
 
 impl SessionConfig {
@@ -606,6 +608,30 @@ impl SessionConfig {
     /// Whether the child reads its host's messages on an open stdin.
     pub fn host_input(&self) -> bool {
         self.host_input
+    }
+    /// Keep the tally of the session's work ([`Tally`](crate::facts::Tally): its activity,
+    /// turns, subagents and their failures), read from the same lines the policy reads, for
+    /// [`Registry::tally`](crate::Registry::tally). Default false (a registry of many
+    /// in-process sessions keeps only what the deadlines need).
+    pub fn with_tally(mut self, on: bool) -> Self {
+        self.tally = on;
+        self
+    }
+    /// Whether the session keeps a [`Tally`](crate::facts::Tally).
+    pub fn tally(&self) -> bool {
+        self.tally
+    }
+    /// The session must be Claude Code session `id` (a resumed continuation): a top-level
+    /// `system/init` that names another one (or none) is reported once, as
+    /// [`Event::SessionMismatch`](crate::Event::SessionMismatch). The host decides what to do
+    /// (the CLI stops the run). Default: any session.
+    pub fn with_expected_session(mut self, id: crate::facts::ClaudeSessionId) -> Self {
+        self.expect_session = Some(id);
+        self
+    }
+    /// The session id the session must have, if one was set.
+    pub fn expected_session(&self) -> Option<&crate::facts::ClaudeSessionId> {
+        self.expect_session.as_ref()
     }
     /// The overriding limits, if any.
     pub fn limits(&self) -> Option<&Limits> {

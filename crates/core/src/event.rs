@@ -196,6 +196,26 @@ pub enum Event {
         /// How.
         outcome: Outcome,
     },
+    /// A `rate_limit_event` line of the session changed the registry's rate-limit reading in a
+    /// way worth saying (a warning, a rejection, credits required, a recovery): each once, as
+    /// the [`RateLimitMonitor`](crate::RateLimitMonitor) decides.
+    RateLimit {
+        /// The session whose line it was.
+        id: SessionId,
+        /// What changed.
+        event: crate::rate_limit::RateLimitEvent,
+    },
+    /// A top-level `system/init` named another Claude Code session than the one the session
+    /// must be ([`SessionConfig::with_expected_session`](crate::SessionConfig::with_expected_session)).
+    /// Reported once per session; the host decides what follows.
+    SessionMismatch {
+        /// The session.
+        id: SessionId,
+        /// The id it must have.
+        expected: crate::facts::ClaudeSessionId,
+        /// The id the `init` carried (`None`: no valid one).
+        got: Option<crate::facts::ClaudeSessionId>,
+    },
 }
 
 impl Event {
@@ -206,7 +226,9 @@ impl Event {
             Event::Extended { id, .. }
             | Event::Stalling { id, .. }
             | Event::Settled { id }
-            | Event::Ended { id, .. } => *id,
+            | Event::Ended { id, .. }
+            | Event::RateLimit { id, .. }
+            | Event::SessionMismatch { id, .. } => *id,
         }
     }
 }

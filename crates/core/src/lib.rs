@@ -11,16 +11,20 @@
 //! - [`config`]: validated limits ([`Limits`], [`SessionConfig`]), the value types that hold
 //!   each rule ([`config::PositiveDuration`], …), every default ([`config::defaults`]), and the
 //!   one table of user-facing options the CLI's flags are built from ([`config::options`]).
-//! - [`registry`]: many sessions on one timer, exact deadlines ([`Registry`]).
+//! - [`registry`]: many sessions on one timer, exact deadlines ([`Registry`]). The one observer
+//!   every host drives: each line is read once, for the deadlines, the facts, the tally and the
+//!   rate limits, and everything that follows from it comes back as events and values.
 //! - [`event`]: kills, extensions, stalling warnings, outcomes.
 //! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session
-//!   id ([`ClaudeSessionId`]) and the last `result`'s fields ([`ResultFacts`]).
+//!   id ([`ClaudeSessionId`]), the last `result`'s fields ([`ResultFacts`]) and the tally of its
+//!   work ([`facts::Tally`]: activity, turns, subagent failures).
 //! - [`capture`]: the capture format (recordings of runs).
 //! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
 //! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
 //! - [`idle_policy`]: the npm package's in-process `createWatchdog()` policy (the reference
 //!   TypeScript package's verdicts) with exact deadlines ([`idle_policy::next_check`]).
-//! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window.
+//! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window (the
+//!   registry keeps one, fed by its sessions' lines; a window's reset is one of its deadlines).
 //! - [`warning_filter`]: show a known repeated warning once, count the rest.
 //! - [`recovery`]: the continue-at-most-once decision, and the ledger that makes it durable
 //!   ([`recovery::subagent`]: the same for Claude Code subagents, keyed by session + agent id).

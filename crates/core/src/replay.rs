@@ -64,8 +64,8 @@ use crate::capture::{BadTime, EntryView, RecordView};
 use crate::classify::{Class, LineKind};
 use crate::config::{Limits, SessionConfig};
 use crate::event::{Event, Kill, Outcome, SessionId};
-use crate::facts::{ClaudeSessionId, ResultFacts};
-use crate::rate_limit::{RateLimitConfig, RateLimitMonitor};
+use crate::facts::{ClaudeSessionId, ResultFacts, Tally};
+use crate::rate_limit::RateLimitMonitor;
 use crate::registry::Registry;
 
 /// The largest `t_ms` taken as given (about ten years): no virtual instant can overflow.
@@ -148,6 +148,10 @@ pub struct RunVerdict {
     pub session_id: Option<ClaudeSessionId>,
     /// The facts of the run's last `result`, if one came.
     pub result: Option<ResultFacts>,
+    /// The tally of the run's work (activity, turns, subagent failures).
+    pub tally: Tally,
+    /// The run's rate-limit readings, merged.
+    pub rate_limits: RateLimitMonitor,
     /// The run's stdout lines by kind, in [`LineKind::ALL`] order (a `raw` record counts as
     /// [`LineKind::Unparseable`]).
     pub line_counts: [u64; LineKind::ALL.len()],
@@ -195,9 +199,6 @@ struct Run {
     exit: Option<ExitRecord>,
     after_kill: u64,
     entries: u64,
-    wall_ms: Option<u64>,
-    monitor: RateLimitMonitor,
-    utilization: Option<f64>,
 }
 
 /// A capture being replayed in virtual time (see the module docs for the rules).
@@ -222,7 +223,7 @@ impl std::fmt::Debug for Replay {
 impl Run {
     fn new(limits: &Limits, base: Instant) -> Self {
         let mut reg = Registry::new(limits.clone());
-        let id = reg.register(base, SessionConfig::default());
+        let id = reg.register(base, SessionConfig::default().with_tally(true));
         Run {
             reg,
             id,
@@ -232,19 +233,11 @@ impl Run {
             exit: None,
             after_kill: 0,
             entries: 0,
-            wall_ms: None,
-            monitor: RateLimitMonitor::new(RateLimitConfig::default()),
-            utilization: None,
         }
     }
 
     fn done(&self) -> bool {
         self.kill.is_some() || self.ended.is_some()
-    }
-
-    /// Wall-clock epoch ms at `t_ms`; without a `start` record 0, so no window's reset passed.
-    fn wall_now(&self) -> u64 {
-        self.wall_ms.map_or(0, |w| w.saturating_add(self.t_ms))
     }
 }
 
@@ -357,14 +350,6 @@ impl Replay {
         }
     }
 
-    fn set_utilization(&mut self, now: Instant) {
-        let u = self.run.monitor.utilization(self.run.wall_now());
-        if u != self.run.utilization {
-            self.run.utilization = u;
-            self.run.reg.set_utilization(now, u);
-        }
-    }
-
     /// Feed one entry; `line` is its line number, for [`Replay::time_faults`]. Drain
     /// [`Replay::poll_event`] afterwards.
     pub fn feed(&mut self, line: u64, entry: &EntryView<'_>) -> Step {
@@ -404,23 +389,22 @@ impl Replay {
                 wall_ms,
                 stream_json_input,
             } => {
-                self.run.wall_ms = *wall_ms;
+                // Rate-limit windows reset at wall times: the registry knows when from this.
+                if let Some(wall) = *wall_ms {
+                    self.run.reg.set_wall_clock(now, wall);
+                }
                 // The first run of a live invocation reads the host's stdin (a continuation gets
                 // /dev/null): a stream-json reader there waits for its host after each result.
                 if *stream_json_input && self.run_index == 0 && self.run.entries == 1 {
                     let reg = &mut self.run.reg;
                     reg.unregister(id);
-                    self.run.id = reg.register(now, SessionConfig::default().with_host_input(true));
+                    let config = SessionConfig::default().with_tally(true);
+                    self.run.id = reg.register(now, config.with_host_input(true));
                 }
                 Step::Applied
             }
             RecordView::Line(view) => {
                 let class = self.run.reg.observe(now, id, view);
-                if class.kind == LineKind::RateLimit {
-                    let wall = self.run.wall_now();
-                    let _ = self.run.monitor.observe(wall, view);
-                    self.set_utilization(now);
-                }
                 Step::Line { class, t_ms }
             }
             RecordView::Unparseable => {
@@ -453,11 +437,6 @@ impl Replay {
             RecordView::Boundary => Step::Applied,
         };
         self.drain(now);
-        // A window whose reset passed lowers the utilization even without a new line.
-        if !self.run.done() && self.run.wall_ms.is_some() && self.run.monitor.latest().is_some() {
-            self.set_utilization(now);
-            self.drain(now);
-        }
         step
     }
 
@@ -498,6 +477,8 @@ impl Replay {
             kill: self.run.kill.clone(),
             session_id: self.run.reg.claude_session_id(self.run.id).cloned(),
             result: self.run.reg.result(self.run.id).cloned(),
+            tally: self.run.reg.tally(self.run.id).cloned().unwrap_or_default(),
+            rate_limits: self.run.reg.rate_limits().clone(),
             line_counts: *self.run.reg.line_counts(),
             exit: self.run.exit,
             last_t_ms: self.run.t_ms,

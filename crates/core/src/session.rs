@@ -121,6 +121,9 @@ pub(crate) mod flag {
     /// The host is stopping the process for a reason of its own (`Registry::stop_clocks`): no
     /// deadline falls due any more; lines still count.
     pub const STOPPING: u32 = 1 << 20;
+    /// The session keeps a tally or must be an expected Claude Code session
+    /// (`Rare::watched`).
+    pub const WATCHED: u32 = 1 << 21;
 }
 
 /// The last `result` of a session, compactly.
@@ -178,6 +181,21 @@ pub(crate) struct Rare {
     pub kill: Option<Box<Kill>>,
     /// Outstanding MCP tool calls (at most `MAX_PENDING`).
     pub mcp_calls: Vec<PendingMcp>,
+    /// What a session registered with a tally or an expected session id keeps (`WATCHED`).
+    pub watched: Option<Box<Watched>>,
+}
+
+/// What a session keeps beyond its deadlines when its host asked for it
+/// ([`SessionConfig::with_tally`](crate::SessionConfig::with_tally),
+/// [`SessionConfig::with_expected_session`](crate::SessionConfig::with_expected_session)).
+#[derive(Debug, Default)]
+pub(crate) struct Watched {
+    /// The tally of its work, if kept.
+    pub tally: Option<crate::facts::Tally>,
+    /// The Claude Code session it must be, if any.
+    pub expect: Option<ClaudeSessionId>,
+    /// A mismatch was reported (once).
+    pub mismatch_reported: bool,
 }
 
 impl Rare {
@@ -187,6 +205,7 @@ impl Rare {
             && self.pending_requests.is_empty()
             && self.result.is_none()
             && self.kill.is_none()
+            && self.watched.is_none()
     }
 }
 
@@ -637,9 +656,10 @@ mod tests {
             "{}",
             std::mem::size_of::<Cold>()
         );
-        // Boxed, and only for sessions that need it: 64 bytes plus the MCP calls' vector.
+        // Boxed, and only for sessions that need it: 64 bytes plus the MCP calls' vector and
+        // the pointer to what a watched session keeps.
         assert!(
-            std::mem::size_of::<Rare>() <= 88,
+            std::mem::size_of::<Rare>() <= 96,
             "{}",
             std::mem::size_of::<Rare>()
         );

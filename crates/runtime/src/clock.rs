@@ -7,6 +7,14 @@ pub(crate) fn now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 
+/// The wall clock, epoch milliseconds (rate-limit windows reset at wall times; the core
+/// anchors it once to an instant of [`now`], and counts from there on the one clock).
+pub(crate) fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// A core instant as a tokio instant (for `sleep_until`).
 pub(crate) fn to_tokio(at: Instant) -> tokio::time::Instant {
     tokio::time::Instant::from_std(at)

@@ -23,10 +23,11 @@ use watchdog_core::replay::{ExitRecord, Replay, RunVerdict, Step, TimeFaults, Ti
 use watchdog_core::{ClaudeSessionId, Event, Kill, Limits, LineKind, Outcome, ResultFacts};
 
 use crate::event_log::EventLog;
-use crate::tally::{lines_json, Tally};
+use crate::verdict::lines_json;
 use crate::verdict::{event_json, kill_json};
 use watchdog_audit::lines::{is_blank, Item, Lines};
 use watchdog_core::config::format_duration;
+use watchdog_core::facts::Tally;
 
 /// Unreadable lines listed one by one; the rest are only counted.
 const SKIPPED_LISTED: usize = 10;
@@ -53,7 +54,7 @@ pub struct ReplayRun {
     pub after_kill: u64,
     /// The run ended at a `boundary` at this time (where the next run's t = 0 lies).
     pub boundary_ms: Option<u64>,
-    /// What the stdout lines said.
+    /// What the stdout lines said (the replay's registry's tally).
     pub tally: Tally,
     /// Claude Code's session id, as the registry read it.
     pub session_id: Option<ClaudeSessionId>,
@@ -109,6 +110,7 @@ impl ReplayRun {
         self.boundary_ms = v.boundary_ms;
         self.session_id = v.session_id;
         self.result = v.result;
+        self.tally = v.tally;
         self.line_counts = v.line_counts;
         self.base = v.base;
     }
@@ -206,12 +208,9 @@ pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> 
         };
         out.records += 1;
         let step = replay.feed(n, &entry);
-        if let Step::Line { class, t_ms } = step {
+        if let Step::Line { t_ms, .. } = step {
             match &entry.record {
                 RecordView::Line(view) => {
-                    // As `run` tallies: inside a line only when its fields count.
-                    let top_level = view.parent_tool_use_id().is_none();
-                    cur.tally.observe_line(Some(view), class, top_level);
                     if cur.first_line.is_none() {
                         let mut name = view.kind().map(|k| k.into_owned()).unwrap_or_default();
                         if let Some(s) = view.subtype() {

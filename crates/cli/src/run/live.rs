@@ -12,8 +12,9 @@ use agent_sdk_watchdog::{
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use watchdog_core::capture::Record;
+use watchdog_core::facts::Activity;
 use watchdog_core::{
-    ClaudeSessionId, Event, Kill, LineKind, LineView, Outcome, RateLimitConfig, RateLimitMonitor,
+    ClaudeSessionId, Event, Kill, LineKind, Outcome, RateLimitConfig, RateLimitMonitor,
     SessionConfig, Signal, StallClock,
 };
 
@@ -25,7 +26,6 @@ use super::{program_name, stdin, wall_ms, Finished, Host, RunConfig, Stopped};
 use crate::event_log::EventLog;
 use crate::exit_code;
 use crate::status::{self, Status};
-use crate::tally::{Activity, Tally};
 use crate::verdict::{event_json, killed_clause, ms};
 use watchdog_core::config::format_duration;
 
@@ -39,11 +39,6 @@ struct Live<'h> {
     handle: SupervisorHandle,
     start: Instant,
     what: String,
-    /// What the stdout lines said.
-    tally: Tally,
-    /// The rate-limit readings.
-    monitor: RateLimitMonitor,
-    utilization: Option<f64>,
     stderr_filter: StderrDedup,
     events: EventLog<Value>,
     kill: Option<Kill>,
@@ -55,7 +50,7 @@ struct Live<'h> {
     activity_since: Instant,
     /// Bytes of the over-long line being read, if one is.
     overlong: Option<usize>,
-    expect_session: Option<String>,
+    /// The continuation runs another session than the one it resumes: the id it runs.
     session_mismatch: Option<String>,
     /// When the first stdout batch came (time to first line).
     first_line: Option<Instant>,
@@ -125,16 +120,14 @@ impl Live<'_> {
         }
     }
 
-    /// Stdout lines read together: passed on as they are (one write for a large batch), then
-    /// tallied from the class the supervisor gave each, looking inside only the few lines whose
-    /// fields count ([`Tally::needs_view`]). What they say (a rate-limit warning, a continuation
-    /// on the wrong session) is said once their batch was handed to our stdout, as before.
+    /// Stdout lines read together: passed on as they are (one write for a large batch) and
+    /// recorded. The policy read them already (each line once, in the supervisor); what they
+    /// said comes as its events, and the class it gave each line is all this loop looks at.
     async fn on_stdout(&mut self, b: StdoutBatch) {
         let r = self.host.stdout.push(b.bytes()).await;
         self.check_write(r);
         let now = b.at();
         self.first_line.get_or_insert(now);
-        let mut rate_limit = false;
         for m in b.lines() {
             let bytes = b.line(m);
             if m.piece {
@@ -146,14 +139,15 @@ impl Live<'_> {
                 }
                 continue;
             }
-            rate_limit |= self.stdout_line(now, bytes, m);
+            self.stdout_line(now, bytes, m);
         }
-        if self.tally.activity != self.activity {
-            self.activity = self.tally.activity.clone();
-            self.activity_since = now.checked_sub(self.activity.already()).unwrap_or(now);
-        }
-        if rate_limit {
-            self.update_utilization();
+        if self.host.status.is_live() {
+            // The status line shows the activity the policy's tally holds.
+            let activity = self.handle.observed().0.map(|t| t.activity().clone());
+            if let Some(a) = activity.filter(|a| *a != self.activity) {
+                self.activity_since = now.checked_sub(a.already()).unwrap_or(now);
+                self.activity = a;
+            }
         }
     }
 
@@ -194,56 +188,21 @@ impl Live<'_> {
             .write(t, Record::Raw(format!("<over-long line: {n} bytes>")));
     }
 
-    /// One complete stdout line, passed on: recorded and tallied. An `init` is checked against
-    /// the session a continuation expects; a rate-limit reading goes to the monitor (its
-    /// warnings said once, as they happen). Returns whether it was a rate-limit reading.
-    fn stdout_line(&mut self, now: Instant, bytes: &[u8], m: &LineMeta) -> bool {
+    /// One complete stdout line, passed on: recorded, and its class noted.
+    fn stdout_line(&mut self, now: Instant, bytes: &[u8], m: &LineMeta) {
         let t = self.t_ms(now);
         let class = m.class;
-        let parsed = class.kind != LineKind::Unparseable;
-        self.host.recorder.stdout_line(t, bytes, parsed);
-        if class.kind == LineKind::Unparseable {
-            return false;
-        }
+        self.host
+            .recorder
+            .stdout_line(t, bytes, class.kind != LineKind::Unparseable);
         if matches!(class.signal, Signal::Progress | Signal::Settle) {
             self.last_progress = Some(now);
         }
-        if !Tally::needs_view(class, m.top_level) {
-            self.tally.observe_line(None, class, m.top_level);
-            return false;
-        }
-        // The supervisor's view is gone with its reader, but it validated the line: skim it.
-        let Some(view) = LineView::parse_validated(bytes) else {
-            self.tally.observe_line(None, class, m.top_level);
-            return false;
-        };
-        self.tally.observe_line(Some(&view), class, m.top_level);
-        match class.kind {
-            LineKind::RateLimit => {
-                // Warnings (once per window until it resets or falls back), rejections,
-                // credits and recoveries: each said once, as it happens.
-                for event in self.monitor.observe(wall_ms(), &view) {
-                    self.host.status.say(&event.to_string());
-                }
-                true
-            }
-            LineKind::System if m.top_level && view.subtype().as_deref() == Some("init") => {
-                self.check_session(ClaudeSessionId::of_line(&view));
-                false
-            }
-            _ => false,
-        }
     }
 
-    /// A continuation must go on with the same session: stop it when its id differs.
-    /// (`got`: the init's id as the registry reads it, [`ClaudeSessionId::of_line`].)
-    fn check_session(&mut self, got: Option<ClaudeSessionId>) {
-        let Some(expected) = &self.expect_session else {
-            return;
-        };
-        if got.as_deref() == Some(expected.as_str()) || self.session_mismatch.is_some() {
-            return;
-        }
+    /// A continuation must go on with the same session: stop it when its id differs (the
+    /// policy compared the ids: [`Event::SessionMismatch`]).
+    fn on_mismatch(&mut self, expected: &ClaudeSessionId, got: Option<ClaudeSessionId>) {
         let got = got.map(String::from).unwrap_or_default();
         self.host.status.say(&format!(
             "recovery: the continuation runs session {got:?}, not {expected}; stopping it"
@@ -252,23 +211,9 @@ impl Live<'_> {
         self.handle.kill_now();
     }
 
-    /// Whether the periodic tick has work: a status line to redraw, or a utilization fed to
-    /// the policy that the passing of time (a window's reset) may change.
+    /// Whether the periodic tick has work: a status line to redraw.
     fn needs_tick(&self) -> bool {
-        self.host.status.is_live() || self.utilization.is_some()
-    }
-
-    fn update_utilization(&mut self) {
-        let u = self.monitor.utilization(wall_ms());
-        self.set_utilization(u);
-    }
-
-    /// Feed the rate-limit utilization to the policy when it changed.
-    fn set_utilization(&mut self, u: Option<f64>) {
-        if u != self.utilization {
-            self.utilization = u;
-            self.handle.set_utilization(u);
-        }
+        self.host.status.is_live()
     }
 
     fn on_event(&mut self, now: Instant, ev: Event) {
@@ -278,6 +223,12 @@ impl Live<'_> {
         };
         self.events.push_json(event_json(&ev, at, self.start));
         match ev {
+            // Warnings (once per window until it resets or falls back), rejections, credits
+            // and recoveries: each said once, as the policy's monitor decided.
+            Event::RateLimit { event, .. } => self.host.status.say(&event.to_string()),
+            Event::SessionMismatch { expected, got, .. } if self.session_mismatch.is_none() => {
+                self.on_mismatch(&expected, got);
+            }
             Event::Killed(k) if self.kill.is_none() && self.output_error.is_none() => {
                 self.host.status.say(&killed_clause(&k, &self.what));
                 self.kill_late = Some(now.saturating_duration_since(k.at));
@@ -305,8 +256,10 @@ impl Live<'_> {
             return;
         }
         let wall = wall_ms();
-        let any = self.monitor.active_windows(wall).next().is_some();
-        let rate = any.then(|| self.monitor.summary(wall));
+        let monitor = self.handle.observed().1;
+        let rate = monitor
+            .filter(|m| m.active_windows(wall).next().is_some())
+            .map(|m| m.summary(wall));
         self.host.status.set(status::render(
             now,
             self.start,
@@ -360,8 +313,14 @@ pub(crate) async fn supervise(
         // A fresh status line for the continuation (the first run's is finished).
         host.status = Status::new(cfg.status);
     }
+    let mut session = SessionConfig::default()
+        .with_limits(cfg.limits.clone())
+        .with_tally(true);
+    if let Some(id) = expect_session.and_then(|s| ClaudeSessionId::parse(s).ok()) {
+        session = session.with_expected_session(id);
+    }
     let config = SupervisorConfig {
-        policy: Some(SessionConfig::default().with_limits(cfg.limits.clone())),
+        policy: Some(session),
         stream_json_input: stdin::has_stream_json_input(argv),
         term_grace: cfg.grace,
         become_subreaper: true,
@@ -370,7 +329,6 @@ pub(crate) async fn supervise(
         pipe_stdin: host_stdin.is_some(),
         ..SupervisorConfig::default()
     };
-    let spawn_wall = wall_ms();
     let mut sup = match Supervisor::spawn(cmd, config) {
         Ok(s) => s,
         Err(e) => {
@@ -384,7 +342,9 @@ pub(crate) async fn supervise(
     host.recorder.write(
         0,
         Record::Start {
-            wall_ms: Some(spawn_wall),
+            // The policy's wall-clock anchor: a replay resets the same windows at the same
+            // instants.
+            wall_ms: Some(sup.started_wall_ms()),
             argv: argv
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
@@ -401,9 +361,6 @@ pub(crate) async fn supervise(
         host,
         start,
         what: program_name(argv),
-        tally: Tally::default(),
-        monitor: RateLimitMonitor::new(RateLimitConfig::default()),
-        utilization: None,
         stderr_filter: StderrDedup::default(),
         events: EventLog::default(),
         kill: None,
@@ -413,7 +370,6 @@ pub(crate) async fn supervise(
         activity: Activity::Starting,
         activity_since: start,
         overlong: None,
-        expect_session: expect_session.map(str::to_owned),
         session_mismatch: None,
         first_line: None,
         kill_late: None,
@@ -423,8 +379,8 @@ pub(crate) async fn supervise(
         escalate_at: None,
         grace: cfg.grace,
     };
-    // Only a status line to redraw, or a utilization that a window's reset may lower, needs a
-    // periodic wake; a plain run (no terminal, no rate-limit reading) wakes for its I/O only.
+    // Only a status line to redraw needs a periodic wake (a window's reset is one of the
+    // policy's own deadlines); a plain run wakes for its I/O only.
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -469,10 +425,7 @@ pub(crate) async fn supervise(
                 ));
                 live.handle.kill_tree_now();
             }
-            _ = tick.tick(), if live.needs_tick() => {
-                live.update_utilization();
-                live.refresh_status(Instant::now());
-            }
+            _ = tick.tick(), if live.needs_tick() => live.refresh_status(Instant::now()),
         }
     }
     // The child may exit before the last forwarded lines were noted: record them too.
@@ -517,7 +470,10 @@ pub(crate) async fn supervise(
         ladder,
         exit,
         duration: end.saturating_duration_since(start),
-        tally: live.tally,
+        tally: report
+            .as_ref()
+            .and_then(|r| r.tally.clone())
+            .unwrap_or_default(),
         // The supervisor's count: each line once, an over-long one in `overlong_lines` only.
         counts: report
             .as_ref()
@@ -531,7 +487,10 @@ pub(crate) async fn supervise(
         interrupted: signals.first,
         events: live.events,
         start,
-        monitor: live.monitor,
+        monitor: report
+            .as_ref()
+            .and_then(|r| r.rate_limits.clone())
+            .unwrap_or_else(|| RateLimitMonitor::new(RateLimitConfig::default())),
         ended_wall_ms: wall_ms(),
         session_mismatch: live.session_mismatch,
         leftovers_killed: report.as_ref().map_or(0, |r| r.leftovers_killed),

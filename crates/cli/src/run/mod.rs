@@ -36,11 +36,12 @@ pub(crate) use live::supervise;
 use crate::cli::RunArgs;
 use crate::exit_code::{self, Ending, Intervention, RecoveryEnd};
 use crate::status::Status;
-use crate::tally::{lines_json, Tally};
+use crate::verdict::lines_json;
 use crate::verdict::{kill_sentence, ms};
 use out_file::SummaryTarget;
 use record::Recorder;
 use summary::Summary;
+use watchdog_core::facts::Tally;
 
 /// How the run presents itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,6 +313,7 @@ impl Finished {
             exit_code,
             duration_ms: ms(self.duration),
             tally: &self.tally,
+            rate_limits: &self.monitor,
             lines: lines_json(self.counts.iter(), self.overlong),
             session_id: self.session_id.as_ref(),
             result: self.result.as_ref(),
@@ -419,7 +421,7 @@ async fn run(
     let final_run = last.as_ref().unwrap_or(&first);
     // Subagent failures are said even when the session succeeded (the exit code is kept).
     for run in std::iter::once(&first).chain(last.as_ref()) {
-        for line in run.tally.subagents.report_lines() {
+        for line in run.tally.subagents().report_lines() {
             host.status.say(&line);
         }
     }

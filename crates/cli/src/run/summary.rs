@@ -1,10 +1,10 @@
 //! `run --summary`: one JSON object describing how the run ended.
 
-use serde_json::{json, Value};
-use watchdog_core::{ClaudeSessionId, Kill, Outcome, ResultFacts};
+use serde_json::{json, Map, Value};
+use watchdog_core::{ClaudeSessionId, Kill, Outcome, RateLimitMonitor, ResultFacts};
 
-use crate::tally::Tally;
 use crate::verdict::{kill_json, outcome_fields};
+use watchdog_core::facts::Tally;
 
 /// Everything the summary reports.
 #[derive(Debug)]
@@ -23,9 +23,11 @@ pub struct Summary<'a> {
     pub exit_code: i32,
     /// Milliseconds from spawn to the end.
     pub duration_ms: u64,
-    /// What stdout said.
+    /// What stdout said (the policy's tally).
     pub tally: &'a Tally,
-    /// Stdout lines by kind ([`lines_json`](crate::tally::lines_json)).
+    /// The rate-limit readings (the policy's monitor: the one reading recovery decides on).
+    pub rate_limits: &'a RateLimitMonitor,
+    /// Stdout lines by kind ([`lines_json`](crate::verdict::lines_json)).
     pub lines: Value,
     /// Claude Code's session id (the registry's).
     pub session_id: Option<&'a ClaudeSessionId>,
@@ -82,7 +84,7 @@ impl Summary<'_> {
             // Every field, `null` when no result came.
             "result": self.result.cloned().unwrap_or_default(),
             "duration_ms": self.duration_ms,
-            "rate_limits": self.tally.rate_limit_windows(),
+            "rate_limits": rate_limits_json(self.rate_limits),
             "lines": self.lines,
             "stderr": {
                 "lines": self.stderr.0,
@@ -91,8 +93,8 @@ impl Summary<'_> {
             },
             "interrupted": self.interrupted,
             "subagents": {
-                "failures": self.tally.subagents.failures_json(),
-                "unrecovered": self.tally.subagents.unrecovered().count(),
+                "failures": self.tally.subagents().failures_json(),
+                "unrecovered": self.tally.subagents().unrecovered().count(),
             },
             "events": self.events,
             "command": self.argv,
@@ -107,4 +109,25 @@ impl Summary<'_> {
         }
         v
     }
+}
+
+/// The rate-limit windows as `{name: {utilization, resetsAt, status}}` (`resetsAt` in epoch
+/// seconds, as Claude Code prints it), every window the run's frames named, merged by the
+/// monitor; `null` when no frame came.
+pub fn rate_limits_json(monitor: &RateLimitMonitor) -> Value {
+    if monitor.latest().is_none() && monitor.windows().next().is_none() {
+        return Value::Null;
+    }
+    let mut m = Map::new();
+    for w in monitor.windows() {
+        m.insert(
+            w.name.clone(),
+            json!({
+                "utilization": w.utilization,
+                "resetsAt": w.resets_at_ms.map(|ms| ms / 1000),
+                "status": w.status.as_ref().map(|s| s.as_str()),
+            }),
+        );
+    }
+    Value::Object(m)
 }

@@ -17,7 +17,12 @@
 //! # Wiring the utilization into the liveness policy
 //!
 //! The highest active window's utilization feeds the idle extension of the
-//! [`Registry`](crate::Registry). Re-feed it whenever a frame arrives and when a window resets
+//! [`Registry`](crate::Registry). The registry does this itself: every `rate_limit_event` line
+//! it observes goes to its own monitor ([`Registry::rate_limits`](crate::Registry::rate_limits)),
+//! and a window's reset is one of its deadlines (anchor the wall clock once with
+//! [`Registry::set_wall_clock`](crate::Registry::set_wall_clock)). A host that keeps readings
+//! without a registry, or feeds a registry from readings of its own, wires a monitor by hand:
+//! re-feed the utilization whenever a frame arrives and when a window resets
 //! ([`RateLimitMonitor::next_expiry`]):
 //!
 //! ```no_run

@@ -45,6 +45,7 @@
 
 mod observe;
 mod policy_table;
+mod rate_limits;
 mod timer;
 
 use std::collections::VecDeque;
@@ -54,10 +55,11 @@ use crate::classify::{LineKind, Signal};
 use crate::config::{Limits, SessionConfig};
 use crate::deadline_queue::DeadlineQueue;
 use crate::event::{Event, ExtendReason, Kill, Outcome, SessionId};
-use crate::facts::{ClaudeSessionId, ResultFacts};
-use crate::session::{flag, Cold, Session, NEVER};
+use crate::facts::{ClaudeSessionId, ResultFacts, Tally};
+use crate::session::{flag, Cold, Session, Watched, NEVER};
 
 use policy_table::PolicyTable;
+use rate_limits::RateLimits;
 
 /// A read-only view of one session's state, for status displays.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,6 +109,8 @@ pub struct Registry {
     epoch: Option<Instant>,
     now: u64,
     utilization: Option<f64>,
+    /// The rate-limit readings of every session's lines ([`rate_limits`]).
+    rate: RateLimits,
     counts: [u64; LineKind::ALL.len()],
 }
 
@@ -147,6 +151,7 @@ impl Registry {
             epoch: None,
             now: 0,
             utilization: None,
+            rate: RateLimits::default(),
             counts: [0; LineKind::ALL.len()],
         }
     }
@@ -181,10 +186,23 @@ impl Registry {
     /// asked again (the call's own `run_due` settles it afterwards).
     fn advance(&mut self, now: Instant) -> u64 {
         let t = self.clock(now);
+        self.run_rate_limit_due(t);
         if self.queue.peek().is_some_and(|at| at <= t) {
             self.run_due(t);
         }
         t
+    }
+
+    /// Every window reset due at or before `t`, each at its own instant, after the deadlines
+    /// due before it.
+    fn run_rate_limit_due(&mut self, t: u64) {
+        while self.rate.expiry <= t {
+            let e = self.rate.expiry;
+            if self.queue.peek().is_some_and(|at| at <= e) {
+                self.run_due(e);
+            }
+            self.rate_limit_expired(e);
+        }
     }
 
     fn slot_of(&self, id: SessionId) -> Option<u32> {
@@ -228,6 +246,16 @@ impl Registry {
         };
         if config.host_input() {
             self.session_mut(slot).flags |= flag::HOST_INPUT;
+        }
+        if config.tally() || config.expected_session().is_some() {
+            let watched = Watched {
+                tally: config.tally().then(Tally::default),
+                expect: config.expected_session().cloned(),
+                mismatch_reported: false,
+            };
+            let (s, c) = self.parts_mut(slot);
+            s.flags |= flag::WATCHED;
+            s.rare(c).watched = Some(Box::new(watched));
         }
         self.len += 1;
         self.reschedule(slot);
@@ -316,12 +344,19 @@ impl Registry {
     }
 
     /// The current rate-limit utilization (highest active window), or `None` when unknown.
+    /// The registry sets it itself from its sessions' `rate_limit_event` lines
+    /// ([`Registry::rate_limits`]); this sets it by hand (a host with readings of its own).
     ///
     /// When it falls below a session's `high_utilization`, that session's extension is
     /// withdrawn at `now`: a session already past its base idle is killed at `now`. Such a
     /// drop revisits every session (O(n)); a rise or an unchanged side touches none.
     pub fn set_utilization(&mut self, now: Instant, utilization: Option<f64>) {
         let t = self.advance(now);
+        self.set_utilization_at(t, utilization);
+    }
+
+    /// [`Registry::set_utilization`] at registry time `t` (the clock is there already).
+    fn set_utilization_at(&mut self, t: u64, utilization: Option<f64>) {
         let utilization = utilization.filter(|u| !u.is_nan());
         let before = self.utilization;
         self.utilization = utilization;
@@ -364,6 +399,13 @@ impl Registry {
     pub fn claude_session_id(&self, id: SessionId) -> Option<&ClaudeSessionId> {
         let slot = self.slot_of(id)?;
         self.cli_session_of(slot)
+    }
+
+    /// The tally of the session's work, if it keeps one
+    /// ([`SessionConfig::with_tally`]).
+    pub fn tally(&self, id: SessionId) -> Option<&Tally> {
+        let slot = self.slot_of(id)?;
+        self.rare_of(slot)?.watched.as_deref()?.tally.as_ref()
     }
 
     /// The facts of the session's last `result` line, if one came.

@@ -67,8 +67,61 @@ impl Registry {
 
     /// `slot`: the session's slot, from [`Registry::slot_of`] (running due events does not
     /// change which slots are live). `waited`: the line counts before what is due at `now`
-    /// ([`Registry::observe_waited`]).
+    /// ([`Registry::observe_waited`]). The line is read once, here: for the deadlines, then
+    /// for what a watched session keeps (its tally, its expected id) and for the rate limits.
     pub(super) fn feed(
+        &mut self,
+        now: Instant,
+        slot: Option<u32>,
+        line: Option<&LineView<'_>>,
+        class: Class,
+        waited: bool,
+    ) {
+        self.feed_policy(now, slot, line, class, waited);
+        let Some(slot) = slot else {
+            return;
+        };
+        let id = make_id(slot, self.session(slot).generation);
+        if self.session(slot).has(flag::WATCHED) {
+            self.watch_line(slot, id, line, class);
+        }
+        if let (LineKind::RateLimit, Some(view)) = (class.kind, line) {
+            let t = self.now;
+            self.note_rate_limit(t, id, view);
+        }
+        // A line that waited past a window's reset (nothing else brings the reset now).
+        let t = self.now;
+        self.run_rate_limit_due(t);
+    }
+
+    /// What a watched session keeps: its tally sees every line (those printed while it is
+    /// stopped too), and its first top-level `system/init` with another id than the expected
+    /// one is reported.
+    fn watch_line(&mut self, slot: u32, id: SessionId, line: Option<&LineView<'_>>, class: Class) {
+        let (s, c) = self.parts_mut(slot);
+        let Some(w) = s.rare_mut(c).and_then(|r| r.watched.as_deref_mut()) else {
+            return;
+        };
+        if let Some(tally) = &mut w.tally {
+            tally.observe(line, class);
+        }
+        let Some(view) = line else { return };
+        let init = class.kind == LineKind::System
+            && view.parent_tool_use_id().is_none()
+            && view.subtype().as_deref() == Some("init");
+        let Some(expected) = w.expect.as_ref().filter(|_| init && !w.mismatch_reported) else {
+            return;
+        };
+        let got = ClaudeSessionId::of_line(view);
+        if got.as_ref() != Some(expected) {
+            w.mismatch_reported = true;
+            let expected = expected.clone();
+            self.events
+                .push_back(Event::SessionMismatch { id, expected, got });
+        }
+    }
+
+    fn feed_policy(
         &mut self,
         now: Instant,
         slot: Option<u32>,

@@ -182,7 +182,11 @@ impl Registry {
     /// deadline. After `handle_timeout(now)` it is later than `now`, or `None`.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.instant(self.queue.peek()?)
+        let next = self.queue.peek().unwrap_or(NEVER).min(self.rate.expiry);
+        if next == NEVER {
+            return None;
+        }
+        self.instant(next)
     }
 
     /// Process every deadline due at or before `now`. Cheap when nothing is due.

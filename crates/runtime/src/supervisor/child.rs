@@ -49,6 +49,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     let started = tokio::time::Instant::now();
+    let started_wall = crate::clock::wall_ms();
     let mut child =
         super::spawn::spawn(cmd, cfg.die_with_host).map_err(|source| SpawnError::Program {
             program: program.clone(),
@@ -78,6 +79,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         (Some(session), None) => {
             let mut reg = Registry::new(Limits::default());
             let id = reg.register(started.into_std(), session);
+            reg.set_wall_clock(started.into_std(), started_wall);
             Policy::Own(Box::new(reg), id)
         }
     };
@@ -120,6 +122,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         pipe: pipe.clone(),
         shared: shared.clone(),
     });
+    let watch_shared = shared.clone();
     let watch = Watch {
         child,
         tree,
@@ -138,8 +141,13 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
     };
     tokio::spawn(watch.run(report_tx));
     Ok(Supervisor {
-        handle: SupervisorHandle { ctrl: ctrl_tx, pid },
+        handle: SupervisorHandle {
+            ctrl: ctrl_tx,
+            pid,
+            shared: watch_shared,
+        },
         started: started.into_std(),
+        started_wall,
         budget,
         stdin,
         output: Some(out_rx),

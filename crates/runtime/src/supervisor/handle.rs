@@ -21,10 +21,19 @@ pub(crate) enum Control {
 }
 
 /// A cheap, cloneable handle to a running supervisor: stop it or signal it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SupervisorHandle {
     pub(crate) ctrl: mpsc::UnboundedSender<Control>,
     pub(crate) pid: u32,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for SupervisorHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SupervisorHandle")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SupervisorHandle {
@@ -56,6 +65,17 @@ impl SupervisorHandle {
     /// high utilization extends the idle patience.
     pub fn set_utilization(&self, utilization: Option<f64>) {
         let _ = self.ctrl.send(Control::Utilization(utilization));
+    }
+    /// What the policy has read of the child's work so far (a copy, for a status display):
+    /// its tally (`None` unless [`SessionConfig::with_tally`](watchdog_core::SessionConfig::with_tally))
+    /// and the rate-limit readings (`None` without a policy).
+    pub fn observed(
+        &self,
+    ) -> (
+        Option<watchdog_core::facts::Tally>,
+        Option<watchdog_core::RateLimitMonitor>,
+    ) {
+        self.shared.observed()
     }
     /// The child's pid.
     pub fn pid(&self) -> u32 {

@@ -293,6 +293,7 @@ pub enum SpawnError {
 pub struct Supervisor {
     handle: SupervisorHandle,
     started: std::time::Instant,
+    started_wall: u64,
     budget: std::sync::Arc<tokio::sync::Semaphore>,
     stdin: Option<StdinWriter>,
     output: Option<mpsc::UnboundedReceiver<Batch>>,
@@ -306,6 +307,13 @@ impl Supervisor {
     /// stamps its lines from this instant replays to the same deadlines.
     pub fn started(&self) -> std::time::Instant {
         self.started
+    }
+
+    /// The wall clock at [`started`](Self::started), epoch milliseconds: the anchor by which
+    /// the policy tells when a rate-limit window resets (a recording that keeps it replays
+    /// the same resets).
+    pub fn started_wall_ms(&self) -> u64 {
+        self.started_wall
     }
 
     /// Start `command` in its own process group with piped stdio and supervise it.

@@ -3,7 +3,10 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use watchdog_core::{ClaudeSessionId, Event, Kill, LineKind, Outcome, ResultFacts};
+use watchdog_core::facts::Tally;
+use watchdog_core::{
+    ClaudeSessionId, Event, Kill, LineKind, Outcome, RateLimitMonitor, ResultFacts,
+};
 
 use super::{Line, StdoutBatch};
 
@@ -140,6 +143,12 @@ pub struct Report {
     pub session_id: Option<ClaudeSessionId>,
     /// The facts of the last `result` line, as the policy read them; `None` without a policy.
     pub result: Option<ResultFacts>,
+    /// The tally of the session's work, as the policy read it from stdout; `None` without a
+    /// policy or unless [`SessionConfig::with_tally`](watchdog_core::SessionConfig::with_tally).
+    pub tally: Option<Tally>,
+    /// The rate-limit readings of the policy's registry (a shared watchdog's: every session's),
+    /// merged; `None` without a policy.
+    pub rate_limits: Option<RateLimitMonitor>,
     /// Stdout lines by kind, each line once. An over-long line is not here: it is counted once
     /// in [`Report::overlong_lines`].
     pub counts: LineCounts,

@@ -6,7 +6,10 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, Notify};
-use watchdog_core::{classify, Class, ClaudeSessionId, Event, LineView, Outcome, ResultFacts};
+use watchdog_core::facts::Tally;
+use watchdog_core::{
+    classify, Class, ClaudeSessionId, Event, LineView, Outcome, RateLimitMonitor, ResultFacts,
+};
 
 use super::lines::LineMeta;
 use super::policy::Policy;
@@ -19,6 +22,8 @@ pub(crate) struct Ended {
     pub(crate) outcome: Option<Outcome>,
     pub(crate) session_id: Option<ClaudeSessionId>,
     pub(crate) result: Option<ResultFacts>,
+    pub(crate) tally: Option<Tally>,
+    pub(crate) rate_limits: Option<RateLimitMonitor>,
 }
 
 /// State shared by the readers, the stdin writer and the watching task.
@@ -170,6 +175,18 @@ impl Shared {
         self.notify.notify_one();
     }
 
+    /// What the policy read of the session so far: its tally (if it keeps one) and the
+    /// rate-limit readings (for a status display).
+    pub(crate) fn observed(&self) -> (Option<Tally>, Option<RateLimitMonitor>) {
+        let now = clock::now();
+        let mut st = self.lock();
+        st.policy
+            .with(now, |reg, id, _| {
+                (reg.tally(id).cloned(), Some(reg.rate_limits().clone()))
+            })
+            .unwrap_or_default()
+    }
+
     /// Events queued by calls made outside the watching task.
     pub(crate) fn events(&self) -> Vec<Event> {
         drain(&mut self.lock())
@@ -223,6 +240,8 @@ impl Shared {
                 outcome: reg.end(now, id),
                 session_id: reg.claude_session_id(id).cloned(),
                 result: reg.result(id).cloned(),
+                tally: reg.tally(id).cloned(),
+                rate_limits: Some(reg.rate_limits().clone()),
             })
             .unwrap_or_default();
         let events = drain(&mut st);

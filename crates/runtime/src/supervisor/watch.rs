@@ -91,6 +91,8 @@ impl Watch {
             status,
             session_id: ended.session_id,
             result: ended.result,
+            tally: ended.tally,
+            rate_limits: ended.rate_limits,
             counts: st.counts.clone(),
             stdout_lines: st.stdout_lines,
             stderr_lines: st.stderr_lines,

@@ -42,9 +42,12 @@ impl Watchdog {
     ///
     /// Outside a tokio runtime (like `tokio::spawn`).
     pub fn new(config: WatchdogConfig) -> Self {
+        let mut reg = Registry::new(config.limits.clone());
+        // Rate-limit windows reset at wall times: anchor the wall clock to the one clock.
+        reg.set_wall_clock(crate::clock::now(), crate::clock::wall_ms());
         let inner = Arc::new(Inner {
             state: Mutex::new(State {
-                reg: Registry::new(config.limits.clone()),
+                reg,
                 slots: HashMap::new(),
                 armed: None,
             }),

@@ -1,6 +1,8 @@
 //! The facts of one session that every part of the project reads from one owner, the
-//! [`Registry`](crate::Registry): Claude Code's session id ([`ClaudeSessionId`]) and the last
-//! `result`'s fields ([`ResultFacts`]).
+//! [`Registry`](crate::Registry), which reads each line once: Claude Code's session id
+//! ([`ClaudeSessionId`]), the last `result`'s fields ([`ResultFacts`]), and, for sessions
+//! registered with [`SessionConfig::with_tally`](crate::SessionConfig::with_tally), the tally of
+//! their work ([`Tally`]: the activity, turns, subagents and their failures).
 //!
 //! # Which session id
 //!
@@ -17,6 +19,12 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::view::LineView;
+
+mod subagents;
+mod tally;
+
+pub use subagents::{SubagentFailure, Subagents};
+pub use tally::{Activity, Tally};
 
 /// Claude Code's session id, as printed in its stream-json lines (`session_id`): non-empty, at
 /// most [`ClaudeSessionId::MAX_LEN`] bytes, no control characters. Validated once, where it is

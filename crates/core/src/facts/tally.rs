@@ -1,12 +1,11 @@
-//! What a run printed, tallied for the summary, the replay report and the status line: the
-//! current activity, turns, rate-limit windows, subagent failures. (The session id and the last
-//! `result`'s fields are the registry's, [`watchdog_core::facts`]; the line counts are the
-//! supervisor's, or the replay's registry's: [`lines_json`].)
+//! What a session's lines said about its work, tallied as they are read, by the
+//! [`Registry`](crate::Registry) (sessions registered with
+//! [`SessionConfig::with_tally`](crate::SessionConfig::with_tally)): the current activity (for a
+//! status line), the model turns, the subagents and their failures.
 
-use std::collections::BTreeMap;
-
-use serde_json::{json, Map, Value};
-use watchdog_core::{Class, LineKind, LineView, ResultFacts};
+use crate::classify::{Class, LineKind, Signal};
+use crate::facts::{ResultFacts, Subagents};
+use crate::view::LineView;
 
 /// What the status line shows as the current activity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,28 +64,24 @@ impl Activity {
     }
 }
 
-/// The running tally of one run's stdout.
-#[derive(Debug, Clone)]
+/// The running tally of one session's stdout.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Tally {
     /// An `assistant` line came (a turn is in progress or done).
     assistant: bool,
-    /// The last `rate_limit_info` seen.
-    pub rate_limit: Option<Value>,
-    /// The current activity.
-    pub activity: Activity,
+    activity: Activity,
     /// Top-level `user` lines that answered tool calls (one model turn each).
-    pub tool_rounds: u64,
+    tool_rounds: u64,
     /// Tool calls started and not yet answered: (id, name).
     open_tools: Vec<(String, String)>,
     /// Subagents and their failures (`system/task_*` lines).
-    pub subagents: Subagents,
+    subagents: Subagents,
 }
 
 impl Default for Tally {
     fn default() -> Self {
         Tally {
             assistant: false,
-            rate_limit: None,
             activity: Activity::Starting,
             tool_rounds: 0,
             open_tools: Vec::new(),
@@ -96,35 +91,31 @@ impl Default for Tally {
 }
 
 impl Tally {
-    /// Whether tallying a line of class `class` looks inside it (init and other `system`
-    /// lines, rate limits, heartbeats, top-level turns); the others are tallied from their
-    /// class alone, so only these need a [`LineView`].
-    pub fn needs_view(class: Class, top_level: bool) -> bool {
-        matches!(
-            class.kind,
-            LineKind::RateLimit | LineKind::System | LineKind::ToolProgress
-        ) || (top_level && matches!(class.kind, LineKind::Assistant | LineKind::User))
-    }
-
-    /// Tally one parsed stdout line of class `class`, as the supervisor reported it
-    /// (`top_level`: no `parent_tool_use_id`). `view` is needed only when
-    /// [`Tally::needs_view`] says so (it is not read otherwise); the result is the same as
-    /// [`Tally::observe`]'s.
-    pub fn observe_line(&mut self, view: Option<&LineView<'_>>, class: Class, top_level: bool) {
+    /// Tally one stdout line of class `class` (`view`: `None` for a line that did not parse).
+    pub fn observe(&mut self, view: Option<&LineView<'_>>, class: Class) {
         self.assistant |= class.kind == LineKind::Assistant;
         match view {
-            Some(view) if Self::needs_view(class, top_level) => {
+            Some(view) => {
+                let top_level = view.parent_tool_use_id().is_none();
                 self.look_inside(view, class, top_level);
             }
-            _ => self.note_class(class, top_level),
+            None => self.note_class(class, false),
         }
     }
 
-    /// Tally one parsed stdout line of class `class`, looking inside it.
-    pub fn observe(&mut self, view: &LineView<'_>, class: Class) {
-        self.assistant |= class.kind == LineKind::Assistant;
-        let top_level = view.parent_tool_use_id().is_none();
-        self.look_inside(view, class, top_level);
+    /// The current activity.
+    pub fn activity(&self) -> &Activity {
+        &self.activity
+    }
+
+    /// Top-level `user` lines that answered tool calls (one model turn each).
+    pub fn tool_rounds(&self) -> u64 {
+        self.tool_rounds
+    }
+
+    /// The subagents and their failures.
+    pub fn subagents(&self) -> &Subagents {
+        &self.subagents
     }
 
     /// What a line changes that its class alone tells.
@@ -146,7 +137,7 @@ impl Tally {
                 };
             }
             LineKind::ControlRequest | LineKind::SessionState
-                if class.signal == watchdog_core::Signal::HumanWait =>
+                if class.signal == Signal::HumanWait =>
             {
                 self.activity = Activity::HumanWait;
             }
@@ -156,11 +147,6 @@ impl Tally {
 
     fn look_inside(&mut self, view: &LineView<'_>, class: Class, top_level: bool) {
         match class.kind {
-            LineKind::RateLimit => {
-                if let Some(info) = view.rate_limit_info().and_then(|f| f.to_value()) {
-                    self.rate_limit = Some(info);
-                }
-            }
             LineKind::Assistant if top_level => {
                 let mut any = false;
                 for (id, name) in view.tool_uses() {
@@ -188,10 +174,7 @@ impl Tally {
             LineKind::ToolProgress => {
                 // An MCP call's heartbeat (its own tool_use may be a subagent's, unseen here):
                 // show it, with the time it has been outstanding.
-                let Some(tool) = view
-                    .tool_name()
-                    .filter(|t| watchdog_core::config::is_mcp_tool(t))
-                else {
+                let Some(tool) = view.tool_name().filter(|t| crate::config::is_mcp_tool(t)) else {
                     return;
                 };
                 if !matches!(&self.activity, Activity::Tool(t) if *t == *tool) {
@@ -222,210 +205,82 @@ impl Tally {
         }
         self.tool_rounds + u64::from(self.assistant)
     }
-
-    /// The rate-limit windows of the last `rate_limit_event` (`unifiedWindows` when present),
-    /// as `{name: {utilization, resetsAt, status}}`.
-    pub fn rate_limit_windows(&self) -> Value {
-        let Some(info) = &self.rate_limit else {
-            return Value::Null;
-        };
-        if let Some(w) = info.get("unifiedWindows").filter(|w| w.is_object()) {
-            return w.clone();
-        }
-        let mut m = BTreeMap::new();
-        if let Some(kind) = info.get("rateLimitType").and_then(Value::as_str) {
-            m.insert(
-                kind.to_owned(),
-                json!({
-                    "utilization": info.get("utilization"),
-                    "resetsAt": info.get("resetsAt"),
-                    "status": info.get("status"),
-                }),
-            );
-        }
-        json!(m)
-    }
-}
-
-/// Line counts by kind as a JSON object (kinds with zero lines left out), and `overlong` (lines
-/// over the maximum length, counted there only) when there were any.
-pub fn lines_json(counts: impl IntoIterator<Item = (LineKind, u64)>, overlong: u64) -> Value {
-    let mut m = Map::new();
-    for (kind, n) in counts {
-        if n > 0 {
-            m.insert(kind.as_str().into(), json!(n));
-        }
-    }
-    if overlong > 0 {
-        m.insert("overlong".into(), json!(overlong));
-    }
-    Value::Object(m)
-}
-
-/// One subagent failure seen on stdout (`system/task_updated` with `status: "failed"`, or a
-/// failed `task_notification`): one per run of an agent, so a continued agent that fails again
-/// counts twice.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SubagentFailure {
-    /// The agent id (`task_id`).
-    pub agent_id: String,
-    /// Its type (`subagent_type` of its `task_started`).
-    pub agent_type: Option<String>,
-    /// The error (`patch.error`), e.g. `… (error type max_output_tokens)`.
-    pub error: Option<String>,
-    /// Whether a later run of the same agent (a `SendMessage` continuation) completed.
-    pub recovered: bool,
-}
-
-/// The subagents of a run, from the `system/task_*` lines. Tasks that are not agents (no
-/// `subagent_type`, e.g. background shells) are ignored.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Subagents {
-    /// Agent id → type, for every agent started.
-    types: Vec<(String, Option<String>)>,
-    /// (agent id, run id) of the failed runs already counted.
-    failed_runs: Vec<(String, String)>,
-    /// The failures, in order.
-    pub failures: Vec<SubagentFailure>,
-}
-
-impl Subagents {
-    fn observe(&mut self, subtype: &str, view: &LineView<'_>) {
-        let Some(id) = view.task_id() else { return };
-        match subtype {
-            "task_started" => {
-                if let Some(t) = view.subagent_type() {
-                    if !self.types.iter().any(|(a, _)| *a == *id) {
-                        self.types.push((id.into_owned(), Some(t.into_owned())));
-                    }
-                }
-            }
-            _ => {
-                let Some((_, agent_type)) = self.types.iter().find(|(a, _)| *a == *id) else {
-                    return;
-                };
-                let agent_type = agent_type.clone();
-                match view.task_status().as_deref() {
-                    Some("failed") => {
-                        let run = view.run_id().map(|r| r.into_owned()).unwrap_or_default();
-                        let key = (id.to_string(), run);
-                        if let Some(i) = self.failed_runs.iter().position(|k| *k == key) {
-                            // The notification after the update: keep the error we have.
-                            let f = &mut self.failures[i];
-                            if f.error.is_none() {
-                                f.error = view.task_error().map(Into::into);
-                            }
-                            return;
-                        }
-                        self.failed_runs.push(key);
-                        self.failures.push(SubagentFailure {
-                            agent_id: id.into_owned(),
-                            agent_type,
-                            error: view.task_error().map(Into::into),
-                            recovered: false,
-                        });
-                    }
-                    Some("completed") => {
-                        for f in self.failures.iter_mut().filter(|f| *f.agent_id == *id) {
-                            f.recovered = true;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-
-    /// Failures whose agent never completed afterwards.
-    pub fn unrecovered(&self) -> impl Iterator<Item = &SubagentFailure> {
-        self.failures.iter().filter(|f| !f.recovered)
-    }
-
-    /// The failures as JSON: `[{agent_id, agent_type, error, recovered}]`.
-    pub fn failures_json(&self) -> Value {
-        Value::Array(
-            self.failures
-                .iter()
-                .map(|f| {
-                    json!({
-                        "agent_id": f.agent_id,
-                        "agent_type": f.agent_type,
-                        "error": f.error,
-                        "recovered": f.recovered,
-                    })
-                })
-                .collect(),
-        )
-    }
-
-    /// One line per failure for stderr, e.g. `subagent a02f… (general-purpose) failed:
-    /// … (error type max_output_tokens); the session went on without it`.
-    pub fn report_lines(&self) -> Vec<String> {
-        self.failures
-            .iter()
-            .map(|f| {
-                format!(
-                    "subagent {} ({}) failed: {}; {}",
-                    f.agent_id,
-                    f.agent_type.as_deref().unwrap_or("unknown type"),
-                    f.error.as_deref().unwrap_or("no error given"),
-                    if f.recovered {
-                        "a later run of the same agent completed"
-                    } else {
-                        "its work is unfinished even if the session succeeded"
-                    }
-                )
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use watchdog_core::classify;
+    use crate::classify;
+    use serde_json::json;
 
     fn feed(t: &mut Tally, line: &str) {
         let v = LineView::parse_str(line).unwrap();
         let c = classify(&v);
-        t.observe(&v, c);
-    }
-
-    /// The same line tallied as `run` does: from the class, parsed only when needed.
-    fn feed_class(t: &mut Tally, line: &str) {
-        let v = LineView::parse_str(line).unwrap();
-        let c = classify(&v);
-        let top = v.parent_tool_use_id().is_none();
-        let view = Tally::needs_view(c, top).then_some(&v);
-        t.observe_line(view, c, top);
+        t.observe(Some(&v), c);
     }
 
     #[test]
-    fn class_only_tally_matches_the_full_one() {
+    fn the_activity_follows_the_lines() {
         let lines = [
-            r#"{"type":"system","subtype":"init","session_id":"s1"}"#,
-            r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"s1","parent_tool_use_id":null}"#,
-            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash"}]},"session_id":"s1"}"#,
-            r#"{"type":"stream_event","event":{"type":"ping"},"session_id":"s1"}"#,
-            r#"{"type":"system","subtype":"api_retry","session_id":"s1"}"#,
-            r#"{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool"}}"#,
-            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1"}]}}"#,
-            r#"{"type":"stream_event","event":{"type":"message_start"},"session_id":"s2"}"#,
-            r#"{"type":"system","subtype":"thinking_tokens","session_id":"s2"}"#,
-            r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"s2","parent_tool_use_id":"t9"}"#,
-            r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"},"session_id":"s2"}"#,
-            r#"{"type":"result","subtype":"success","num_turns":3,"session_id":"s2"}"#,
+            (
+                r#"{"type":"system","subtype":"init","session_id":"s1"}"#,
+                "starting",
+            ),
+            (
+                r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"s1","parent_tool_use_id":null}"#,
+                "writing",
+            ),
+            (
+                r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash"}]},"session_id":"s1"}"#,
+                "tool Bash",
+            ),
+            (
+                r#"{"type":"stream_event","event":{"type":"ping"},"session_id":"s1"}"#,
+                "tool Bash",
+            ),
+            (
+                r#"{"type":"system","subtype":"api_retry","session_id":"s1"}"#,
+                "retrying the API",
+            ),
+            (
+                r#"{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool"}}"#,
+                "waiting on a human",
+            ),
+            (
+                r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1"}]}}"#,
+                "requesting",
+            ),
+            (
+                r#"{"type":"stream_event","event":{"type":"message_start"},"session_id":"s2"}"#,
+                "writing",
+            ),
+            (
+                r#"{"type":"system","subtype":"thinking_tokens","session_id":"s2"}"#,
+                "thinking",
+            ),
+            (
+                r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"s2","parent_tool_use_id":"t9"}"#,
+                "thinking",
+            ),
+            (
+                r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"},"session_id":"s2"}"#,
+                "thinking",
+            ),
+            (
+                r#"{"type":"result","subtype":"success","num_turns":3,"session_id":"s2"}"#,
+                "settled",
+            ),
         ];
-        let (mut full, mut by_class) = (Tally::default(), Tally::default());
-        for (i, l) in lines.iter().enumerate() {
-            feed(&mut full, l);
-            feed_class(&mut by_class, l);
-            assert_eq!(full.activity, by_class.activity, "after line {i}");
+        let mut t = Tally::default();
+        for (i, (l, want)) in lines.iter().enumerate() {
+            feed(&mut t, l);
+            assert_eq!(t.activity().to_string(), *want, "after line {i}");
         }
-        assert_eq!(full.activity, Activity::Settled);
-        assert_eq!(full.num_turns(None), by_class.num_turns(None));
-        assert_eq!(full.rate_limit, by_class.rate_limit);
-        assert_eq!(full.tool_rounds, by_class.tool_rounds);
+        // An unparseable line changes nothing.
+        t.observe(None, crate::Class::UNPARSEABLE);
+        assert_eq!(*t.activity(), Activity::Settled);
+        assert_eq!(t.num_turns(None), 2);
+        assert_eq!(t.tool_rounds(), 1);
     }
 
     #[test]
@@ -476,7 +331,7 @@ mod tests {
         for name in ["a2_sub_mt_all_fg", "a8_sub_mt_all_bg"] {
             let mut t = Tally::default();
             for l in recorded(name) {
-                feed_class(&mut t, &l);
+                feed(&mut t, &l);
             }
             assert_eq!(t.activity, Activity::Settled, "{name}");
             let f = &t.subagents.failures;
@@ -505,7 +360,7 @@ mod tests {
     fn a_failed_agent_continued_with_send_message_counts_as_recovered() {
         let mut t = Tally::default();
         for l in recorded("b1_sub_mt4_sendmessage") {
-            feed_class(&mut t, &l);
+            feed(&mut t, &l);
         }
         assert_eq!(t.subagents.failures.len(), 1);
         assert!(t.subagents.failures[0].recovered);
@@ -516,7 +371,7 @@ mod tests {
     fn healthy_agents_and_other_tasks_are_no_failures() {
         let mut t = Tally::default();
         for l in recorded("a1_healthy_fg") {
-            feed_class(&mut t, &l);
+            feed(&mut t, &l);
         }
         // A background shell task that failed: not an agent.
         feed(
@@ -535,11 +390,11 @@ mod tests {
     fn an_mcp_heartbeat_names_the_call_in_flight_and_how_long_it_has_been_outstanding() {
         let mut t = Tally::default();
         // A subagent's MCP call: its tool_use is not top-level; the heartbeat tells.
-        feed_class(
+        feed(
             &mut t,
             r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"a1","name":"Agent"}]},"session_id":"s"}"#,
         );
-        feed_class(
+        feed(
             &mut t,
             r#"{"type":"tool_progress","tool_use_id":"m1-heartbeat-0","tool_name":"mcp__db__query","parent_tool_use_id":"m1","elapsed_time_seconds":1860,"heartbeat":true,"session_id":"s"}"#,
         );
@@ -547,28 +402,16 @@ mod tests {
         assert_eq!(a.to_string(), "tool mcp__db__query");
         assert_eq!(a.already(), std::time::Duration::from_secs(1860));
         // The subagent streams again: back to the tool that runs it.
-        feed_class(
+        feed(
             &mut t,
             r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"s","parent_tool_use_id":"a1"}"#,
         );
         assert_eq!(t.activity, Activity::Tool("Agent".into()));
         // A Bash heartbeat changes nothing.
-        feed_class(
+        feed(
             &mut t,
             r#"{"type":"tool_progress","tool_name":"Bash","parent_tool_use_id":"b1","elapsed_time_seconds":30,"session_id":"s"}"#,
         );
         assert_eq!(t.activity, Activity::Tool("Agent".into()));
-    }
-
-    #[test]
-    fn rate_limit_windows() {
-        let mut t = Tally::default();
-        feed(
-            &mut t,
-            r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","unifiedWindows":{"five_hour":{"utilization":0.91,"resetsAt":100},"seven_day":{"utilization":0.42,"resetsAt":200}}}}"#,
-        );
-        let w = t.rate_limit_windows();
-        assert_eq!(w["five_hour"]["utilization"], 0.91);
-        assert_eq!(w["seven_day"]["resetsAt"], 200);
     }
 }
