@@ -47,7 +47,11 @@ struct Run {
 
 /// Run the silent child under a 1 s idle limit, with `env` added.
 fn run(dir: &Path, env: &[(&str, String)]) -> Run {
-    let child = silent_child(dir);
+    run_child(dir, &silent_child(dir), env)
+}
+
+/// Run `child` under a 1 s idle limit, with `env` added.
+fn run_child(dir: &Path, child: &Path, env: &[(&str, String)]) -> Run {
     let summary = dir.join(format!("summary-{}.json", rand_suffix()));
     let t = Instant::now();
     let out = clean_watchdog()
@@ -64,7 +68,7 @@ fn run(dir: &Path, env: &[(&str, String)]) -> Run {
         ])
         .arg(&summary)
         .arg("--")
-        .arg(&child)
+        .arg(child)
         .arg(SECRET)
         .output()
         .unwrap();
@@ -330,7 +334,7 @@ fn a_bad_variable_is_said_and_the_run_goes_on() {
     let rx = Receiver::start(Answer::Ok);
     let mut env = telemetry_env(&rx.endpoint(), "http/protobuf");
     env.push(("OTEL_METRIC_EXPORT_INTERVAL", "soon".into()));
-    env.push(("OTEL_LOGS_EXPORTER", "console".into()));
+    env.push(("OTEL_LOGS_EXPORTER", "zipkin".into()));
     let r = run(dir.path(), &env);
     assert_built_with_telemetry(&r.out);
     assert_eq!(r.out.status.code(), Some(124));
@@ -339,7 +343,7 @@ fn a_bad_variable_is_said_and_the_run_goes_on() {
         err.contains("OTEL_METRIC_EXPORT_INTERVAL=\"soon\""),
         "{err}"
     );
-    assert!(err.contains("OTEL_LOGS_EXPORTER=console"), "{err}");
+    assert!(err.contains("OTEL_LOGS_EXPORTER=\"zipkin\""), "{err}");
     // Metrics still went out; logs were off.
     let items = rx.items();
     assert!(
@@ -426,4 +430,66 @@ fn a_recovery_decision_and_the_continued_run_are_exported() {
         2,
         "{what}"
     );
+}
+
+#[test]
+fn the_console_exporter_writes_to_stderr_and_leaves_stdout_byte_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    // Lines of every sort, then silence: an idle kill.
+    let child = script(
+        dir.path(),
+        "talker.sh",
+        &format!(
+            "{}\n{}\nprintf 'not json \\001 \\377 tail'\nprintf '\\n\\n'\n{}\nexec sleep 60",
+            say(INIT),
+            say(common::ASSISTANT),
+            say(common::PING)
+        ),
+    );
+    let base = run_child(dir.path(), &child, &[]);
+    let env = vec![
+        ("AGENT_WATCHDOG_TELEMETRY", "1".to_owned()),
+        ("OTEL_METRICS_EXPORTER", "console".to_owned()),
+        ("OTEL_LOGS_EXPORTER", "console".to_owned()),
+    ];
+    let r = run_child(dir.path(), &child, &env);
+    assert_built_with_telemetry(&r.out);
+    assert_eq!(r.out.status.code(), Some(124), "{}", stderr(&r.out));
+    assert_eq!(r.out.status.code(), base.out.status.code());
+    assert!(base.out.stdout.len() > 100, "{:?}", base.out.stdout);
+    assert_eq!(
+        r.out.stdout,
+        base.out.stdout,
+        "stdout changed:\n{}\n---\n{}",
+        String::from_utf8_lossy(&r.out.stdout),
+        String::from_utf8_lossy(&base.out.stdout)
+    );
+    let err = stderr(&r.out);
+    let kill: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("agent-watchdog: telemetry: event agent_watchdog.kill "))
+        .collect();
+    assert_eq!(kill.len(), 1, "{err}");
+    assert!(kill[0].contains(" session.id=s1"), "{}", kill[0]);
+    assert!(kill[0].contains(" kill.kind=idle"), "{}", kill[0]);
+    assert!(kill[0].contains(" at=20"), "{}", kill[0]);
+    let counted: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("agent-watchdog: telemetry: metric agent_watchdog.kill.count "))
+        .collect();
+    assert_eq!(counted.len(), 1, "{err}");
+    assert!(
+        counted[0].contains(" 1 ") && counted[0].contains("session.id=s1"),
+        "{}",
+        counted[0]
+    );
+    assert!(!err.contains(SECRET), "{err}");
+    // Our other stderr lines are the run's own, unchanged.
+    let digits = |l: &str| l.replace(|c: char| c.is_ascii_digit(), "N");
+    let rest: Vec<String> = err
+        .lines()
+        .filter(|l| !l.starts_with("agent-watchdog: telemetry: "))
+        .map(digits)
+        .collect();
+    assert_eq!(rest, stderr(&base.out).lines().map(digits).collect::<Vec<_>>());
 }

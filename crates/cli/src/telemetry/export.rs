@@ -1,5 +1,5 @@
-//! The exporters: the OpenTelemetry SDK's meter and logger providers with OTLP/HTTP exporters,
-//! each exporting on its own background thread (the SDK's periodic reader and batch log
+//! The exporters: the OpenTelemetry SDK's meter and logger providers with OTLP/HTTP exporters
+//! (or the [`super::console`] ones, to stderr), each exporting on its own background thread (the SDK's periodic reader and batch log
 //! processor), and the bounded flush at exit.
 
 use std::sync::mpsc;
@@ -14,7 +14,8 @@ use opentelemetry_sdk::logs::{
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::Resource;
 
-use super::config::{Config, Protocol, Signal};
+use super::config::{Config, Kind, Protocol, Signal};
+use super::console::{ConsoleLogs, ConsoleMetrics};
 
 /// The instrumentation scope of our meter and logger.
 const SCOPE: &str = "agent-watchdog";
@@ -55,41 +56,54 @@ impl Exporter {
             .build();
         let meters = match &cfg.metrics {
             Some(s) => {
-                let exporter = http(
-                    opentelemetry_otlp::MetricExporter::builder().with_http(),
-                    s,
-                    cfg,
-                )
-                .build()
-                .map_err(|e| format!("metrics exporter: {e}"))?;
-                let reader = PeriodicReader::builder(exporter)
-                    .with_interval(s.interval)
-                    .build();
-                Some(
-                    SdkMeterProvider::builder()
-                        .with_resource(resource.clone())
-                        .with_reader(reader)
-                        .build(),
-                )
+                let builder = SdkMeterProvider::builder().with_resource(resource.clone());
+                let builder = match s.kind {
+                    Kind::Otlp => {
+                        let exporter = http(
+                            opentelemetry_otlp::MetricExporter::builder().with_http(),
+                            s,
+                            cfg,
+                        )
+                        .build()
+                        .map_err(|e| format!("metrics exporter: {e}"))?;
+                        builder.with_reader(
+                            PeriodicReader::builder(exporter)
+                                .with_interval(s.interval)
+                                .build(),
+                        )
+                    }
+                    Kind::Console => builder.with_reader(
+                        PeriodicReader::builder(ConsoleMetrics)
+                            .with_interval(s.interval)
+                            .build(),
+                    ),
+                };
+                Some(builder.build())
             }
             None => None,
         };
         let logs = match &cfg.logs {
             Some(s) => {
-                let exporter = http(
-                    opentelemetry_otlp::LogExporter::builder().with_http(),
-                    s,
-                    cfg,
-                )
-                .build()
-                .map_err(|e| format!("logs exporter: {e}"))?;
-                let processor = BatchLogProcessor::builder(exporter)
-                    .with_batch_config(
-                        BatchConfigBuilder::default()
-                            .with_scheduled_delay(s.interval)
-                            .build(),
-                    )
+                let batch = BatchConfigBuilder::default()
+                    .with_scheduled_delay(s.interval)
                     .build();
+                let processor = match s.kind {
+                    Kind::Otlp => {
+                        let exporter = http(
+                            opentelemetry_otlp::LogExporter::builder().with_http(),
+                            s,
+                            cfg,
+                        )
+                        .build()
+                        .map_err(|e| format!("logs exporter: {e}"))?;
+                        BatchLogProcessor::builder(exporter)
+                            .with_batch_config(batch)
+                            .build()
+                    }
+                    Kind::Console => BatchLogProcessor::builder(ConsoleLogs)
+                        .with_batch_config(batch)
+                        .build(),
+                };
                 Some(
                     SdkLoggerProvider::builder()
                         .with_resource(resource)

@@ -8,11 +8,14 @@
 //! at exit waits at most the bound ([`config::DEFAULT_FLUSH`]). A collector that is down, slow
 //! or failing costs one stderr line and never the exit code or the summary.
 //!
-//! One concern a file: [`config`] reads the variables, `export` runs the SDK, `instruments`
-//! turns a summary into metric points and events. Built with the cargo feature `telemetry`;
+//! One concern a file: [`config`] reads the variables, `export` runs the SDK, `console` is the
+//! `console` exporter (to stderr: our stdout is the session's stream), `instruments` turns a
+//! summary into metric points and events. Built with the cargo feature `telemetry`;
 //! without it, switching telemetry on says once that this build has none.
 
 pub mod config;
+#[cfg(feature = "telemetry")]
+mod console;
 #[cfg(feature = "telemetry")]
 mod export;
 #[cfg(feature = "telemetry")]
