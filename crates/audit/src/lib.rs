@@ -207,6 +207,38 @@ fn counted(s: &Session) -> bool {
     !s.in_parent
 }
 
+/// The first entry's time, ms after the session's origin: 0 for a transcript (its origin is
+/// that entry), the entry's `t_ms` for a capture (its origin is the spawn).
+fn first_entry_ms(s: &Session) -> u64 {
+    match s.log.format {
+        Format::Transcript => 0,
+        Format::Capture => s
+            .entries()
+            .first()
+            .map_or(0, |e| u64::try_from(e.t).unwrap_or(0)),
+    }
+}
+
+/// See [`SessionSummary::origin_wall_ms`].
+fn origin_wall_ms(s: &Session) -> Option<i64> {
+    match s.log.format {
+        Format::Transcript => s.entries().first().map(|e| e.t),
+        Format::Capture => s.log.spawn_wall_ms.and_then(|w| i64::try_from(w).ok()),
+    }
+}
+
+/// See [`SessionSummary::end_ms`].
+fn end_ms(s: &Session) -> u64 {
+    let e = s.entries();
+    match (s.log.format, e.first(), e.last()) {
+        (Format::Transcript, Some(a), Some(b)) => {
+            u64::try_from(b.t.saturating_sub(a.t)).unwrap_or(0)
+        }
+        (Format::Capture, _, Some(b)) => u64::try_from(b.t).unwrap_or(0),
+        _ => 0,
+    }
+}
+
 fn recommend(
     sessions: &[Session],
     limits: &Limits,
@@ -370,6 +402,22 @@ fn summarise(
             longest_productive_ms: best.map(|sp| sp.ms),
             longest_productive_tool: best.and_then(|sp| sp.tool.as_deref().map(str::to_owned)),
             would_kill: ks.first().map(|k| (k.kind.as_str(), k.at_ms)),
+            origin_wall_ms: origin_wall_ms(s),
+            end_ms: end_ms(s),
+            spell_list: if counted(s) {
+                // Spells count from the first entry; kills from the origin (captures: spawn).
+                let shift = first_entry_ms(s);
+                s.analysis
+                    .spells
+                    .iter()
+                    .map(|sp| spells::Spell {
+                        start_ms: sp.start_ms.saturating_add(shift),
+                        ..sp.clone()
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
         });
         if !counted(s) {
             continue;

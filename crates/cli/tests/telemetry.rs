@@ -147,6 +147,7 @@ fn exports_a_kill(protocol: &str) {
     for i in &items {
         assert_eq!(i.service, "agent-watchdog", "{i:?}");
         assert_eq!(i.attr("session.id"), Some("s1"), "{i:?}");
+        assert_eq!(i.attr("agent_watchdog.source"), Some("run"), "{i:?}");
         assert!(
             !i.attrs.values().any(|v| v.contains(SECRET)),
             "command-line text exported: {i:?}"
@@ -484,12 +485,14 @@ fn the_console_exporter_writes_to_stderr_and_leaves_stdout_byte_exact() {
         counted[0]
     );
     assert!(!err.contains(SECRET), "{err}");
-    // Our other stderr lines are the run's own, unchanged.
-    let digits = |l: &str| l.replace(|c: char| c.is_ascii_digit(), "N");
-    let rest: Vec<String> = err
-        .lines()
-        .filter(|l| !l.starts_with("agent-watchdog: telemetry: "))
-        .map(digits)
-        .collect();
-    assert_eq!(rest, stderr(&base.out).lines().map(digits).collect::<Vec<_>>());
+    // Our other stderr lines are the run's own: the kill is told as without telemetry.
+    let told = |e: &str| {
+        e.lines()
+            .filter(|l| !l.starts_with("agent-watchdog: telemetry: "))
+            .filter(|l| l.starts_with("agent-watchdog: killed "))
+            .map(|l| l.split(" after ").next().unwrap_or("").to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(told(&err).len(), 1, "{err}");
+    assert_eq!(told(&err), told(&stderr(&base.out)), "{err}");
 }

@@ -225,7 +225,10 @@ mod tests {
     #[test]
     fn attributes_are_sorted_by_key() {
         let mut s = String::new();
-        let kvs = [KeyValue::new("session.id", "s1"), KeyValue::new("clock", "idle")];
+        let kvs = [
+            KeyValue::new("session.id", "s1"),
+            KeyValue::new("clock", "idle"),
+        ];
         attrs(&mut s, kvs.iter());
         assert_eq!(s, " clock=idle session.id=s1");
     }

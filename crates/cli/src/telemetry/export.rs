@@ -11,7 +11,7 @@ use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::logs::{
     BatchConfigBuilder, BatchLogProcessor, SdkLogger, SdkLoggerProvider,
 };
-use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::metrics::{Instrument, PeriodicReader, SdkMeterProvider, Stream};
 use opentelemetry_sdk::Resource;
 
 use super::config::{Config, Kind, Protocol, Signal};
@@ -19,6 +19,30 @@ use super::console::{ConsoleLogs, ConsoleMetrics};
 
 /// The instrumentation scope of our meter and logger.
 const SCOPE: &str = "agent-watchdog";
+
+/// How much the providers hold before the export: log records queued, and metric series
+/// (attribute sets) per instrument. Beyond them the SDK drops records and folds series into
+/// one overflow series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    /// Log records queued.
+    pub(crate) events: usize,
+    /// Series per instrument.
+    pub(crate) series: usize,
+}
+
+impl Bounds {
+    /// A live run: the SDK's defaults (a run has a few events and one `session.id`).
+    pub(crate) const RUN: Bounds = Bounds {
+        events: 2048,
+        series: 2000,
+    };
+    /// An audit back-fill: every session of the audit, each with its own `session.id`.
+    pub(crate) const AUDIT: Bounds = Bounds {
+        events: 200_000,
+        series: 100_000,
+    };
+}
 
 /// The running providers.
 pub(crate) struct Exporter {
@@ -46,7 +70,7 @@ fn http<B: WithExportConfig + WithHttpConfig>(builder: B, signal: &Signal, cfg: 
 
 impl Exporter {
     /// Build the providers of `cfg`; nothing is sent yet. Call outside an async context.
-    pub(crate) fn start(cfg: &Config) -> Result<Exporter, String> {
+    pub(crate) fn start(cfg: &Config, bounds: Bounds) -> Result<Exporter, String> {
         let resource = Resource::builder_empty()
             .with_attributes(
                 cfg.resource
@@ -56,7 +80,15 @@ impl Exporter {
             .build();
         let meters = match &cfg.metrics {
             Some(s) => {
-                let builder = SdkMeterProvider::builder().with_resource(resource.clone());
+                let series = bounds.series;
+                let builder = SdkMeterProvider::builder()
+                    .with_resource(resource.clone())
+                    .with_view(move |_: &Instrument| {
+                        Stream::builder()
+                            .with_cardinality_limit(series)
+                            .build()
+                            .ok()
+                    });
                 let builder = match s.kind {
                     Kind::Otlp => {
                         let exporter = http(
@@ -86,6 +118,7 @@ impl Exporter {
             Some(s) => {
                 let batch = BatchConfigBuilder::default()
                     .with_scheduled_delay(s.interval)
+                    .with_max_queue_size(bounds.events)
                     .build();
                 let processor = match s.kind {
                     Kind::Otlp => {

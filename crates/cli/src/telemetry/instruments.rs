@@ -103,6 +103,38 @@ fn description(name: &str) -> &'static str {
         .unwrap_or("")
 }
 
+/// The attribute on every point and event that says where it comes from: `run` (a live run)
+/// or `audit` (back-filled from a past recording by `agent-watchdog audit`).
+pub(crate) const SOURCE: &str = "agent_watchdog.source";
+
+/// One event: the record's event name and the `event.name` attribute (as Claude Code names
+/// its events), `session.id`, [`SOURCE`]; stamped `at` (when it happened; left unset when that
+/// is unknown) and observed now.
+pub(super) fn emit(
+    logger: &SdkLogger,
+    name: &'static str,
+    at: Option<SystemTime>,
+    session: &str,
+    source: &'static str,
+    attrs: Vec<KeyValue>,
+) {
+    let mut r = logger.create_log_record();
+    r.set_event_name(name);
+    r.set_body(AnyValue::from(name));
+    if let Some(at) = at {
+        r.set_timestamp(at);
+    }
+    r.set_observed_timestamp(SystemTime::now());
+    r.set_severity_number(Severity::Info);
+    r.add_attribute("event.name", name);
+    r.add_attribute("session.id", session.to_owned());
+    r.add_attribute(SOURCE, source);
+    for kv in attrs {
+        r.add_attribute(kv.key, AnyValue::from(kv.value.to_string()));
+    }
+    logger.emit(r);
+}
+
 /// Lateness buckets, in seconds: from 100 µs to a second.
 const LATENESS: &[f64] = &[
     0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0,
@@ -126,6 +158,34 @@ fn mcp_parts(tool: &str) -> Option<(&str, &str)> {
     tool.strip_prefix("mcp__")?.split_once("__")
 }
 
+/// `tool.name`, and for an MCP tool `mcp.server` and `mcp.tool`.
+pub(super) fn tool_attrs(t: &str) -> Vec<KeyValue> {
+    let mut a = vec![KeyValue::new("tool.name", t.to_owned())];
+    if let Some((server, tool)) = mcp_parts(t) {
+        a.push(KeyValue::new("mcp.server", server.to_owned()));
+        a.push(KeyValue::new("mcp.tool", tool.to_owned()));
+    }
+    a
+}
+
+/// Our counter `name`, with the unit and description of [`METRICS`].
+pub(super) fn counter(m: &Meter, name: &'static str) -> opentelemetry::metrics::Counter<u64> {
+    m.u64_counter(name)
+        .with_unit(unit(name))
+        .with_description(description(name))
+        .build()
+}
+
+/// Our histogram `name` (seconds, spell and age buckets), with the unit and description of
+/// [`METRICS`].
+pub(super) fn histogram(m: &Meter, name: &'static str) -> opentelemetry::metrics::Histogram<f64> {
+    m.f64_histogram(name)
+        .with_unit(unit(name))
+        .with_description(description(name))
+        .with_boundaries(BOUNDARIES.to_vec())
+        .build()
+}
+
 /// Record one finished run from its summary `summary`; `ended` is when it ended.
 pub(crate) fn record_run(
     meter: Option<&Meter>,
@@ -135,6 +195,7 @@ pub(crate) fn record_run(
 ) {
     let session = s(&summary["session_id"]).unwrap_or("").to_owned();
     let sid = KeyValue::new("session.id", session.clone());
+    let src = KeyValue::new(SOURCE, "run");
     let outcome = s(&summary["outcome"]).unwrap_or("unknown").to_owned();
     let duration_ms = summary["duration_ms"].as_u64().unwrap_or(0);
     let started = ended
@@ -143,57 +204,37 @@ pub(crate) fn record_run(
     let kill = &summary["kill"];
     let kill_kind = s(&kill["kind"]);
     let mcp_tool = s(&kill["mcp_call"]["tool"]);
-    let mut tool_attrs = Vec::new();
-    if let Some(t) = mcp_tool {
-        tool_attrs.push(KeyValue::new("tool.name", t.to_owned()));
-        if let Some((server, tool)) = mcp_parts(t) {
-            tool_attrs.push(KeyValue::new("mcp.server", server.to_owned()));
-            tool_attrs.push(KeyValue::new("mcp.tool", tool.to_owned()));
-        }
-    }
+    let tool_attrs = mcp_tool.map(tool_attrs).unwrap_or_default();
     let event = |name: &'static str, at: SystemTime, attrs: Vec<KeyValue>| {
-        let Some(logger) = logger else { return };
-        let mut r = logger.create_log_record();
-        r.set_event_name(name);
-        r.set_body(AnyValue::from(name));
-        r.set_timestamp(at);
-        r.set_observed_timestamp(SystemTime::now());
-        r.set_severity_number(Severity::Info);
-        r.add_attribute("event.name", name);
-        r.add_attribute("session.id", session.clone());
-        for kv in attrs {
-            r.add_attribute(kv.key, AnyValue::from(kv.value.to_string()));
+        if let Some(logger) = logger {
+            emit(logger, name, Some(at), &session, "run", attrs);
         }
-        logger.emit(r);
     };
     let at_ms = |v: &Value| started + Duration::from_millis(v.as_u64().unwrap_or(0));
 
     if let Some(m) = meter {
-        let counter = |name: &'static str| {
-            m.u64_counter(name)
-                .with_unit(unit(name))
-                .with_description(description(name))
-                .build()
-        };
-        let histogram = |name: &'static str| {
-            m.f64_histogram(name)
-                .with_unit(unit(name))
-                .with_description(description(name))
-                .with_boundaries(BOUNDARIES.to_vec())
-                .build()
-        };
-        let mut attrs = vec![sid.clone(), KeyValue::new("outcome", outcome.clone())];
+        let counter = |name: &'static str| counter(m, name);
+        let histogram = |name: &'static str| histogram(m, name);
+        let mut attrs = vec![
+            sid.clone(),
+            src.clone(),
+            KeyValue::new("outcome", outcome.clone()),
+        ];
         if let Some(k) = kill_kind {
             attrs.push(KeyValue::new("kill.kind", k.to_owned()));
         }
         counter("agent_watchdog.session.count").add(1, &attrs);
         if let Some(secs) = secs_of_ms(&summary["first_line_ms"]) {
             histogram("agent_watchdog.first_line.duration")
-                .record(secs, std::slice::from_ref(&sid));
+                .record(secs, &[sid.clone(), src.clone()]);
         }
         histogram("agent_watchdog.session.duration").record(duration_ms as f64 / 1000.0, &attrs);
         if let Some(k) = kill_kind {
-            let mut a = vec![sid.clone(), KeyValue::new("kill.kind", k.to_owned())];
+            let mut a = vec![
+                sid.clone(),
+                src.clone(),
+                KeyValue::new("kill.kind", k.to_owned()),
+            ];
             if let Some(stage) = s(&kill["ladder"]) {
                 a.push(KeyValue::new("kill.stage", stage.to_owned()));
             }
@@ -220,6 +261,7 @@ pub(crate) fn record_run(
                 if let Some(secs) = secs_of_ms(&kill[field]) {
                     let mut a = vec![
                         sid.clone(),
+                        src.clone(),
                         KeyValue::new("clock", clock),
                         KeyValue::new("ended_by", "kill"),
                     ];
@@ -228,7 +270,7 @@ pub(crate) fn record_run(
                 }
             }
             if let Some(age) = secs_of_ms(&kill["mcp_call"]["outstanding_ms"]) {
-                let mut a = vec![sid.clone()];
+                let mut a = vec![sid.clone(), src.clone()];
                 a.extend(tool_attrs.iter().cloned());
                 histogram("agent_watchdog.mcp.call.age").record(age, &a);
             }
@@ -237,11 +279,17 @@ pub(crate) fn record_run(
         for e in summary["events"].as_array().into_iter().flatten() {
             if e["event"] == "stalling" {
                 let clock = s(&e["clock"]).unwrap_or("unknown").to_owned();
-                warnings.add(1, &[sid.clone(), KeyValue::new("clock", clock)]);
+                warnings.add(
+                    1,
+                    &[sid.clone(), src.clone(), KeyValue::new("clock", clock)],
+                );
             } else if e["event"] == "left_out" {
                 // The bounded event log counted these without keeping them.
                 if let Some(n) = e["by_kind"]["stalling"].as_u64() {
-                    warnings.add(n, &[sid.clone(), KeyValue::new("clock", "unknown")]);
+                    warnings.add(
+                        n,
+                        &[sid.clone(), src.clone(), KeyValue::new("clock", "unknown")],
+                    );
                 }
             }
         }
@@ -250,6 +298,7 @@ pub(crate) fn record_run(
                 1,
                 &[
                     sid.clone(),
+                    src.clone(),
                     KeyValue::new("trigger", trigger),
                     KeyValue::new("result", result),
                 ],
@@ -263,6 +312,7 @@ pub(crate) fn record_run(
         {
             let mut a = vec![
                 sid.clone(),
+                src.clone(),
                 KeyValue::new("recovered", f["recovered"].as_bool().unwrap_or(false)),
             ];
             if let Some(t) = s(&f["agent_type"]) {
@@ -278,20 +328,33 @@ pub(crate) fn record_run(
                 .build();
             for (window, w) in windows {
                 if let Some(u) = w["utilization"].as_f64() {
-                    gauge.record(u, &[sid.clone(), KeyValue::new("window", window.clone())]);
+                    gauge.record(
+                        u,
+                        &[
+                            sid.clone(),
+                            src.clone(),
+                            KeyValue::new("window", window.clone()),
+                        ],
+                    );
                 }
             }
         }
         if let Some(sig) = s(&summary["interrupted"]) {
-            counter("agent_watchdog.signal.forwarded.count")
-                .add(1, &[sid.clone(), KeyValue::new("signal", sig.to_owned())]);
+            counter("agent_watchdog.signal.forwarded.count").add(
+                1,
+                &[
+                    sid.clone(),
+                    src.clone(),
+                    KeyValue::new("signal", sig.to_owned()),
+                ],
+            );
         }
         if let Some(us) = summary["cpu"]["watchdog_us"].as_u64() {
             m.f64_counter("agent_watchdog.cpu.time")
                 .with_unit("s")
                 .with_description(description("agent_watchdog.cpu.time"))
                 .build()
-                .add(us as f64 / 1e6, std::slice::from_ref(&sid));
+                .add(us as f64 / 1e6, &[sid.clone(), src.clone()]);
         }
     }
 

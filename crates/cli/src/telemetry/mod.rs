@@ -13,6 +13,8 @@
 //! summary into metric points and events. Built with the cargo feature `telemetry`;
 //! without it, switching telemetry on says once that this build has none.
 
+#[cfg(feature = "telemetry")]
+mod backfill;
 pub mod config;
 #[cfg(feature = "telemetry")]
 mod console;
@@ -22,6 +24,15 @@ mod export;
 mod instruments;
 
 use serde_json::Value;
+
+/// What the telemetry is for: its bounds differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// `run`: one session.
+    Run,
+    /// `audit`: a back-fill of many past sessions.
+    Audit,
+}
 
 /// The telemetry of one invocation; `None` inside when off.
 pub(crate) struct Telemetry {
@@ -40,13 +51,18 @@ impl Telemetry {
     /// From the environment; says on stderr what it could not use. Call outside an async
     /// context (the HTTP client owns a runtime of its own).
     pub(crate) fn from_env() -> Telemetry {
+        Telemetry::from_env_for(Use::Run)
+    }
+
+    /// From the environment, for `use_`; as [`Telemetry::from_env`].
+    pub(crate) fn from_env_for(use_: Use) -> Telemetry {
         let Some(cfg) = config::Config::from_env() else {
             return Telemetry::off();
         };
         for w in &cfg.warnings {
             eprintln!("agent-watchdog: telemetry: {w}");
         }
-        Telemetry::start(&cfg)
+        Telemetry::start(&cfg, use_)
     }
 
     /// Telemetry off.
@@ -58,11 +74,15 @@ impl Telemetry {
     }
 
     #[cfg(feature = "telemetry")]
-    fn start(cfg: &config::Config) -> Telemetry {
+    fn start(cfg: &config::Config, use_: Use) -> Telemetry {
         if cfg.metrics.is_none() && cfg.logs.is_none() {
             return Telemetry::off();
         }
-        match export::Exporter::start(cfg) {
+        let bounds = match use_ {
+            Use::Run => export::Bounds::RUN,
+            Use::Audit => export::Bounds::AUDIT,
+        };
+        match export::Exporter::start(cfg, bounds) {
             Ok(exporter) => Telemetry {
                 inner: Some(On {
                     meter: exporter.meter(),
@@ -78,7 +98,7 @@ impl Telemetry {
     }
 
     #[cfg(not(feature = "telemetry"))]
-    fn start(_cfg: &config::Config) -> Telemetry {
+    fn start(_cfg: &config::Config, _use: Use) -> Telemetry {
         eprintln!(
             "agent-watchdog: telemetry: this build has no telemetry (cargo feature \
              `telemetry`); {} is ignored",
@@ -109,6 +129,31 @@ impl Telemetry {
         }
         #[cfg(not(feature = "telemetry"))]
         let _ = summary;
+    }
+
+    /// Back-fill the sessions of an audit (README "Telemetry"): the same names as a live run,
+    /// with `agent_watchdog.source = "audit"`. Only records into the SDK's instruments and
+    /// queue: no I/O here. Returns the one line to say when the back-fill was larger than the
+    /// telemetry holds (with [`Use::Audit`]), so part of it is dropped.
+    pub(crate) fn record_audit(&self, report: &watchdog_audit::AuditReport) -> Option<String> {
+        #[cfg(feature = "telemetry")]
+        if let Some(on) = &self.inner {
+            let done = backfill::record_audit(on.meter.as_ref(), on.logger.as_ref(), report);
+            let b = export::Bounds::AUDIT;
+            let over = (on.logger.is_some() && done.events > b.events as u64)
+                || (on.meter.is_some() && done.sessions > b.series as u64);
+            return over.then(|| {
+                format!(
+                    "telemetry: back-fill of {} sessions ({} events) is over what one audit \
+                     exports ({} events, {} sessions a metric); the rest is dropped: audit \
+                     fewer files at a time",
+                    done.sessions, done.events, b.events, b.series
+                )
+            });
+        }
+        #[cfg(not(feature = "telemetry"))]
+        let _ = report;
+        None
     }
 
     /// The bounded flush at exit; says on stderr, in one line, what was lost.

@@ -40,6 +40,10 @@ pub struct Item {
     pub attrs: BTreeMap<String, String>,
     /// A sum's or gauge's value, a histogram's count.
     pub value: f64,
+    /// Log records: `time_unix_nano` (when it happened; 0 when unset). Metrics: 0.
+    pub time_ns: u64,
+    /// Log records: `observed_time_unix_nano`. Metrics: 0.
+    pub observed_ns: u64,
 }
 
 impl Item {
@@ -272,6 +276,8 @@ fn metrics(req: ExportMetricsServiceRequest, items: &mut Vec<Item>) {
                         name: m.name.clone(),
                         attrs: attrs(a),
                         value,
+                        time_ns: 0,
+                        observed_ns: 0,
                     })
                 };
                 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as N;
@@ -323,6 +329,8 @@ fn logs(req: ExportLogsServiceRequest, items: &mut Vec<Item>) {
                     name,
                     attrs: a,
                     value: 1.0,
+                    time_ns: rec.time_unix_nano,
+                    observed_ns: rec.observed_time_unix_nano,
                 });
             }
         }
