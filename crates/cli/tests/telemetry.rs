@@ -160,6 +160,8 @@ fn exports_a_kill(protocol: &str) {
     assert!(kills[0].attr("kill.stage").is_some(), "{:?}", kills[0]);
     let late = find(&items, "metrics", "agent_watchdog.kill.lateness");
     assert!(late.len() == 1 && late[0].value == 1.0, "{what}");
+    // Our buckets: 100 µs to a second for the lateness, a second to hours for spells.
+    assert_eq!(late[0].bounds.first(), Some(&0.0001), "{:?}", late[0]);
     assert!(r.summary["kill"]["late_us"].is_u64(), "{}", r.summary);
     let first = find(&items, "metrics", "agent_watchdog.first_line.duration");
     assert!(first.len() == 1 && first[0].value == 1.0, "{what}");
@@ -168,6 +170,10 @@ fn exports_a_kill(protocol: &str) {
     assert_eq!(sessions.len(), 1, "{what}");
     assert_eq!(sessions[0].attr("outcome"), Some("killed"));
     let spells = find(&items, "metrics", "agent_watchdog.quiet_spell.duration");
+    assert!(
+        spells.iter().all(|s| s.bounds.first() == Some(&1.0)),
+        "{spells:?}"
+    );
     assert!(
         spells
             .iter()

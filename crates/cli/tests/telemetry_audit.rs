@@ -203,6 +203,14 @@ fn backfills(protocol: &str) {
         .map(|i| i.value)
         .sum();
     assert_eq!(spell_points as usize, 2 * spells, "{what}");
+    // Our buckets (a second to hours), not the SDK's defaults.
+    for i in items
+        .iter()
+        .filter(|i| i.name.ends_with(".duration") && i.signal == "metrics")
+    {
+        assert_eq!(i.bounds.first(), Some(&1.0), "{i:?}");
+        assert_eq!(i.bounds.last(), Some(&14400.0), "{i:?}");
+    }
     let killed: f64 = items
         .iter()
         .filter(|i| i.name == "agent_watchdog.kill.count")

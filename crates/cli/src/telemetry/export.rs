@@ -11,7 +11,7 @@ use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::logs::{
     BatchConfigBuilder, BatchLogProcessor, SdkLogger, SdkLoggerProvider,
 };
-use opentelemetry_sdk::metrics::{Instrument, PeriodicReader, SdkMeterProvider, Stream};
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::Resource;
 
 use super::config::{Config, Kind, Protocol, Signal};
@@ -20,28 +20,23 @@ use super::console::{ConsoleLogs, ConsoleMetrics};
 /// The instrumentation scope of our meter and logger.
 const SCOPE: &str = "agent-watchdog";
 
-/// How much the providers hold before the export: log records queued, and metric series
-/// (attribute sets) per instrument. Beyond them the SDK drops records and folds series into
-/// one overflow series.
+/// How much the providers hold before the export: log records queued (beyond that the SDK
+/// drops them). Metric series are the SDK's: [`SERIES`] attribute sets an instrument, the
+/// rest folded into one overflow series (`otel.metric.overflow=true`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Bounds {
     /// Log records queued.
     pub(crate) events: usize,
-    /// Series per instrument.
-    pub(crate) series: usize,
 }
 
+/// The SDK's series limit an instrument (its default cardinality limit).
+pub(crate) const SERIES: usize = 2000;
+
 impl Bounds {
-    /// A live run: the SDK's defaults (a run has a few events and one `session.id`).
-    pub(crate) const RUN: Bounds = Bounds {
-        events: 2048,
-        series: 2000,
-    };
-    /// An audit back-fill: every session of the audit, each with its own `session.id`.
-    pub(crate) const AUDIT: Bounds = Bounds {
-        events: 200_000,
-        series: 100_000,
-    };
+    /// A live run: the SDK's default (a run has a few events).
+    pub(crate) const RUN: Bounds = Bounds { events: 2048 };
+    /// An audit back-fill: every session of the audit, a few events each.
+    pub(crate) const AUDIT: Bounds = Bounds { events: 200_000 };
 }
 
 /// The running providers.
@@ -80,15 +75,7 @@ impl Exporter {
             .build();
         let meters = match &cfg.metrics {
             Some(s) => {
-                let series = bounds.series;
-                let builder = SdkMeterProvider::builder()
-                    .with_resource(resource.clone())
-                    .with_view(move |_: &Instrument| {
-                        Stream::builder()
-                            .with_cardinality_limit(series)
-                            .build()
-                            .ok()
-                    });
+                let builder = SdkMeterProvider::builder().with_resource(resource.clone());
                 let builder = match s.kind {
                     Kind::Otlp => {
                         let exporter = http(

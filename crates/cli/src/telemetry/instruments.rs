@@ -145,6 +145,16 @@ const BOUNDARIES: &[f64] = &[
     1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0, 14400.0,
 ];
 
+/// The buckets of our histogram `name`: [`LATENESS`] for the kill lateness, else
+/// [`BOUNDARIES`].
+pub(super) fn buckets(name: &str) -> &'static [f64] {
+    if name == "agent_watchdog.kill.lateness" {
+        LATENESS
+    } else {
+        BOUNDARIES
+    }
+}
+
 fn secs_of_ms(v: &Value) -> Option<f64> {
     v.as_u64().map(|ms| ms as f64 / 1000.0)
 }
@@ -182,7 +192,7 @@ pub(super) fn histogram(m: &Meter, name: &'static str) -> opentelemetry::metrics
     m.f64_histogram(name)
         .with_unit(unit(name))
         .with_description(description(name))
-        .with_boundaries(BOUNDARIES.to_vec())
+        .with_boundaries(buckets(name).to_vec())
         .build()
 }
 
@@ -248,7 +258,7 @@ pub(crate) fn record_run(
                     m.f64_histogram(name)
                         .with_unit(unit(name))
                         .with_description(description(name))
-                        .with_boundaries(LATENESS.to_vec())
+                        .with_boundaries(buckets(name).to_vec())
                         .build()
                         .record(us as f64 / 1e6, &a);
                 }

@@ -134,20 +134,31 @@ impl Telemetry {
     /// Back-fill the sessions of an audit (README "Telemetry"): the same names as a live run,
     /// with `agent_watchdog.source = "audit"`. Only records into the SDK's instruments and
     /// queue: no I/O here. Returns the one line to say when the back-fill was larger than the
-    /// telemetry holds (with [`Use::Audit`]), so part of it is dropped.
+    /// telemetry holds (with [`Use::Audit`]), so part of it is dropped or folded.
     pub(crate) fn record_audit(&self, report: &watchdog_audit::AuditReport) -> Option<String> {
         #[cfg(feature = "telemetry")]
         if let Some(on) = &self.inner {
             let done = backfill::record_audit(on.meter.as_ref(), on.logger.as_ref(), report);
-            let b = export::Bounds::AUDIT;
-            let over = (on.logger.is_some() && done.events > b.events as u64)
-                || (on.meter.is_some() && done.sessions > b.series as u64);
-            return over.then(|| {
+            let events = export::Bounds::AUDIT.events;
+            let mut over = Vec::new();
+            if on.logger.is_some() && done.events > events as u64 {
+                over.push(format!(
+                    "{} events, over the {events} one audit exports: the rest is dropped",
+                    done.events
+                ));
+            }
+            if on.meter.is_some() && done.sessions > export::SERIES as u64 {
+                over.push(format!(
+                    "{} sessions, over the {} series a metric holds: the rest is summed in \
+                     one series marked otel.metric.overflow=true",
+                    done.sessions,
+                    export::SERIES
+                ));
+            }
+            return (!over.is_empty()).then(|| {
                 format!(
-                    "telemetry: back-fill of {} sessions ({} events) is over what one audit \
-                     exports ({} events, {} sessions a metric); the rest is dropped: audit \
-                     fewer files at a time",
-                    done.sessions, done.events, b.events, b.series
+                    "telemetry: back-fill of {}; audit fewer files at a time for all of it",
+                    over.join("; ")
                 )
             });
         }

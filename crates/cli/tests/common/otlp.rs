@@ -44,6 +44,8 @@ pub struct Item {
     pub time_ns: u64,
     /// Log records: `observed_time_unix_nano`. Metrics: 0.
     pub observed_ns: u64,
+    /// Histograms: the bucket boundaries. Else empty.
+    pub bounds: Vec<f64>,
 }
 
 impl Item {
@@ -269,7 +271,7 @@ fn metrics(req: ExportMetricsServiceRequest, items: &mut Vec<Item>) {
         let service = service(&rm.resource);
         for sm in rm.scope_metrics {
             for m in sm.metrics {
-                let mut push = |a: &[KeyValue], value: f64| {
+                let mut push = |a: &[KeyValue], value: f64, bounds: &[f64]| {
                     items.push(Item {
                         signal: "metrics",
                         service: service.clone(),
@@ -278,6 +280,7 @@ fn metrics(req: ExportMetricsServiceRequest, items: &mut Vec<Item>) {
                         value,
                         time_ns: 0,
                         observed_ns: 0,
+                        bounds: bounds.to_vec(),
                     })
                 };
                 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as N;
@@ -289,20 +292,20 @@ fn metrics(req: ExportMetricsServiceRequest, items: &mut Vec<Item>) {
                 match &m.data {
                     Some(Data::Sum(s)) => {
                         for p in &s.data_points {
-                            push(&p.attributes, num(&p.value));
+                            push(&p.attributes, num(&p.value), &[]);
                         }
                     }
                     Some(Data::Gauge(s)) => {
                         for p in &s.data_points {
-                            push(&p.attributes, num(&p.value));
+                            push(&p.attributes, num(&p.value), &[]);
                         }
                     }
                     Some(Data::Histogram(h)) => {
                         for p in &h.data_points {
-                            push(&p.attributes, p.count as f64);
+                            push(&p.attributes, p.count as f64, &p.explicit_bounds);
                         }
                     }
-                    _ => push(&[], f64::NAN),
+                    _ => push(&[], f64::NAN, &[]),
                 }
             }
         }
@@ -331,6 +334,7 @@ fn logs(req: ExportLogsServiceRequest, items: &mut Vec<Item>) {
                     value: 1.0,
                     time_ns: rec.time_unix_nano,
                     observed_ns: rec.observed_time_unix_nano,
+                    bounds: Vec::new(),
                 });
             }
         }
