@@ -242,3 +242,56 @@ fn audit_without_the_switch_exports_nothing() {
     assert!(rx.got.lock().unwrap().requests.is_empty());
     assert!(!stderr(&out).contains("telemetry"), "{}", stderr(&out));
 }
+
+/// More sessions than the SDK keeps series for a metric: every event still goes out, the
+/// metrics' extra sessions are summed in the SDK's overflow series, and one stderr line says
+/// so; the report is unchanged.
+#[test]
+fn a_backfill_over_the_series_limit_says_so_and_keeps_every_event() {
+    const SESSIONS: usize = 2001;
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..SESSIONS {
+        std::fs::write(
+            dir.path().join(format!("s{i}.jsonl")),
+            format!(
+                "{{\"type\":\"user\",\"timestamp\":\"2026-11-30T09:00:00.000Z\",\"sessionId\":\"sess-{i}\",\"message\":{{\"role\":\"user\",\"content\":\"hi\"}}}}\n\
+                 {{\"type\":\"assistant\",\"timestamp\":\"2026-11-30T09:00:05.000Z\",\"sessionId\":\"sess-{i}\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"ok\"}}],\"stop_reason\":\"end_turn\"}}}}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let files = [dir.path().to_path_buf()];
+    let base = audit(&files, &[]);
+    let rx = Receiver::start(Answer::Ok);
+    let out = audit(&files, &telemetry_env(&rx.endpoint(), "http/protobuf"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, base.stdout);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["sessions_scanned"], SESSIONS as u64);
+    let err = stderr(&out);
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("telemetry")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains("2001 sessions, over the 2000 series"),
+        "{err}"
+    );
+    let items = rx.items();
+    let ends = items
+        .iter()
+        .filter(|i| i.name == "agent_watchdog.session_end")
+        .count();
+    assert_eq!(ends, SESSIONS, "{}", rx.describe());
+    let counted: Vec<&Item> = items
+        .iter()
+        .filter(|i| i.name == "agent_watchdog.session.count")
+        .collect();
+    let total: f64 = counted.iter().map(|i| i.value).sum();
+    assert_eq!(total as usize, SESSIONS);
+    assert!(
+        counted
+            .iter()
+            .any(|i| i.attr("otel.metric.overflow") == Some("true")),
+        "{}",
+        rx.describe()
+    );
+}

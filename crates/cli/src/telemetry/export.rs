@@ -197,7 +197,7 @@ impl Exporter {
         }
         (!failed.is_empty()).then(|| {
             format!(
-                "telemetry: export failed, the telemetry of this run is lost ({})",
+                "telemetry: export failed, what was not sent is lost ({})",
                 failed.join("; ")
             )
         })
