@@ -47,7 +47,7 @@ pub enum Kind {
 pub struct Signal {
     /// The exporter.
     pub kind: Kind,
-    /// The full URL posted to, e.g. `http://localhost:4318/v1/metrics`.
+    /// The full URL posted to, e.g. `http://localhost:4318/v1/metrics` (empty for the console).
     pub endpoint: String,
     /// The encoding.
     pub protocol: Protocol,
@@ -331,6 +331,7 @@ mod tests {
     fn defaults_follow_the_specification() {
         let c = cfg(&[(SWITCH, "1")]).unwrap();
         let m = c.metrics.unwrap();
+        assert_eq!(m.kind, Kind::Otlp);
         assert_eq!(m.endpoint, "http://localhost:4318/v1/metrics");
         assert_eq!(m.protocol, Protocol::HttpProtobuf);
         assert_eq!(m.interval, DEFAULT_METRIC_INTERVAL);
