@@ -689,6 +689,17 @@ mod tests {
             rest = &after[end..];
         }
         assert!(used.len() >= 4, "{used:?}");
+        // The attributes the SQL reads off log records.
+        let mut read = 0;
+        for part in section.split("LogAttributes['").skip(1) {
+            let key = part.split('\'').next().unwrap_or("");
+            assert!(
+                keys.contains(key),
+                "the README's query reads the attribute {key}, which we never set"
+            );
+            read += 1;
+        }
+        assert!(read >= 3, "{read}");
         for l in &used {
             assert!(
                 l == "le" || labels.contains(l),
