@@ -99,6 +99,20 @@ pub fn audit_files(
     on_bytes: &(dyn Fn(u64) + Sync),
     for_start: &StartLimits,
 ) -> AuditReport {
+    audit_files_with(discovery, limits, threads, on_bytes, for_start, false)
+}
+
+/// [`audit_files`], and with `spell_lists` each session's quiet spells in
+/// [`SessionSummary::spell_list`] too (a copy of every spell: what a telemetry back-fill
+/// exports; left empty otherwise, so the report costs nothing more).
+pub fn audit_files_with(
+    discovery: Discovery,
+    limits: &Limits,
+    threads: usize,
+    on_bytes: &(dyn Fn(u64) + Sync),
+    for_start: &StartLimits,
+    spell_lists: bool,
+) -> AuditReport {
     let Discovery { files, mut skipped } = discovery;
     let mut logs = Vec::with_capacity(files.len());
     for r in scan::read_all(&files, threads, on_bytes) {
@@ -110,7 +124,7 @@ pub fn audit_files(
     let sessions = build_sessions(logs, threads);
     let given = simulate_all(&sessions, limits, threads, for_start);
     let recommended = recommend(&sessions, limits, threads, for_start);
-    summarise(&sessions, &given, recommended, skipped, limits)
+    summarise(&sessions, &given, recommended, skipped, limits, spell_lists)
 }
 
 fn build_sessions(logs: Vec<SessionLog>, threads: usize) -> Vec<Session> {
@@ -205,18 +219,6 @@ fn simulate_all(
 
 fn counted(s: &Session) -> bool {
     !s.in_parent
-}
-
-/// The first entry's time, ms after the session's origin: 0 for a transcript (its origin is
-/// that entry), the entry's `t_ms` for a capture (its origin is the spawn).
-fn first_entry_ms(s: &Session) -> u64 {
-    match s.log.format {
-        Format::Transcript => 0,
-        Format::Capture => s
-            .entries()
-            .first()
-            .map_or(0, |e| u64::try_from(e.t).unwrap_or(0)),
-    }
 }
 
 /// See [`SessionSummary::origin_wall_ms`].
@@ -320,6 +322,7 @@ fn summarise(
     recommended: Recommendation,
     skipped: Vec<Skipped>,
     limits: &Limits,
+    spell_lists: bool,
 ) -> AuditReport {
     let mut by_kind: Vec<Vec<u64>> = vec![Vec::new(); SpellKind::ALL.len()];
     let mut by_tool: HashMap<&str, Vec<u64>> = HashMap::new();
@@ -404,17 +407,9 @@ fn summarise(
             would_kill: ks.first().map(|k| (k.kind.as_str(), k.at_ms)),
             origin_wall_ms: origin_wall_ms(s),
             end_ms: end_ms(s),
-            spell_list: if counted(s) {
-                // Spells count from the first entry; kills from the origin (captures: spawn).
-                let shift = first_entry_ms(s);
-                s.analysis
-                    .spells
-                    .iter()
-                    .map(|sp| spells::Spell {
-                        start_ms: sp.start_ms.saturating_add(shift),
-                        ..sp.clone()
-                    })
-                    .collect()
+            // Spells count from the same origin as kills (captures: the spawn).
+            spell_list: if spell_lists && counted(s) {
+                s.analysis.spells.clone()
             } else {
                 Vec::new()
             },

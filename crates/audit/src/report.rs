@@ -72,8 +72,9 @@ pub struct SessionSummary {
     pub origin_wall_ms: Option<i64>,
     /// The last entry, ms since the origin.
     pub end_ms: u64,
-    /// Its quiet spells in order, each `start_ms` counted from the origin (empty for a
-    /// subagent counted in its parent's timeline, as [`SessionSummary::spells`]).
+    /// Its quiet spells in order, each `start_ms` counted from the origin: filled only when
+    /// asked for ([`crate::audit_files_with`]), and empty for a subagent counted in its
+    /// parent's timeline (as [`SessionSummary::spells`]).
     pub spell_list: Vec<super::spells::Spell>,
 }
 

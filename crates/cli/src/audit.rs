@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use watchdog_audit::{audit_files, render_svg, render_text, scan, AuditReport};
+use watchdog_audit::{audit_files_with, render_svg, render_text, scan, AuditReport};
 
 /// `agent-watchdog audit [PATHS…] [policy flags] [--json] [--plot FILE.svg]`
 #[derive(Debug, Clone, Default, Args)]
@@ -91,6 +91,9 @@ pub fn run_audit(
     } else {
         None
     };
+    // With telemetry on (the same switch and `OTEL_*` variables as `run`): the back-fill,
+    // recorded before the report is written and flushed (bounded) after it.
+    let telemetry = crate::telemetry::Telemetry::from_env_for(crate::telemetry::Use::Audit);
     let discovery = scan::discover(&paths);
     let total: u64 = discovery.files.iter().map(|f| f.1).sum();
     let show_bar = !args.quiet && discovery.files.len() > 4 && std::io::stderr().is_terminal();
@@ -110,12 +113,13 @@ pub fn run_audit(
             pb.inc(n);
         }
     };
-    let mut report = audit_files(
+    let mut report = audit_files_with(
         discovery,
         &limits,
         scan::threads(),
         &on_bytes,
         &crate::mcp_limits::for_start,
+        telemetry.is_on(),
     );
     if let Some(pb) = bar {
         pb.finish_and_clear();
@@ -123,9 +127,6 @@ pub fn run_audit(
     if let Some(spool) = &spool {
         spool.rename_in(&mut report);
     }
-    // With telemetry on (the same switch and `OTEL_*` variables as `run`): the back-fill,
-    // recorded before the report is written and flushed (bounded) after it.
-    let telemetry = crate::telemetry::Telemetry::from_env_for(crate::telemetry::Use::Audit);
     let over = telemetry.record_audit(&report);
     let code = write_report(args, &report, out, err);
     telemetry.shutdown();
