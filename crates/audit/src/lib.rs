@@ -99,6 +99,20 @@ pub fn audit_files(
     on_bytes: &(dyn Fn(u64) + Sync),
     for_start: &StartLimits,
 ) -> AuditReport {
+    audit_files_with(discovery, limits, threads, on_bytes, for_start, false)
+}
+
+/// [`audit_files`], and with `spell_lists` each session's quiet spells in
+/// [`SessionSummary::spell_list`] too (a copy of every spell: what a telemetry back-fill
+/// exports; left empty otherwise, so the report costs nothing more).
+pub fn audit_files_with(
+    discovery: Discovery,
+    limits: &Limits,
+    threads: usize,
+    on_bytes: &(dyn Fn(u64) + Sync),
+    for_start: &StartLimits,
+    spell_lists: bool,
+) -> AuditReport {
     let Discovery { files, mut skipped } = discovery;
     let mut logs = Vec::with_capacity(files.len());
     for r in scan::read_all(&files, threads, on_bytes) {
@@ -110,7 +124,7 @@ pub fn audit_files(
     let sessions = build_sessions(logs, threads);
     let given = simulate_all(&sessions, limits, threads, for_start);
     let recommended = recommend(&sessions, limits, threads, for_start);
-    summarise(&sessions, &given, recommended, skipped, limits)
+    summarise(&sessions, &given, recommended, skipped, limits, spell_lists)
 }
 
 fn build_sessions(logs: Vec<SessionLog>, threads: usize) -> Vec<Session> {
@@ -207,6 +221,26 @@ fn counted(s: &Session) -> bool {
     !s.in_parent
 }
 
+/// See [`SessionSummary::origin_wall_ms`].
+fn origin_wall_ms(s: &Session) -> Option<i64> {
+    match s.log.format {
+        Format::Transcript => s.entries().first().map(|e| e.t),
+        Format::Capture => s.log.spawn_wall_ms.and_then(|w| i64::try_from(w).ok()),
+    }
+}
+
+/// See [`SessionSummary::end_ms`].
+fn end_ms(s: &Session) -> u64 {
+    let e = s.entries();
+    match (s.log.format, e.first(), e.last()) {
+        (Format::Transcript, Some(a), Some(b)) => {
+            u64::try_from(b.t.saturating_sub(a.t)).unwrap_or(0)
+        }
+        (Format::Capture, _, Some(b)) => u64::try_from(b.t).unwrap_or(0),
+        _ => 0,
+    }
+}
+
 fn recommend(
     sessions: &[Session],
     limits: &Limits,
@@ -288,6 +322,7 @@ fn summarise(
     recommended: Recommendation,
     skipped: Vec<Skipped>,
     limits: &Limits,
+    spell_lists: bool,
 ) -> AuditReport {
     let mut by_kind: Vec<Vec<u64>> = vec![Vec::new(); SpellKind::ALL.len()];
     let mut by_tool: HashMap<&str, Vec<u64>> = HashMap::new();
@@ -370,6 +405,14 @@ fn summarise(
             longest_productive_ms: best.map(|sp| sp.ms),
             longest_productive_tool: best.and_then(|sp| sp.tool.as_deref().map(str::to_owned)),
             would_kill: ks.first().map(|k| (k.kind.as_str(), k.at_ms)),
+            origin_wall_ms: origin_wall_ms(s),
+            end_ms: end_ms(s),
+            // Spells count from the same origin as kills (captures: the spawn).
+            spell_list: if spell_lists && counted(s) {
+                s.analysis.spells.clone()
+            } else {
+                Vec::new()
+            },
         });
         if !counted(s) {
             continue;

@@ -64,6 +64,18 @@ pub struct SessionSummary {
     pub longest_productive_tool: Option<String>,
     /// The first kill the given settings would make: kind and ms since the session began.
     pub would_kill: Option<(&'static str, u64)>,
+    /// The wall clock (epoch ms) of the session's time origin, the instant the `at_ms` of its
+    /// kills (here and in [`AuditReport::would_kill`]), [`SessionSummary::end_ms`] and the
+    /// `start_ms` of [`SessionSummary::spell_list`] count from: transcripts, the first entry's
+    /// timestamp; captures, the spawn (the `start` record's `wall_ms`), `None` when the
+    /// capture has no `start` record.
+    pub origin_wall_ms: Option<i64>,
+    /// The last entry, ms since the origin.
+    pub end_ms: u64,
+    /// Its quiet spells in order, each `start_ms` counted from the origin: filled only when
+    /// asked for ([`crate::audit_files_with`]), and empty for a subagent counted in its
+    /// parent's timeline (as [`SessionSummary::spells`]).
+    pub spell_list: Vec<super::spells::Spell>,
 }
 
 /// The recommended thresholds.

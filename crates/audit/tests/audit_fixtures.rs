@@ -466,3 +466,58 @@ fn heartbeats_interrupts_and_questions() {
     assert_eq!((rec.idle_ms, rec.no_progress_ms), (60_000, 3_600_000));
     assert!(rec.verified);
 }
+
+/// Each session's wall-clock origin, end and (only when asked for) its spell list: what a
+/// telemetry back-fill exports.
+#[test]
+fn spell_lists_are_kept_only_when_asked_for_and_count_from_the_origin() {
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let dir = tempfile::tempdir().unwrap();
+    // A capture with a `start` record (a wall clock at spawn), and one transcript.
+    let capture =
+        fs::read_to_string(testdata.join("captures/s4_stall_long_silent.capture.jsonl")).unwrap();
+    let with_start = dir.path().join("c.capture.jsonl");
+    fs::write(
+        &with_start,
+        format!("{{\"t_ms\":0,\"start\":{{\"wall_ms\":{T0},\"argv\":[\"claude\"],\"version\":1}}}}\n{capture}"),
+    )
+    .unwrap();
+    let transcript = testdata.join("transcripts/tool-session.jsonl");
+    let paths = [with_start.clone(), transcript.clone()];
+    let limits = Limits::default();
+    let run = |keep: bool| {
+        watchdog_audit::audit_files_with(
+            watchdog_audit::scan::discover(&paths),
+            &limits,
+            2,
+            &|_| {},
+            &watchdog_audit::as_given,
+            keep,
+        )
+    };
+    let plain = audit_paths(&paths, &limits);
+    assert!(plain.sessions.iter().all(|s| s.spell_list.is_empty()));
+    let kept = run(true);
+    assert_eq!(kept.to_json(), plain.to_json(), "the report is the same");
+    for s in &kept.sessions {
+        assert_eq!(s.spell_list.len() as u64, s.spells, "{}", s.file.display());
+        assert!(s.spells > 0);
+        assert!(s.end_ms > 0);
+        // A spell starts at an entry: by the last one.
+        assert!(
+            s.spell_list.iter().all(|sp| sp.start_ms <= s.end_ms),
+            "{}",
+            s.file.display()
+        );
+    }
+    let c = kept.sessions.iter().find(|s| s.file == with_start).unwrap();
+    assert_eq!(c.origin_wall_ms, Some(T0));
+    // The capture's first line is at `t_ms` 520: its spells count from the spawn, as its
+    // kills do.
+    assert!(c.spell_list[0].start_ms >= 520, "{:?}", c.spell_list[0]);
+    assert!(c.spell_list[0].start_ms < 2 * 520, "{:?}", c.spell_list[0]);
+    let t = kept.sessions.iter().find(|s| s.file == transcript).unwrap();
+    let first = watchdog_core::wall::parse_iso_ms("2026-11-30T09:17:55.082Z");
+    assert_eq!(t.origin_wall_ms, first);
+    assert!(run(false).sessions.iter().all(|s| s.spell_list.is_empty()));
+}

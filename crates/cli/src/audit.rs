@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use watchdog_audit::{audit_files, render_svg, render_text, scan, AuditReport};
+use watchdog_audit::{audit_files_with, render_svg, render_text, scan, AuditReport};
 
 /// `agent-watchdog audit [PATHS…] [policy flags] [--json] [--plot FILE.svg]`
 #[derive(Debug, Clone, Default, Args)]
@@ -60,7 +60,10 @@ pub fn default_projects_dir() -> Option<PathBuf> {
 }
 
 /// Run `audit`: the report goes to `out` (text, or JSON with `--json`), notes to `err`.
-/// Returns the exit code: 0, or 1 when no file could be read. A progress bar is drawn on
+/// Returns the exit code: 0, or 1 when no file could be read. With telemetry switched on
+/// (`AGENT_WATCHDOG_TELEMETRY=1` and the `OTEL_*` variables, as for `run`), every session is
+/// also exported as metrics and events marked `agent_watchdog.source = "audit"` (README
+/// "Telemetry"), with the same bounded flush at the end. A progress bar is drawn on
 /// the terminal's stderr (through indicatif) when stderr is a terminal, more than a few files
 /// are scanned, and `--quiet` is not given.
 pub fn run_audit(
@@ -88,6 +91,9 @@ pub fn run_audit(
     } else {
         None
     };
+    // With telemetry on (the same switch and `OTEL_*` variables as `run`): the back-fill,
+    // recorded before the report is written and flushed (bounded) after it.
+    let telemetry = crate::telemetry::Telemetry::from_env_for(crate::telemetry::Use::Audit);
     let discovery = scan::discover(&paths);
     let total: u64 = discovery.files.iter().map(|f| f.1).sum();
     let show_bar = !args.quiet && discovery.files.len() > 4 && std::io::stderr().is_terminal();
@@ -107,12 +113,13 @@ pub fn run_audit(
             pb.inc(n);
         }
     };
-    let mut report = audit_files(
+    let mut report = audit_files_with(
         discovery,
         &limits,
         scan::threads(),
         &on_bytes,
         &crate::mcp_limits::for_start,
+        telemetry.is_on(),
     );
     if let Some(pb) = bar {
         pb.finish_and_clear();
@@ -120,6 +127,23 @@ pub fn run_audit(
     if let Some(spool) = &spool {
         spool.rename_in(&mut report);
     }
+    let over = telemetry.record_audit(&report);
+    let code = write_report(args, &report, out, err);
+    telemetry.shutdown();
+    if let Some(line) = over {
+        // Said last, where it is seen; the report's own code stands.
+        let _ = writeln!(err, "agent-watchdog: {line}");
+    }
+    code
+}
+
+/// Write the report (text or JSON), the notes and the plot; the exit code.
+fn write_report(
+    args: &AuditArgs,
+    report: &AuditReport,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, AuditError> {
     let io = |what: &str| {
         let what = what.to_string();
         move |source| AuditError::Io { what, source }
@@ -147,11 +171,11 @@ pub fn run_audit(
     if args.json {
         writeln!(out, "{}", report.to_json()).map_err(io("writing the report"))?;
     } else {
-        out.write_all(render_text(&report).as_bytes())
+        out.write_all(render_text(report).as_bytes())
             .map_err(io("writing the report"))?;
     }
     if let Some(plot) = &args.plot {
-        std::fs::write(plot, render_svg(&report))
+        std::fs::write(plot, render_svg(report))
             .map_err(io(&format!("writing {}", plot.display())))?;
         if !args.json {
             writeln!(out, "\nPlot written to {}", plot.display())

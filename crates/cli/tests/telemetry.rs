@@ -47,7 +47,11 @@ struct Run {
 
 /// Run the silent child under a 1 s idle limit, with `env` added.
 fn run(dir: &Path, env: &[(&str, String)]) -> Run {
-    let child = silent_child(dir);
+    run_child(dir, &silent_child(dir), env)
+}
+
+/// Run `child` under a 1 s idle limit, with `env` added.
+fn run_child(dir: &Path, child: &Path, env: &[(&str, String)]) -> Run {
     let summary = dir.join(format!("summary-{}.json", rand_suffix()));
     let t = Instant::now();
     let out = clean_watchdog()
@@ -64,7 +68,7 @@ fn run(dir: &Path, env: &[(&str, String)]) -> Run {
         ])
         .arg(&summary)
         .arg("--")
-        .arg(&child)
+        .arg(child)
         .arg(SECRET)
         .output()
         .unwrap();
@@ -143,6 +147,7 @@ fn exports_a_kill(protocol: &str) {
     for i in &items {
         assert_eq!(i.service, "agent-watchdog", "{i:?}");
         assert_eq!(i.attr("session.id"), Some("s1"), "{i:?}");
+        assert_eq!(i.attr("agent_watchdog.source"), Some("run"), "{i:?}");
         assert!(
             !i.attrs.values().any(|v| v.contains(SECRET)),
             "command-line text exported: {i:?}"
@@ -155,6 +160,8 @@ fn exports_a_kill(protocol: &str) {
     assert!(kills[0].attr("kill.stage").is_some(), "{:?}", kills[0]);
     let late = find(&items, "metrics", "agent_watchdog.kill.lateness");
     assert!(late.len() == 1 && late[0].value == 1.0, "{what}");
+    // Our buckets: 100 µs to a second for the lateness, a second to hours for spells.
+    assert_eq!(late[0].bounds.first(), Some(&0.0001), "{:?}", late[0]);
     assert!(r.summary["kill"]["late_us"].is_u64(), "{}", r.summary);
     let first = find(&items, "metrics", "agent_watchdog.first_line.duration");
     assert!(first.len() == 1 && first[0].value == 1.0, "{what}");
@@ -163,6 +170,10 @@ fn exports_a_kill(protocol: &str) {
     assert_eq!(sessions.len(), 1, "{what}");
     assert_eq!(sessions[0].attr("outcome"), Some("killed"));
     let spells = find(&items, "metrics", "agent_watchdog.quiet_spell.duration");
+    assert!(
+        spells.iter().all(|s| s.bounds.first() == Some(&1.0)),
+        "{spells:?}"
+    );
     assert!(
         spells
             .iter()
@@ -330,7 +341,7 @@ fn a_bad_variable_is_said_and_the_run_goes_on() {
     let rx = Receiver::start(Answer::Ok);
     let mut env = telemetry_env(&rx.endpoint(), "http/protobuf");
     env.push(("OTEL_METRIC_EXPORT_INTERVAL", "soon".into()));
-    env.push(("OTEL_LOGS_EXPORTER", "console".into()));
+    env.push(("OTEL_LOGS_EXPORTER", "zipkin".into()));
     let r = run(dir.path(), &env);
     assert_built_with_telemetry(&r.out);
     assert_eq!(r.out.status.code(), Some(124));
@@ -339,7 +350,7 @@ fn a_bad_variable_is_said_and_the_run_goes_on() {
         err.contains("OTEL_METRIC_EXPORT_INTERVAL=\"soon\""),
         "{err}"
     );
-    assert!(err.contains("OTEL_LOGS_EXPORTER=console"), "{err}");
+    assert!(err.contains("OTEL_LOGS_EXPORTER=\"zipkin\""), "{err}");
     // Metrics still went out; logs were off.
     let items = rx.items();
     assert!(
@@ -426,4 +437,68 @@ fn a_recovery_decision_and_the_continued_run_are_exported() {
         2,
         "{what}"
     );
+}
+
+#[test]
+fn the_console_exporter_writes_to_stderr_and_leaves_stdout_byte_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    // Lines of every sort, then silence: an idle kill.
+    let child = script(
+        dir.path(),
+        "talker.sh",
+        &format!(
+            "{}\n{}\nprintf 'not json \\001 \\377 tail'\nprintf '\\n\\n'\n{}\nexec sleep 60",
+            say(INIT),
+            say(common::ASSISTANT),
+            say(common::PING)
+        ),
+    );
+    let base = run_child(dir.path(), &child, &[]);
+    let env = vec![
+        ("AGENT_WATCHDOG_TELEMETRY", "1".to_owned()),
+        ("OTEL_METRICS_EXPORTER", "console".to_owned()),
+        ("OTEL_LOGS_EXPORTER", "console".to_owned()),
+    ];
+    let r = run_child(dir.path(), &child, &env);
+    assert_built_with_telemetry(&r.out);
+    assert_eq!(r.out.status.code(), Some(124), "{}", stderr(&r.out));
+    assert_eq!(r.out.status.code(), base.out.status.code());
+    assert!(base.out.stdout.len() > 100, "{:?}", base.out.stdout);
+    assert_eq!(
+        r.out.stdout,
+        base.out.stdout,
+        "stdout changed:\n{}\n---\n{}",
+        String::from_utf8_lossy(&r.out.stdout),
+        String::from_utf8_lossy(&base.out.stdout)
+    );
+    let err = stderr(&r.out);
+    let kill: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("agent-watchdog: telemetry: event agent_watchdog.kill "))
+        .collect();
+    assert_eq!(kill.len(), 1, "{err}");
+    assert!(kill[0].contains(" session.id=s1"), "{}", kill[0]);
+    assert!(kill[0].contains(" kill.kind=idle"), "{}", kill[0]);
+    assert!(kill[0].contains(" at=20"), "{}", kill[0]);
+    let counted: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("agent-watchdog: telemetry: metric agent_watchdog.kill.count "))
+        .collect();
+    assert_eq!(counted.len(), 1, "{err}");
+    assert!(
+        counted[0].contains(" 1 ") && counted[0].contains("session.id=s1"),
+        "{}",
+        counted[0]
+    );
+    assert!(!err.contains(SECRET), "{err}");
+    // Our other stderr lines are the run's own: the kill is told as without telemetry.
+    let told = |e: &str| {
+        e.lines()
+            .filter(|l| !l.starts_with("agent-watchdog: telemetry: "))
+            .filter(|l| l.starts_with("agent-watchdog: killed "))
+            .map(|l| l.split(" after ").next().unwrap_or("").to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(told(&err).len(), 1, "{err}");
+    assert_eq!(told(&err), told(&stderr(&base.out)), "{err}");
 }

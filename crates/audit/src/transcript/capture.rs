@@ -57,7 +57,10 @@ pub(super) fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
         RecordView::Stdin(Some(view)) if view.kind().as_deref() == Some("control_response") => {
             EntryKind::HumanWaitEnd
         }
-        RecordView::Start { .. } => {
+        RecordView::Start { wall_ms, .. } => {
+            if log.spawn_wall_ms.is_none() {
+                log.spawn_wall_ms = *wall_ms;
+            }
             // Kept for the MCP rule: the child's environment as the capture recorded it.
             if log.start.is_none() {
                 log.start = serde_json::from_slice::<serde_json::Value>(line)

@@ -237,6 +237,9 @@ pub struct SessionLog {
     /// What the capture's `start` record says, if it has one: the policy reads the child's
     /// MCP environment from it.
     pub start: Option<watchdog_core::capture::StartFacts>,
+    /// Captures: the wall clock at spawn (epoch ms, the `start` record's `wall_ms`), when
+    /// recorded. Transcripts: `None` (their entries' times are epoch ms already).
+    pub spawn_wall_ms: Option<u64>,
 }
 
 impl SessionLog {
@@ -256,6 +259,7 @@ impl SessionLog {
             entries: Vec::new(),
             run_offset: 0,
             start: None,
+            spawn_wall_ms: None,
         }
     }
 

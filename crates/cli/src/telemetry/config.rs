@@ -32,10 +32,22 @@ pub enum Protocol {
     HttpJson,
 }
 
+/// Which exporter a signal uses (`OTEL_METRICS_EXPORTER`, `OTEL_LOGS_EXPORTER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `otlp` (the default): OTLP over HTTP to [`Signal::endpoint`].
+    Otlp,
+    /// `console`: one readable line per metric point or log record, on **stderr** (our stdout
+    /// is the session's stream and is never written to). The OTLP fields are unused.
+    Console,
+}
+
 /// Where one signal goes, when it is exported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signal {
-    /// The full URL posted to, e.g. `http://localhost:4318/v1/metrics`.
+    /// The exporter.
+    pub kind: Kind,
+    /// The full URL posted to, e.g. `http://localhost:4318/v1/metrics` (empty for the console).
     pub endpoint: String,
     /// The encoding.
     pub protocol: Protocol,
@@ -102,16 +114,20 @@ impl Config {
             match exporter.trim() {
                 "otlp" => {}
                 "none" => return None,
+                // To stderr: our stdout is the session's stream.
                 "console" => {
-                    warnings.push(format!(
-                        "{exporter_var}=console is not supported (our stdout is the session's \
-                         stream); {name} off"
-                    ));
-                    return None;
+                    return Some(Signal {
+                        kind: Kind::Console,
+                        endpoint: String::new(),
+                        protocol: Protocol::HttpProtobuf,
+                        headers: BTreeMap::new(),
+                        interval,
+                    })
                 }
                 other => {
                     warnings.push(format!(
-                        "{exporter_var}={other:?} is not supported (otlp or none); {name} off"
+                        "{exporter_var}={other:?} is not supported (otlp, console or none); \
+                         {name} off"
                     ));
                     return None;
                 }
@@ -159,6 +175,7 @@ impl Config {
             let own_headers = format!("OTEL_EXPORTER_OTLP_{upper}_HEADERS");
             h.extend(self::headers(get(&own_headers).as_deref(), &mut warnings));
             Some(Signal {
+                kind: Kind::Otlp,
                 endpoint,
                 protocol,
                 headers: h,
@@ -314,6 +331,7 @@ mod tests {
     fn defaults_follow_the_specification() {
         let c = cfg(&[(SWITCH, "1")]).unwrap();
         let m = c.metrics.unwrap();
+        assert_eq!(m.kind, Kind::Otlp);
         assert_eq!(m.endpoint, "http://localhost:4318/v1/metrics");
         assert_eq!(m.protocol, Protocol::HttpProtobuf);
         assert_eq!(m.interval, DEFAULT_METRIC_INTERVAL);
@@ -400,7 +418,7 @@ mod tests {
         let c = cfg(&[
             (SWITCH, "1"),
             ("OTEL_METRICS_EXPORTER", "prometheus"),
-            ("OTEL_LOGS_EXPORTER", "console"),
+            ("OTEL_LOGS_EXPORTER", "zipkin"),
         ])
         .unwrap();
         assert_eq!((c.metrics, c.logs), (None, None));
@@ -428,6 +446,29 @@ mod tests {
             .warnings
             .iter()
             .all(|w| w.contains("https is not built in")));
+    }
+
+    #[test]
+    fn console_goes_to_stderr_whatever_the_otlp_variables_say() {
+        let c = cfg(&[
+            (SWITCH, "1"),
+            ("OTEL_METRICS_EXPORTER", " console "),
+            ("OTEL_LOGS_EXPORTER", "console"),
+            // Would turn an OTLP signal off; unused by the console.
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4318"),
+            ("OTEL_LOGS_EXPORT_INTERVAL", "250"),
+        ])
+        .unwrap();
+        let (m, l) = (c.metrics.unwrap(), c.logs.unwrap());
+        assert_eq!((m.kind, l.kind), (Kind::Console, Kind::Console));
+        assert_eq!(l.interval, Duration::from_millis(250));
+        assert_eq!(m.interval, DEFAULT_METRIC_INTERVAL);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        // One console, one OTLP.
+        let c = cfg(&[(SWITCH, "1"), ("OTEL_LOGS_EXPORTER", "console")]).unwrap();
+        assert_eq!(c.metrics.unwrap().kind, Kind::Otlp);
+        assert_eq!(c.logs.unwrap().kind, Kind::Console);
     }
 
     #[test]

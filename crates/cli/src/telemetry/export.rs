@@ -1,5 +1,5 @@
-//! The exporters: the OpenTelemetry SDK's meter and logger providers with OTLP/HTTP exporters,
-//! each exporting on its own background thread (the SDK's periodic reader and batch log
+//! The exporters: the OpenTelemetry SDK's meter and logger providers with OTLP/HTTP exporters
+//! (or the [`super::console`] ones, to stderr), each exporting on its own background thread (the SDK's periodic reader and batch log
 //! processor), and the bounded flush at exit.
 
 use std::sync::mpsc;
@@ -14,10 +14,30 @@ use opentelemetry_sdk::logs::{
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::Resource;
 
-use super::config::{Config, Protocol, Signal};
+use super::config::{Config, Kind, Protocol, Signal};
+use super::console::{ConsoleLogs, ConsoleMetrics};
 
 /// The instrumentation scope of our meter and logger.
 const SCOPE: &str = "agent-watchdog";
+
+/// How much the providers hold before the export: log records queued (beyond that the SDK
+/// drops them). Metric series are the SDK's: [`SERIES`] attribute sets an instrument, the
+/// rest folded into one overflow series (`otel.metric.overflow=true`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    /// Log records queued.
+    pub(crate) events: usize,
+}
+
+/// The SDK's series limit an instrument (its default cardinality limit).
+pub(crate) const SERIES: usize = 2000;
+
+impl Bounds {
+    /// A live run: the SDK's default (a run has a few events).
+    pub(crate) const RUN: Bounds = Bounds { events: 2048 };
+    /// An audit back-fill: every session of the audit, a few events each.
+    pub(crate) const AUDIT: Bounds = Bounds { events: 200_000 };
+}
 
 /// The running providers.
 pub(crate) struct Exporter {
@@ -45,7 +65,7 @@ fn http<B: WithExportConfig + WithHttpConfig>(builder: B, signal: &Signal, cfg: 
 
 impl Exporter {
     /// Build the providers of `cfg`; nothing is sent yet. Call outside an async context.
-    pub(crate) fn start(cfg: &Config) -> Result<Exporter, String> {
+    pub(crate) fn start(cfg: &Config, bounds: Bounds) -> Result<Exporter, String> {
         let resource = Resource::builder_empty()
             .with_attributes(
                 cfg.resource
@@ -55,41 +75,55 @@ impl Exporter {
             .build();
         let meters = match &cfg.metrics {
             Some(s) => {
-                let exporter = http(
-                    opentelemetry_otlp::MetricExporter::builder().with_http(),
-                    s,
-                    cfg,
-                )
-                .build()
-                .map_err(|e| format!("metrics exporter: {e}"))?;
-                let reader = PeriodicReader::builder(exporter)
-                    .with_interval(s.interval)
-                    .build();
-                Some(
-                    SdkMeterProvider::builder()
-                        .with_resource(resource.clone())
-                        .with_reader(reader)
-                        .build(),
-                )
+                let builder = SdkMeterProvider::builder().with_resource(resource.clone());
+                let builder = match s.kind {
+                    Kind::Otlp => {
+                        let exporter = http(
+                            opentelemetry_otlp::MetricExporter::builder().with_http(),
+                            s,
+                            cfg,
+                        )
+                        .build()
+                        .map_err(|e| format!("metrics exporter: {e}"))?;
+                        builder.with_reader(
+                            PeriodicReader::builder(exporter)
+                                .with_interval(s.interval)
+                                .build(),
+                        )
+                    }
+                    Kind::Console => builder.with_reader(
+                        PeriodicReader::builder(ConsoleMetrics)
+                            .with_interval(s.interval)
+                            .build(),
+                    ),
+                };
+                Some(builder.build())
             }
             None => None,
         };
         let logs = match &cfg.logs {
             Some(s) => {
-                let exporter = http(
-                    opentelemetry_otlp::LogExporter::builder().with_http(),
-                    s,
-                    cfg,
-                )
-                .build()
-                .map_err(|e| format!("logs exporter: {e}"))?;
-                let processor = BatchLogProcessor::builder(exporter)
-                    .with_batch_config(
-                        BatchConfigBuilder::default()
-                            .with_scheduled_delay(s.interval)
-                            .build(),
-                    )
+                let batch = BatchConfigBuilder::default()
+                    .with_scheduled_delay(s.interval)
+                    .with_max_queue_size(bounds.events)
                     .build();
+                let processor = match s.kind {
+                    Kind::Otlp => {
+                        let exporter = http(
+                            opentelemetry_otlp::LogExporter::builder().with_http(),
+                            s,
+                            cfg,
+                        )
+                        .build()
+                        .map_err(|e| format!("logs exporter: {e}"))?;
+                        BatchLogProcessor::builder(exporter)
+                            .with_batch_config(batch)
+                            .build()
+                    }
+                    Kind::Console => BatchLogProcessor::builder(ConsoleLogs)
+                        .with_batch_config(batch)
+                        .build(),
+                };
                 Some(
                     SdkLoggerProvider::builder()
                         .with_resource(resource)
@@ -163,7 +197,7 @@ impl Exporter {
         }
         (!failed.is_empty()).then(|| {
             format!(
-                "telemetry: export failed, the telemetry of this run is lost ({})",
+                "telemetry: export failed, what was not sent is lost ({})",
                 failed.join("; ")
             )
         })

@@ -8,17 +8,31 @@
 //! at exit waits at most the bound ([`config::DEFAULT_FLUSH`]). A collector that is down, slow
 //! or failing costs one stderr line and never the exit code or the summary.
 //!
-//! One concern a file: [`config`] reads the variables, `export` runs the SDK, `instruments`
-//! turns a summary into metric points and events. Built with the cargo feature `telemetry`;
+//! One concern a file: [`config`] reads the variables, `export` runs the SDK, `console` is the
+//! `console` exporter (to stderr: our stdout is the session's stream), `instruments` turns a
+//! summary into metric points and events. Built with the cargo feature `telemetry`;
 //! without it, switching telemetry on says once that this build has none.
 
+#[cfg(feature = "telemetry")]
+mod backfill;
 pub mod config;
+#[cfg(feature = "telemetry")]
+mod console;
 #[cfg(feature = "telemetry")]
 mod export;
 #[cfg(feature = "telemetry")]
 mod instruments;
 
 use serde_json::Value;
+
+/// What the telemetry is for: its bounds differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// `run`: one session.
+    Run,
+    /// `audit`: a back-fill of many past sessions.
+    Audit,
+}
 
 /// The telemetry of one invocation; `None` inside when off.
 pub(crate) struct Telemetry {
@@ -37,13 +51,18 @@ impl Telemetry {
     /// From the environment; says on stderr what it could not use. Call outside an async
     /// context (the HTTP client owns a runtime of its own).
     pub(crate) fn from_env() -> Telemetry {
+        Telemetry::from_env_for(Use::Run)
+    }
+
+    /// From the environment, for `use_`; as [`Telemetry::from_env`].
+    pub(crate) fn from_env_for(use_: Use) -> Telemetry {
         let Some(cfg) = config::Config::from_env() else {
             return Telemetry::off();
         };
         for w in &cfg.warnings {
             eprintln!("agent-watchdog: telemetry: {w}");
         }
-        Telemetry::start(&cfg)
+        Telemetry::start(&cfg, use_)
     }
 
     /// Telemetry off.
@@ -55,11 +74,15 @@ impl Telemetry {
     }
 
     #[cfg(feature = "telemetry")]
-    fn start(cfg: &config::Config) -> Telemetry {
+    fn start(cfg: &config::Config, use_: Use) -> Telemetry {
         if cfg.metrics.is_none() && cfg.logs.is_none() {
             return Telemetry::off();
         }
-        match export::Exporter::start(cfg) {
+        let bounds = match use_ {
+            Use::Run => export::Bounds::RUN,
+            Use::Audit => export::Bounds::AUDIT,
+        };
+        match export::Exporter::start(cfg, bounds) {
             Ok(exporter) => Telemetry {
                 inner: Some(On {
                     meter: exporter.meter(),
@@ -75,7 +98,7 @@ impl Telemetry {
     }
 
     #[cfg(not(feature = "telemetry"))]
-    fn start(_cfg: &config::Config) -> Telemetry {
+    fn start(_cfg: &config::Config, _use: Use) -> Telemetry {
         eprintln!(
             "agent-watchdog: telemetry: this build has no telemetry (cargo feature \
              `telemetry`); {} is ignored",
@@ -106,6 +129,42 @@ impl Telemetry {
         }
         #[cfg(not(feature = "telemetry"))]
         let _ = summary;
+    }
+
+    /// Back-fill the sessions of an audit (README "Telemetry"): the same names as a live run,
+    /// with `agent_watchdog.source = "audit"`. Only records into the SDK's instruments and
+    /// queue: no I/O here. Returns the one line to say when the back-fill was larger than the
+    /// telemetry holds (with [`Use::Audit`]), so part of it is dropped or folded.
+    pub(crate) fn record_audit(&self, report: &watchdog_audit::AuditReport) -> Option<String> {
+        #[cfg(feature = "telemetry")]
+        if let Some(on) = &self.inner {
+            let done = backfill::record_audit(on.meter.as_ref(), on.logger.as_ref(), report);
+            let events = export::Bounds::AUDIT.events;
+            let mut over = Vec::new();
+            if on.logger.is_some() && done.events > events as u64 {
+                over.push(format!(
+                    "{} events, over the {events} one audit exports: the rest is dropped",
+                    done.events
+                ));
+            }
+            if on.meter.is_some() && done.sessions > export::SERIES as u64 {
+                over.push(format!(
+                    "{} sessions, over the {} series a metric holds: the rest is summed in \
+                     one series marked otel.metric.overflow=true",
+                    done.sessions,
+                    export::SERIES
+                ));
+            }
+            return (!over.is_empty()).then(|| {
+                format!(
+                    "telemetry: back-fill of {}; audit fewer files at a time for all of it",
+                    over.join("; ")
+                )
+            });
+        }
+        #[cfg(not(feature = "telemetry"))]
+        let _ = report;
+        None
     }
 
     /// The bounded flush at exit; says on stderr, in one line, what was lost.

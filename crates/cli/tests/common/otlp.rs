@@ -40,6 +40,12 @@ pub struct Item {
     pub attrs: BTreeMap<String, String>,
     /// A sum's or gauge's value, a histogram's count.
     pub value: f64,
+    /// Log records: `time_unix_nano` (when it happened; 0 when unset). Metrics: 0.
+    pub time_ns: u64,
+    /// Log records: `observed_time_unix_nano`. Metrics: 0.
+    pub observed_ns: u64,
+    /// Histograms: the bucket boundaries. Else empty.
+    pub bounds: Vec<f64>,
 }
 
 impl Item {
@@ -265,13 +271,16 @@ fn metrics(req: ExportMetricsServiceRequest, items: &mut Vec<Item>) {
         let service = service(&rm.resource);
         for sm in rm.scope_metrics {
             for m in sm.metrics {
-                let mut push = |a: &[KeyValue], value: f64| {
+                let mut push = |a: &[KeyValue], value: f64, bounds: &[f64]| {
                     items.push(Item {
                         signal: "metrics",
                         service: service.clone(),
                         name: m.name.clone(),
                         attrs: attrs(a),
                         value,
+                        time_ns: 0,
+                        observed_ns: 0,
+                        bounds: bounds.to_vec(),
                     })
                 };
                 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as N;
@@ -283,20 +292,20 @@ fn metrics(req: ExportMetricsServiceRequest, items: &mut Vec<Item>) {
                 match &m.data {
                     Some(Data::Sum(s)) => {
                         for p in &s.data_points {
-                            push(&p.attributes, num(&p.value));
+                            push(&p.attributes, num(&p.value), &[]);
                         }
                     }
                     Some(Data::Gauge(s)) => {
                         for p in &s.data_points {
-                            push(&p.attributes, num(&p.value));
+                            push(&p.attributes, num(&p.value), &[]);
                         }
                     }
                     Some(Data::Histogram(h)) => {
                         for p in &h.data_points {
-                            push(&p.attributes, p.count as f64);
+                            push(&p.attributes, p.count as f64, &p.explicit_bounds);
                         }
                     }
-                    _ => push(&[], f64::NAN),
+                    _ => push(&[], f64::NAN, &[]),
                 }
             }
         }
@@ -323,6 +332,9 @@ fn logs(req: ExportLogsServiceRequest, items: &mut Vec<Item>) {
                     name,
                     attrs: a,
                     value: 1.0,
+                    time_ns: rec.time_unix_nano,
+                    observed_ns: rec.observed_time_unix_nano,
+                    bounds: Vec::new(),
                 });
             }
         }
