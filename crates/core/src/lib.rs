@@ -98,18 +98,30 @@
 //! With several results (a multi-turn session) the last one decides. A kill itself emits
 //! [`Event::Killed`] once and is never reported again.
 //!
-//! # Example
+//! # Example: the one entry point
+//!
+//! A host (the supervisor, the shared `Watchdog`, replay, the language bindings) registers a
+//! session, hands the [`Registry`] each stdout line once with the instant it was read, sleeps
+//! until [`Registry::poll_timeout`], and reads everything that follows from the lines as
+//! events and values: kills, warnings, the rate-limit reading, the tally of the session's
+//! work, how it ended.
 //!
 //! ```
 //! use std::time::{Duration, Instant};
+//! use watchdog_core::facts::Activity;
 //! use watchdog_core::{Event, KillKind, Limits, LineView, Registry, SessionConfig};
 //!
 //! let t0 = Instant::now(); // any base instant: time is only ever passed in
 //! let mut registry = Registry::new(Limits::default());
-//! let id = registry.register(t0, SessionConfig::default());
+//! registry.set_wall_clock(t0, 1_900_000_000_000); // rate limits reset at wall times
+//! let id = registry.register(t0, SessionConfig::default().with_tally(true));
 //!
 //! let line = br#"{"type":"system","subtype":"init","session_id":"abc"}"#;
 //! registry.observe(t0, id, &LineView::parse(line).unwrap());
+//! let tool = br#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}}"#;
+//! registry.observe_line(t0, id, tool);
+//! let frame = br#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","rateLimitType":"five_hour","utilization":0.93,"resetsAt":1900003600}}"#;
+//! registry.observe_line(t0, id, frame);
 //!
 //! // Nothing but pings from now on: keep-alives, not progress.
 //! let ping = br#"{"type":"stream_event","event":{"type":"ping"}}"#;
@@ -124,13 +136,19 @@
 //!         break;
 //!     }
 //! }
-//! let mut kills = Vec::new();
+//! let (mut kills, mut warnings) = (Vec::new(), Vec::new());
 //! while let Some(event) = registry.poll_event() {
-//!     if let Event::Killed(kill) = event {
-//!         kills.push((kill.kind, kill.elapsed));
+//!     match event {
+//!         Event::Killed(kill) => kills.push((kill.kind, kill.elapsed)),
+//!         Event::RateLimit { event, .. } => warnings.push(event.to_string()),
+//!         _ => {}
 //!     }
 //! }
 //! assert_eq!(kills, [(KillKind::NoProgress, Duration::from_secs(30 * 60))]);
+//! assert_eq!(warnings.len(), 1, "the rate-limit warning, said once: {warnings:?}");
+//! assert_eq!(registry.utilization(), Some(0.93));
+//! let tally = registry.tally(id).unwrap();
+//! assert_eq!(*tally.activity(), Activity::Tool("Bash".into()));
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
