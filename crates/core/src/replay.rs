@@ -224,6 +224,9 @@ impl Run {
     fn new(limits: &Limits, base: Instant) -> Self {
         let mut reg = Registry::new(limits.clone());
         let id = reg.register(base, SessionConfig::default().with_tally(true));
+        // Until a `start` gives the wall clock at spawn: wall time 0, when no window's reset
+        // has passed (the readings still set the utilization, as in the live run).
+        reg.set_wall_clock(base, 0);
         Run {
             reg,
             id,

@@ -75,9 +75,11 @@ fn a_window_reset_is_a_deadline_of_its_own() {
     assert_eq!(r.wall_ms(t0 + Duration::from_secs(1)), Some(WALL0 + 1000));
 }
 
-/// Without a wall-clock anchor no window expires: the extension holds to its end (20m).
+/// Without a wall-clock anchor the registry keeps the readings but leaves the utilization to
+/// its host: no extension from the frame; a host that sets it has it hold to its end (20m),
+/// with no reset.
 #[test]
-fn without_a_wall_clock_no_window_resets() {
+fn without_a_wall_clock_the_host_sets_the_utilization() {
     let t0 = Instant::now();
     let mut r = Registry::new(limits());
     let id = r.register(t0, SessionConfig::default());
@@ -85,6 +87,9 @@ fn without_a_wall_clock_no_window_resets() {
         r.observe_line(t0, id, l.as_bytes());
     }
     r.observe_line(t0, id, frame(0.95, 15 * MIN).as_bytes());
+    assert_eq!(r.utilization(), None, "not set by the registry");
+    assert_eq!(r.rate_limits().utilization(WALL0), Some(0.95), "but read");
+    r.set_utilization(t0, Some(0.95));
     let kills = run_until(&mut r, t0, Duration::from_secs(60 * MIN));
     assert_eq!(kills, [(KillKind::Idle, Duration::from_secs(20 * MIN))]);
     assert_eq!(r.wall_ms(t0), None);

@@ -7,17 +7,19 @@
 //!
 //! Reset times are wall-clock (`resetsAt`), the registry's clock is not: the host anchors the
 //! two once ([`Registry::set_wall_clock`]: "this instant is this wall time"), and the wall
-//! time of any later instant is the anchor plus the time since. Without an anchor every line
-//! is read at wall time 0 and no window ever expires (a replay of a capture without its
-//! `start`). A window's reset is a deadline like the others: [`Registry::poll_timeout`]
-//! includes it, and at that instant the utilization is re-read and an extension that no longer
-//! holds is withdrawn (a session already past its base idle is killed then).
+//! time of any later instant is the anchor plus the time since. A window's reset is a deadline
+//! like the others: [`Registry::poll_timeout`] includes it, and at that instant the utilization
+//! is re-read and an extension that no longer holds is withdrawn (a session already past its
+//! base idle is killed then).
 //!
 //! # Who sets the utilization
 //!
-//! Once a session's line brought a reading, the monitor sets the utilization at each frame and
-//! each reset. [`Registry::set_utilization`] still sets it by hand (a host with readings of its
-//! own); with readings in the monitor, the next frame or reset sets it again.
+//! In an anchored registry, once a session's line brought a reading, the monitor sets the
+//! utilization at each frame and each reset; [`Registry::set_utilization`] still sets it by
+//! hand, until the next frame or reset. A registry that was never anchored keeps the readings
+//! (and reports their warnings) but leaves the utilization to its host: it could not tell a
+//! window that reset from one that holds, and a host that feeds the utilization from readings
+//! of its own (the language bindings) stays the only one that sets it.
 
 use std::time::Instant;
 
@@ -154,9 +156,11 @@ impl Registry {
         self.apply_monitor(t);
     }
 
-    /// Set the monitor's utilization at `t`, if it has readings.
+    /// Set the monitor's utilization at `t`, if the registry is anchored and has readings.
     fn apply_monitor(&mut self, t: u64) {
-        if self.rate.monitor.latest().is_none() && self.rate.monitor.windows().next().is_none() {
+        let readings =
+            self.rate.monitor.latest().is_some() || self.rate.monitor.windows().next().is_some();
+        if self.rate.anchor.is_none() || !readings {
             return;
         }
         let u = self.rate.monitor.utilization(self.rate.wall(t));
