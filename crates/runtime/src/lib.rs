@@ -75,6 +75,7 @@
 mod clock;
 mod ledger;
 mod line;
+mod metrics;
 mod regular_file;
 mod session;
 mod supervise;
@@ -84,6 +85,7 @@ mod watchdog;
 
 pub use ledger::{default_state_dir, default_state_dir_from_env, FileLedger, STATE_DIR_NAME};
 pub use line::{AsLine, LineRef};
+pub use metrics::{LatenessHistogram, Metrics};
 pub use regular_file::{open_regular, read_regular, special_kind};
 pub use session::Session;
 pub use supervise::{supervise, Killed, Supervised};
