@@ -76,6 +76,8 @@ mod clock;
 mod ledger;
 mod line;
 mod metrics;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 mod regular_file;
 mod session;
 mod supervise;
