@@ -13,6 +13,9 @@
 //!   ladder (interrupt request, SIGTERM, SIGKILL of every descendant, reap).
 //!   See [`Supervisor`] for what differs between Linux and macOS.
 //! - [`FileLedger`]: the durable, at-most-once recovery ledger.
+//! - [`Watchdog::metrics`]: what a watchdog counted (kills, ends, warnings, kill lateness),
+//!   rendered for Prometheus by [`Metrics::render_prometheus`]; with the cargo feature
+//!   `prometheus`, `prometheus::serve` answers `GET /metrics` for a long-lived host.
 //!
 //! All times come from tokio's clock, so tests can run under `tokio::time::pause()`.
 //! The library prints nothing: it reports through values, events and callbacks.
