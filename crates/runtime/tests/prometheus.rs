@@ -426,6 +426,72 @@ mod endpoint {
         drop(silent);
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn random_bytes_get_a_status_or_a_close_and_never_stop_the_endpoint() {
+        let watchdog = Watchdog::new(WatchdogConfig::new(limits()));
+        let srv = server(&watchdog, config()).await;
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let pieces: [&[u8]; 8] = [
+            b"GET ",
+            b"/metrics",
+            b" HTTP/1.1",
+            b"\r\n",
+            b"\n",
+            b" ",
+            b"POST",
+            b"\xff\x00",
+        ];
+        let mut answered = 0;
+        for round in 0..300 {
+            let mut req = Vec::new();
+            for _ in 0..next() % 12 {
+                match next() % 3 {
+                    0 => req.push(next() as u8),
+                    _ => req.extend_from_slice(pieces[(next() % 8) as usize]),
+                }
+            }
+            if round % 2 == 0 {
+                req.extend_from_slice(b"\r\n\r\n");
+            }
+            let out = tokio::time::timeout(BOUND, async {
+                let mut s = TcpStream::connect(srv.addr).await.unwrap();
+                s.write_all(&req).await.unwrap();
+                // Half-close: the server sees the end of what we send, not a silent client.
+                s.shutdown().await.unwrap();
+                let mut out = Vec::new();
+                let _ = s.read_to_end(&mut out).await;
+                out
+            })
+            .await
+            .expect("answered or closed within the bound");
+            if out.is_empty() {
+                continue;
+            }
+            let text = String::from_utf8_lossy(&out);
+            let status = text.lines().next().unwrap_or_default();
+            assert!(
+                [
+                    "HTTP/1.1 200 OK",
+                    "HTTP/1.1 400 Bad Request",
+                    "HTTP/1.1 404 Not Found",
+                    "HTTP/1.1 405 Method Not Allowed",
+                ]
+                .contains(&status),
+                "{req:?} -> {text}"
+            );
+            answered += 1;
+        }
+        // Every second request had a whole head: those were all answered.
+        assert!(answered >= 150, "{answered} of 300 answered");
+        check_exposition(&scrape(srv.addr).await);
+    }
+
     async fn connect_silent(addr: std::net::SocketAddr, n: usize) -> Vec<TcpStream> {
         let mut v = Vec::new();
         for _ in 0..n {
