@@ -233,7 +233,8 @@ impl Metrics {
     /// Sessions that ended with `outcome` (its [`Outcome::as_str`] name: `success`,
     /// `error_result`, `killed`, `no_result`, `incomplete`); 0 for any other name. A session
     /// ends when [`Session::end`](crate::Session::end) is called (a [`supervise`](crate::supervise)d
-    /// stream calls it when it ends); one dropped without ending is not counted.
+    /// stream calls it when it ends, a supervisor on the shared watchdog when it reaped its
+    /// child); one dropped without ending is not counted.
     pub fn ended(&self, outcome: &str) -> u64 {
         if outcome == "killed" {
             return self.ended_killed.iter().sum();

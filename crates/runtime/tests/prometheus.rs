@@ -6,6 +6,9 @@
 //! The endpoint tests need the cargo feature `prometheus` (`scripts/test` builds with
 //! `--all-features`): without it one test fails and says so; nothing skips.
 
+#[cfg(target_os = "linux")]
+mod common;
+
 use std::time::Duration;
 
 use agent_sdk_watchdog::{Watchdog, WatchdogConfig};
@@ -130,6 +133,35 @@ async fn the_utilization_gauge_is_absent_while_unknown() {
 
     watchdog.set_utilization(None);
     assert_eq!(watchdog.metrics().utilization(), None);
+}
+
+/// A `claude`-like child supervised on the shared watchdog is counted like an in-process
+/// session: its kill, and its end once the supervisor reaped it.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_supervised_child_on_the_shared_watchdog_is_counted() {
+    use agent_sdk_watchdog::{Supervisor, SupervisorConfig};
+    let limits = limits().with_idle(Duration::from_millis(300)).unwrap();
+    let watchdog = Watchdog::new(WatchdogConfig::new(limits));
+    let config = SupervisorConfig {
+        policy: Some(SessionConfig::default()),
+        watchdog: Some(watchdog.clone()),
+        ..common::quick()
+    };
+    let script = format!("echo '{INIT}'; exec sleep 1000");
+    let sup = Supervisor::spawn(common::sh(&script), config).unwrap();
+    assert_eq!(watchdog.metrics().sessions(), 1);
+    let (_, report) = common::run_all(sup, Duration::from_secs(60)).await;
+    assert_eq!(
+        report.outcome.as_ref().map(|o| o.as_str()),
+        Some("killed"),
+        "{report:?}"
+    );
+    let m = watchdog.metrics();
+    assert_eq!(m.kills(KillKind::Idle), 1, "{m:?}");
+    assert_eq!(m.ended("killed"), 1, "{m:?}");
+    assert_eq!(m.sessions(), 0, "{m:?}");
+    assert_eq!(m.kill_lateness().count(), 1);
 }
 
 #[cfg(not(feature = "prometheus"))]
