@@ -289,7 +289,7 @@ impl Metrics {
         let name = "agent_watchdog_session_count_total";
         family(
             o,
-            "agent_watchdog_session_count",
+            "agent_watchdog_session_count_total",
             "counter",
             "Sessions that ended, by outcome (and kill kind when killed).",
         );
@@ -301,7 +301,12 @@ impl Metrics {
             sample(o, name, &labels, n as f64);
         }
 
-        family(o, "agent_watchdog_kill_count", "counter", "Kills, by kind.");
+        family(
+            o,
+            "agent_watchdog_kill_count_total",
+            "counter",
+            "Kills, by kind.",
+        );
         for (kind, n) in KINDS.iter().zip(self.kills) {
             let labels = format!("kill_kind=\"{}\",", kind.as_str());
             sample(o, "agent_watchdog_kill_count_total", &labels, n as f64);
@@ -309,7 +314,7 @@ impl Metrics {
 
         family(
             o,
-            "agent_watchdog_stalling_warning_count",
+            "agent_watchdog_stalling_warning_count_total",
             "counter",
             "Stalling warnings, by clock.",
         );
@@ -321,7 +326,7 @@ impl Metrics {
 
         family(
             o,
-            "agent_watchdog_extension_count",
+            "agent_watchdog_extension_count_total",
             "counter",
             "Idle-patience extensions, by reason.",
         );

@@ -171,8 +171,9 @@ fn the_endpoint_tests_need_the_prometheus_feature() {
 }
 
 /// Every line is `# HELP name text`, `# TYPE name kind` (once per family, before its samples),
-/// or `name{label="value",…} value` of the family declared last, with a suffix its kind
-/// allows; a counter's value is a non-negative number.
+/// or `name{label="value",…} value` of the family declared last (a histogram's with
+/// `_bucket`, `_sum`, `_count`; any other exactly its name); a counter is named `…_total` and
+/// its value is a non-negative number.
 fn check_exposition(text: &str) {
     assert!(text.ends_with('\n'), "the last line ends with a newline");
     let mut families = std::collections::HashSet::new();
@@ -208,11 +209,15 @@ fn check_exposition(text: &str) {
                 v => v.parse().expect(line),
             };
             let (family, kind) = current.as_ref().expect("a sample before any # TYPE");
+            // Format 0.0.4: a counter's `# TYPE` names it with its `_total` (unlike
+            // OpenMetrics); only a histogram's samples add suffixes to the family name.
             let suffixes: &[&str] = match kind.as_str() {
-                "counter" => &["_total"],
                 "histogram" => &["_bucket", "_sum", "_count"],
                 _ => &[""],
             };
+            if kind == "counter" {
+                assert!(family.ends_with("_total"), "{family}");
+            }
             assert!(
                 suffixes.iter().any(|s| name == format!("{family}{s}")),
                 "{line} is not of family {family} ({kind})"
