@@ -179,6 +179,7 @@ fn check_exposition(text: &str) {
     let mut families = std::collections::HashSet::new();
     let mut current: Option<(String, String)> = None;
     let mut samples = 0;
+    let (mut last_bucket, mut inf_bucket) = (0.0, None);
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# HELP ") {
             let (name, help) = rest.split_once(' ').expect(line);
@@ -225,8 +226,19 @@ fn check_exposition(text: &str) {
             if kind == "counter" {
                 assert!(v >= 0.0, "{line}");
             }
-            if name.ends_with("_bucket") {
-                assert!(labels.contains("le=\""), "{line}");
+            if kind == "histogram" {
+                // Buckets cumulative, ending with `+Inf`, which equals `_count`.
+                if name.ends_with("_bucket") {
+                    assert!(labels.contains("le=\""), "{line}");
+                    assert!(v >= last_bucket, "buckets go down: {line}");
+                    last_bucket = v;
+                    if labels.contains("le=\"+Inf\"") {
+                        inf_bucket = Some(v);
+                    }
+                } else if name.ends_with("_count") {
+                    assert_eq!(inf_bucket.take(), Some(v), "+Inf bucket vs {line}");
+                    last_bucket = 0.0;
+                }
             }
             samples += 1;
         }
