@@ -13,6 +13,9 @@
 //!   ladder (interrupt request, SIGTERM, SIGKILL of every descendant, reap).
 //!   See [`Supervisor`] for what differs between Linux and macOS.
 //! - [`FileLedger`]: the durable, at-most-once recovery ledger.
+//! - [`Watchdog::metrics`]: what a watchdog counted (kills, ends, warnings, kill lateness),
+//!   rendered for Prometheus by [`Metrics::render_prometheus`]; with the cargo feature
+//!   `prometheus`, `prometheus::serve` answers `GET /metrics` for a long-lived host.
 //!
 //! All times come from tokio's clock, so tests can run under `tokio::time::pause()`.
 //! The library prints nothing: it reports through values, events and callbacks.
@@ -75,6 +78,9 @@
 mod clock;
 mod ledger;
 mod line;
+mod metrics;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 mod regular_file;
 mod session;
 mod supervise;
@@ -84,6 +90,7 @@ mod watchdog;
 
 pub use ledger::{default_state_dir, default_state_dir_from_env, FileLedger, STATE_DIR_NAME};
 pub use line::{AsLine, LineRef};
+pub use metrics::{LatenessHistogram, Metrics};
 pub use regular_file::{open_regular, read_regular, special_kind};
 pub use session::Session;
 pub use supervise::{supervise, Killed, Supervised};

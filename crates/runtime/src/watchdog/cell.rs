@@ -13,6 +13,7 @@ use watchdog_core::{Event, Kill, Registry, SessionId};
 
 use super::config::{CallbackError, WatchdogConfig};
 use crate::clock;
+use crate::metrics::Counters;
 
 /// One registered session's runtime side.
 pub(crate) struct Slot {
@@ -34,6 +35,7 @@ pub(crate) struct Inner {
     pub(crate) state: Mutex<State>,
     pub(crate) notify: Notify,
     pub(crate) config: WatchdogConfig,
+    pub(crate) counters: Counters,
 }
 
 impl Inner {
@@ -69,8 +71,9 @@ impl Inner {
         r
     }
 
-    /// Callback, then cancellation, then the event to subscribers.
+    /// Counted, then callback, then cancellation, then the event to subscribers.
     fn dispatch(&self, ev: Event, slot: Option<Arc<Slot>>) {
+        self.counters.record(&ev, clock::now);
         let c = &self.config;
         match &ev {
             Event::Killed(k) => {

@@ -14,6 +14,7 @@ pub(crate) use cell::{Inner, Slot};
 pub use config::{CallbackError, WatchdogConfig};
 
 use crate::clock;
+use crate::metrics::Metrics;
 use crate::session::Session;
 use cell::State;
 
@@ -53,6 +54,7 @@ impl Watchdog {
             }),
             notify: Notify::new(),
             config,
+            counters: Default::default(),
         });
         let shutdown = CancellationToken::new();
         tokio::spawn(timer(inner.clone(), shutdown.clone()));
@@ -81,6 +83,40 @@ impl Watchdog {
     pub fn set_utilization(&self, utilization: Option<f64>) {
         self.inner
             .op(|st, now| st.reg.set_utilization(now, utilization));
+    }
+
+    /// What this watchdog counted since it started, and its gauges now: a cheap snapshot
+    /// (one brief lock, a few atomic loads), plain data to read or render for Prometheus.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use agent_sdk_watchdog::{Watchdog, WatchdogConfig};
+    /// use watchdog_core::{KillKind, Limits, SessionConfig};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+    /// let limits = Limits::default().with_startup(Duration::from_secs(30)).unwrap();
+    /// let watchdog = Watchdog::new(WatchdogConfig::new(limits));
+    /// let session = watchdog.register(SessionConfig::default());
+    /// session.killed().await; // no line within 30 s (virtual time here)
+    /// session.end();
+    /// drop(session);
+    ///
+    /// let metrics = watchdog.metrics();
+    /// assert_eq!(metrics.kills(KillKind::Startup), 1);
+    /// assert_eq!(metrics.ended("killed"), 1);
+    /// assert_eq!(metrics.sessions(), 0);
+    /// let text = metrics.render_prometheus();
+    /// assert!(text.contains(
+    ///     r#"agent_watchdog_kill_count_total{kill_kind="startup",agent_watchdog_source="run"} 1"#
+    /// ));
+    /// # }
+    /// ```
+    pub fn metrics(&self) -> Metrics {
+        let (sessions, utilization) = {
+            let st = self.inner.lock();
+            (st.slots.len(), st.reg.utilization())
+        };
+        self.inner.counters.snapshot(sessions, utilization)
     }
 
     /// Number of registered sessions.

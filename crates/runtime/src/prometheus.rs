@@ -1,0 +1,271 @@
+//! A Prometheus scrape endpoint for a long-lived host (cargo feature `prometheus`): a small
+//! HTTP/1.1 responder that answers `GET /metrics` with
+//! [`Watchdog::metrics`](crate::Watchdog::metrics) rendered in the text exposition format
+//! 0.0.4. No dependency beyond tokio.
+//!
+//! ```no_run
+//! use agent_sdk_watchdog::{Watchdog, WatchdogConfig};
+//! use watchdog_core::Limits;
+//!
+//! # async fn host() -> std::io::Result<()> {
+//! let watchdog = Watchdog::new(WatchdogConfig::new(Limits::default()));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:9464").await?;
+//! tokio::spawn(agent_sdk_watchdog::prometheus::serve(watchdog.clone(), listener));
+//! // … register sessions on `watchdog`; Prometheus scrapes http://127.0.0.1:9464/metrics
+//! # Ok(()) }
+//! ```
+//!
+//! Every answer closes its connection (`Connection: close`). `GET` and `HEAD` of `/metrics`
+//! (any query string) answer 200; another path 404; another method 405; a request that is
+//! not HTTP 400; a request head over [`ServeConfig::max_head`] 431. A client gets
+//! [`ServeConfig::timeout`] for its whole request head (then it is dropped unanswered) and as
+//! long again for reading the answer; at most [`ServeConfig::max_connections`] are served at
+//! once (more wait in the listen backlog). Nothing is printed, nothing panics on any input.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+use crate::Watchdog;
+
+/// The content type of the text exposition format 0.0.4.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Bounds of the [`serve_with`] endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeConfig {
+    /// The time a client has to send its whole request head, and again to take the answer.
+    /// Default 5 s.
+    pub timeout: Duration,
+    /// The largest request head read (request line and headers). Default 8 KiB.
+    pub max_head: usize,
+    /// Connections served at once. Default 64; at least 1 is used.
+    pub max_connections: usize,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            timeout: Duration::from_secs(5),
+            max_head: 8 * 1024,
+            max_connections: 64,
+        }
+    }
+}
+
+/// Serve `watchdog`'s metrics on `listener` with the default [`ServeConfig`], until the
+/// future is dropped (or its task aborted). It holds a clone of `watchdog`, so the watchdog's
+/// timer runs while it does.
+pub async fn serve(watchdog: Watchdog, listener: TcpListener) {
+    serve_with(watchdog, listener, ServeConfig::default()).await
+}
+
+/// [`serve`] with other bounds.
+pub async fn serve_with(watchdog: Watchdog, listener: TcpListener, config: ServeConfig) {
+    let permits = Arc::new(Semaphore::new(config.max_connections.max(1)));
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        // Finished connections are reaped here so the set does not grow.
+        while connections.try_join_next().is_some() {}
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return; // never closed
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of descriptors and the like: wait a little rather than spin.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let watchdog = watchdog.clone();
+        connections.spawn(async move {
+            connection(stream, &watchdog, config).await;
+            drop(permit);
+        });
+    }
+}
+
+/// What a request asks for, as far as this endpoint cares.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    Metrics { head_only: bool },
+    NotFound,
+    MethodNotAllowed,
+    BadRequest,
+    HeadTooLarge,
+}
+
+async fn connection(mut stream: TcpStream, watchdog: &Watchdog, config: ServeConfig) {
+    let mut buf = vec![0; config.max_head];
+    let answer = match tokio::time::timeout(config.timeout, read_head(&mut stream, &mut buf)).await
+    {
+        Ok(Some(answer)) => answer,
+        // Timed out, or closed or failed before a whole head: nothing to answer.
+        Ok(None) | Err(_) => return,
+    };
+    let response = respond(&answer, watchdog);
+    let written = tokio::time::timeout(config.timeout, async {
+        stream.write_all(&response).await?;
+        stream.shutdown().await
+    })
+    .await;
+    if !matches!(written, Ok(Ok(()))) {
+        return;
+    }
+    // Take what the client still sends (a body we did not read) for a moment, so the close
+    // does not reset the connection before it read the answer.
+    let _ = tokio::time::timeout(config.timeout.min(Duration::from_secs(1)), async {
+        let mut sink = [0; 1024];
+        let mut left = 64 * 1024_usize;
+        while left > 0 {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    })
+    .await;
+}
+
+/// Read until the end of the request head (`\r\n\r\n`, or `\n\n`), at most `buf.len()` bytes,
+/// and classify it; `None` when the client closed or failed first.
+async fn read_head(stream: &mut TcpStream, buf: &mut [u8]) -> Option<Answer> {
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            return Some(Answer::HeadTooLarge);
+        }
+        let n = stream.read(&mut buf[filled..]).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        // Look for the end from a little before the new bytes (it may straddle two reads).
+        let from = filled.saturating_sub(3);
+        filled += n;
+        if let Some(end) = head_end(&buf[from..filled]) {
+            return Some(classify(&buf[..from + end]));
+        }
+    }
+}
+
+/// Where the head ends in `bytes` (the index just after the blank line), if it does.
+fn head_end(bytes: &[u8]) -> Option<usize> {
+    bytes.windows(2).enumerate().find_map(|(i, w)| match w {
+        b"\n\n" => Some(i + 2),
+        [b'\n', b'\r'] if bytes.get(i + 2) == Some(&b'\n') => Some(i + 3),
+        _ => None,
+    })
+}
+
+/// The answer to a request head.
+fn classify(head: &[u8]) -> Answer {
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut parts = line.split(|&b| b == b' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Answer::BadRequest;
+    };
+    let token = |s: &[u8]| !s.is_empty() && s.iter().all(|b| b.is_ascii_alphanumeric());
+    if !token(method) || !version.starts_with(b"HTTP/1.") || target.is_empty() {
+        return Answer::BadRequest;
+    }
+    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
+    let head_only = match method {
+        b"GET" => false,
+        b"HEAD" => true,
+        _ => return Answer::MethodNotAllowed,
+    };
+    if path == b"/metrics" {
+        Answer::Metrics { head_only }
+    } else {
+        Answer::NotFound
+    }
+}
+
+/// The whole response to `answer`.
+fn respond(answer: &Answer, watchdog: &Watchdog) -> Vec<u8> {
+    let (status, extra, body, head_only) = match answer {
+        Answer::Metrics { head_only } => (
+            "200 OK",
+            "",
+            watchdog.metrics().render_prometheus(),
+            *head_only,
+        ),
+        Answer::NotFound => (
+            "404 Not Found",
+            "",
+            "not found: try /metrics\n".into(),
+            false,
+        ),
+        Answer::MethodNotAllowed => (
+            "405 Method Not Allowed",
+            "Allow: GET, HEAD\r\n",
+            "method not allowed\n".into(),
+            false,
+        ),
+        Answer::BadRequest => ("400 Bad Request", "", "bad request\n".into(), false),
+        Answer::HeadTooLarge => (
+            "431 Request Header Fields Too Large",
+            "",
+            "request head too large\n".into(),
+            false,
+        ),
+    };
+    let content_type = match answer {
+        Answer::Metrics { .. } => CONTENT_TYPE,
+        _ => "text/plain; charset=utf-8",
+    };
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if !head_only {
+        out.extend_from_slice(body.as_bytes());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_are_classified() {
+        let m = Answer::Metrics { head_only: false };
+        assert_eq!(classify(b"GET /metrics HTTP/1.1\r\nHost: x\r\n"), m);
+        assert_eq!(classify(b"GET /metrics?x=1 HTTP/1.0\n"), m);
+        let h = Answer::Metrics { head_only: true };
+        assert_eq!(classify(b"HEAD /metrics HTTP/1.1\r\n"), h);
+        assert_eq!(classify(b"GET / HTTP/1.1\r\n"), Answer::NotFound);
+        assert_eq!(classify(b"GET /metricsx HTTP/1.1\r\n"), Answer::NotFound);
+        let post = classify(b"POST /metrics HTTP/1.1\r\n");
+        assert_eq!(post, Answer::MethodNotAllowed);
+        for bad in [
+            &b""[..],
+            b"\r\n",
+            b"GET /metrics\r\n",
+            b"GET  /metrics HTTP/1.1\r\n",
+            b"GET /metrics HTTP/1.1 extra\r\n",
+            b"GET /metrics SPDY/3\r\n",
+            b"G\xffT /metrics HTTP/1.1\r\n",
+        ] {
+            assert_eq!(classify(bad), Answer::BadRequest, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_end_of_a_head_is_found_in_either_spelling() {
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\n\r\n"), Some(18));
+        assert_eq!(head_end(b"GET / HTTP/1.1\n\nrest"), Some(16));
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\r\n"), None);
+        assert_eq!(head_end(b"\n\r"), None);
+        assert_eq!(head_end(b""), None);
+    }
+}
