@@ -8,7 +8,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use watchdog_core::Limits;
 
-use crate::options::limits;
+use crate::options::{seconds, value_error};
 use crate::watchdog_state::Inner;
 
 /// One watchdog: its state behind a mutex, so the timer thread and the host's threads can
@@ -50,18 +50,29 @@ impl Core {
         warn_at: f64,
         write_tools: Vec<String>,
     ) -> PyResult<Self> {
-        let limits = limits(
-            Limits::default(),
-            idle,
-            no_progress,
-            startup,
-            linger,
-            ceiling,
-            extend_factor,
-            high_utilization,
-            warn_at,
-        )?
-        .with_write_tools(write_tools);
+        let limits = Limits::default()
+            .with_idle(seconds("idle", idle)?)
+            .map_err(value_error)?
+            .with_no_progress(seconds("no_progress", no_progress)?)
+            .map_err(value_error)?
+            .with_startup(seconds("startup", startup)?)
+            .map_err(value_error)?
+            .with_linger(seconds("linger", linger)?)
+            .map_err(value_error)?;
+        let ceiling = match ceiling {
+            Some(c) => Some(seconds("ceiling", c)?),
+            None => None,
+        };
+        let limits = limits
+            .with_ceiling(ceiling)
+            .map_err(value_error)?
+            .with_extend_factor(extend_factor)
+            .map_err(value_error)?
+            .with_high_utilization(high_utilization)
+            .map_err(value_error)?
+            .with_warn_at(warn_at)
+            .map_err(value_error)?
+            .with_write_tools(write_tools);
         Ok(Core {
             inner: Mutex::new(Inner::new(epoch, limits)),
         })

@@ -1,5 +1,5 @@
-//! The watchdog's options between Python and the core: seconds to durations, the limits
-//! built from the constructor's keywords, and the limits shown back as a Python `dict`.
+//! The watchdog's options between Python and the core: seconds to durations checked by the
+//! core's rule, a config error as a `ValueError`, and the limits shown back as a Python `dict`.
 
 use std::time::Duration;
 
@@ -63,41 +63,4 @@ pub(crate) fn limits_dict<'py>(py: Python<'py>, d: &Limits) -> PyResult<Bound<'p
     let tools: Vec<&str> = d.write_tools().iter().map(|t| &**t).collect();
     out.set_item("write_tools", PyTuple::new(py, tools)?)?;
     Ok(out)
-}
-
-/// `base` with the constructor's options (durations in seconds), each checked by the core's
-/// rule.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn limits(
-    base: Limits,
-    idle: f64,
-    no_progress: f64,
-    startup: f64,
-    linger: f64,
-    ceiling: Option<f64>,
-    extend_factor: f64,
-    high_utilization: f64,
-    warn_at: f64,
-) -> PyResult<Limits> {
-    let l = base
-        .with_idle(seconds("idle", idle)?)
-        .map_err(value_error)?
-        .with_no_progress(seconds("no_progress", no_progress)?)
-        .map_err(value_error)?
-        .with_startup(seconds("startup", startup)?)
-        .map_err(value_error)?
-        .with_linger(seconds("linger", linger)?)
-        .map_err(value_error)?;
-    let ceiling = match ceiling {
-        Some(c) => Some(seconds("ceiling", c)?),
-        None => None,
-    };
-    l.with_ceiling(ceiling)
-        .map_err(value_error)?
-        .with_extend_factor(extend_factor)
-        .map_err(value_error)?
-        .with_high_utilization(high_utilization)
-        .map_err(value_error)?
-        .with_warn_at(warn_at)
-        .map_err(value_error)
 }
