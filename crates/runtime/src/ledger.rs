@@ -1,59 +1,20 @@
 //! The durable recovery ledger; see [`FileLedger`] (re-exported at the crate root).
 
-use std::ffi::OsStr;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+mod durable_files;
+mod session_markers;
+mod state_dir;
+mod subagent_markers;
+
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use watchdog_core::recovery::subagent::{
-    SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker,
-};
-use watchdog_core::recovery::{
-    validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, Marker,
-};
+use watchdog_core::recovery::{validate_session_id, LedgerError};
 
-/// Name of the application directory inside the state home.
-pub const STATE_DIR_NAME: &str = "agent-watchdog";
+use durable_files::{create_private_dir, sync_dir, unavailable};
+pub use state_dir::{default_state_dir, default_state_dir_from_env, STATE_DIR_NAME};
 
 const CONTINUED: &str = "continued";
 const NOTICED: &str = "noticed";
 const SUBAGENTS: &str = "subagents";
-/// A marker larger than this is not a marker we wrote: corrupt (and so, claimed).
-const MAX_MARKER_BYTES: u64 = 1 << 20;
-
-/// The default state directory, from the values of `XDG_STATE_HOME` and `HOME`:
-/// `$XDG_STATE_HOME/agent-watchdog` if it is set to an absolute path (the XDG rule: a relative
-/// one is ignored), else `$HOME/.local/state/agent-watchdog`; `None` if neither gives an
-/// absolute path.
-///
-/// ```
-/// use std::ffi::OsStr;
-/// use std::path::Path;
-/// use agent_sdk_watchdog::default_state_dir;
-///
-/// let dir = default_state_dir(None, Some(OsStr::new("/home/ada")));
-/// assert_eq!(dir.as_deref(), Some(Path::new("/home/ada/.local/state/agent-watchdog")));
-/// ```
-pub fn default_state_dir(xdg_state_home: Option<&OsStr>, home: Option<&OsStr>) -> Option<PathBuf> {
-    if let Some(xdg) = absolute(xdg_state_home) {
-        return Some(xdg.join(STATE_DIR_NAME));
-    }
-    absolute(home).map(|h| h.join(".local").join("state").join(STATE_DIR_NAME))
-}
-
-fn absolute(value: Option<&OsStr>) -> Option<&Path> {
-    value.map(Path::new).filter(|p| p.is_absolute())
-}
-
-/// [`default_state_dir`] with this process's `XDG_STATE_HOME` and `HOME`.
-pub fn default_state_dir_from_env() -> Option<PathBuf> {
-    default_state_dir(
-        std::env::var_os("XDG_STATE_HOME").as_deref(),
-        std::env::var_os("HOME").as_deref(),
-    )
-}
 
 /// Continuation markers as files in a state directory: durable and race-free across threads,
 /// processes and crashes.
@@ -125,6 +86,12 @@ pub fn default_state_dir_from_env() -> Option<PathBuf> {
 /// assert_eq!(again.try_claim(id, &marker).unwrap(), Claim::AlreadyClaimed);
 /// assert_eq!(again.get(id).unwrap().unwrap().marker, marker);
 /// ```
+///
+/// [`Claim::Won`]: watchdog_core::recovery::Claim::Won
+/// [`Ledger`]: watchdog_core::recovery::Ledger
+/// [`Ledger::try_claim`]: watchdog_core::recovery::Ledger::try_claim
+/// [`SubagentKey`]: watchdog_core::recovery::subagent::SubagentKey
+/// [`SubagentLedger`]: watchdog_core::recovery::subagent::SubagentLedger
 #[derive(Debug, Clone)]
 pub struct FileLedger {
     dir: PathBuf,
@@ -198,275 +165,4 @@ impl FileLedger {
             .join(sub)
             .join(format!("{}.json", session_id.to_ascii_lowercase())))
     }
-}
-
-impl Ledger for FileLedger {
-    fn try_claim(&self, session_id: &str, marker: &Marker) -> Result<Claim, LedgerError> {
-        let path = self.marker_path(session_id)?;
-        let mut json = marker.to_json();
-        json.push('\n');
-        Ok(if create_exclusive(&path, json.as_bytes())? {
-            Claim::Won
-        } else {
-            Claim::AlreadyClaimed
-        })
-    }
-
-    fn get(&self, session_id: &str) -> Result<Option<LedgerEntry>, LedgerError> {
-        let path = self.marker_path(session_id)?;
-        let Some(text) = read_small(&path)? else {
-            return Ok(None);
-        };
-        let marker = Marker::from_json(&text).map_err(|e| {
-            let why = match e {
-                LedgerError::Corrupt(why) => why,
-                other => other.to_string(),
-            };
-            LedgerError::Corrupt(format!("{}: {why}", path.display()))
-        })?;
-        if !marker.session_id.eq_ignore_ascii_case(session_id) {
-            return Err(LedgerError::Corrupt(format!(
-                "{}: holds session id {:?}",
-                path.display(),
-                marker.session_id
-            )));
-        }
-        let notice_recorded = exists(&self.notice_path(session_id)?)?;
-        Ok(Some(LedgerEntry {
-            marker,
-            notice_recorded,
-        }))
-    }
-
-    fn record_notice(&self, session_id: &str) -> Result<bool, LedgerError> {
-        if !exists(&self.marker_path(session_id)?)? {
-            return Ok(false);
-        }
-        let path = self.notice_path(session_id)?;
-        let record = serde_json::json!({
-            "session_id": session_id,
-            "noticed_at_ms": now_ms(),
-        });
-        create_exclusive(&path, format!("{record}\n").as_bytes())
-    }
-}
-
-impl FileLedger {
-    /// Where the marker of the subagent `key` lives (whether or not it exists).
-    pub fn subagent_marker_path(&self, key: &SubagentKey) -> PathBuf {
-        self.dir
-            .join(SUBAGENTS)
-            .join(CONTINUED)
-            .join(key.file_name())
-    }
-
-    /// Where the notice record of the subagent `key` lives (whether or not it exists).
-    pub fn subagent_notice_path(&self, key: &SubagentKey) -> PathBuf {
-        self.dir.join(SUBAGENTS).join(NOTICED).join(key.file_name())
-    }
-
-    /// Create the subagent directories (mode 0700) and make them durable.
-    fn subagent_dirs(&self) -> Result<(), LedgerError> {
-        let top = self.dir.join(SUBAGENTS);
-        for sub in [CONTINUED, NOTICED] {
-            let path = top.join(sub);
-            if !path.is_dir() {
-                create_private_dir(&path).map_err(|e| unavailable("create directory", &path, e))?;
-                sync_dir(&path).map_err(|e| unavailable("flush directory", &path, e))?;
-            }
-        }
-        for path in [&top, &self.dir] {
-            sync_dir(path).map_err(|e| unavailable("flush directory", path, e))?;
-        }
-        Ok(())
-    }
-}
-
-impl SubagentLedger for FileLedger {
-    fn try_claim(&self, key: &SubagentKey, marker: &SubagentMarker) -> Result<Claim, LedgerError> {
-        self.subagent_dirs()?;
-        let mut json = marker.to_json();
-        json.push('\n');
-        Ok(
-            if create_exclusive(&self.subagent_marker_path(key), json.as_bytes())? {
-                Claim::Won
-            } else {
-                Claim::AlreadyClaimed
-            },
-        )
-    }
-
-    fn get(&self, key: &SubagentKey) -> Result<Option<SubagentEntry>, LedgerError> {
-        let path = self.subagent_marker_path(key);
-        let Some(text) = read_small(&path)? else {
-            return Ok(None);
-        };
-        let marker = SubagentMarker::from_json(&text)
-            .map_err(|e| LedgerError::Corrupt(format!("{}: {e}", path.display())))?;
-        if !marker.session_id.eq_ignore_ascii_case(key.session_id())
-            || marker.agent_id != key.agent_id()
-        {
-            return Err(LedgerError::Corrupt(format!(
-                "{}: holds {}/{}",
-                path.display(),
-                marker.session_id,
-                marker.agent_id
-            )));
-        }
-        let notice_recorded = exists(&self.subagent_notice_path(key))?;
-        Ok(Some(SubagentEntry {
-            marker,
-            notice_recorded,
-        }))
-    }
-
-    fn record_notice(&self, key: &SubagentKey) -> Result<bool, LedgerError> {
-        if !exists(&self.subagent_marker_path(key))? {
-            return Ok(false);
-        }
-        self.subagent_dirs()?;
-        let record = serde_json::json!({
-            "session_id": key.session_id(),
-            "agent_id": key.agent_id(),
-            "noticed_at_ms": now_ms(),
-        });
-        create_exclusive(
-            &self.subagent_notice_path(key),
-            format!("{record}\n").as_bytes(),
-        )
-    }
-}
-
-fn unavailable(what: &str, path: &Path, e: io::Error) -> LedgerError {
-    LedgerError::Unavailable(format!("cannot {what} {}: {e}", path.display()))
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis().min(u64::MAX as u128) as u64)
-        .unwrap_or(0)
-}
-
-/// Create `path` with `contents` unless it exists: `Ok(true)` if this call created it.
-///
-/// The contents go to a uniquely named temporary file in the same directory, which is flushed
-/// and then hard-linked to `path` (`link` fails if `path` exists, in every process). The
-/// temporary name is removed and the directory flushed before returning, so `Ok(true)` means
-/// the file is durable.
-fn create_exclusive(path: &Path, contents: &[u8]) -> Result<bool, LedgerError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(LedgerError::Unavailable(format!(
-            "not a file path: {}",
-            path.display()
-        )));
-    };
-    // Unique per process (pid) and per call (counter); a stale one left by a crash with the
-    // same pid is skipped. Temporary names start with '.', so never look like a marker.
-    let mut attempt = 0;
-    let (tmp, mut file) = loop {
-        let tmp = dir.join(format!(
-            ".{}.{}.{}.tmp",
-            name.to_string_lossy(),
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        match create_new_private(&tmp) {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 8 => attempt += 1,
-            Err(e) => return Err(unavailable("create a file in", dir, e)),
-        }
-    };
-    let written = file
-        .write_all(contents)
-        .and_then(|()| file.sync_all())
-        .map_err(|e| unavailable("write", &tmp, e));
-    drop(file);
-    let linked = written.and_then(|()| match fs::hard_link(&tmp, path) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(unavailable("create", path, e)),
-    });
-    // Best effort: a leftover temporary file is harmless.
-    let _ = fs::remove_file(&tmp);
-    let won = linked?;
-    if won {
-        sync_dir(dir).map_err(|e| unavailable("flush directory", dir, e))?;
-    }
-    Ok(won)
-}
-
-/// The contents of `path`, `None` if it does not exist. Only a regular file we could have
-/// written is read: a FIFO, a device or a symbolic link in its place is never opened (it would
-/// block or never end) and is corrupt, which counts as claimed.
-fn read_small(path: &Path) -> Result<Option<String>, LedgerError> {
-    let bytes = match crate::regular_file::read_regular(path, MAX_MARKER_BYTES, false) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData
-            ) =>
-        {
-            // The error names the path.
-            return Err(LedgerError::Corrupt(e.to_string()));
-        }
-        Err(e) => return Err(unavailable("read", path, e)),
-    };
-    String::from_utf8(bytes)
-        .map(Some)
-        .map_err(|_| LedgerError::Corrupt(format!("{}: not UTF-8", path.display())))
-}
-
-fn exists(path: &Path) -> Result<bool, LedgerError> {
-    match fs::symlink_metadata(path) {
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(unavailable("inspect", path, e)),
-    }
-}
-
-#[cfg(unix)]
-fn create_private_dir(path: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(path: &Path) -> io::Result<()> {
-    fs::create_dir_all(path)
-}
-
-fn create_new_private(path: &Path) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
-}
-
-#[cfg(unix)]
-fn sync_dir(path: &Path) -> io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // Only a directory is opened (a FIFO put in its place must not block the open).
-    let flags = rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::NONBLOCK;
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(flags.bits() as i32)
-        .open(path)?
-        .sync_all()
-}
-
-#[cfg(not(unix))]
-fn sync_dir(_path: &Path) -> io::Result<()> {
-    // Directories cannot be opened for flushing through std here; the file itself was flushed.
-    Ok(())
 }

@@ -1,0 +1,100 @@
+//! A subagent's continuation marker and notice record: the [`SubagentLedger`] trait on
+//! [`FileLedger`], in directories made on first use.
+
+use std::path::PathBuf;
+
+use watchdog_core::recovery::subagent::{
+    SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker,
+};
+use watchdog_core::recovery::{Claim, LedgerError};
+
+use super::durable_files::{
+    create_exclusive, create_private_dir, exists, now_ms, read_small, sync_dir, unavailable,
+};
+use super::{FileLedger, CONTINUED, NOTICED, SUBAGENTS};
+
+impl FileLedger {
+    /// Where the marker of the subagent `key` lives (whether or not it exists).
+    pub fn subagent_marker_path(&self, key: &SubagentKey) -> PathBuf {
+        self.dir
+            .join(SUBAGENTS)
+            .join(CONTINUED)
+            .join(key.file_name())
+    }
+
+    /// Where the notice record of the subagent `key` lives (whether or not it exists).
+    pub fn subagent_notice_path(&self, key: &SubagentKey) -> PathBuf {
+        self.dir.join(SUBAGENTS).join(NOTICED).join(key.file_name())
+    }
+
+    /// Create the subagent directories (mode 0700) and make them durable.
+    fn subagent_dirs(&self) -> Result<(), LedgerError> {
+        let top = self.dir.join(SUBAGENTS);
+        for sub in [CONTINUED, NOTICED] {
+            let path = top.join(sub);
+            if !path.is_dir() {
+                create_private_dir(&path).map_err(|e| unavailable("create directory", &path, e))?;
+                sync_dir(&path).map_err(|e| unavailable("flush directory", &path, e))?;
+            }
+        }
+        for path in [&top, &self.dir] {
+            sync_dir(path).map_err(|e| unavailable("flush directory", path, e))?;
+        }
+        Ok(())
+    }
+}
+
+impl SubagentLedger for FileLedger {
+    fn try_claim(&self, key: &SubagentKey, marker: &SubagentMarker) -> Result<Claim, LedgerError> {
+        self.subagent_dirs()?;
+        let mut json = marker.to_json();
+        json.push('\n');
+        Ok(
+            if create_exclusive(&self.subagent_marker_path(key), json.as_bytes())? {
+                Claim::Won
+            } else {
+                Claim::AlreadyClaimed
+            },
+        )
+    }
+
+    fn get(&self, key: &SubagentKey) -> Result<Option<SubagentEntry>, LedgerError> {
+        let path = self.subagent_marker_path(key);
+        let Some(text) = read_small(&path)? else {
+            return Ok(None);
+        };
+        let marker = SubagentMarker::from_json(&text)
+            .map_err(|e| LedgerError::Corrupt(format!("{}: {e}", path.display())))?;
+        if !marker.session_id.eq_ignore_ascii_case(key.session_id())
+            || marker.agent_id != key.agent_id()
+        {
+            return Err(LedgerError::Corrupt(format!(
+                "{}: holds {}/{}",
+                path.display(),
+                marker.session_id,
+                marker.agent_id
+            )));
+        }
+        let notice_recorded = exists(&self.subagent_notice_path(key))?;
+        Ok(Some(SubagentEntry {
+            marker,
+            notice_recorded,
+        }))
+    }
+
+    fn record_notice(&self, key: &SubagentKey) -> Result<bool, LedgerError> {
+        if !exists(&self.subagent_marker_path(key))? {
+            return Ok(false);
+        }
+        self.subagent_dirs()?;
+        let record = serde_json::json!({
+            "session_id": key.session_id(),
+            "agent_id": key.agent_id(),
+            "noticed_at_ms": now_ms(),
+        });
+        create_exclusive(
+            &self.subagent_notice_path(key),
+            format!("{record}\n").as_bytes(),
+        )
+    }
+}

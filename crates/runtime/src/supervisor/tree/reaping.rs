@@ -1,0 +1,85 @@
+//! Ending what a tree leaves behind: reaping its zombies re-parented to us, and killing every
+//! marked process of a host that is gone.
+
+use super::descendants::{roots, Tree};
+use super::procfs::{all, children_files, children_of, stat, Stat};
+use super::Proc;
+
+impl Tree {
+    /// SIGKILL every process whose environment carries a tree marker of host `host_pid`
+    /// (`MARKER=<host_pid>.<n>`), again until a pass finds none (a forking process is
+    /// caught by a later pass); returns how many were signalled. Reads every readable
+    /// environment on the machine: for when the host itself is gone.
+    pub(crate) fn kill_marked(host_pid: u32) -> usize {
+        let needle = format!("{}={host_pid}.", super::TREE_MARKER_VAR).into_bytes();
+        let me = std::process::id() as i32;
+        let mut killed = 0;
+        for _ in 0..100 {
+            let Ok(dir) = std::fs::read_dir("/proc") else {
+                break;
+            };
+            let mut found = 0;
+            for e in dir.flatten() {
+                let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                    continue;
+                };
+                if pid == me || stat(pid).is_none_or(|s| s.zombie) {
+                    continue;
+                }
+                let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                    continue;
+                };
+                if env.split(|&b| b == 0).any(|kv| kv.starts_with(&needle))
+                    && crate::supervisor::signals::process(pid, rustix::process::Signal::KILL)
+                        .is_ok()
+                {
+                    found += 1;
+                }
+            }
+            killed += found;
+            if found == 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        killed
+    }
+
+    /// Reap known descendants that are our zombies (re-parented to us as a subreaper).
+    /// Never touches the child itself (tokio owns it) nor any other child of this process.
+    pub(crate) fn reap(&mut self) -> usize {
+        let me = std::process::id() as i32;
+        let mut reaped = 0;
+        if self.claim_orphans {
+            // Orphans that ended before any scan knew them are ours to reap too.
+            let roots = roots().clone();
+            // Our own children, from the kernel's list when it has one (not all of /proc).
+            let ours: Vec<Stat> = if children_files() {
+                children_of(me).into_iter().filter_map(stat).collect()
+            } else {
+                all()
+            };
+            for s in ours {
+                if s.ppid == me && s.zombie && !roots.contains(&s.pid) {
+                    self.known.insert(Proc {
+                        pid: s.pid,
+                        start: s.start,
+                    });
+                }
+            }
+        }
+        for p in &self.known {
+            let Some(s) = stat(p.pid) else { continue };
+            if s.start == p.start && s.zombie && s.ppid == me {
+                if let Some(pid) = rustix::process::Pid::from_raw(p.pid) {
+                    if let Ok(Some(_)) =
+                        rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG)
+                    {
+                        reaped += 1;
+                    }
+                }
+            }
+        }
+        reaped
+    }
+}
