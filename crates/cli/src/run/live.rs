@@ -294,7 +294,7 @@ pub(crate) async fn supervise(
     cfg: &RunConfig,
     argv: &[OsString],
     host: &mut Host,
-    expect_session: Option<&str>,
+    expect_session: Option<&ClaudeSessionId>,
 ) -> Result<Finished, i32> {
     let Some((program, args)) = argv.split_first() else {
         return Err(exit_code::USAGE);
@@ -316,8 +316,8 @@ pub(crate) async fn supervise(
     let mut session = SessionConfig::default()
         .with_limits(cfg.limits.clone())
         .with_tally(true);
-    if let Some(id) = expect_session.and_then(|s| ClaudeSessionId::parse(s).ok()) {
-        session = session.with_expected_session(id);
+    if let Some(id) = expect_session {
+        session = session.with_expected_session(id.clone());
     }
     let config = SupervisorConfig {
         policy: Some(session),

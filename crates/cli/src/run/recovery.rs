@@ -229,7 +229,7 @@ pub(crate) async fn after(
             "argv": argv.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
         })),
     );
-    let cont = match run::supervise(cfg, &argv, host, Some(&sid)).await {
+    let cont = match run::supervise(cfg, &argv, host, facts.session_id.as_ref()).await {
         Ok(c) => c,
         Err(code) => {
             r.json["error"] = json!("the continuation could not start");
