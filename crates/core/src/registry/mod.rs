@@ -43,6 +43,7 @@
 //! (a withdrawn extension, a first line after an exceeded no-progress cap) is processed too,
 //! so `poll_timeout` is always later than the last `now`, or `None`.
 
+mod host_side;
 mod observe;
 mod policy_table;
 mod rate_limits;

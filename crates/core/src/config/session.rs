@@ -1,0 +1,70 @@
+//! Per-session settings ([`SessionConfig`]): what one session overrides of its registry's
+//! policy, and what its host asks the registry to keep for it.
+
+use super::Limits;
+
+/// Per-session settings: overrides of the registry's [`Limits`].
+///
+/// ```
+/// use std::time::Duration;
+/// use watchdog_core::{Limits, SessionConfig};
+/// let cfg = SessionConfig::default()
+///     .with_limits(Limits::default().with_ceiling(Some(Duration::from_secs(3600))).unwrap());
+/// assert!(cfg.limits().is_some());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionConfig {
+    limits: Option<Limits>,
+    host_input: bool,
+    tally: bool,
+    expect_session: Option<crate::facts::ClaudeSessionId>,
+}
+
+impl SessionConfig {
+    /// Use these limits for this session instead of the registry's.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+    /// The child reads its host's messages on stdin (`--input-format stream-json`) and that
+    /// input is open: after a `result`, the session is **waiting for its host** until the
+    /// host's next `user` message ([`Registry::observe_input`](crate::Registry::observe_input))
+    /// or the end of its input ([`Registry::input_closed`](crate::Registry::input_closed)).
+    /// Default false.
+    pub fn with_host_input(mut self, open: bool) -> Self {
+        self.host_input = open;
+        self
+    }
+    /// Whether the child reads its host's messages on an open stdin.
+    pub fn host_input(&self) -> bool {
+        self.host_input
+    }
+    /// Keep the tally of the session's work ([`Tally`](crate::facts::Tally): its activity,
+    /// turns, subagents and their failures), read from the same lines the policy reads, for
+    /// [`Registry::tally`](crate::Registry::tally). Default false (a registry of many
+    /// in-process sessions keeps only what the deadlines need).
+    pub fn with_tally(mut self, on: bool) -> Self {
+        self.tally = on;
+        self
+    }
+    /// Whether the session keeps a [`Tally`](crate::facts::Tally).
+    pub fn tally(&self) -> bool {
+        self.tally
+    }
+    /// The session must be Claude Code session `id` (a resumed continuation): a top-level
+    /// `system/init` that names another one (or none) is reported once, as
+    /// [`Event::SessionMismatch`](crate::Event::SessionMismatch). The host decides what to do
+    /// (the CLI stops the run). Default: any session.
+    pub fn with_expected_session(mut self, id: crate::facts::ClaudeSessionId) -> Self {
+        self.expect_session = Some(id);
+        self
+    }
+    /// The session id the session must have, if one was set.
+    pub fn expected_session(&self) -> Option<&crate::facts::ClaudeSessionId> {
+        self.expect_session.as_ref()
+    }
+    /// The overriding limits, if any.
+    pub fn limits(&self) -> Option<&Limits> {
+        self.limits.as_ref()
+    }
+}

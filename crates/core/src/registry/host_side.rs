@@ -1,0 +1,157 @@
+//! The host side: what the host wrote to the child's stdin (a permission answer, the next
+//! turn, the end of its input) and what it tells the registry itself (a tool boundary from a
+//! hook, time it held the child back, a settle).
+
+use std::time::{Duration, Instant};
+
+use crate::classify::Signal;
+use crate::event::{Event, SessionId};
+use crate::session::flag;
+use crate::view::LineView;
+
+use super::observe::{answer, wrote};
+use super::Registry;
+
+impl Registry {
+    /// Feed one line the host wrote to the child's stdin: a `control_response` that answers a
+    /// permission request ends that human wait; a `user` message while the session waits for
+    /// its host starts the next turn (every clock afresh, as for progress). Host lines are
+    /// not otherwise signs of the child's life.
+    pub fn observe_input(&mut self, now: Instant, id: SessionId, line: &LineView<'_>) {
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        if self.session(slot).is_done() {
+            return;
+        }
+        let (s, c) = self.parts_mut(slot);
+        let was_paused = s.paused();
+        match line.kind().as_deref() {
+            Some("control_response") => {
+                let Some(rid) = line.request_id() else {
+                    return;
+                };
+                answer(s, c, &rid);
+            }
+            Some("user") if s.has(flag::HOST_WAIT) => {
+                s.flags &= !flag::HOST_WAIT;
+                s.note_progress(t);
+                s.drop_past_retry(c);
+            }
+            _ => return,
+        }
+        s.end_wait_if_clear(c, t, was_paused);
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+
+    /// The host's input to the child ended (its stdin closed): a session waiting for its host
+    /// lingers from `now`; one mid-turn lingers from its next `result`, as any session does.
+    /// No effect on a session registered without [`SessionConfig::with_host_input`].
+    ///
+    /// [`SessionConfig::with_host_input`]: crate::SessionConfig::with_host_input
+    pub fn input_closed(&mut self, now: Instant, id: SessionId) {
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        let (s, c) = self.parts_mut(slot);
+        if s.is_done() || !s.has(flag::HOST_INPUT) {
+            return;
+        }
+        s.flags &= !flag::HOST_INPUT;
+        if s.has(flag::HOST_WAIT) {
+            let was_paused = s.paused();
+            s.flags &= !flag::HOST_WAIT;
+            s.settled_at = t;
+            s.end_wait_if_clear(c, t, was_paused);
+        }
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+
+    /// A tool boundary reported by a hook: `Some(name)` for a completed tool (a write tool ends
+    /// the pre-write extension), `None` for a boundary that is not a completed call. Either
+    /// counts as progress.
+    pub fn tool_boundary(&mut self, now: Instant, id: SessionId, tool: Option<&str>) {
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        if self.session(slot).is_done() {
+            return;
+        }
+        let is_write = {
+            let limits = &self.policies.get(self.session(slot).limits).limits;
+            tool.is_some_and(|name| limits.is_write_tool(name))
+        };
+        let (s, c) = self.parts_mut(slot);
+        s.last_signal = Some(Signal::Progress);
+        s.note_progress(t);
+        s.drop_past_retry(c);
+        s.last_tool = t;
+        if is_write {
+            wrote(s, c);
+        }
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+
+    /// The last `paused` before `now` does not count toward the idle and no-progress clocks
+    /// of `id`: the host could not take the child's output (a slow reader downstream), so the
+    /// child's silence was the host's doing. The startup and ceiling clocks are not paused. No
+    /// effect on an ended session, nor while a human wait is open (it pauses the same clocks).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use watchdog_core::{Limits, Registry, SessionConfig};
+    /// let t0 = Instant::now();
+    /// let idle = Duration::from_secs(60);
+    /// let mut reg = Registry::new(Limits::default().with_idle(idle).unwrap().with_extend_factor(1.0).unwrap());
+    /// let id = reg.register(t0, SessionConfig::default());
+    /// reg.observe_line(t0, id, br#"{"type":"assistant","message":{"content":[]}}"#);
+    /// // 50 s later: the output was blocked for the last 40 s.
+    /// reg.pause_clocks(t0 + Duration::from_secs(50), id, Duration::from_secs(40));
+    /// let killed = |reg: &mut Registry| {
+    ///     std::iter::from_fn(|| reg.poll_event()).any(|e| matches!(e, watchdog_core::Event::Killed(_)))
+    /// };
+    /// reg.handle_timeout(t0 + Duration::from_secs(99));
+    /// assert!(!killed(&mut reg), "60 s of patience, 40 s of them paused");
+    /// reg.handle_timeout(t0 + Duration::from_secs(100));
+    /// assert!(killed(&mut reg));
+    /// ```
+    pub fn pause_clocks(&mut self, now: Instant, id: SessionId, paused: Duration) {
+        let t = self.clock(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        if self.session(slot).is_done() {
+            return;
+        }
+        let b = t.saturating_sub(u64::try_from(paused.as_nanos()).unwrap_or(u64::MAX));
+        let (s, c) = self.parts_mut(slot);
+        s.pause_clocks(c, b, t);
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+
+    /// Settle the session by hand, as a `result` would (the last result is unchanged).
+    pub fn settle(&mut self, now: Instant, id: SessionId) {
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        let s = self.session_mut(slot);
+        if s.is_done() || s.has(flag::SETTLED) {
+            return;
+        }
+        s.flags |= flag::SETTLED | flag::FIRST_LINE;
+        s.settled_at = t;
+        let (s, c) = self.parts_mut(slot);
+        s.begin_host_wait(c, t);
+        self.events.push_back(Event::Settled { id });
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+}
