@@ -102,12 +102,14 @@ fn grpc_rt(rt: &mut Option<GrpcRuntime>) -> Result<tokio::runtime::Handle, Strin
 }
 
 /// An OTLP/gRPC exporter builder (metrics or logs) set up for `signal`: its endpoint and
-/// metadata (the headers), each request bounded by the flush limit.
+/// metadata (the headers), each request bounded by the flush limit. A header that cannot be
+/// gRPC metadata is left out, and its name added to `left_out` (said once at the end).
 #[cfg(feature = "telemetry-grpc")]
 fn grpc<B: WithExportConfig + opentelemetry_otlp::WithTonicConfig>(
     builder: B,
     signal: &Signal,
     cfg: &Config,
+    left_out: &mut std::collections::BTreeSet<String>,
 ) -> B {
     let mut metadata = tonic::metadata::MetadataMap::new();
     for (k, v) in &signal.headers {
@@ -119,9 +121,9 @@ fn grpc<B: WithExportConfig + opentelemetry_otlp::WithTonicConfig>(
             (Ok(k), Ok(v)) => {
                 metadata.insert(k, v);
             }
-            _ => eprintln!(
-                "agent-watchdog: telemetry: OTLP header {k:?} cannot be gRPC metadata; left out"
-            ),
+            _ => {
+                left_out.insert(k.clone());
+            }
         }
     }
     builder
@@ -152,6 +154,8 @@ impl Exporter {
             .build();
         #[cfg(feature = "telemetry-grpc")]
         let mut grpc_runtime: Option<GrpcRuntime> = None;
+        #[cfg(feature = "telemetry-grpc")]
+        let mut left_out = std::collections::BTreeSet::new();
         let meters = match &cfg.metrics {
             Some(s) => {
                 let builder = SdkMeterProvider::builder().with_resource(resource.clone());
@@ -167,6 +171,7 @@ impl Exporter {
                                     opentelemetry_otlp::MetricExporter::builder().with_tonic(),
                                     s,
                                     cfg,
+                                    &mut left_out,
                                 )
                                 .build()
                             }
@@ -211,6 +216,7 @@ impl Exporter {
                                     opentelemetry_otlp::LogExporter::builder().with_tonic(),
                                     s,
                                     cfg,
+                                    &mut left_out,
                                 )
                                 .build()
                             }
@@ -239,6 +245,12 @@ impl Exporter {
             }
             None => None,
         };
+        #[cfg(feature = "telemetry-grpc")]
+        for k in left_out {
+            eprintln!(
+                "agent-watchdog: telemetry: OTLP header {k:?} cannot be gRPC metadata; left out"
+            );
+        }
         Ok(Exporter {
             meters,
             logs,
