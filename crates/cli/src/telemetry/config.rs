@@ -23,13 +23,22 @@ pub const DEFAULT_ENDPOINT: &str = "http://localhost:4318";
 /// Our `service.name`, unless `OTEL_SERVICE_NAME` or `OTEL_RESOURCE_ATTRIBUTES` names one.
 pub const SERVICE_NAME: &str = "agent-watchdog";
 
-/// The OTLP encoding over HTTP.
+/// The default OTLP/gRPC endpoint (the specification's), with the cargo feature
+/// `telemetry-grpc`.
+pub const DEFAULT_GRPC_ENDPOINT: &str = "http://localhost:4317";
+/// The cargo feature that builds the gRPC exporter in.
+pub const GRPC_FEATURE: &str = "telemetry-grpc";
+
+/// The OTLP transport and encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
     /// `http/protobuf` (the default).
     HttpProtobuf,
     /// `http/json`.
     HttpJson,
+    /// `grpc`: only in a build with the cargo feature [`GRPC_FEATURE`]; a build without it
+    /// never produces this value (it refuses `grpc` with a warning).
+    Grpc,
 }
 
 /// Which exporter a signal uses (`OTEL_METRICS_EXPORTER`, `OTEL_LOGS_EXPORTER`).
@@ -47,7 +56,8 @@ pub enum Kind {
 pub struct Signal {
     /// The exporter.
     pub kind: Kind,
-    /// The full URL posted to, e.g. `http://localhost:4318/v1/metrics` (empty for the console).
+    /// The full URL posted to, e.g. `http://localhost:4318/v1/metrics` (for `grpc` the
+    /// collector's base URL, e.g. `http://localhost:4317`; empty for the console).
     pub endpoint: String,
     /// The encoding.
     pub protocol: Protocol,
@@ -140,10 +150,22 @@ impl Config {
             {
                 None | Some("http/protobuf") => Protocol::HttpProtobuf,
                 Some("http/json") => Protocol::HttpJson,
-                Some(other) => {
+                Some("grpc") if cfg!(feature = "telemetry-grpc") => Protocol::Grpc,
+                Some("grpc") => {
                     warnings.push(format!(
-                        "OTLP protocol {other:?} is not supported (http/protobuf or http/json); \
-                         {name} off"
+                        "OTLP protocol \"grpc\": this build has no grpc exporter (cargo \
+                         feature `{GRPC_FEATURE}`); use http/protobuf; {name} off"
+                    ));
+                    return None;
+                }
+                Some(other) => {
+                    let known = if cfg!(feature = "telemetry-grpc") {
+                        "http/protobuf, http/json or grpc"
+                    } else {
+                        "http/protobuf or http/json"
+                    };
+                    warnings.push(format!(
+                        "OTLP protocol {other:?} is not supported ({known}); {name} off"
                     ));
                     return None;
                 }
@@ -152,6 +174,12 @@ impl Config {
             let endpoint = match get(&own) {
                 // A signal's own endpoint is used as it is.
                 Some(e) => e.trim().to_owned(),
+                // gRPC: the base endpoint as it is (the service path is the RPC's).
+                None if protocol == Protocol::Grpc => base
+                    .as_deref()
+                    .map(str::trim)
+                    .unwrap_or(DEFAULT_GRPC_ENDPOINT)
+                    .to_owned(),
                 None => {
                     let base = base.as_deref().map(str::trim).unwrap_or(DEFAULT_ENDPOINT);
                     format!("{}/v1/{name}", base.trim_end_matches('/'))
@@ -423,9 +451,9 @@ mod tests {
         .unwrap();
         assert_eq!((c.metrics, c.logs), (None, None));
         assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
-        let c = cfg(&[(SWITCH, "1"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]).unwrap();
+        let c = cfg(&[(SWITCH, "1"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "spdy")]).unwrap();
         assert_eq!((c.metrics, c.logs), (None, None));
-        assert!(c.warnings[0].contains("\"grpc\""), "{:?}", c.warnings);
+        assert!(c.warnings[0].contains("\"spdy\""), "{:?}", c.warnings);
         let c = cfg(&[(SWITCH, "1"), ("OTEL_LOGS_EXPORTER", "none")]).unwrap();
         assert!(c.metrics.is_some() && c.logs.is_none() && c.warnings.is_empty());
         let c = cfg(&[
@@ -446,6 +474,50 @@ mod tests {
             .warnings
             .iter()
             .all(|w| w.contains("https is not built in")));
+    }
+
+    /// Without the cargo feature `telemetry-grpc`, `grpc` turns the signal off with one line
+    /// that says what to do instead.
+    #[cfg(not(feature = "telemetry-grpc"))]
+    #[test]
+    fn grpc_is_refused_by_a_build_without_it() {
+        let c = cfg(&[(SWITCH, "1"), ("OTEL_EXPORTER_OTLP_PROTOCOL", " grpc ")]).unwrap();
+        assert_eq!((c.metrics, c.logs), (None, None));
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        for (w, name) in c.warnings.iter().zip(["metrics", "logs"]) {
+            assert_eq!(
+                w,
+                &format!(
+                    "OTLP protocol \"grpc\": this build has no grpc exporter (cargo feature \
+                     `telemetry-grpc`); use http/protobuf; {name} off"
+                )
+            );
+        }
+        // One signal's own protocol refuses only that signal.
+        let c = cfg(&[(SWITCH, "1"), ("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "grpc")]).unwrap();
+        assert!(c.metrics.is_some() && c.logs.is_none());
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    }
+
+    /// With the cargo feature `telemetry-grpc`, `grpc` is an OTLP protocol whose endpoint is
+    /// the base URL as it is (default `http://localhost:4317`).
+    #[cfg(feature = "telemetry-grpc")]
+    #[test]
+    fn grpc_uses_the_base_endpoint_as_it_is() {
+        let c = cfg(&[(SWITCH, "1"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]).unwrap();
+        let (m, l) = (c.metrics.unwrap(), c.logs.unwrap());
+        assert_eq!((m.protocol, l.protocol), (Protocol::Grpc, Protocol::Grpc));
+        assert_eq!(m.endpoint, DEFAULT_GRPC_ENDPOINT);
+        assert_eq!(l.endpoint, DEFAULT_GRPC_ENDPOINT);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let c = cfg(&[
+            (SWITCH, "1"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9"),
+            ("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc"),
+        ])
+        .unwrap();
+        assert_eq!(c.metrics.unwrap().endpoint, "http://127.0.0.1:9");
+        assert_eq!(c.logs.unwrap().endpoint, "http://127.0.0.1:9/v1/logs");
     }
 
     #[test]

@@ -44,13 +44,92 @@ pub(crate) struct Exporter {
     meters: Option<SdkMeterProvider>,
     logs: Option<SdkLoggerProvider>,
     flush: Duration,
+    /// Declared last: dropped after the providers (their shutdown needs it).
+    #[cfg(feature = "telemetry-grpc")]
+    _grpc: Option<GrpcRuntime>,
 }
 
 fn protocol(p: Protocol) -> opentelemetry_otlp::Protocol {
     match p {
-        Protocol::HttpProtobuf => opentelemetry_otlp::Protocol::HttpBinary,
         Protocol::HttpJson => opentelemetry_otlp::Protocol::HttpJson,
+        // `Grpc` never reaches the HTTP builder (see `Exporter::start`).
+        Protocol::HttpProtobuf | Protocol::Grpc => opentelemetry_otlp::Protocol::HttpBinary,
     }
+}
+
+/// The gRPC exporters' own runtime (tonic needs tokio): one worker thread, started only when
+/// a signal uses `grpc`. Shut down in the background when dropped, so that neither a drop in
+/// an async context nor a collector that never answers can block the exit.
+#[cfg(feature = "telemetry-grpc")]
+struct GrpcRuntime(Option<tokio::runtime::Runtime>);
+
+#[cfg(feature = "telemetry-grpc")]
+impl GrpcRuntime {
+    fn start() -> Result<GrpcRuntime, String> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("telemetry-grpc")
+            .enable_all()
+            .build()
+            .map(|rt| GrpcRuntime(Some(rt)))
+            .map_err(|e| format!("grpc runtime: {e}"))
+    }
+
+    fn handle(&self) -> Option<&tokio::runtime::Handle> {
+        self.0.as_ref().map(tokio::runtime::Runtime::handle)
+    }
+}
+
+#[cfg(feature = "telemetry-grpc")]
+impl Drop for GrpcRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The runtime of the gRPC exporters, started by the first that needs it.
+#[cfg(feature = "telemetry-grpc")]
+fn grpc_rt(rt: &mut Option<GrpcRuntime>) -> Result<tokio::runtime::Handle, String> {
+    if rt.is_none() {
+        *rt = Some(GrpcRuntime::start()?);
+    }
+    rt.as_ref()
+        .and_then(GrpcRuntime::handle)
+        .cloned()
+        .ok_or_else(|| "grpc runtime: not running".to_owned())
+}
+
+/// An OTLP/gRPC exporter builder (metrics or logs) set up for `signal`: its endpoint and
+/// metadata (the headers), each request bounded by the flush limit. A header that cannot be
+/// gRPC metadata is left out, and its name added to `left_out` (said once at the end).
+#[cfg(feature = "telemetry-grpc")]
+fn grpc<B: WithExportConfig + opentelemetry_otlp::WithTonicConfig>(
+    builder: B,
+    signal: &Signal,
+    cfg: &Config,
+    left_out: &mut std::collections::BTreeSet<String>,
+) -> B {
+    let mut metadata = tonic::metadata::MetadataMap::new();
+    for (k, v) in &signal.headers {
+        // gRPC metadata keys are lowercase ASCII; a header that cannot be one is left out.
+        match (
+            tonic::metadata::MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes()),
+            tonic::metadata::MetadataValue::try_from(v.as_str()),
+        ) {
+            (Ok(k), Ok(v)) => {
+                metadata.insert(k, v);
+            }
+            _ => {
+                left_out.insert(k.clone());
+            }
+        }
+    }
+    builder
+        .with_endpoint(signal.endpoint.clone())
+        .with_timeout(cfg.flush)
+        .with_metadata(metadata)
 }
 
 /// An OTLP/HTTP exporter builder (metrics or logs) set up for `signal`: its endpoint, encoding
@@ -73,17 +152,36 @@ impl Exporter {
                     .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
             )
             .build();
+        #[cfg(feature = "telemetry-grpc")]
+        let mut grpc_runtime: Option<GrpcRuntime> = None;
+        #[cfg(feature = "telemetry-grpc")]
+        let mut left_out = std::collections::BTreeSet::new();
         let meters = match &cfg.metrics {
             Some(s) => {
                 let builder = SdkMeterProvider::builder().with_resource(resource.clone());
                 let builder = match s.kind {
                     Kind::Otlp => {
-                        let exporter = http(
-                            opentelemetry_otlp::MetricExporter::builder().with_http(),
-                            s,
-                            cfg,
-                        )
-                        .build()
+                        let exporter = match s.protocol {
+                            #[cfg(feature = "telemetry-grpc")]
+                            Protocol::Grpc => {
+                                let rt = grpc_rt(&mut grpc_runtime)?;
+                                // tonic's channel spawns its worker on the runtime entered.
+                                let _entered = rt.enter();
+                                grpc(
+                                    opentelemetry_otlp::MetricExporter::builder().with_tonic(),
+                                    s,
+                                    cfg,
+                                    &mut left_out,
+                                )
+                                .build()
+                            }
+                            _ => http(
+                                opentelemetry_otlp::MetricExporter::builder().with_http(),
+                                s,
+                                cfg,
+                            )
+                            .build(),
+                        }
                         .map_err(|e| format!("metrics exporter: {e}"))?;
                         builder.with_reader(
                             PeriodicReader::builder(exporter)
@@ -109,12 +207,26 @@ impl Exporter {
                     .build();
                 let processor = match s.kind {
                     Kind::Otlp => {
-                        let exporter = http(
-                            opentelemetry_otlp::LogExporter::builder().with_http(),
-                            s,
-                            cfg,
-                        )
-                        .build()
+                        let exporter = match s.protocol {
+                            #[cfg(feature = "telemetry-grpc")]
+                            Protocol::Grpc => {
+                                let rt = grpc_rt(&mut grpc_runtime)?;
+                                let _entered = rt.enter();
+                                grpc(
+                                    opentelemetry_otlp::LogExporter::builder().with_tonic(),
+                                    s,
+                                    cfg,
+                                    &mut left_out,
+                                )
+                                .build()
+                            }
+                            _ => http(
+                                opentelemetry_otlp::LogExporter::builder().with_http(),
+                                s,
+                                cfg,
+                            )
+                            .build(),
+                        }
                         .map_err(|e| format!("logs exporter: {e}"))?;
                         BatchLogProcessor::builder(exporter)
                             .with_batch_config(batch)
@@ -133,10 +245,18 @@ impl Exporter {
             }
             None => None,
         };
+        #[cfg(feature = "telemetry-grpc")]
+        for k in left_out {
+            eprintln!(
+                "agent-watchdog: telemetry: OTLP header {k:?} cannot be gRPC metadata; left out"
+            );
+        }
         Ok(Exporter {
             meters,
             logs,
             flush: cfg.flush,
+            #[cfg(feature = "telemetry-grpc")]
+            _grpc: grpc_runtime,
         })
     }
 

@@ -217,6 +217,30 @@ fn serve(conn: TcpStream, answer: Answer, got: &Mutex<Received>) {
     }
 }
 
+/// A gRPC request of the OTLP collector services (`path` is the RPC's, e.g.
+/// `/opentelemetry.proto.collector.metrics.v1.MetricsService/Export`): its one length-prefixed
+/// message (gRPC framing), decoded as [`decode`] does a protobuf body.
+pub fn decode_grpc(path: &str, body: &[u8], g: &mut Received) {
+    let signal = if path.contains(".metrics.v1.MetricsService/") {
+        "/v1/metrics"
+    } else if path.contains(".logs.v1.LogsService/") {
+        "/v1/logs"
+    } else {
+        g.undecoded
+            .push(format!("{path}: not an OTLP metrics or logs RPC"));
+        return;
+    };
+    match body {
+        [0, a, b, c, d, msg @ ..] if u32::from_be_bytes([*a, *b, *c, *d]) as usize == msg.len() => {
+            decode(signal, "application/x-protobuf", msg, g)
+        }
+        _ => g.undecoded.push(format!(
+            "{path}: not one uncompressed gRPC message ({} bytes)",
+            body.len()
+        )),
+    }
+}
+
 fn decode(path: &str, ctype: &str, body: &[u8], g: &mut Received) {
     let json = ctype.contains("json");
     if path.ends_with("/v1/metrics") {
