@@ -55,19 +55,28 @@ fn run_until(r: &mut Registry, t0: Instant, until: Duration) -> Vec<(KillKind, D
     kills
 }
 
-/// High utilization extends the idle patience (10m → 20m); the window resets at 15m, so the
-/// extension ends then and the session, past its base idle, is killed at exactly 15m, with no
-/// line and no call from the host but the wake-up the registry asked for.
-#[test]
-fn a_window_reset_is_a_deadline_of_its_own() {
+/// A session whose first write landed at t0, then a frame at 95 % whose window resets at 15m;
+/// the registry anchored to the wall clock or not.
+fn wrote_then_high_frame(anchored: bool) -> (Registry, watchdog_core::SessionId, Instant) {
     let t0 = Instant::now();
     let mut r = Registry::new(limits());
-    r.set_wall_clock(t0, WALL0);
+    if anchored {
+        r.set_wall_clock(t0, WALL0);
+    }
     let id = r.register(t0, SessionConfig::default());
     for l in [INIT, WRITE_USE, WRITE_DONE] {
         r.observe_line(t0, id, l.as_bytes());
     }
     r.observe_line(t0, id, frame(0.95, 15 * MIN).as_bytes());
+    (r, id, t0)
+}
+
+/// High utilization extends the idle patience (10m → 20m); the window resets at 15m, so the
+/// extension ends then and the session, past its base idle, is killed at exactly 15m, with no
+/// line and no call from the host but the wake-up the registry asked for.
+#[test]
+fn a_window_reset_is_a_deadline_of_its_own() {
+    let (mut r, _, t0) = wrote_then_high_frame(true);
     assert_eq!(r.utilization(), Some(0.95), "the line set the utilization");
     let kills = run_until(&mut r, t0, Duration::from_secs(60 * MIN));
     assert_eq!(kills, [(KillKind::Idle, Duration::from_secs(15 * MIN))]);
@@ -80,13 +89,7 @@ fn a_window_reset_is_a_deadline_of_its_own() {
 /// with no reset.
 #[test]
 fn without_a_wall_clock_the_host_sets_the_utilization() {
-    let t0 = Instant::now();
-    let mut r = Registry::new(limits());
-    let id = r.register(t0, SessionConfig::default());
-    for l in [INIT, WRITE_USE, WRITE_DONE] {
-        r.observe_line(t0, id, l.as_bytes());
-    }
-    r.observe_line(t0, id, frame(0.95, 15 * MIN).as_bytes());
+    let (mut r, _, t0) = wrote_then_high_frame(false);
     assert_eq!(r.utilization(), None, "not set by the registry");
     assert_eq!(r.rate_limits().utilization(WALL0), Some(0.95), "but read");
     r.set_utilization(t0, Some(0.95));
@@ -99,14 +102,7 @@ fn without_a_wall_clock_the_host_sets_the_utilization() {
 /// after the deadlines before it: the kill is dated 15m, not when the host came back.
 #[test]
 fn a_late_wake_up_dates_the_reset_at_its_instant() {
-    let t0 = Instant::now();
-    let mut r = Registry::new(limits());
-    r.set_wall_clock(t0, WALL0);
-    let id = r.register(t0, SessionConfig::default());
-    for l in [INIT, WRITE_USE, WRITE_DONE] {
-        r.observe_line(t0, id, l.as_bytes());
-    }
-    r.observe_line(t0, id, frame(0.95, 15 * MIN).as_bytes());
+    let (mut r, id, t0) = wrote_then_high_frame(true);
     r.handle_timeout(t0 + Duration::from_secs(40 * MIN));
     let kill = r.kill(id).expect("killed").clone();
     assert_eq!(kill.at - t0, Duration::from_secs(15 * MIN));
