@@ -143,7 +143,7 @@ impl Live<'_> {
         }
         if self.host.status.is_live() {
             // The status line shows the activity the policy's tally holds.
-            let activity = self.handle.observed().0.map(|t| t.activity().clone());
+            let activity = self.handle.activity();
             if let Some(a) = activity.filter(|a| *a != self.activity) {
                 self.activity_since = now.checked_sub(a.already()).unwrap_or(now);
                 self.activity = a;
@@ -256,7 +256,7 @@ impl Live<'_> {
             return;
         }
         let wall = wall_ms();
-        let monitor = self.handle.observed().1;
+        let monitor = self.handle.rate_limits();
         let rate = monitor
             .filter(|m| m.active_windows(wall).next().is_some())
             .map(|m| m.summary(wall));

@@ -66,16 +66,15 @@ impl SupervisorHandle {
     pub fn set_utilization(&self, utilization: Option<f64>) {
         let _ = self.ctrl.send(Control::Utilization(utilization));
     }
-    /// What the policy has read of the child's work so far (a copy, for a status display):
-    /// its tally (`None` unless [`SessionConfig::with_tally`](watchdog_core::SessionConfig::with_tally))
-    /// and the rate-limit readings (`None` without a policy).
-    pub fn observed(
-        &self,
-    ) -> (
-        Option<watchdog_core::facts::Tally>,
-        Option<watchdog_core::RateLimitMonitor>,
-    ) {
-        self.shared.observed()
+    /// The child's current activity, as the policy's tally holds it (for a status display;
+    /// `None` unless [`SessionConfig::with_tally`](watchdog_core::SessionConfig::with_tally)).
+    pub fn activity(&self) -> Option<watchdog_core::facts::Activity> {
+        self.shared.activity()
+    }
+    /// A copy of the policy's rate-limit readings (for a status display; `None` without a
+    /// policy).
+    pub fn rate_limits(&self) -> Option<watchdog_core::RateLimitMonitor> {
+        self.shared.rate_limits()
     }
     /// The child's pid.
     pub fn pid(&self) -> u32 {

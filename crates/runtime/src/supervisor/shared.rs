@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, Notify};
-use watchdog_core::facts::Tally;
+use watchdog_core::facts::{Activity, Tally};
 use watchdog_core::{
     classify, Class, ClaudeSessionId, Event, LineView, Outcome, RateLimitMonitor, ResultFacts,
 };
@@ -175,16 +175,23 @@ impl Shared {
         self.notify.notify_one();
     }
 
-    /// What the policy read of the session so far: its tally (if it keeps one) and the
-    /// rate-limit readings (for a status display).
-    pub(crate) fn observed(&self) -> (Option<Tally>, Option<RateLimitMonitor>) {
+    /// The current activity of the session's tally, if it keeps one (for a status display:
+    /// only the activity is copied, not the tally).
+    pub(crate) fn activity(&self) -> Option<Activity> {
         let now = clock::now();
         let mut st = self.lock();
         st.policy
             .with(now, |reg, id, _| {
-                (reg.tally(id).cloned(), Some(reg.rate_limits().clone()))
+                reg.tally(id).map(|t| t.activity().clone())
             })
-            .unwrap_or_default()
+            .flatten()
+    }
+
+    /// A copy of the policy's rate-limit readings (for a status display).
+    pub(crate) fn rate_limits(&self) -> Option<RateLimitMonitor> {
+        let now = clock::now();
+        let mut st = self.lock();
+        st.policy.with(now, |reg, _, _| reg.rate_limits().clone())
     }
 
     /// Events queued by calls made outside the watching task.
