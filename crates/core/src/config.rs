@@ -99,6 +99,9 @@ pub mod defaults {
     pub const TREE_SCAN: Option<Duration> = Some(Duration::from_secs(1));
     /// The supervisor's wait for stdout and stderr to close once the tree is gone: 2 s.
     pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+    /// How long past its instant a deadline waits for lines its host may still hold unread
+    /// ([`Registry::input_pending`](crate::Registry::input_pending)): 200 ms.
+    pub const INPUT_HOLD: Duration = Duration::from_millis(200);
 }
 
 /// The liveness policy of a session.

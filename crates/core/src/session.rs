@@ -124,6 +124,12 @@ pub(crate) mod flag {
     /// The session keeps a tally or must be an expected Claude Code session
     /// (`Rare::watched`).
     pub const WATCHED: u32 = 1 << 21;
+    /// The host cannot hand the session's output on (`Registry::output_blocked`): the idle
+    /// and no-progress deadlines and their warnings do not fall due.
+    pub const OUTPUT_BLOCKED: u32 = 1 << 22;
+    /// The host may hold unread lines of the session (`Registry::input_pending`): a deadline
+    /// that falls due waits for them, at most [`INPUT_HOLD`](crate::config::defaults::INPUT_HOLD).
+    pub const INPUT_PENDING: u32 = 1 << 23;
 }
 
 /// The last `result` of a session, compactly.
@@ -574,7 +580,7 @@ impl Session {
             if !self.has(flag::HOST_WAIT) {
                 take(self.settled_at.saturating_add(l.linger), KillKind::Linger);
             }
-        } else if !self.paused() {
+        } else if !self.paused() && !self.has(flag::OUTPUT_BLOCKED) {
             let ext = self.extension(l, high);
             let (patience, warn_after) = if ext.is_some() {
                 (l.extended, l.warn_extended)

@@ -9,6 +9,7 @@ use crate::event::{Event, SessionId};
 use crate::session::flag;
 use crate::view::LineView;
 
+use super::holds::Hold;
 use super::observe::{answer, wrote};
 use super::Registry;
 
@@ -133,6 +134,106 @@ impl Registry {
         let (s, c) = self.parts_mut(slot);
         s.pause_clocks(c, b, t);
         self.reschedule(slot);
+        self.run_due(t);
+    }
+
+    /// Whether the host can hand the session's output on. While `blocked` (its reader waits
+    /// for room downstream: a slow reader), the child waits on its pipe because of the host,
+    /// not because it hangs: the idle and no-progress deadlines, and their warnings, do not
+    /// fall due, and when the block ends the time it lasted does not count toward those
+    /// clocks (as with [`pause_clocks`](Self::pause_clocks)). The startup, linger and ceiling
+    /// deadlines keep running. The same rule whoever drives the timer. Repeating a state
+    /// changes nothing; no effect on an ended session.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use watchdog_core::{Event, Limits, Registry, SessionConfig};
+    /// let t0 = Instant::now();
+    /// let s = Duration::from_secs;
+    /// let limits = Limits::default().with_idle(s(60)).unwrap().with_extend_factor(1.0).unwrap();
+    /// let mut reg = Registry::new(limits);
+    /// let id = reg.register(t0, SessionConfig::default());
+    /// reg.observe_line(t0, id, br#"{"type":"assistant","message":{"content":[]}}"#);
+    /// let killed = |reg: &mut Registry| {
+    ///     std::iter::from_fn(|| reg.poll_event()).any(|e| matches!(e, Event::Killed(_)))
+    /// };
+    /// reg.output_blocked(t0 + s(10), id, true);
+    /// reg.handle_timeout(t0 + s(300));
+    /// assert!(!killed(&mut reg), "nothing falls due while the host holds the output");
+    /// reg.output_blocked(t0 + s(300), id, false);
+    /// // 10 s of the 60 s were used before the block: the kill comes 50 s after it ends.
+    /// reg.handle_timeout(t0 + s(349));
+    /// assert!(!killed(&mut reg));
+    /// reg.handle_timeout(t0 + s(350));
+    /// assert!(killed(&mut reg));
+    /// ```
+    pub fn output_blocked(&mut self, now: Instant, id: SessionId, blocked: bool) {
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        let s = self.session_mut(slot);
+        if s.is_done() || s.has(flag::OUTPUT_BLOCKED) == blocked {
+            return;
+        }
+        s.flags ^= flag::OUTPUT_BLOCKED;
+        if blocked {
+            self.holds.begin(slot, Hold::Output, t);
+        } else if let Some(b) = self.holds.end(slot, Hold::Output) {
+            let (s, c) = self.parts_mut(slot);
+            s.pause_clocks(c, b, t);
+        }
+        self.reschedule(slot);
+        self.run_due(t);
+    }
+
+    /// Whether the host may still hold unread lines of the session: its reader was woken for
+    /// them and has not read them yet (after the host was stopped, say by Ctrl-Z, the lines
+    /// the child printed meanwhile wait in the pipe while deadlines are overdue). While
+    /// `pending`, a deadline of the session that falls due waits for them, at most
+    /// [`INPUT_HOLD`](crate::config::defaults::INPUT_HOLD) past the later of its instant and
+    /// the host's word; the lines, fed with [`observe_waited`](Self::observe_waited), count
+    /// before it, and when the host says `false` it fires at once if it still holds, dated at
+    /// its own instant. The fact applies to what is due at `now` itself: a host tells it
+    /// before [`handle_timeout`](Self::handle_timeout). Unknown or ended sessions are ignored.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use watchdog_core::{Event, KillKind, Limits, Registry, SessionConfig};
+    /// let t0 = Instant::now();
+    /// let ms = Duration::from_millis;
+    /// let limits = Limits::default().with_idle(ms(1000)).unwrap().with_extend_factor(1.0).unwrap();
+    /// let mut reg = Registry::new(limits);
+    /// let id = reg.register(t0, SessionConfig::default());
+    /// reg.observe_line(t0, id, br#"{"type":"assistant","message":{"content":[]}}"#);
+    /// let kills = |reg: &mut Registry| {
+    ///     std::iter::from_fn(|| reg.poll_event())
+    ///         .filter_map(|e| match e { Event::Killed(k) => Some(k), _ => None })
+    ///         .collect::<Vec<_>>()
+    /// };
+    /// // The host wakes 5 s late: its reader was woken for lines, its timer too.
+    /// reg.input_pending(t0 + ms(5000), id, true);
+    /// reg.handle_timeout(t0 + ms(5000));
+    /// assert!(kills(&mut reg).is_empty(), "the idle kill waits for the lines");
+    /// // What the reader read holds no line: the kill lands, dated at its deadline.
+    /// reg.input_pending(t0 + ms(5001), id, false);
+    /// let k = kills(&mut reg);
+    /// assert_eq!((k[0].kind, k[0].at), (KillKind::Idle, t0 + ms(1000)));
+    /// ```
+    pub fn input_pending(&mut self, now: Instant, id: SessionId, pending: bool) {
+        let t = self.clock(now);
+        if let Some(slot) = self.slot_of(id) {
+            let s = self.session_mut(slot);
+            if !s.is_done() && s.has(flag::INPUT_PENDING) != pending {
+                s.flags ^= flag::INPUT_PENDING;
+                if pending {
+                    self.holds.begin(slot, Hold::Input, t);
+                } else {
+                    self.holds.end(slot, Hold::Input);
+                }
+                self.reschedule(slot);
+            }
+        }
         self.run_due(t);
     }
 

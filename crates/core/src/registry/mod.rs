@@ -43,6 +43,7 @@
 //! (a withdrawn extension, a first line after an exceeded no-progress cap) is processed too,
 //! so `poll_timeout` is always later than the last `now`, or `None`.
 
+mod holds;
 mod host_side;
 mod observe;
 mod policy_table;
@@ -112,6 +113,8 @@ pub struct Registry {
     utilization: Option<f64>,
     /// The rate-limit readings of every session's lines ([`rate_limits`]).
     rate: RateLimits,
+    /// What hosts hold back: output they cannot hand on, lines they have not read yet.
+    holds: holds::Holds,
     counts: [u64; LineKind::ALL.len()],
 }
 
@@ -153,6 +156,7 @@ impl Registry {
             now: 0,
             utilization: None,
             rate: RateLimits::default(),
+            holds: holds::Holds::default(),
             counts: [0; LineKind::ALL.len()],
         }
     }
@@ -276,6 +280,7 @@ impl Registry {
         if !s.has(flag::ENDED) {
             s.flags |= flag::ENDED;
             s.queued = NEVER;
+            self.holds.forget(slot);
             self.events.push_back(Event::Ended {
                 id,
                 outcome: outcome.clone(),
@@ -315,6 +320,7 @@ impl Registry {
         let s = std::mem::replace(&mut self.slots[slot as usize], Session::vacant(generation));
         let c = std::mem::take(&mut self.cold[slot as usize]);
         self.policies.release(s.limits);
+        self.holds.forget(slot);
         self.queue.remove(slot);
         self.settle_queue(self.now);
         self.len -= 1;

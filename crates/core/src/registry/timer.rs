@@ -3,16 +3,19 @@
 
 use std::time::{Duration, Instant};
 
+use crate::config::defaults::INPUT_HOLD;
 use crate::deadline_queue::Slots;
 use crate::event::{Event, Kill, KillKind, McpCall};
 use crate::session::{flag, Cold, Due, Session, NEVER};
 
+use super::holds::{Hold, Holds};
 use super::{make_id, PolicyTable, Registry};
 
 /// What the deadline queue asks about sessions while it settles.
 struct Filing<'r> {
     slots: &'r mut [Session],
     cold: &'r [Cold],
+    holds: &'r Holds,
     policies: &'r PolicyTable,
     utilization: Option<f64>,
 }
@@ -32,7 +35,7 @@ impl Slots for Filing<'_> {
                 s.retry_end(c),
                 s.mcp_floor(c),
             )
-            .map_or(NEVER, |(t, _)| t);
+            .map_or(NEVER, |(t, _)| held(s, slot, self.holds, t));
         s.queued = t;
         s.flags &= !flag::RAISED;
         t
@@ -45,7 +48,27 @@ impl Slots for Filing<'_> {
     }
 }
 
+/// When an event due at `t` may fire: at `t`, or while the host may still hold unread lines
+/// of the session (`INPUT_PENDING`), up to [`INPUT_HOLD`] after the later of `t` and the
+/// instant the host said so (its word that it read them ends the hold at once:
+/// [`Registry::input_pending`]).
+fn held(s: &Session, slot: u32, holds: &Holds, t: u64) -> u64 {
+    if !s.has(flag::INPUT_PENDING) {
+        return t;
+    }
+    let since = holds.since(slot, Hold::Input).unwrap_or(t);
+    t.max(since).saturating_add(INPUT_HOLD_NS)
+}
+
+/// [`INPUT_HOLD`] in nanoseconds.
+const INPUT_HOLD_NS: u64 = INPUT_HOLD.as_nanos() as u64;
+
 impl Registry {
+    /// [`held`] for a live slot.
+    fn held(&self, slot: u32, t: u64) -> u64 {
+        held(self.session(slot), slot, &self.holds, t)
+    }
+
     pub(super) fn next_of(&self, slot: u32) -> Option<(u64, Due)> {
         let s = self.session(slot);
         let p = self.policies.get(s.limits);
@@ -67,7 +90,9 @@ impl Registry {
     /// Returns whether the queue may need settling (false: neither the queue nor the mark
     /// the queue reads changed).
     pub(super) fn reschedule(&mut self, slot: u32) -> bool {
-        let t = self.next_of(slot).map_or(NEVER, |(t, _)| t);
+        let t = self
+            .next_of(slot)
+            .map_or(NEVER, |(t, _)| self.held(slot, t));
         let horizon = self.queue.horizon();
         let s = self.session_mut(slot);
         if s.queued != NEVER && t >= s.queued {
@@ -89,6 +114,7 @@ impl Registry {
             queue,
             slots,
             cold,
+            holds,
             policies,
             utilization,
             ..
@@ -98,6 +124,7 @@ impl Registry {
             &mut Filing {
                 slots,
                 cold,
+                holds,
                 policies,
                 utilization: *utilization,
             },
@@ -117,7 +144,8 @@ impl Registry {
             s.queued = NEVER;
             s.flags &= !flag::RAISED;
             if let Some((due_at, due)) = self.next_of(slot) {
-                if due_at <= t {
+                // Dated at its own instant, even when a hold made it fire later.
+                if self.held(slot, due_at) <= t {
                     self.fire(slot, due_at, due);
                 }
             }
