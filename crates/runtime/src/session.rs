@@ -123,14 +123,24 @@ impl Session {
         self.slot.token.child_token()
     }
 
-    /// Run `f` on the watchdog's registry with this session's id, under the watchdog's lock;
-    /// the events it causes are then delivered as for any other call.
+    /// Run `f` on the watchdog's registry with this session's id and the call's instant,
+    /// under the watchdog's lock; the events it causes are then delivered as for any other
+    /// call.
     pub(crate) fn with_registry<R>(
         &self,
-        f: impl FnOnce(&mut watchdog_core::Registry, SessionId) -> R,
+        f: impl FnOnce(&mut watchdog_core::Registry, SessionId, std::time::Instant) -> R,
     ) -> R {
         let id = self.id;
-        self.inner.op(|st, _| f(&mut st.reg, id))
+        self.inner.op(|st, now| f(&mut st.reg, id, now))
+    }
+
+    /// How a reader tells the cell that it may hold unread lines of this session.
+    pub(crate) fn input_marker(&self) -> crate::watchdog::InputMarker {
+        crate::watchdog::InputMarker {
+            inner: self.inner.clone(),
+            id: self.id,
+            pending: Default::default(),
+        }
     }
 
     /// Wait until the session is killed; returns the kill.

@@ -197,3 +197,44 @@ async fn supervised_children_share_one_watchdog_timer() {
     assert_eq!(kills.load(Ordering::SeqCst), 2);
     assert_eq!(watchdog.len(), 0, "sessions end with their supervisors");
 }
+
+/// A caller that takes the output late holds the child back; the child is not idle: the same
+/// pause rule whether the child's session is on a private cell or on a shared watchdog (whose
+/// timer used to apply the pause only at each tree scan, and could kill during a block).
+#[tokio::test]
+async fn a_slow_caller_pauses_the_clocks_on_a_private_and_on_a_shared_cell_alike() {
+    let assistant = r#"{"type":"assistant","message":{"content":[]}}"#;
+    let result = r#"{"type":"result","subtype":"success","is_error":false}"#;
+    // ~9 MB at once: past the 4 MiB the supervisor buffers, the child waits on its pipe.
+    let script = format!("yes '{assistant}' | head -n 200000; echo '{result}'");
+    let watchdog = agent_sdk_watchdog::Watchdog::new(agent_sdk_watchdog::WatchdogConfig::new(
+        Limits::default(),
+    ));
+    for shared in [false, true] {
+        let config = SupervisorConfig {
+            watchdog: shared.then(|| watchdog.clone()),
+            // No tree scan in between: nothing but the core's rule can hold the clocks.
+            tree_scan: None,
+            ..policy(small())
+        };
+        let mut sup = Supervisor::spawn(sh(&script), config).unwrap();
+        // Five idle limits without taking anything.
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        let mut lines = 0;
+        while let Some(out) = sup.next_output().await {
+            if let Output::Stdout(_) = out {
+                lines += 1;
+            }
+        }
+        let report = sup.wait().await.unwrap();
+        assert_eq!(killed_kind(&report), None, "shared: {shared}: {report:?}");
+        assert_eq!(report.outcome, Some(Outcome::Success), "shared: {shared}");
+        assert_eq!(lines, 200_001, "shared: {shared}: nothing lost");
+        assert!(
+            report.blocked_on_output >= Duration::from_millis(1000),
+            "shared: {shared}: {:?}",
+            report.blocked_on_output
+        );
+    }
+    assert_eq!(watchdog.len(), 0);
+}

@@ -16,8 +16,6 @@ pub(crate) enum Control {
     Signal(rustix::process::Signal),
     /// SIGKILL the whole tree now.
     KillTree(KillCause),
-    /// New rate-limit utilization for the policy.
-    Utilization(Option<f64>),
 }
 
 /// A cheap, cloneable handle to a running supervisor: stop it or signal it.
@@ -64,7 +62,7 @@ impl SupervisorHandle {
     /// Feed the current rate-limit utilization (0–1, highest window; `None` when unknown):
     /// high utilization extends the idle patience.
     pub fn set_utilization(&self, utilization: Option<f64>) {
-        let _ = self.ctrl.send(Control::Utilization(utilization));
+        self.shared.set_utilization(utilization);
     }
     /// The child's current activity, as the policy's tally holds it (for a status display;
     /// `None` unless [`SessionConfig::with_tally`](watchdog_core::SessionConfig::with_tally)).

@@ -1,6 +1,6 @@
 //! The process supervisor; see [`Supervisor`] (re-exported at the crate root).
 
-mod child;
+mod config;
 mod handle;
 mod hook;
 mod kill;
@@ -11,16 +11,17 @@ mod report;
 mod shared;
 mod signals;
 mod spawn;
+mod start;
 mod tree;
 mod watch;
+mod woken;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use watchdog_core::config::{defaults, PositiveDuration};
-use watchdog_core::{ConfigError, SessionConfig};
+use watchdog_core::ConfigError;
 
+pub use config::SupervisorConfig;
 pub(crate) use handle::Control;
 pub use handle::{StdinWriter, SupervisorHandle};
 pub use hook::{LineInfo, StdoutHook};
@@ -50,170 +51,6 @@ pub fn kill_trees_of(host_pid: u32) -> usize {
 
 /// A Unix signal, for [`SupervisorHandle::signal`].
 pub use rustix::process::Signal;
-
-/// How to run and stop a supervised child.
-///
-/// The defaults are the constants of [`watchdog_core::config::defaults`].
-/// [`Supervisor::spawn`] rejects a value no child can be supervised with
-/// ([`SupervisorConfig::check`]); nothing is adjusted silently.
-#[derive(Debug, Clone)]
-pub struct SupervisorConfig {
-    /// The liveness policy, or `None` to only supervise (explicit kills, signals, tree
-    /// cleanup, counts) with no watchdog deadlines.
-    pub policy: Option<SessionConfig>,
-    /// Register the child's session on this shared [`Watchdog`](crate::Watchdog) instead of a
-    /// registry of its own: one timer task for any number of supervised children (and
-    /// in-process sessions), its callbacks and utilization shared by all. `policy` still gives
-    /// the session's limits (the watchdog's when it has none). The output pause of a slow
-    /// reader is then applied at each tree scan ([`SupervisorConfig::tree_scan`]) rather than
-    /// before each deadline. Default `None`.
-    pub watchdog: Option<crate::Watchdog>,
-    /// The child reads stream-json on stdin (`--input-format stream-json`): the ladder
-    /// starts with an `interrupt` control request, and with [`SupervisorConfig::pipe_stdin`]
-    /// the policy's session waits for its host after each `result` until the host's next
-    /// `user` message or the end of its input
-    /// ([`SessionConfig::with_host_input`](watchdog_core::SessionConfig::with_host_input)).
-    /// Default false.
-    pub stream_json_input: bool,
-    /// Wait after the interrupt request before SIGTERM. Default
-    /// [`INTERRUPT_GRACE`](defaults::INTERRUPT_GRACE).
-    pub interrupt_grace: Duration,
-    /// Wait after SIGTERM before SIGKILL. Default [`TERM_GRACE`](defaults::TERM_GRACE). After
-    /// a signal forwarded with [`SupervisorHandle::signal`], what the child leaves running when
-    /// it exits gets what is left of this grace, counted from the signal.
-    pub term_grace: Duration,
-    /// Make the host process a child subreaper (Linux only) before spawning. This changes the
-    /// host process for good: every orphaned descendant of it, from any source, re-parents to
-    /// it and must be reaped by it. Default false.
-    pub become_subreaper: bool,
-    /// Longest line delivered in one piece; longer lines come in pieces of this size
-    /// (see [`Line::continues`], [`LineMeta::piece`]) and count as keep-alives. At least 1;
-    /// default [`MAX_LINE`](defaults::MAX_LINE).
-    pub max_line: usize,
-    /// Pipe stdin (true, default) or give the child `/dev/null` (for `claude -p "prompt"`,
-    /// which otherwise waits for stdin to close).
-    pub pipe_stdin: bool,
-    /// How often to rescan the process tree while the child runs, so descendants that lose
-    /// their parent stay known. `None` scans only when stopping; a period must be > 0. Default
-    /// [`TREE_SCAN`](defaults::TREE_SCAN). With [`SupervisorConfig::become_subreaper`] and
-    /// [`SupervisorConfig::claim_orphans`] the tree is not walked in between (such descendants
-    /// re-parent to the host and are claimed).
-    pub tree_scan: Option<Duration>,
-    /// When the child exits by itself, stop the descendants it left running (SIGTERM, then
-    /// SIGKILL after `term_grace`), so nothing outlives the session. Default true.
-    pub kill_leftovers: bool,
-    /// After the child and its tree are gone, how long to wait for stdout/stderr to close
-    /// (a process outside the tree may hold them) before giving up. Default
-    /// [`DRAIN_TIMEOUT`](defaults::DRAIN_TIMEOUT).
-    pub drain_timeout: Duration,
-    /// Run for each stdout line that parsed; see [`SupervisorConfig::on_stdout_line`].
-    /// Default `None`.
-    pub on_stdout_line: Option<StdoutHook>,
-    /// Linux: the child gets SIGTERM when the host process dies, even by SIGKILL
-    /// (`PR_SET_PDEATHSIG`; Claude Code then stops its own tool processes). The child is
-    /// spawned from a thread that lives as long as the process, as the death signal follows
-    /// the spawning thread. Elsewhere no effect. Default true.
-    pub die_with_host: bool,
-    /// With [`SupervisorConfig::become_subreaper`] (Linux): every child of the host process
-    /// that is not a supervised child itself counts as an orphaned descendant of this child
-    /// (one that left the process group and cleared the marker variable, then lost its
-    /// parent), and is stopped and reaped with the tree. Only for a host that starts no other
-    /// processes and supervises one child at a time (like `agent-watchdog run`). Default false.
-    pub claim_orphans: bool,
-}
-
-impl Default for SupervisorConfig {
-    fn default() -> Self {
-        SupervisorConfig {
-            policy: Some(SessionConfig::default()),
-            watchdog: None,
-            stream_json_input: false,
-            interrupt_grace: defaults::INTERRUPT_GRACE,
-            term_grace: defaults::TERM_GRACE,
-            become_subreaper: false,
-            max_line: defaults::MAX_LINE,
-            pipe_stdin: true,
-            tree_scan: defaults::TREE_SCAN,
-            kill_leftovers: true,
-            drain_timeout: defaults::DRAIN_TIMEOUT,
-            on_stdout_line: None,
-            die_with_host: true,
-            claim_orphans: false,
-        }
-    }
-}
-
-impl SupervisorConfig {
-    /// The first value no child can be supervised with: a `max_line` of 0 (no line would
-    /// fit), a `tree_scan` period of 0 (the scan would never stop). [`Supervisor::spawn`]
-    /// fails with it ([`SpawnError::Config`]).
-    ///
-    /// ```
-    /// use agent_sdk_watchdog::SupervisorConfig;
-    /// let config = SupervisorConfig { max_line: 0, ..SupervisorConfig::default() };
-    /// assert_eq!(
-    ///     config.check().unwrap_err().to_string(),
-    ///     "max_line must be a size >= 1 byte, got 0"
-    /// );
-    /// assert!(SupervisorConfig::default().check().is_ok());
-    /// ```
-    pub fn check(&self) -> Result<(), ConfigError> {
-        if self.max_line == 0 {
-            return Err(ConfigError {
-                option: "max_line",
-                allowed: "a size >= 1 byte",
-                value: "0".into(),
-            });
-        }
-        if let Some(every) = self.tree_scan {
-            PositiveDuration::new(every).map_err(|e| e.option("tree_scan"))?;
-        }
-        Ok(())
-    }
-
-    /// The longest line delivered in one piece ([`SupervisorConfig::max_line`]); at least 1 by
-    /// its type, so [`SupervisorConfig::check`] has nothing to reject.
-    ///
-    /// ```
-    /// use std::num::NonZeroUsize;
-    /// use agent_sdk_watchdog::SupervisorConfig;
-    /// let config = SupervisorConfig::default().with_max_line(NonZeroUsize::new(1 << 20).unwrap());
-    /// assert_eq!(config.max_line, 1 << 20);
-    /// assert!(config.check().is_ok());
-    /// ```
-    pub fn with_max_line(mut self, max: std::num::NonZeroUsize) -> Self {
-        self.max_line = max.get();
-        self
-    }
-
-    /// The period of the tree rescan ([`SupervisorConfig::tree_scan`]), or `None` to scan only
-    /// when stopping; > 0 by its type.
-    pub fn with_tree_scan(mut self, every: Option<PositiveDuration>) -> Self {
-        self.tree_scan = every.map(PositiveDuration::get);
-        self
-    }
-
-    /// Run `hook` on the stdout reader for every complete stdout line that parsed (not for
-    /// pieces of over-long lines, nor for unparseable lines), in stream order, with the view
-    /// the supervisor built for the policy and what it made of the line ([`LineInfo`]), so the
-    /// caller need not parse the line again.
-    ///
-    /// The hook runs after the policy observed the line, outside the supervisor's locks (it may
-    /// use a [`SupervisorHandle`]), and before the line's [`StdoutBatch`] is handed over. The
-    /// reader runs up to 4 MiB ahead of the caller ([`Supervisor::next_output`]): the hook
-    /// may see a line well before the caller gets its batch ([`LineInfo::index`] matches the
-    /// two). It should be quick: while it runs, stdout is not read. A hook that panics is
-    /// caught (the line and the output are not affected), counted in [`Report::hook_panics`],
-    /// and called again for the next line. A config cloned for several supervisors shares one
-    /// hook: their calls take turns.
-    pub fn on_stdout_line(
-        mut self,
-        hook: impl FnMut(&watchdog_core::LineView<'_>, &LineInfo<'_>) + Send + 'static,
-    ) -> Self {
-        self.on_stdout_line = Some(StdoutHook::new(hook));
-        self
-    }
-}
 
 /// The child could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -280,15 +117,20 @@ pub enum SpawnError {
 ///   waits on its pipe, and that time does not count toward its idle and no-progress clocks
 ///   ([`Report::blocked_on_output`]).
 /// - The host was stopped (Ctrl-Z) or busy while deadlines came due: lines that waited in the
-///   pipe count before those deadlines, and a deadline first lets the readers take what waits;
-///   a kill lands only if it still holds.
+///   pipe count before those deadlines: the stdout reader's waker tells the policy that lines
+///   wait unread ([`Registry::input_pending`](watchdog_core::Registry::input_pending)), and a
+///   deadline waits for them (at most
+///   [`INPUT_HOLD`](watchdog_core::config::defaults::INPUT_HOLD)); a kill lands only if it
+///   still holds.
 ///
 /// # One timer for many children
 ///
-/// By default each supervisor runs the policy of its one child itself. With
-/// [`SupervisorConfig::watchdog`] the child's session is registered on a shared
-/// [`Watchdog`](crate::Watchdog) instead, whose one timer task handles the deadlines of every
-/// supervised child and in-process session.
+/// Every child's session lives on a policy cell: by default a private
+/// [`Watchdog`](crate::Watchdog) of its own, or, with [`SupervisorConfig::watchdog`], a shared
+/// one, whose one timer task handles the deadlines of every supervised child and in-process
+/// session. Either way the cell's timer decides the deadlines, the core applies the output
+/// pause and the unread lines, and the cell delivers every event of the child into its
+/// output, in order: the same rules, whichever cell.
 #[derive(Debug)]
 pub struct Supervisor {
     handle: SupervisorHandle,
@@ -326,7 +168,7 @@ impl Supervisor {
         config: SupervisorConfig,
     ) -> Result<Supervisor, SpawnError> {
         config.check().map_err(SpawnError::Config)?;
-        child::spawn(command.into(), config)
+        start::spawn(command.into(), config)
     }
 
     /// The next output (stdout/stderr lines, events, ladder stages), in order, one line at a

@@ -1,59 +1,79 @@
-//! Where a supervised child's liveness policy lives: nowhere (supervise only), in a registry of
-//! its own (its deadlines slept on by the supervisor's watching task), or as a session of a
-//! shared [`Watchdog`](crate::Watchdog), whose one timer task handles the deadlines of every
-//! session, in-process or supervised.
+//! Where a supervised child's liveness policy lives: a session on a policy cell, a private
+//! [`Watchdog`] by default or the shared one given in [`SupervisorConfig::watchdog`]. Either
+//! way there is one deadline loop (the cell's timer task), one pause rule (the core's
+//! [`Registry::output_blocked`]) and one event path (the cell delivers every event of the
+//! child, whatever caused it, into the supervisor's sink, in order).
+//!
+//! [`SupervisorConfig::watchdog`]: super::SupervisorConfig::watchdog
 
 use std::time::Instant;
 
-use watchdog_core::{Event, Registry, SessionId};
+use tokio::sync::mpsc;
+use watchdog_core::{Event, Limits, Registry, SessionConfig, SessionId};
 
-/// The policy cell of one supervised child.
-pub(crate) enum Policy {
-    /// No policy: explicit kills, signals and tree cleanup only.
-    None,
-    /// A registry of its own with this one session.
-    Own(Box<Registry>, SessionId),
-    /// A session of a shared watchdog (its events reach the session's subscribers).
-    Shared(crate::Session),
+use super::{Batch, Control, KillCause, Output};
+use crate::watchdog::{InputMarker, Sink};
+use crate::{Session, Watchdog, WatchdogConfig};
+
+/// A supervised child's session on its policy cell.
+pub(crate) struct Policy {
+    session: Session,
+    /// How the stdout reader tells the cell it may hold unread lines.
+    input: InputMarker,
+    /// The private cell, alive while the child is supervised (its timer task ends with it).
+    _private: Option<Watchdog>,
 }
 
 impl Policy {
-    /// Run `f` on the registry holding the session, with the session's id and `now`; `None`
-    /// without a policy. For a shared watchdog, the events `f` causes are delivered by the
-    /// watchdog (callbacks, the session's event stream) and its timer is re-armed.
-    pub(crate) fn with<R>(
-        &mut self,
-        now: Instant,
-        f: impl FnOnce(&mut Registry, SessionId, Instant) -> R,
-    ) -> Option<R> {
-        match self {
-            Policy::None => None,
-            Policy::Own(reg, id) => Some(f(reg, *id, now)),
-            Policy::Shared(session) => Some(session.with_registry(|reg, id| f(reg, id, now))),
+    /// Register the child's session, its clocks from `started` (the spawn; `started_wall` is
+    /// the wall clock then, epoch ms), on `shared` or on a private cell. Its events go to the
+    /// supervisor's output, in order; a kill also starts the ladder.
+    pub(crate) fn register(
+        session: SessionConfig,
+        shared: Option<&Watchdog>,
+        started: Instant,
+        started_wall: u64,
+        out: mpsc::UnboundedSender<Batch>,
+        ctrl: mpsc::UnboundedSender<Control>,
+    ) -> Policy {
+        let private = match shared {
+            Some(_) => None,
+            // Sessions carry their limits ([`SessionConfig`]); the cell's are never used.
+            None => Some(Watchdog::anchored(
+                WatchdogConfig::new(Limits::default()),
+                started,
+                started_wall,
+            )),
+        };
+        let cell = shared
+            .or(private.as_ref())
+            .expect("a cell, shared or private");
+        let session = cell.register_supervised(session, started, sink(out, ctrl));
+        Policy {
+            input: session.input_marker(),
+            session,
+            _private: private,
         }
     }
 
-    /// The next deadline the supervisor itself must wake for (own registry only).
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        match self {
-            Policy::Own(reg, _) => reg.poll_timeout(),
-            _ => None,
-        }
+    /// Run `f` on the cell's registry with the session's id and the call's instant; the
+    /// events it causes reach the sink before this returns.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Registry, SessionId, Instant) -> R) -> R {
+        self.session.with_registry(f)
     }
 
-    /// The events waiting in an own registry (a shared watchdog delivers its own).
-    pub(crate) fn drain(&mut self) -> Vec<Event> {
-        match self {
-            Policy::Own(reg, _) => std::iter::from_fn(|| reg.poll_event()).collect(),
-            _ => Vec::new(),
-        }
+    /// How the stdout reader says it may hold unread lines.
+    pub(crate) fn input(&self) -> &InputMarker {
+        &self.input
     }
+}
 
-    /// The events of a shared watchdog's session, from now on.
-    pub(crate) fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<Event>> {
-        match self {
-            Policy::Shared(session) => Some(session.events()),
-            _ => None,
+/// Every event to the output (a kill also to the watching task, after it).
+fn sink(out: mpsc::UnboundedSender<Batch>, ctrl: mpsc::UnboundedSender<Control>) -> Sink {
+    Box::new(move |ev: &Event| {
+        let _ = out.send(Batch::Output(Output::Event(ev.clone())));
+        if let Event::Killed(k) = ev {
+            let _ = ctrl.send(Control::Kill(KillCause::Watchdog(k.clone())));
         }
-    }
+    })
 }

@@ -1,17 +1,17 @@
 //! The tasks that read the child's stdout and stderr: lines in batches, within the output
 //! budget, fed to the policy once each.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::sync::{mpsc, Semaphore};
 use watchdog_core::LineView;
 
 use super::hook::StdoutHook;
 use super::lines::{split_lines, LineMeta, LineReader, Recycle, StdoutBatch};
-use super::shared::{dispatch, Shared};
-use super::{Batch, Control, KillCause, Output};
+use super::shared::Shared;
+use super::woken::{self, Woken};
+use super::{Batch, Output};
 use crate::clock;
 
 /// How many bytes of child output may wait for the caller before the readers stop reading (the
@@ -108,32 +108,29 @@ pub(super) async fn read_stdout(
     shared: Arc<Shared>,
     hook: Option<StdoutHook>,
     queue: Queue,
-    ctrl: mpsc::UnboundedSender<Control>,
 ) {
     enlarge_pipe(&pipe);
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
     let recycle = Arc::new(Recycle::default());
+    let woken = shared.input().cloned().map(Woken::new);
     let mut in_long = false;
     loop {
         if buf.capacity() - buf.len() < CHUNK / 4 {
             buf.reserve(CHUNK);
         }
         // A read error ends the stream like its end does (what was read still goes out).
-        let eof = !matches!(pipe.read_buf(&mut buf).await, Ok(n) if n > 0);
-        shared.reading.store(true, Ordering::SeqCst);
+        let read = woken::read_buf(&mut pipe, &mut buf, woken.as_ref()).await;
+        let eof = !matches!(read, Ok(n) if n > 0);
         let mut lines = Vec::new();
         let used = split_lines(&buf, max_line, eof, &mut in_long, &mut lines);
         if !lines.is_empty() {
-            // The lines that arrived together: one clock reading, one lock, one message.
+            // The lines that arrived together: one clock reading, one lock, one message. The
+            // events they cause (a kill included) reach the output first, before waiting for
+            // room: a full queue never delays a kill.
             let at = clock::now();
-            let (events, overlong) = observe(&shared, hook.as_ref(), at, &buf[..used], &mut lines);
-            shared.reading.store(false, Ordering::SeqCst);
+            let overlong = observe(&shared, hook.as_ref(), at, &buf[..used], &mut lines);
             for _ in 0..overlong {
                 let _ = queue.out.send(Batch::Output(Output::Overlong { max_line }));
-            }
-            // The kill goes out before waiting for room: a full queue never delays a kill.
-            if let Some(kill) = dispatch(&queue.out, events) {
-                let _ = ctrl.send(Control::Kill(KillCause::Watchdog(kill)));
             }
             let bytes = take_front(&mut buf, used, &recycle);
             let recycle = (bytes.capacity() >= CHUNK).then(|| recycle.clone());
@@ -146,8 +143,10 @@ pub(super) async fn read_stdout(
                 }))
                 .await;
         }
-        shared.reading.store(false, Ordering::SeqCst);
         if eof {
+            if let Some(w) = &woken {
+                w.drained();
+            }
             return;
         }
     }
@@ -158,15 +157,15 @@ pub(super) async fn read_stdout(
 const OBSERVE_CHUNK: usize = 64;
 
 /// Parse, observe and show to the hook the lines of one batch (`metas`, in `bytes`), in order.
-/// Returns the events they caused and the number of over-long lines that began among them.
+/// Returns the number of over-long lines that began among them.
 fn observe(
     shared: &Shared,
     hook: Option<&StdoutHook>,
     at: std::time::Instant,
     bytes: &[u8],
     metas: &mut [LineMeta],
-) -> (Vec<watchdog_core::Event>, usize) {
-    let (mut events, mut overlong, mut panics) = (Vec::new(), 0, 0);
+) -> usize {
+    let (mut overlong, mut panics) = (0, 0);
     let mut views = Vec::with_capacity(metas.len().min(OBSERVE_CHUNK));
     for chunk in metas.chunks_mut(OBSERVE_CHUNK) {
         views.clear();
@@ -175,7 +174,7 @@ fn observe(
             true => None,
             false => LineView::parse(bytes.get(m.start..m.start + m.len).unwrap_or_default()).ok(),
         }));
-        let (first, n) = shared.observe_stdout(at, chunk, &views, &mut events);
+        let (first, n) = shared.observe_stdout(at, chunk, &views);
         overlong += n;
         if let Some(hook) = hook {
             panics += hook.call(bytes, at, first, chunk, &views);
@@ -184,7 +183,7 @@ fn observe(
     if panics > 0 {
         shared.hook_panicked(panics);
     }
-    (events, overlong)
+    overlong
 }
 
 pub(super) async fn read_stderr(

@@ -1,16 +1,15 @@
-//! The task that owns the child: deadlines, control messages, the kill ladder, the report.
+//! The task that owns the child: control messages (a kill from the policy cell among them),
+//! the tree scan, the kill ladder, the report. Deadlines are the cell's: its timer task decides
+//! a kill and the cell's sink sends it here.
 
-use std::os::fd::OwnedFd;
 use std::process::ExitStatus;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 
 use super::kill::{self, Exit};
-use super::shared::{dispatch, Shared};
+use super::shared::Shared;
 use super::tree::Tree;
 use super::{signals, Batch, Control, KillCause, Report, Stage, SupervisorConfig};
 use crate::clock;
@@ -28,10 +27,6 @@ pub(super) struct Watch {
     pub(super) ctrl: mpsc::UnboundedReceiver<Control>,
     pub(super) pipe: Arc<AsyncMutex<Option<ChildStdin>>>,
     pub(super) readers: Vec<tokio::task::JoinHandle<()>>,
-    /// Copies of the stdout and stderr pipes ([`Watch::catch_up`]).
-    pub(super) pending: Vec<OwnedFd>,
-    /// The session's events on a shared watchdog (whose timer handles its deadlines).
-    pub(super) events: Option<tokio::sync::broadcast::Receiver<watchdog_core::Event>>,
     /// When the first signal was forwarded to the group ([`Control::Signal`]): the grace of
     /// what the child leaves running counts from then.
     pub(super) signalled: Option<tokio::time::Instant>,
@@ -51,7 +46,7 @@ impl Watch {
                 if matches!(cause, KillCause::Requested) {
                     // Stopped for the caller's reason: no deadline adds a second one while
                     // the ladder runs.
-                    dispatch(&self.out, self.shared.stop_clocks());
+                    self.shared.stop_clocks();
                 }
                 let decided_after = self.started.elapsed();
                 let (report, exit) = kill::ladder(
@@ -74,14 +69,8 @@ impl Watch {
         };
         self.pipe.lock().await.take();
         let pipe_left_open = self.drain().await;
-        let (ended, mut events) = self.shared.end();
-        if let Some(rx) = self.events.as_mut() {
-            // What the shared watchdog delivered and the watching task did not pass on yet.
-            while let Ok(ev) = rx.try_recv() {
-                events.push(ev);
-            }
-        }
-        dispatch(&self.out, events);
+        // The end's events reach the output here, before the report.
+        let ended = self.shared.end();
         let st = self.shared.lock();
         let _ = report.send(Report {
             program: std::mem::take(&mut self.program),
@@ -109,23 +98,18 @@ impl Watch {
 
     /// Until the child exits or a kill is decided.
     async fn watch(&mut self) -> End {
-        let mut sleep = Box::pin(tokio::time::sleep_until(clock::far_future()));
-        // A subreaper that claims orphans learns nothing from walking the tree in between (see
-        // below); with a registry of its own, the output pause is applied before each
-        // deadline: then there is nothing to wake up for.
-        let idle_scan =
-            self.cfg.become_subreaper && self.cfg.claim_orphans && self.cfg.watchdog.is_none();
-        let scan_every = self.cfg.tree_scan.filter(|_| Tree::KNOWN && !idle_scan);
+        // A subreaper that claims orphans learns nothing from walking the tree in between:
+        // every descendant that loses its parent re-parents to it, and is found at the kill
+        // (walking the tree every second was most of `run`'s CPU next to a claude of a dozen
+        // threads).
+        let claims = self.cfg.become_subreaper && self.cfg.claim_orphans;
+        let scan_every = self.cfg.tree_scan.filter(|_| Tree::KNOWN && !claims);
         let mut scan = Box::pin(tokio::time::sleep_until(match scan_every {
             Some(every) => tokio::time::Instant::now() + every,
             None => clock::far_future(),
         }));
         let mut ctrl_open = true;
         loop {
-            let deadline = self.shared.arm();
-            if let Some(d) = deadline {
-                sleep.as_mut().reset(clock::to_tokio(d));
-            }
             tokio::select! {
                 biased;
                 status = self.child.wait() => return End::Exited(status.ok()),
@@ -137,65 +121,14 @@ impl Watch {
                         self.signalled.get_or_insert_with(tokio::time::Instant::now);
                         let _ = signals::group(self.pid, sig);
                     }
-                    Some(Control::Utilization(u)) => {
-                        let events = self.shared.set_utilization(u);
-                        if let Some(kill) = dispatch(&self.out, events) {
-                            return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
-                        }
-                    }
                 },
-                () = &mut sleep, if deadline.is_some() => {
-                    self.catch_up().await;
-                    let events = self.shared.timeout();
-                    if let Some(kill) = dispatch(&self.out, events) {
-                        return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
-                    }
-                }
-                () = self.shared.notify.notified() => {
-                    let events = self.shared.events();
-                    if let Some(kill) = dispatch(&self.out, events) {
-                        return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
-                    }
-                }
-                ev = shared_event(&mut self.events) => {
-                    if let Some(kill) = dispatch(&self.out, vec![ev]) {
-                        return End::Kill(KillCause::Watchdog(kill), Stage::Interrupt);
-                    }
-                }
                 () = &mut scan, if scan_every.is_some() => {
-                    // A shared watchdog's timer does not ask for the output pause first.
-                    self.shared.settle_pause();
-                    // A subreaper that claims orphans has every descendant that loses its
-                    // parent re-parented to it, and finds them at the kill: walking the tree
-                    // every second would learn nothing (it was most of `run`'s CPU next to a
-                    // claude of a dozen threads).
-                    if !(self.cfg.become_subreaper && self.cfg.claim_orphans) {
-                        self.tree.scan(false).await;
-                    }
+                    self.tree.scan(false).await;
                     if let Some(every) = scan_every {
                         scan.as_mut().reset(tokio::time::Instant::now() + every);
                     }
                 }
             }
-        }
-    }
-
-    /// Before a deadline acts, let the readers take what already waits in the pipes: after the
-    /// host was stopped (Ctrl-Z, then `fg`) a deadline may be overdue while the child went on
-    /// printing; those lines count first, and a kill lands only if the deadline still holds.
-    /// Not while the output is blocked by the caller (the clocks are paused then anyway).
-    /// Bounded: at most ~200 ms.
-    async fn catch_up(&self) {
-        for _ in 0..200 {
-            let waiting = self
-                .pending
-                .iter()
-                .any(|fd| rustix::io::ioctl_fionread(fd).is_ok_and(|n| n > 0));
-            let busy = self.shared.reading.load(Ordering::SeqCst);
-            if !(waiting || busy) || self.shared.is_output_blocked() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
 
@@ -239,24 +172,6 @@ impl Watch {
                 aborts.iter().for_each(|a| a.abort());
                 true
             }
-        }
-    }
-}
-
-/// The next event of a session on a shared watchdog (pending forever without one). A receiver
-/// that lagged skips what it missed; a kill is never missed, as it ends the session.
-async fn shared_event(
-    rx: &mut Option<tokio::sync::broadcast::Receiver<watchdog_core::Event>>,
-) -> watchdog_core::Event {
-    use tokio::sync::broadcast::error::RecvError;
-    loop {
-        match rx {
-            Some(r) => match r.recv().await {
-                Ok(ev) => return ev,
-                Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => *rx = None,
-            },
-            None => std::future::pending::<()>().await,
         }
     }
 }

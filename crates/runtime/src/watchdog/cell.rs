@@ -1,9 +1,12 @@
 //! The policy cell a [`Watchdog`](super::Watchdog) and its sessions share: the registry under
-//! one lock, each session's runtime side (token, kill, event stream), and the delivery of the
-//! events every call causes (callbacks, then cancellation, then subscribers).
+//! one lock, each session's runtime side (token, kill, event stream, and for a supervised
+//! child the sink its supervisor reads), the facts hosts hand it between calls (lines a reader
+//! may hold unread), and the delivery of the events every call causes (callbacks, then
+//! cancellation, then the supervisor's sink, then subscribers).
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
 
@@ -15,11 +18,17 @@ use super::config::{CallbackError, WatchdogConfig};
 use crate::clock;
 use crate::metrics::Counters;
 
+/// Where a supervised child's events go, in the order the cell delivers them (the supervisor's
+/// output and its watching task); called outside the lock.
+pub(crate) type Sink = Box<dyn Fn(&Event) + Send + Sync>;
+
 /// One registered session's runtime side.
 pub(crate) struct Slot {
     pub(crate) token: CancellationToken,
     pub(crate) kill: OnceLock<Kill>,
     pub(crate) events: broadcast::Sender<Event>,
+    /// A supervised child's sink ([`Sink`]).
+    pub(crate) sink: Option<Sink>,
 }
 
 /// The registry and the sessions' runtime sides, under one lock.
@@ -36,6 +45,42 @@ pub(crate) struct Inner {
     pub(crate) notify: Notify,
     pub(crate) config: WatchdogConfig,
     pub(crate) counters: Counters,
+    /// Sessions whose "input pending" fact changed since the last call, each with the flag
+    /// that holds the fact now ([`InputMarker`]): applied at the start of the next call, the
+    /// timer's included, under the lock.
+    pub(crate) input: Mutex<Vec<(SessionId, Arc<AtomicBool>)>>,
+}
+
+/// Tells the cell whether the host may hold unread lines of one session
+/// ([`Registry::input_pending`](watchdog_core::Registry::input_pending)) without taking the
+/// registry's lock: cheap enough for a waker. The cell applies the flag's value as of its next
+/// call (the timer's before a deadline acts), so marks in any order end in the flag's state.
+#[derive(Clone)]
+pub(crate) struct InputMarker {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) id: SessionId,
+    pub(crate) pending: Arc<AtomicBool>,
+}
+
+impl InputMarker {
+    /// Set the fact; returns whether it changed (a change is queued for the next call).
+    pub(crate) fn set(&self, pending: bool) -> bool {
+        let changed = self.pending.swap(pending, Ordering::SeqCst) != pending;
+        if changed {
+            lock_input(&self.inner).push((self.id, self.pending.clone()));
+        }
+        changed
+    }
+
+    /// Apply what is queued now (a call that does nothing else); the events it causes (a
+    /// deadline the lines did not rescue) are delivered.
+    pub(crate) fn apply(&self) {
+        self.inner.op(|_, _| ());
+    }
+}
+
+fn lock_input(inner: &Inner) -> MutexGuard<'_, Vec<(SessionId, Arc<AtomicBool>)>> {
+    inner.input.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Inner {
@@ -43,12 +88,17 @@ impl Inner {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Run `f` on the registry at `now`, then deliver the events it produced (outside the
-    /// lock), and wake the timer if the next deadline moved earlier.
+    /// Run `f` on the registry at `now` (after the queued host facts), then deliver the events
+    /// it produced (outside the lock), and wake the timer if the next deadline moved earlier.
     pub(crate) fn op<R>(&self, f: impl FnOnce(&mut State, Instant) -> R) -> R {
         let now = clock::now();
         let (r, batch) = {
             let mut st = self.lock();
+            let changed = std::mem::take(&mut *lock_input(self));
+            for (id, pending) in changed {
+                st.reg
+                    .input_pending(now, id, pending.load(Ordering::SeqCst));
+            }
             let r = f(&mut st, now);
             let mut batch = Vec::new();
             while let Some(ev) = st.reg.poll_event() {
@@ -102,6 +152,9 @@ impl Inner {
             _ => {}
         }
         if let Some(slot) = slot {
+            if let Some(sink) = &slot.sink {
+                sink(&ev);
+            }
             let _ = slot.events.send(ev);
         }
     }

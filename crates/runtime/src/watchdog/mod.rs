@@ -5,12 +5,13 @@ mod config;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::{CancellationToken, DropGuard};
 use watchdog_core::{Registry, SessionConfig};
 
-pub(crate) use cell::{Inner, Slot};
+pub(crate) use cell::{Inner, InputMarker, Sink, Slot};
 pub use config::{CallbackError, WatchdogConfig};
 
 use crate::clock;
@@ -43,9 +44,15 @@ impl Watchdog {
     ///
     /// Outside a tokio runtime (like `tokio::spawn`).
     pub fn new(config: WatchdogConfig) -> Self {
+        Watchdog::anchored(config, clock::now(), clock::wall_ms())
+    }
+
+    /// [`Watchdog::new`], its registry's wall clock anchored at `wall_ms` at `at` (a
+    /// supervisor's private cell: the instant and wall time its capture records).
+    pub(crate) fn anchored(config: WatchdogConfig, at: std::time::Instant, wall_ms: u64) -> Self {
         let mut reg = Registry::new(config.limits.clone());
         // Rate-limit windows reset at wall times: anchor the wall clock to the one clock.
-        reg.set_wall_clock(crate::clock::now(), crate::clock::wall_ms());
+        reg.set_wall_clock(at, wall_ms);
         let inner = Arc::new(Inner {
             state: Mutex::new(State {
                 reg,
@@ -55,6 +62,7 @@ impl Watchdog {
             notify: Notify::new(),
             config,
             counters: Default::default(),
+            input: Mutex::new(Vec::new()),
         });
         let shutdown = CancellationToken::new();
         tokio::spawn(timer(inner.clone(), shutdown.clone()));
@@ -66,13 +74,35 @@ impl Watchdog {
 
     /// Start supervising a session now.
     pub fn register(&self, config: SessionConfig) -> Session {
+        self.register_with(config, None, None)
+    }
+
+    /// Register a supervised child's session: its clocks start at `at` (its spawn; an instant
+    /// the registry has passed already counts as the registry's now), and every event of it
+    /// also goes to `sink`, in order.
+    pub(crate) fn register_supervised(
+        &self,
+        config: SessionConfig,
+        at: std::time::Instant,
+        sink: Sink,
+    ) -> Session {
+        self.register_with(config, Some(at), Some(sink))
+    }
+
+    fn register_with(
+        &self,
+        config: SessionConfig,
+        at: Option<std::time::Instant>,
+        sink: Option<Sink>,
+    ) -> Session {
         let slot = Arc::new(Slot {
             token: CancellationToken::new(),
             kill: OnceLock::new(),
             events: broadcast::channel(64).0,
+            sink,
         });
         let id = self.inner.op(|st, now| {
-            let id = st.reg.register(now, config);
+            let id = st.reg.register(at.unwrap_or(now), config);
             st.slots.insert(id, slot.clone());
             id
         });
@@ -130,6 +160,17 @@ impl Watchdog {
     }
 }
 
+/// A timer that wakes this late for its deadline was held back (the host was stopped, or
+/// starved): before the deadline acts, the runtime's I/O gets a turn ([`IO_TURN`]).
+const LATE_WAKE: Duration = Duration::from_millis(2);
+
+/// The wait that gives the runtime's I/O a turn. After a stop (Ctrl-Z, then `fg`) the first
+/// poll of the I/O driver fails (`epoll_wait` returns `EINTR` after `SIGCONT`) and the
+/// timers of that turn run first: without a second turn a reader could not mark the lines
+/// that waited unread ([`Registry::input_pending`](watchdog_core::Registry::input_pending))
+/// before an overdue deadline acts.
+const IO_TURN: Duration = Duration::from_millis(1);
+
 /// Sleep until the next deadline (one `Sleep`, reset in place), handle it, repeat.
 async fn timer(inner: Arc<Inner>, shutdown: CancellationToken) {
     let sleep = tokio::time::sleep_until(clock::far_future());
@@ -148,6 +189,10 @@ async fn timer(inner: Arc<Inner>, shutdown: CancellationToken) {
             () = shutdown.cancelled() => return,
             () = inner.notify.notified() => {}
             () = &mut sleep, if deadline.is_some() => {
+                let due = deadline.map(clock::to_tokio).unwrap_or_else(tokio::time::Instant::now);
+                if due.elapsed() >= LATE_WAKE {
+                    tokio::time::sleep(IO_TURN).await;
+                }
                 inner.op(|st, now| st.reg.handle_timeout(now));
             }
         }

@@ -1,13 +1,12 @@
-//! Spawning the child and starting the tasks that read it ([`super::read`]) and watch it
+//! Starting a supervised child: the process (through [`super::spawn`]), its session on a
+//! policy cell ([`super::policy`]), and the tasks that read it ([`super::read`]) and watch it
 //! ([`super::watch`]).
 
-use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex, Semaphore};
-use watchdog_core::{Limits, Registry};
 
 use super::policy::Policy;
 use super::read::{read_stderr, read_stdout, Queue, OUTPUT_BUDGET};
@@ -57,37 +56,25 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         })?;
     let pid = child.id().unwrap_or(0);
     let tree = Tree::new(pid as i32, &marker, cfg.claim_orphans);
-    // Copies of the output pipes, to see whether output waits unread before a deadline acts.
-    let pending: Vec<OwnedFd> = [
-        child.stdout.as_ref().and_then(|p| rustix::io::dup(p).ok()),
-        child.stderr.as_ref().and_then(|p| rustix::io::dup(p).ok()),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
 
     // A child reading the host's messages on the stdin we pipe waits for its host after each
     // `result` (until the input ends: [`StdinWriter::close`]).
     let host_input = cfg.stream_json_input && cfg.pipe_stdin;
-    let session_cfg = cfg.policy.clone().map(|s| {
-        let open = host_input || s.host_input();
-        s.with_host_input(open)
-    });
-    let policy = match (session_cfg, &cfg.watchdog) {
-        (None, _) => Policy::None,
-        (Some(session), Some(watchdog)) => Policy::Shared(watchdog.register(session)),
-        (Some(session), None) => {
-            let mut reg = Registry::new(Limits::default());
-            let id = reg.register(started.into_std(), session);
-            reg.set_wall_clock(started.into_std(), started_wall);
-            Policy::Own(Box::new(reg), id)
-        }
-    };
-    let events = policy.subscribe();
-    let shared = Arc::new(Shared::new(policy));
     let (out_tx, out_rx) = mpsc::unbounded_channel();
-    let budget = Arc::new(Semaphore::new(OUTPUT_BUDGET));
     let (ctrl_tx, ctrl_rx) = mpsc::unbounded_channel();
+    let policy = cfg.policy.clone().map(|s| {
+        let open = host_input || s.host_input();
+        Policy::register(
+            s.with_host_input(open),
+            cfg.watchdog.as_ref(),
+            started.into_std(),
+            started_wall,
+            out_tx.clone(),
+            ctrl_tx.clone(),
+        )
+    });
+    let shared = Arc::new(Shared::new(policy));
+    let budget = Arc::new(Semaphore::new(OUTPUT_BUDGET));
     let (report_tx, report_rx) = oneshot::channel();
     let pipe = Arc::new(AsyncMutex::new(child.stdin.take()));
 
@@ -103,7 +90,6 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
                 budget: budget.clone(),
                 shared: shared.clone(),
             },
-            ctrl_tx.clone(),
         )));
     }
     if let Some(stderr) = child.stderr.take() {
@@ -135,8 +121,6 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         ctrl: ctrl_rx,
         pipe,
         readers,
-        pending,
-        events,
         signalled: None,
     };
     tokio::spawn(watch.run(report_tx));
