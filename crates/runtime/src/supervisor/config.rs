@@ -10,7 +10,7 @@ use super::{LineInfo, StdoutHook};
 /// How to run and stop a supervised child.
 ///
 /// The defaults are the constants of [`watchdog_core::config::defaults`].
-/// [`Supervisor::spawn`] rejects a value no child can be supervised with
+/// [`Supervisor::spawn`](super::Supervisor::spawn) rejects a value no child can be supervised with
 /// ([`SupervisorConfig::check`]); nothing is adjusted silently.
 #[derive(Debug, Clone)]
 pub struct SupervisorConfig {
@@ -34,7 +34,7 @@ pub struct SupervisorConfig {
     /// [`INTERRUPT_GRACE`](defaults::INTERRUPT_GRACE).
     pub interrupt_grace: Duration,
     /// Wait after SIGTERM before SIGKILL. Default [`TERM_GRACE`](defaults::TERM_GRACE). After
-    /// a signal forwarded with [`SupervisorHandle::signal`], what the child leaves running when
+    /// a signal forwarded with [`SupervisorHandle::signal`](super::SupervisorHandle::signal), what the child leaves running when
     /// it exits gets what is left of this grace, counted from the signal.
     pub term_grace: Duration,
     /// Make the host process a child subreaper (Linux only) before spawning. This changes the
@@ -42,7 +42,7 @@ pub struct SupervisorConfig {
     /// it and must be reaped by it. Default false.
     pub become_subreaper: bool,
     /// Longest line delivered in one piece; longer lines come in pieces of this size
-    /// (see [`Line::continues`], [`LineMeta::piece`]) and count as keep-alives. At least 1;
+    /// (see [`Line::continues`](super::Line::continues), [`LineMeta::piece`](super::LineMeta::piece)) and count as keep-alives. At least 1;
     /// default [`MAX_LINE`](defaults::MAX_LINE).
     pub max_line: usize,
     /// Pipe stdin (true, default) or give the child `/dev/null` (for `claude -p "prompt"`,
@@ -100,7 +100,7 @@ impl Default for SupervisorConfig {
 
 impl SupervisorConfig {
     /// The first value no child can be supervised with: a `max_line` of 0 (no line would
-    /// fit), a `tree_scan` period of 0 (the scan would never stop). [`Supervisor::spawn`]
+    /// fit), a `tree_scan` period of 0 (the scan would never stop). [`Supervisor::spawn`](super::Supervisor::spawn)
     /// fails with it ([`SpawnError::Config`]).
     ///
     /// ```
@@ -154,11 +154,11 @@ impl SupervisorConfig {
     /// caller need not parse the line again.
     ///
     /// The hook runs after the policy observed the line, outside the supervisor's locks (it may
-    /// use a [`SupervisorHandle`]), and before the line's [`StdoutBatch`] is handed over. The
-    /// reader runs up to 4 MiB ahead of the caller ([`Supervisor::next_output`]): the hook
+    /// use a [`SupervisorHandle`](super::SupervisorHandle)), and before the line's [`StdoutBatch`](super::StdoutBatch) is handed over. The
+    /// reader runs up to 4 MiB ahead of the caller ([`Supervisor::next_output`](super::Supervisor::next_output)): the hook
     /// may see a line well before the caller gets its batch ([`LineInfo::index`] matches the
     /// two). It should be quick: while it runs, stdout is not read. A hook that panics is
-    /// caught (the line and the output are not affected), counted in [`Report::hook_panics`],
+    /// caught (the line and the output are not affected), counted in [`Report::hook_panics`](super::Report::hook_panics),
     /// and called again for the next line. A config cloned for several supervisors shares one
     /// hook: their calls take turns.
     pub fn on_stdout_line(
