@@ -101,7 +101,7 @@ impl Default for SupervisorConfig {
 impl SupervisorConfig {
     /// The first value no child can be supervised with: a `max_line` of 0 (no line would
     /// fit), a `tree_scan` period of 0 (the scan would never stop). [`Supervisor::spawn`](super::Supervisor::spawn)
-    /// fails with it ([`SpawnError::Config`]).
+    /// fails with it ([`SpawnError::Config`](super::SpawnError::Config)).
     ///
     /// ```
     /// use agent_sdk_watchdog::SupervisorConfig;
