@@ -160,8 +160,10 @@ impl Watchdog {
     }
 }
 
-/// A timer that wakes this late for its deadline was held back (the host was stopped, or
-/// starved): before the deadline acts, the runtime's I/O gets a turn ([`IO_TURN`]).
+/// A timer that wakes this much later than it slept for, in real time, was held back (the
+/// host process was stopped, or starved): before its deadline acts, the runtime's I/O gets a
+/// turn ([`IO_TURN`]). Measured on the real clock, so a paused test clock that jumps past a
+/// deadline is not "late".
 const LATE_WAKE: Duration = Duration::from_millis(2);
 
 /// The wait that gives the runtime's I/O a turn. After a stop (Ctrl-Z, then `fg`) the first
@@ -184,13 +186,16 @@ async fn timer(inner: Arc<Inner>, shutdown: CancellationToken) {
         if let Some(d) = deadline {
             sleep.as_mut().reset(clock::to_tokio(d));
         }
+        // The sleep as planned, and when it began on the real clock.
+        let planned = deadline.map(|d| d.saturating_duration_since(clock::now()));
+        let slept_since = std::time::Instant::now();
         tokio::select! {
             biased;
             () = shutdown.cancelled() => return,
             () = inner.notify.notified() => {}
             () = &mut sleep, if deadline.is_some() => {
-                let due = deadline.map(clock::to_tokio).unwrap_or_else(tokio::time::Instant::now);
-                if due.elapsed() >= LATE_WAKE {
+                let late = slept_since.elapsed().saturating_sub(planned.unwrap_or_default());
+                if late >= LATE_WAKE {
                     tokio::time::sleep(IO_TURN).await;
                 }
                 inner.op(|st, now| st.reg.handle_timeout(now));
