@@ -25,7 +25,7 @@
 //! no signal of ours was forwarded) tell them apart: when both are `null`, the exit code is
 //! the child's own.
 
-use watchdog_core::{KillKind, Outcome};
+use watchdog_core::{KillKind, Outcome, RunRecord};
 
 /// Killed after going quiet: `idle`, `no_progress` or `linger`.
 pub const KILLED_STALLED: i32 = 124;
@@ -69,11 +69,9 @@ pub fn for_kill(kind: KillKind) -> i32 {
     }
 }
 
-/// Why we stopped the child, when we did.
+/// What `run` itself did to the child (the watchdog's kill is not here: it is the record's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Intervention {
-    /// A policy kill of this kind.
-    Kill(KillKind),
     /// Our stdout could not be written; `closed`: the reader went away (EPIPE).
     Output {
         /// The reader went away (EPIPE) rather than another write error.
@@ -83,18 +81,14 @@ pub enum Intervention {
     Signal(i32),
 }
 
-/// Everything the exit code depends on.
+/// Everything the exit code depends on: the run's record and what we did.
 #[derive(Debug, Clone, Copy)]
 pub struct Ending<'a> {
-    /// How the run ended.
-    pub outcome: &'a Outcome,
-    /// What we did to the child, if anything (a kill wins over a forwarded signal).
-    pub intervention: Option<Intervention>,
-    /// The child's status: its exit code, or `128 + N` when signal N ended it (`None` when it
-    /// could not be read).
-    pub child: Option<i32>,
-    /// The child printed stream-json (a line of a known Claude Code message type).
-    pub stream_json: bool,
+    /// How the run ended: its outcome, the watchdog's kill, the child's exit, the lines it
+    /// printed (a stream-json child is held to its `result`).
+    pub record: &'a RunRecord,
+    /// What we did to the child, if anything (an output error wins over a forwarded signal).
+    pub ours: Option<Intervention>,
     /// `--strict`: every ending without a usable `result` exits [`NO_RESULT`].
     pub strict: bool,
     /// `--emit-result` (always for `claude-watchdog`): a kill exits 1, after the synthetic
@@ -102,50 +96,53 @@ pub struct Ending<'a> {
     pub emit_result: bool,
 }
 
-/// The exit code of a run.
+/// The exit code of a run: the one place it is decided.
 ///
 /// ```
-/// use agent_watchdog::exit_code::{decide, Ending, Intervention};
-/// use watchdog_core::{KillKind, Outcome};
-/// let ended = |outcome, child| Ending {
-///     outcome, intervention: None, child, stream_json: true, strict: false, emit_result: false,
+/// use agent_watchdog::exit_code::{decide, Ending};
+/// use watchdog_core::{ChildExit, LineKind, Outcome, RunRecord};
+/// let ended = |outcome, code| {
+///     let mut r = RunRecord::unobserved();
+///     r.outcome = outcome;
+///     r.exit = Some(ChildExit { code: Some(code), signal: None });
+///     r.lines.add(LineKind::System); // it printed stream-json
+///     r
 /// };
+/// let decide_for = |r: &RunRecord| decide(&Ending { record: r, ours: None, strict: false, emit_result: false });
 /// // The child ended by itself: its own code, with or without a result.
-/// assert_eq!(decide(&ended(&Outcome::Success, Some(0))), 0);
-/// assert_eq!(decide(&ended(&Outcome::NoResult, Some(7))), 7);
+/// assert_eq!(decide_for(&ended(Outcome::Success, 0)), 0);
+/// assert_eq!(decide_for(&ended(Outcome::NoResult, 7)), 7);
 /// // A stream-json child that exits 0 without a result claims a success it did not reach.
-/// assert_eq!(decide(&ended(&Outcome::NoResult, Some(0))), 3);
-/// // A kill: the kill's code.
-/// let killed = Ending {
-///     intervention: Some(Intervention::Kill(KillKind::Idle)),
-///     ..ended(&Outcome::Killed { kind: KillKind::Idle }, Some(143))
-/// };
-/// assert_eq!(decide(&killed), 124);
+/// assert_eq!(decide_for(&ended(Outcome::NoResult, 0)), 3);
 /// ```
+///
+/// A kill is the record's: the watchdog's kill exits with its kind's code (124 for `idle`).
 pub fn decide(e: &Ending<'_>) -> i32 {
-    let has_result = matches!(e.outcome, Outcome::Success | Outcome::ErrorResult(_));
-    match e.intervention {
+    let r = e.record;
+    match e.ours {
         Some(Intervention::Output { closed: true }) => return OUTPUT_CLOSED,
         Some(Intervention::Output { closed: false }) => return OUTPUT_ERROR,
-        Some(Intervention::Kill(_)) if e.emit_result => return INTERNAL,
-        Some(Intervention::Kill(kind)) => return for_kill(kind),
-        Some(Intervention::Signal(signo)) if !has_result => return 128 + signo,
         Some(Intervention::Signal(_)) | None => {}
     }
-    if let Outcome::Killed { kind } = e.outcome {
-        // A kill the caller did not report as an intervention still is one.
+    if let Some(kill) = &r.kill {
         return if e.emit_result {
             INTERNAL
         } else {
-            for_kill(*kind)
+            for_kill(kill.kind)
         };
     }
-    let Some(child) = e.child else {
+    let has_result = matches!(r.outcome, Outcome::Success | Outcome::ErrorResult(_));
+    if let (Some(Intervention::Signal(signo)), false) = (e.ours, has_result) {
+        return 128 + signo;
+    }
+    let Some(child) = r.exit.and_then(|x| x.status()) else {
         return INTERNAL;
     };
-    match e.outcome {
+    match r.outcome {
         Outcome::NoResult | Outcome::Incomplete if e.strict => NO_RESULT,
-        Outcome::NoResult | Outcome::Incomplete if child == 0 && e.stream_json => NO_RESULT,
+        Outcome::NoResult | Outcome::Incomplete if child == 0 && r.lines.has_stream_json() => {
+            NO_RESULT
+        }
         _ => child,
     }
 }
@@ -243,16 +240,64 @@ The summary's `kill` and `interrupted` fields are null when the code is the comm
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, Instant};
+    use watchdog_core::{ChildExit, Kill, Limits, LineKind, Registry, SessionConfig};
 
-    fn ending(outcome: &Outcome, child: Option<i32>) -> Ending<'_> {
+    /// A record: `outcome`, the child's status (a code, or 128 + N for signal N), stream-json
+    /// printed or not, the watchdog's kill of `kill` kind if any.
+    fn record(
+        outcome: &Outcome,
+        child: Option<i32>,
+        stream_json: bool,
+        kill: Option<KillKind>,
+    ) -> RunRecord {
+        let mut r = RunRecord::unobserved();
+        r.outcome = outcome.clone();
+        r.exit = child.map(|c| match c {
+            129..=159 => ChildExit {
+                code: None,
+                signal: Some(c - 128),
+            },
+            c => ChildExit {
+                code: Some(c),
+                signal: None,
+            },
+        });
+        r.lines.add(if stream_json {
+            LineKind::System
+        } else {
+            LineKind::Unparseable
+        });
+        r.kill = kill.map(|kind| {
+            let at = Instant::now();
+            Kill {
+                id: Registry::new(Limits::default()).register(at, SessionConfig::default()),
+                kind,
+                at,
+                elapsed: Duration::ZERO,
+                since_progress: Duration::ZERO,
+                since_keepalive: Duration::ZERO,
+                since_tool: Duration::ZERO,
+                last_signal: None,
+                utilization: None,
+                extension: None,
+                mcp_call: None,
+            }
+        });
+        r
+    }
+
+    fn ending(r: &RunRecord) -> Ending<'_> {
         Ending {
-            outcome,
-            intervention: None,
-            child,
-            stream_json: true,
+            record: r,
+            ours: None,
             strict: false,
             emit_result: false,
         }
+    }
+
+    fn plain(outcome: &Outcome, child: Option<i32>) -> i32 {
+        decide(&ending(&record(outcome, child, true, None)))
     }
 
     #[test]
@@ -267,45 +312,43 @@ mod tests {
     #[test]
     fn a_child_that_ended_by_itself_keeps_its_code() {
         let err = Outcome::ErrorResult(Box::default());
-        assert_eq!(decide(&ending(&Outcome::Success, Some(0))), 0);
-        assert_eq!(decide(&ending(&Outcome::Success, Some(5))), 5);
-        assert_eq!(decide(&ending(&err, Some(1))), 1);
-        assert_eq!(decide(&ending(&Outcome::NoResult, Some(1))), 1);
-        assert_eq!(decide(&ending(&Outcome::NoResult, Some(137))), 137);
-        assert_eq!(decide(&ending(&Outcome::Incomplete, Some(2))), 2);
+        assert_eq!(plain(&Outcome::Success, Some(0)), 0);
+        assert_eq!(plain(&Outcome::Success, Some(5)), 5);
+        assert_eq!(plain(&err, Some(1)), 1);
+        assert_eq!(plain(&Outcome::NoResult, Some(1)), 1);
+        assert_eq!(plain(&Outcome::NoResult, Some(137)), 137);
+        assert_eq!(plain(&Outcome::Incomplete, Some(2)), 2);
         // Text mode: no stream-json, exit 0 is a success.
-        let text = Ending {
-            stream_json: false,
-            ..ending(&Outcome::NoResult, Some(0))
-        };
-        assert_eq!(decide(&text), 0);
+        let text = record(&Outcome::NoResult, Some(0), false, None);
+        assert_eq!(decide(&ending(&text)), 0);
         // Unknown status: internal error.
-        assert_eq!(decide(&ending(&Outcome::Success, None)), INTERNAL);
+        assert_eq!(plain(&Outcome::Success, None), INTERNAL);
     }
 
     #[test]
     fn exit_zero_without_a_result_is_not_a_success() {
-        assert_eq!(decide(&ending(&Outcome::NoResult, Some(0))), 3);
-        assert_eq!(decide(&ending(&Outcome::Incomplete, Some(0))), 3);
+        assert_eq!(plain(&Outcome::NoResult, Some(0)), 3);
+        assert_eq!(plain(&Outcome::Incomplete, Some(0)), 3);
     }
 
     #[test]
     fn strict_maps_every_ending_without_a_result_to_3() {
         for outcome in [Outcome::NoResult, Outcome::Incomplete] {
             for (child, stream_json) in [(Some(0), false), (Some(1), true), (Some(137), true)] {
+                let r = record(&outcome, child, stream_json, None);
                 let e = Ending {
                     strict: true,
-                    stream_json,
-                    ..ending(&outcome, child)
+                    ..ending(&r)
                 };
                 assert_eq!(decide(&e), 3, "{outcome:?} {child:?}");
             }
         }
-        let ok = Ending {
+        let ok = record(&Outcome::Success, Some(0), true, None);
+        let e = Ending {
             strict: true,
-            ..ending(&Outcome::Success, Some(0))
+            ..ending(&ok)
         };
-        assert_eq!(decide(&ok), 0);
+        assert_eq!(decide(&e), 0);
     }
 
     #[test]
@@ -313,10 +356,8 @@ mod tests {
         let killed = Outcome::Killed {
             kind: KillKind::Startup,
         };
-        let kill = Ending {
-            intervention: Some(Intervention::Kill(KillKind::Startup)),
-            ..ending(&killed, Some(143))
-        };
+        let r = record(&killed, Some(143), true, Some(KillKind::Startup));
+        let kill = ending(&r);
         assert_eq!(decide(&kill), 125);
         assert_eq!(
             decide(&Ending {
@@ -326,22 +367,25 @@ mod tests {
             1
         );
         for (closed, code) in [(true, 141), (false, 74)] {
+            let r = record(&Outcome::Success, Some(0), true, None);
             let out = Ending {
-                intervention: Some(Intervention::Output { closed }),
-                ..ending(&Outcome::Success, Some(0))
+                ours: Some(Intervention::Output { closed }),
+                ..ending(&r)
             };
             assert_eq!(decide(&out), code);
         }
         for signo in [1, 2, 3, 15] {
+            let r = record(&Outcome::NoResult, Some(128 + 9), true, None);
             let sig = Ending {
-                intervention: Some(Intervention::Signal(signo)),
-                ..ending(&Outcome::NoResult, Some(128 + 9))
+                ours: Some(Intervention::Signal(signo)),
+                ..ending(&r)
             };
             assert_eq!(decide(&sig), 128 + signo);
             // With a result the child finished its work: its own code.
+            let r = record(&Outcome::Success, Some(0), true, None);
             let done = Ending {
-                intervention: Some(Intervention::Signal(signo)),
-                ..ending(&Outcome::Success, Some(0))
+                ours: Some(Intervention::Signal(signo)),
+                ..ending(&r)
             };
             assert_eq!(decide(&done), 0);
         }

@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
-use watchdog_core::{Event, Kill, KillKind, LineKind, Outcome, StallClock};
+use watchdog_core::StallClock;
+use watchdog_core::{Event, Kill, KillKind, LineKind, Outcome, RateLimitMonitor, RunRecord};
 
 use watchdog_core::config::format_duration;
 
@@ -35,6 +36,57 @@ pub fn kill_json(kill: &Kill, base: Instant) -> Value {
             "outstanding_ms": ms(c.outstanding),
         })),
     })
+}
+
+/// The facts of one run's record as JSON, the fields `run --summary` and `replay --json`
+/// share (each adds its own): `outcome`, `outcome_detail`, `kill` (with its `ladder` stage when
+/// a ladder ran), `session_id`, `result` (every field, `null` when no result came),
+/// `rate_limits`, `lines`, `subagents` and `exit`. Times count from `base`.
+pub fn record_json(record: &RunRecord, base: Instant) -> Map<String, Value> {
+    let mut kill = record.kill.as_ref().map(|k| kill_json(k, base));
+    if let (Some(k), Some(stage)) = (kill.as_mut(), record.stage) {
+        k["ladder"] = json!(stage.as_str());
+    }
+    let subagents = record.tally.subagents();
+    let v = json!({
+        "outcome": record.outcome.as_str(),
+        "outcome_detail": outcome_fields(&record.outcome),
+        "kill": kill,
+        "session_id": record.session_id,
+        "result": record.result.clone().unwrap_or_default(),
+        "rate_limits": rate_limits_json(&record.rate_limits),
+        "lines": lines_json(record.lines.iter(), record.lines.overlong()),
+        "subagents": {
+            "failures": subagents.failures_json(),
+            "unrecovered": subagents.unrecovered().count(),
+        },
+        "exit": record.exit.map(|e| json!({"code": e.code, "signal": e.signal})),
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// The rate-limit windows as `{name: {utilization, resetsAt, status}}` (`resetsAt` in epoch
+/// seconds, as Claude Code prints it), every window the run's frames named, merged by the
+/// monitor; `null` when no frame came.
+pub fn rate_limits_json(monitor: &RateLimitMonitor) -> Value {
+    if monitor.latest().is_none() && monitor.windows().next().is_none() {
+        return Value::Null;
+    }
+    let mut m = Map::new();
+    for w in monitor.windows() {
+        m.insert(
+            w.name.clone(),
+            json!({
+                "utilization": w.utilization,
+                "resetsAt": w.resets_at_ms.map(|ms| ms / 1000),
+                "status": w.status.as_ref().map(|s| s.as_str()),
+            }),
+        );
+    }
+    Value::Object(m)
 }
 
 /// The outcome's details: `{"outcome": name}` plus, for an error result, its

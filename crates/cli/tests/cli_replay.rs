@@ -84,14 +84,14 @@ fn every_shared_capture_replays_to_its_verdict() {
     for (name, entries) in all_captures() {
         let v = replay(&entries, limits.clone());
         assert_eq!(
-            v.outcome.as_str(),
+            v.outcome().as_str(),
             expected_default(&name),
             "{name}: {:?}",
             v.events.iter().collect::<Vec<_>>()
         );
         assert!(v.session_id().is_some(), "{name}: no session id");
         if name.starts_with("s6_") {
-            let k = v.kill.as_ref().unwrap();
+            let k = v.kill().unwrap();
             assert_eq!(k.kind, KillKind::Linger, "{name}");
             let result_t = entries
                 .iter()
@@ -315,9 +315,8 @@ fn truncated_captures_are_killed_where_the_rules_say() {
                 let v = replay(part, limits.clone());
                 let (kind, at) = predict_silent_tail(part, limits);
                 let k = v
-                    .kill
-                    .as_ref()
-                    .unwrap_or_else(|| panic!("{name} cut at {cut}: no kill, {:?}", v.outcome));
+                    .kill()
+                    .unwrap_or_else(|| panic!("{name} cut at {cut}: no kill, {:?}", v.outcome()));
                 // A kill inside the recorded part (a long gap) is also a valid verdict, but
                 // the shared captures have none under these policies.
                 assert_eq!(
@@ -325,7 +324,7 @@ fn truncated_captures_are_killed_where_the_rules_say() {
                     (kind, at),
                     "{name} cut at {cut}/{n}"
                 );
-                assert_eq!(v.outcome, Outcome::Killed { kind });
+                assert_eq!(*v.outcome(), Outcome::Killed { kind });
                 checked += 1;
             }
         }

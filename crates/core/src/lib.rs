@@ -18,6 +18,8 @@
 //! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session
 //!   id ([`ClaudeSessionId`]), the last `result`'s fields ([`ResultFacts`]) and the tally of its
 //!   work ([`facts::Tally`]: activity, turns, subagent failures).
+//! - [`record`]: how one run ended, as one value ([`RunRecord`]), from the registry's end
+//!   ([`Registry::finish`]) and the host's own facts (its kill ladder, the exit, the lines).
 //! - [`capture`]: the capture format (recordings of runs).
 //! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
 //! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
@@ -160,6 +162,7 @@ mod deadline_queue;
 pub mod event;
 pub mod facts;
 pub mod json_scan;
+pub mod record;
 pub mod registry;
 pub mod replay;
 mod session;
@@ -170,6 +173,7 @@ pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use config::{ConfigError, Limits, McpLimits, SessionConfig, HEARTBEAT_TICK};
 pub use event::{Event, ExtendReason, Kill, KillKind, McpCall, Outcome, SessionId, StallClock};
 pub use facts::{ClaudeSessionId, InvalidClaudeSessionId, ResultFacts};
+pub use record::{ChildExit, LineCounts, RunRecord, Stage};
 pub use registry::{Registry, SessionSnapshot};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
 

@@ -277,12 +277,12 @@ const STREAMING: &str =
 fn a_replay_of_a_streaming_input_capture_waits_for_the_host_as_the_live_run_did() {
     let (v, kills) = replay(&two_turns(STREAMING, 7_200_000, 7_200_050));
     assert_eq!(kills, vec![]);
-    assert_eq!(v.outcome, watchdog_core::Outcome::Success);
+    assert_eq!(v.record.outcome, watchdog_core::Outcome::Success);
     // The same capture with `--input-format=stream-json` in one argument.
     let one = r#"["claude","-p","--input-format=stream-json"]"#;
     let (v, kills) = replay(&two_turns(one, 7_200_000, 7_200_050));
     assert_eq!(
-        (kills, v.outcome),
+        (kills, v.record.outcome),
         (vec![], watchdog_core::Outcome::Success)
     );
 }
@@ -292,7 +292,7 @@ fn a_replay_lingers_from_the_recorded_end_of_input() {
     // Input closed two hours after the last result; the child then stays 12 minutes.
     let (v, kills) = replay(&two_turns(STREAMING, 10_800_000, 10_800_000 + 12 * 60_000));
     assert_eq!(kills, vec![KillKind::Linger]);
-    let k = v.kill.expect("a kill");
+    let k = v.record.kill.expect("a kill");
     assert_eq!(
         k.at - v.base,
         Duration::from_millis(10_800_000 + 11 * 60_000),
@@ -306,7 +306,7 @@ fn a_replay_without_stream_json_input_lingers_from_the_result_as_before() {
     let (v, kills) = replay(&two_turns(argv, 7_200_000, 7_200_050));
     assert_eq!(kills, vec![KillKind::Linger]);
     assert_eq!(
-        v.kill.unwrap().at - v.base,
+        v.record.kill.unwrap().at - v.base,
         Duration::from_millis(900 + 11 * 60_000)
     );
 }

@@ -59,8 +59,9 @@
 //! while let Some(out) = child.next_output().await {
 //!     if let Output::Stdout(line) = out { println!("{}", String::from_utf8_lossy(&line.bytes)) }
 //! }
-//! let report = child.wait().await?; // outcome, kill (kind, ladder stage), exit status, counts
-//! println!("{:?} {:?} {:?}", report.outcome, report.kill.map(|k| k.stage), report.status);
+//! let report = child.wait().await?; // the run's record, the ladder, the exit status, counts
+//! let stage = report.kill.as_ref().map(|k| k.stage);
+//! println!("{:?} {:?} {:?}", report.outcome(), stage, report.status);
 //! # Ok(()) }
 //! ```
 //!

@@ -120,7 +120,7 @@ async fn an_idle_kill_of_a_hung_tool_leaves_nothing_behind() {
     }
     assert!(kill.stage >= Stage::Term, "{kill:?}");
     assert_eq!(kill.survivors, 0, "{kill:?}");
-    assert!(report.session_id.is_some());
+    assert!(report.session_id().is_some());
     assert!(
         left.is_empty(),
         "left running: {left:?}\nreport: {report:?}"

@@ -46,15 +46,12 @@ async fn a_child_that_goes_silent_is_killed_for_idle() {
     let (c, report) = run_all(sup, LIMIT).await;
     assert_eq!(killed_kind(&report), Some(KillKind::Idle));
     assert_eq!(
-        report.outcome,
+        report.outcome().cloned(),
         Some(Outcome::Killed {
             kind: KillKind::Idle
         })
     );
-    assert_eq!(
-        report.session_id.as_ref().map(|s| s.as_str()),
-        Some("sess-1")
-    );
+    assert_eq!(report.session_id().map(|s| s.as_str()), Some("sess-1"));
     let kill = report.kill.unwrap();
     assert!(kill.decided_after >= Duration::from_millis(400), "{kill:?}");
     assert_eq!(kill.survivors, 0);
@@ -95,7 +92,7 @@ async fn exit_zero_without_a_result_is_no_result() {
     let (_, report) = run_all(sup, LIMIT).await;
     assert!(report.kill.is_none());
     assert_eq!(report.status.unwrap().code(), Some(0));
-    assert_eq!(report.outcome, Some(Outcome::NoResult));
+    assert_eq!(report.outcome().cloned(), Some(Outcome::NoResult));
 }
 
 #[tokio::test]
@@ -105,7 +102,7 @@ async fn a_result_just_before_exit_is_seen() {
     );
     let sup = Supervisor::spawn(sh(&script), policy(small())).unwrap();
     let (c, report) = run_all(sup, LIMIT).await;
-    assert_eq!(report.outcome, Some(Outcome::Success));
+    assert_eq!(report.outcome().cloned(), Some(Outcome::Success));
     assert_eq!(report.counts.get(LineKind::Result), 1);
     assert!(!c.stdout.last().unwrap().newline);
     // The end event comes after every line.
@@ -192,7 +189,7 @@ async fn supervised_children_share_one_watchdog_timer() {
     assert_eq!(killed_kind(&ra), Some(KillKind::Idle));
     assert_eq!(killed_kind(&rb), Some(KillKind::Idle));
     assert_eq!(killed_kind(&rc), None, "{rc:?}");
-    assert_eq!(rc.outcome, Some(Outcome::Success));
+    assert_eq!(rc.outcome().cloned(), Some(Outcome::Success));
     assert!(pids.iter().all(|&p| dead(p)));
     assert_eq!(kills.load(Ordering::SeqCst), 2);
     assert_eq!(watchdog.len(), 0, "sessions end with their supervisors");
@@ -228,7 +225,11 @@ async fn a_slow_caller_pauses_the_clocks_on_a_private_and_on_a_shared_cell_alike
         }
         let report = sup.wait().await.unwrap();
         assert_eq!(killed_kind(&report), None, "shared: {shared}: {report:?}");
-        assert_eq!(report.outcome, Some(Outcome::Success), "shared: {shared}");
+        assert_eq!(
+            report.outcome().cloned(),
+            Some(Outcome::Success),
+            "shared: {shared}"
+        );
         assert_eq!(lines, 200_001, "shared: {shared}: nothing lost");
         // Held back for longer than the idle limit (else the test proves nothing).
         assert!(

@@ -153,7 +153,7 @@ async fn a_supervised_child_on_the_shared_watchdog_is_counted() {
     assert_eq!(watchdog.metrics().sessions(), 1);
     let (_, report) = common::run_all(sup, Duration::from_secs(60)).await;
     assert_eq!(
-        report.outcome.as_ref().map(|o| o.as_str()),
+        report.outcome().map(|o| o.as_str()),
         Some("killed"),
         "{report:?}"
     );

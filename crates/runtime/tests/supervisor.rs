@@ -115,7 +115,7 @@ echo 'not json'"#;
     let sup = Supervisor::spawn(sh(script), with_policy()).unwrap();
     let (_, report) = run_all(sup, LIMIT).await;
     use watchdog_core::LineKind;
-    assert_eq!(report.session_id.as_ref().map(|s| s.as_str()), Some("abc"));
+    assert_eq!(report.session_id().map(|s| s.as_str()), Some("abc"));
     assert_eq!(report.counts.get(LineKind::System), 1);
     assert_eq!(report.counts.get(LineKind::Ping), 1);
     assert_eq!(report.counts.get(LineKind::Unparseable), 1);
@@ -506,8 +506,11 @@ async fn batches_carry_the_stream_and_each_line_s_class() {
     assert_eq!(lines[4].0.last(), Some(&b'\r'));
     assert_eq!(lines[5].0, b"last");
     let report = sup.wait().await.unwrap();
-    assert_eq!(report.session_id.as_ref().map(|s| s.as_str()), Some("s1"));
-    let result = report.result.expect("the result's facts");
+    assert_eq!(report.session_id().map(|s| s.as_str()), Some("s1"));
+    let result = report
+        .record
+        .and_then(|r| r.result)
+        .expect("the result's facts");
     assert_eq!(result.subtype.as_deref(), Some("success"));
     assert_eq!(report.stdout_lines, 6);
 }

@@ -20,33 +20,30 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use watchdog_core::capture::{Entry, EntryView, RecordView};
 use watchdog_core::replay::{ExitRecord, Replay, RunVerdict, Step, TimeFaults, TimedEvent};
-use watchdog_core::{ClaudeSessionId, Event, Kill, Limits, LineKind, Outcome, ResultFacts};
+use watchdog_core::{ClaudeSessionId, Event, Kill, Limits, Outcome, RunRecord};
 
 use crate::event_log::EventLog;
-use crate::verdict::lines_json;
-use crate::verdict::{event_json, kill_json};
+use crate::verdict::{event_json, record_json};
 use watchdog_audit::lines::{is_blank, Item, Lines};
 use watchdog_core::config::format_duration;
-use watchdog_core::facts::Tally;
 
 /// Unreadable lines listed one by one; the rest are only counted.
 const SKIPPED_LISTED: usize = 10;
 
-/// One recorded run as replayed for display: the core's [`RunVerdict`] (outcome, kill) with
-/// the events, timeline facts and tally `replay` and `audit` show.
+/// One recorded run as replayed for display: the core's [`RunVerdict`] (its record: the
+/// outcome, the kill, the facts, the lines, the exit) with the events and the first line
+/// `replay` and `audit` show.
 #[derive(Debug, Clone)]
 pub struct ReplayRun {
     /// The run (0 for the first, one more after each `boundary`).
     pub run: usize,
-    /// The outcome.
-    pub outcome: Outcome,
-    /// The kill, if any.
-    pub kill: Option<Kill>,
+    /// How the run ends, as the replay's registry recorded it.
+    pub record: RunRecord,
     /// The events, bounded (the first and last ones; the rest counted).
     pub events: EventLog<TimedEvent>,
     /// The first stdout line: (t_ms, its type/subtype).
     pub first_line: Option<(u64, String)>,
-    /// The exit record, if the run has one.
+    /// The exit record, if the run has one (its time; the record has its code and signal).
     pub exit: Option<ExitRecord>,
     /// The last entry's time (the point from which a run without `exit` is silent).
     pub last_t_ms: u64,
@@ -54,14 +51,6 @@ pub struct ReplayRun {
     pub after_kill: u64,
     /// The run ended at a `boundary` at this time (where the next run's t = 0 lies).
     pub boundary_ms: Option<u64>,
-    /// What the stdout lines said (the replay's registry's tally).
-    pub tally: Tally,
-    /// Claude Code's session id, as the registry read it.
-    pub session_id: Option<ClaudeSessionId>,
-    /// The facts of the last `result`, as the registry read them.
-    pub result: Option<ResultFacts>,
-    /// Stdout lines by kind, as the registry counted them.
-    pub line_counts: [u64; LineKind::ALL.len()],
     /// The virtual base instant (t_ms = 0).
     pub base: Instant,
 }
@@ -85,56 +74,61 @@ impl ReplayRun {
     fn new(run: usize, base: Instant) -> Self {
         ReplayRun {
             run,
-            outcome: Outcome::NoResult,
-            kill: None,
+            record: RunRecord::unobserved(),
             events: EventLog::default(),
             first_line: None,
             exit: None,
             last_t_ms: 0,
             after_kill: 0,
             boundary_ms: None,
-            tally: Tally::default(),
-            session_id: None,
-            result: None,
-            line_counts: [0; LineKind::ALL.len()],
             base,
         }
     }
 
     fn close(&mut self, v: RunVerdict) {
-        self.outcome = v.outcome;
-        self.kill = v.kill;
+        self.record = v.record;
         self.exit = v.exit;
         self.last_t_ms = v.last_t_ms;
         self.after_kill = v.after_kill;
         self.boundary_ms = v.boundary_ms;
-        self.session_id = v.session_id;
-        self.result = v.result;
-        self.tally = v.tally;
-        self.line_counts = v.line_counts;
         self.base = v.base;
+    }
+
+    /// How the run ends.
+    pub fn outcome(&self) -> &Outcome {
+        &self.record.outcome
+    }
+
+    /// The kill, if any.
+    pub fn kill(&self) -> Option<&Kill> {
+        self.record.kill.as_ref()
     }
 
     /// The session id the lines carried.
     pub fn session_id(&self) -> Option<&str> {
-        self.session_id.as_ref().map(ClaudeSessionId::as_str)
+        self.record.session_id.as_ref().map(ClaudeSessionId::as_str)
     }
 
-    /// The `--json` object of this run.
+    /// The `--json` object of this run: the record's fields as `run --summary` writes them
+    /// ([`record_json`]), with the run's index, its events, its exit's time and its boundary.
     pub fn to_json(&self) -> Value {
-        json!({
-            "run": self.run,
-            "outcome": self.outcome.as_str(),
-            "kill": self.kill.as_ref().map(|k| kill_json(k, self.base)),
-            "events": self.events.to_json_with(|e| {
-                event_json(&e.event, self.base + Duration::from_millis(e.t_ms), self.base)
-            }),
-            "session_id": self.session_id(),
-            "result": self.result,
-            "exit": self.exit.map(|e| json!({"t_ms": e.t_ms, "code": e.code, "signal": e.signal})),
-            "lines": lines_json(LineKind::ALL.map(|k| (k, self.line_counts[k.index()])), 0),
-            "boundary_ms": self.boundary_ms,
-        })
+        let mut v = record_json(&self.record, self.base);
+        v.insert("run".into(), json!(self.run));
+        v.insert(
+            "events".into(),
+            Value::Array(self.events.to_json_with(|e| {
+                event_json(
+                    &e.event,
+                    self.base + Duration::from_millis(e.t_ms),
+                    self.base,
+                )
+            })),
+        );
+        if let (Some(e), Some(exit)) = (self.exit, v.get_mut("exit")) {
+            exit["t_ms"] = json!(e.t_ms);
+        }
+        v.insert("boundary_ms".into(), json!(self.boundary_ms));
+        Value::Object(v)
     }
 }
 
@@ -277,7 +271,7 @@ fn secs(t_ms: u64) -> String {
 fn event_line(v: &ReplayRun, e: &TimedEvent) -> String {
     match &e.event {
         Event::Settled { .. } => {
-            let sub = v.result.as_ref().and_then(|r| r.subtype.clone());
+            let sub = v.record.result.as_ref().and_then(|r| r.subtype.clone());
             let sub = sub.unwrap_or_default();
             format!("settled: result {sub}")
         }
@@ -371,7 +365,7 @@ fn write_run(v: &ReplayRun, out: &mut impl Write) -> io::Result<()> {
                 (None, Some(s)) => format!("signal {s}"),
                 _ => "unknown status".into(),
             };
-            let note = if v.kill.is_some() {
+            let note = if v.kill().is_some() {
                 " (after the kill)"
             } else {
                 ""
@@ -379,7 +373,7 @@ fn write_run(v: &ReplayRun, out: &mut impl Write) -> io::Result<()> {
             writeln!(out, "{}  process exited, {how}{note}", secs(e.t_ms))?;
         }
     }
-    let verdict = match (&v.kill, &v.outcome) {
+    let verdict = match (v.kill(), v.outcome()) {
         (Some(k), _) => format!(
             "killed ({}) at {}, {} since the last progress",
             k.kind,

@@ -6,23 +6,22 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::{
-    Batch, LineMeta, Output, Report, Stage, StdoutBatch, Supervisor, SupervisorConfig,
-    SupervisorHandle,
+    Batch, LineMeta, Output, StdoutBatch, Supervisor, SupervisorConfig, SupervisorHandle,
 };
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use watchdog_core::capture::Record;
 use watchdog_core::facts::Activity;
 use watchdog_core::{
-    ClaudeSessionId, Event, Kill, LineKind, Outcome, RateLimitConfig, RateLimitMonitor,
-    SessionConfig, Signal, StallClock,
+    ClaudeSessionId, Event, Kill, LineKind, RunRecord, SessionConfig, Signal, StallClock,
 };
 
+use super::finished::{Ours, RunFacts};
 use super::host_signals::UserSig;
 use super::record::trim_cr;
 use super::stderr_dedup::StderrDedup;
 use super::stdout::WriteError;
-use super::{program_name, stdin, wall_ms, Finished, Host, RunConfig, Stopped};
+use super::{program_name, stdin, wall_ms, Finished, Host, RunConfig};
 use crate::event_log::EventLog;
 use crate::exit_code;
 use crate::status::{self, Status};
@@ -44,7 +43,6 @@ struct Live<'h> {
     kill: Option<Kill>,
     /// Our stdout could not be written: the child is being stopped.
     output_error: Option<WriteError>,
-    ladder: Option<Stage>,
     last_progress: Option<Instant>,
     activity: Activity,
     activity_since: Instant,
@@ -171,7 +169,6 @@ impl Live<'_> {
                 }
             }
             Output::Event(ev) => self.on_event(now, ev),
-            Output::Stage(stage) => self.ladder = Some(stage),
             // Over-long lines are said when they end (`end_overlong`).
             _ => {}
         }
@@ -365,7 +362,6 @@ pub(crate) async fn supervise(
         events: EventLog::default(),
         kill: None,
         output_error: None,
-        ladder: None,
         last_progress: None,
         activity: Activity::Starting,
         activity_since: start,
@@ -439,74 +435,54 @@ pub(crate) async fn supervise(
     if let Some(n) = live.overlong.take() {
         live.end_overlong(Instant::now(), n);
     }
-    let report: Option<Report> = sup.wait().await.ok();
+    // The supervisor's record of the run: the policy's facts, the ladder's stage, the exit,
+    // the lines, each decided once by its owner. Lost only if the supervising task was
+    // dropped: then nothing is known of the run, and nothing is guessed.
+    let record = match sup.wait().await.ok().and_then(|r| {
+        let leftovers = r.leftovers_killed;
+        let blocked = r.blocked_on_output;
+        r.record.map(|rec| (rec, leftovers, blocked))
+    }) {
+        Some(r) => r,
+        None => {
+            live.host
+                .status
+                .say("error: the supervisor stopped before it could report how the run ended");
+            (RunRecord::unobserved(), 0, Duration::ZERO)
+        }
+    };
+    let (record, leftovers_killed, blocked_on_output) = record;
     let end = Instant::now();
-    let exit = report.as_ref().and_then(|r| r.status).map(split_status);
-    let (code, signal) = exit.unwrap_or((None, None));
+    let exit = record.exit.unwrap_or_default();
     let t = live.t_ms(end);
-    live.host.recorder.write(t, Record::Exit { code, signal });
-    // The policy decided the outcome when the session ended (a kill included); only when the
-    // supervisor's report is lost does the kill we saw stand in for it.
-    let outcome = report
-        .as_ref()
-        .and_then(|r| r.outcome.clone())
-        .or_else(|| live.kill.as_ref().map(|k| Outcome::Killed { kind: k.kind }))
-        .unwrap_or(Outcome::NoResult);
+    live.host.recorder.write(
+        t,
+        Record::Exit {
+            code: exit.code,
+            signal: exit.signal,
+        },
+    );
     let stderr = (live.stderr_filter.lines(), live.stderr_filter.suppressed());
     let suppressed = live.stderr_filter.suppressed_json();
-    let ladder = live.ladder.or(report
-        .as_ref()
-        .and_then(|r| r.kill.as_ref().map(|k| k.stage)));
-    let stopped = match (live.output_error, live.kill) {
-        (Some(e), _) => Some(Stopped::Output(e)),
-        (None, Some(k)) => Some(Stopped::Kill(k)),
-        (None, None) => None,
+    let ours = Ours {
+        output_error: live.output_error,
+        interrupted: signals.first,
+        session_mismatch: live.session_mismatch,
     };
-    let mut finished = Finished {
-        code: exit_code::INTERNAL,
+    let facts = RunFacts {
         argv: argv.to_vec(),
-        outcome,
-        stopped,
-        ladder,
-        exit,
         duration: end.saturating_duration_since(start),
-        tally: report
-            .as_ref()
-            .and_then(|r| r.tally.clone())
-            .unwrap_or_default(),
-        // The supervisor's count: each line once, an over-long one in `overlong_lines` only.
-        counts: report
-            .as_ref()
-            .map(|r| r.counts.clone())
-            .unwrap_or_default(),
-        overlong: report.as_ref().map_or(0, |r| r.overlong_lines),
-        session_id: report.as_ref().and_then(|r| r.session_id.clone()),
-        result: report.as_ref().and_then(|r| r.result.clone()),
         stderr,
         suppressed,
-        interrupted: signals.first,
         events: live.events,
         start,
-        monitor: report
-            .as_ref()
-            .and_then(|r| r.rate_limits.clone())
-            .unwrap_or_else(|| RateLimitMonitor::new(RateLimitConfig::default())),
         ended_wall_ms: wall_ms(),
-        session_mismatch: live.session_mismatch,
-        leftovers_killed: report.as_ref().map_or(0, |r| r.leftovers_killed),
-        blocked_on_output: report
-            .as_ref()
-            .map_or(Duration::ZERO, |r| r.blocked_on_output),
+        leftovers_killed,
+        blocked_on_output,
         first_line: live.first_line.map(|t| t.saturating_duration_since(start)),
         kill_late: live.kill_late,
     };
-    finished.code = finished.exit_code(cfg);
-    Ok(finished)
-}
-
-fn split_status(s: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
-    use std::os::unix::process::ExitStatusExt;
-    (s.code(), s.signal())
+    Ok(Finished::new(record, ours, facts, cfg))
 }
 
 /// The host's stdin, line by line, as [`stdin::spawn_reader`] delivers it.

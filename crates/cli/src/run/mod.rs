@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-pub(crate) use finished::{Finished, Stopped};
+pub(crate) use finished::Finished;
 pub(crate) use host_signals::{UserSig, UserSignals};
 pub(crate) use live::supervise;
 
@@ -217,7 +217,7 @@ async fn run(
                 (Some(code), _) => RecoveryEnd::Aborted(code),
                 (None, Some(c)) => RecoveryEnd::Continued {
                     code: c.code,
-                    other_session: c.session_mismatch.is_some(),
+                    other_session: c.ours.session_mismatch.is_some(),
                 },
                 (None, None) => RecoveryEnd::NotContinued,
             };
@@ -229,11 +229,11 @@ async fn run(
     let final_run = last.as_ref().unwrap_or(&first);
     // Subagent failures are said even when the session succeeded (the exit code is kept).
     for run in std::iter::once(&first).chain(last.as_ref()) {
-        for line in run.tally.subagents().report_lines() {
+        for line in run.record.tally.subagents().report_lines() {
             host.status.say(&line);
         }
     }
-    if final_run.session_mismatch.is_some() {
+    if final_run.ours.session_mismatch.is_some() {
         // The continuation was stopped: the work was not continued.
         host.status.say(
             "recovery: exiting 1: the continuation was stopped, the session was not continued",
@@ -246,9 +246,9 @@ async fn run(
         let line = synthetic::result_line(
             k,
             &kill_sentence(k, &what),
-            final_run.session_id.as_ref(),
+            final_run.record.session_id.as_ref(),
             ms(final_run.duration),
-            final_run.tally.num_turns(final_run.result.as_ref()),
+            final_run.record.num_turns(),
         );
         if let Err(e) = host.stdout.write_own_line(&line.to_string()).await {
             host.status

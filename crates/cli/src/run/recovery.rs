@@ -64,16 +64,17 @@ pub(crate) struct Recovered {
 /// The facts of a finished run, for the decision: `role` says whether `run` started it as
 /// the continuation (after claiming the marker) or by itself.
 pub(crate) fn facts_of(run: &Finished, role: ChainRole) -> TerminalFacts {
-    let mut facts = TerminalFacts::new(run.outcome.clone(), run.ended_wall_ms).with_role(role);
-    if let Some(id) = &run.session_id {
+    let r = &run.record;
+    let mut facts = TerminalFacts::new(r.outcome.clone(), run.ended_wall_ms).with_role(role);
+    if let Some(id) = &r.session_id {
         facts = facts.with_session_id(id.clone());
     }
-    if let Some(result) = &run.result {
+    if let Some(result) = &r.result {
         facts = facts.with_result(result);
     }
     facts
-        .with_rate_limits(&run.monitor)
-        .with_user_interrupt(run.interrupted.is_some())
+        .with_rate_limits(&r.rate_limits)
+        .with_user_interrupt(run.ours.interrupted.is_some())
 }
 
 fn open_ledger(settings: &Settings) -> Result<FileLedger, String> {
@@ -237,14 +238,14 @@ pub(crate) async fn after(
             return r;
         }
     };
-    r.json["continued_outcome"] = json!(cont.outcome.as_str());
+    r.json["continued_outcome"] = json!(cont.record.outcome.as_str());
     r.json["continued"] = json!({
-        "outcome_detail": outcome_fields(&cont.outcome),
+        "outcome_detail": outcome_fields(&cont.record.outcome),
         "exit_code": cont.code,
         "kill": cont.kill().map(|k| k.kind.as_str()),
-        "session_id": cont.session_id,
+        "session_id": cont.record.session_id,
     });
-    if let Some(other) = &cont.session_mismatch {
+    if let Some(other) = &cont.ours.session_mismatch {
         let why = format!("the continuation ran session {other:?}, not {sid}");
         r.json["error"] = json!(why);
         r.continued = Some(cont);

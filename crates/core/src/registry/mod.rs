@@ -58,6 +58,7 @@ use crate::config::{Limits, SessionConfig};
 use crate::deadline_queue::DeadlineQueue;
 use crate::event::{Event, ExtendReason, Kill, Outcome, SessionId};
 use crate::facts::{ClaudeSessionId, ResultFacts, Tally};
+use crate::record::RunRecord;
 use crate::session::{flag, Cold, Session, Watched, NEVER};
 
 use policy_table::PolicyTable;
@@ -289,6 +290,23 @@ impl Registry {
             self.settle_queue(self.now);
         }
         Some(outcome)
+    }
+
+    /// The session's end, as one record: [`end`](Self::end) (the [`Event::Ended`] it emits
+    /// included), then everything the registry read from the session's lines, in one
+    /// [`RunRecord`]: the outcome, the kill, Claude Code's session id, the last `result`, the
+    /// tally (empty unless kept) and the rate-limit readings. The host adds what only it knows
+    /// (its ladder's stage, the process's exit, the lines it read). `None` for an unknown id.
+    pub fn finish(&mut self, now: Instant, id: SessionId) -> Option<RunRecord> {
+        let outcome = self.end(now, id)?;
+        Some(RunRecord::observed(
+            outcome,
+            self.kill(id).cloned(),
+            self.claude_session_id(id).cloned(),
+            self.result(id).cloned(),
+            self.tally(id).cloned().unwrap_or_default(),
+            self.rate_limits().clone(),
+        ))
     }
 
     /// The host stops the session's process for a reason of its own (its output failed, its

@@ -54,7 +54,7 @@
 //!     while let Some(_event) = replay.poll_event() {}
 //! }
 //! let verdict = replay.finish();
-//! assert_eq!(verdict.outcome, Outcome::Success);
+//! assert_eq!(verdict.record.outcome, Outcome::Success);
 //! ```
 
 use std::collections::VecDeque;
@@ -63,6 +63,7 @@ use std::time::{Duration, Instant};
 use crate::capture::{BadTime, EntryView, RecordView};
 use crate::config::{Limits, SessionConfig};
 use crate::event::{Event, Kill, Outcome, SessionId};
+use crate::record::{ChildExit, LineCounts, RunRecord};
 use crate::registry::Registry;
 
 /// The largest `t_ms` taken as given (about ten years): no virtual instant can overflow.
@@ -347,29 +348,27 @@ impl Replay {
         if !self.run.done() {
             self.fire_until(None);
         }
-        let outcome = if let Some(k) = &self.run.kill {
-            Outcome::Killed { kind: k.kind }
-        } else if let Some(o) = self.run.ended.clone() {
-            o
-        } else {
-            let now = self.at();
-            let o = self
-                .run
-                .reg
-                .end(now, self.run.id)
-                .unwrap_or(Outcome::NoResult);
-            self.drain(now);
-            o
+        // The end comes at the last entry, or at the kill of a silent tail if that is later
+        // (a run ended at its `exit` ended there already: nothing new is emitted).
+        let now = match &self.run.kill {
+            Some(k) => k.at.max(self.at()),
+            None => self.at(),
         };
+        let (id, counts) = (self.run.id, *self.run.reg.line_counts());
+        let mut record = self
+            .run
+            .reg
+            .finish(now, id)
+            .unwrap_or_else(RunRecord::unobserved);
+        self.drain(now);
+        record.lines = LineCounts::from(counts);
+        record.exit = self.run.exit.map(|e| ChildExit {
+            code: e.code,
+            signal: e.signal,
+        });
         RunVerdict {
             run: self.run_index,
-            outcome,
-            kill: self.run.kill.clone(),
-            session_id: self.run.reg.claude_session_id(self.run.id).cloned(),
-            result: self.run.reg.result(self.run.id).cloned(),
-            tally: self.run.reg.tally(self.run.id).cloned().unwrap_or_default(),
-            rate_limits: self.run.reg.rate_limits().clone(),
-            line_counts: *self.run.reg.line_counts(),
+            record,
             exit: self.run.exit,
             last_t_ms: self.run.t_ms,
             after_kill: self.run.after_kill,
@@ -439,13 +438,13 @@ mod tests {
             )
         };
         let (runs, _, _) = replay(&at(1000), idle(1000));
-        let k = runs[0].kill.as_ref().expect("killed at the deadline");
+        let k = runs[0].kill().expect("killed at the deadline");
         assert_eq!(k.kind, KillKind::Idle);
         assert_eq!(ms_since(runs[0].base, k.at), 1000);
         assert_eq!(runs[0].after_kill, 2);
         assert_eq!(runs[0].exit.map(|e| e.t_ms), Some(1000));
         let (runs, _, _) = replay(&at(999), idle(1000));
-        assert_eq!(runs[0].outcome, Outcome::Success);
+        assert_eq!(runs[0].record.outcome, Outcome::Success);
     }
 
     /// The same rule as the registry fed live: a line at the deadline's instant.
@@ -480,7 +479,7 @@ mod tests {
             (3, TimeFault::Backwards, 500, 5)
         );
         assert_eq!(runs[0].exit.unwrap().t_ms, 800);
-        assert_eq!(runs[0].outcome, Outcome::NoResult);
+        assert_eq!(runs[0].record.outcome, Outcome::NoResult);
     }
 
     #[test]
@@ -493,15 +492,15 @@ mod tests {
             {\"t_ms\":30,\"line\":{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"a\"}}";
         let (runs, events, r) = replay(text, Limits::default());
         assert_eq!(runs.len(), 2);
-        assert!(matches!(runs[0].outcome, Outcome::ErrorResult(_)));
+        assert!(matches!(runs[0].record.outcome, Outcome::ErrorResult(_)));
         assert_eq!(
-            runs[1].outcome,
+            runs[1].record.outcome,
             Outcome::Killed {
                 kind: KillKind::Idle
             }
         );
         // Patience is doubled before the first write: 30 ms + 20 min, in the second run's time.
-        let k = runs[1].kill.as_ref().unwrap();
+        let k = runs[1].kill().unwrap();
         assert_eq!(ms_since(runs[1].base, k.at), 30 + 20 * 60 * 1000);
         assert!(events.iter().any(|e| e.run == 1));
         assert_eq!(runs[0].boundary_ms, Some(5010));

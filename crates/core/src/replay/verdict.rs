@@ -3,10 +3,9 @@
 
 use std::time::Instant;
 
-use crate::classify::{Class, LineKind};
+use crate::classify::Class;
 use crate::event::{Event, Kill, Outcome};
-use crate::facts::{ClaudeSessionId, ResultFacts, Tally};
-use crate::rate_limit::RateLimitMonitor;
+use crate::record::RunRecord;
 
 /// Why an entry's `t_ms` was not taken as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,22 +72,12 @@ pub struct ExitRecord {
 pub struct RunVerdict {
     /// The run (0 for the first).
     pub run: usize,
-    /// How it ends.
-    pub outcome: Outcome,
-    /// The kill, if any.
-    pub kill: Option<Kill>,
-    /// Claude Code's session id, as the registry read it ([`crate::facts`]).
-    pub session_id: Option<ClaudeSessionId>,
-    /// The facts of the run's last `result`, if one came.
-    pub result: Option<ResultFacts>,
-    /// The tally of the run's work (activity, turns, subagent failures).
-    pub tally: Tally,
-    /// The run's rate-limit readings, merged.
-    pub rate_limits: RateLimitMonitor,
-    /// The run's stdout lines by kind, in [`LineKind::ALL`] order (a `raw` record counts as
-    /// [`LineKind::Unparseable`]).
-    pub line_counts: [u64; LineKind::ALL.len()],
-    /// The `exit` record, if the run has one.
+    /// How it ends, as one record: what the registry read (outcome, kill, session id, last
+    /// `result`, tally, rate-limit readings), the recorded exit, and the run's stdout lines by
+    /// kind (a `raw` record counts as [`LineKind::Unparseable`](crate::LineKind::Unparseable)).
+    /// No ladder [`Stage`](crate::Stage): a replay runs none.
+    pub record: RunRecord,
+    /// The `exit` record, if the run has one (its time; the record has its code and signal).
     pub exit: Option<ExitRecord>,
     /// The last entry's time: from here on a run without `exit` is silent.
     pub last_t_ms: u64,
@@ -103,11 +92,23 @@ pub struct RunVerdict {
     pub base: Instant,
 }
 
+impl RunVerdict {
+    /// How the run ends (the record's).
+    pub fn outcome(&self) -> &Outcome {
+        &self.record.outcome
+    }
+
+    /// The kill, if any (the record's).
+    pub fn kill(&self) -> Option<&Kill> {
+        self.record.kill.as_ref()
+    }
+}
+
 /// What [`Replay::feed`](super::Replay::feed) did with an entry.
 #[derive(Debug)]
 pub enum Step {
     /// A stdout line was observed, with its class, at this time (ms since the run's spawn).
-    /// [`LineKind::Unparseable`] for `raw` records.
+    /// [`LineKind::Unparseable`](crate::LineKind::Unparseable) for `raw` records.
     Line {
         /// The line's class.
         class: Class,

@@ -3,10 +3,8 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use watchdog_core::facts::Tally;
-use watchdog_core::{
-    ClaudeSessionId, Event, Kill, LineKind, Outcome, RateLimitMonitor, ResultFacts,
-};
+use watchdog_core::{ClaudeSessionId, Event, Kill, Outcome, RunRecord};
+pub use watchdog_core::{LineCounts, Stage};
 
 use super::{Line, StdoutBatch};
 
@@ -17,28 +15,6 @@ use super::{Line, StdoutBatch};
 pub struct WaitError {
     /// The child's pid.
     pub pid: u32,
-}
-
-/// How far the kill ladder went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Stage {
-    /// An `interrupt` control request was written to stdin (and stdin closed).
-    Interrupt,
-    /// SIGTERM was sent to the process group.
-    Term,
-    /// SIGKILL was sent to the group and every remaining descendant.
-    Kill,
-}
-
-impl Stage {
-    /// `interrupt`, `term` or `kill`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stage::Interrupt => "interrupt",
-            Stage::Term => "term",
-            Stage::Kill => "kill",
-        }
-    }
 }
 
 /// Why the ladder ran.
@@ -99,31 +75,6 @@ pub enum Batch {
     Output(Output),
 }
 
-/// Stdout lines counted by kind ([`LineKind`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LineCounts([u64; LineKind::ALL.len()]);
-
-impl LineCounts {
-    /// The count of one kind.
-    pub fn get(&self, kind: LineKind) -> u64 {
-        self.0[kind.index()]
-    }
-    /// All lines counted.
-    pub fn total(&self) -> u64 {
-        self.0.iter().sum()
-    }
-    pub(crate) fn add(&mut self, kind: LineKind) {
-        self.0[kind.index()] += 1;
-    }
-    /// Non-zero counts, in [`LineKind::ALL`] order.
-    pub fn iter(&self) -> impl Iterator<Item = (LineKind, u64)> + '_ {
-        LineKind::ALL
-            .iter()
-            .map(|&k| (k, self.get(k)))
-            .filter(|&(_, n)| n > 0)
-    }
-}
-
 /// The end of a supervised run.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -131,24 +82,18 @@ pub struct Report {
     pub program: String,
     /// The child's pid (also its process group id).
     pub pid: u32,
-    /// How the session ended by the core's rules (`None` without a policy).
-    pub outcome: Option<Outcome>,
+    /// How the run ended, as one record ([`RunRecord`]): what the policy read from the
+    /// lines (the outcome, the kill, Claude Code's session id, the last `result`, the tally
+    /// unless [`SessionConfig::with_tally`](watchdog_core::SessionConfig::with_tally) was not
+    /// asked for, the rate-limit readings of the policy's registry: a shared watchdog's are
+    /// every session's), with the ladder's [`Stage`], the exit and the line counts of this
+    /// report filled in. `None` without a policy.
+    pub record: Option<RunRecord>,
     /// The kill ladder, if it ran.
     pub kill: Option<KillReport>,
     /// The child's exit status (`code()` or, on Unix, `signal()`); `None` if it could not
     /// be reaped.
     pub status: Option<ExitStatus>,
-    /// Claude Code's session id, as the policy read it from stdout (the last `system/init`'s,
-    /// else the first valid one: [`watchdog_core::facts`]); `None` without a policy.
-    pub session_id: Option<ClaudeSessionId>,
-    /// The facts of the last `result` line, as the policy read them; `None` without a policy.
-    pub result: Option<ResultFacts>,
-    /// The tally of the session's work, as the policy read it from stdout; `None` without a
-    /// policy or unless [`SessionConfig::with_tally`](watchdog_core::SessionConfig::with_tally).
-    pub tally: Option<Tally>,
-    /// The rate-limit readings of the policy's registry (a shared watchdog's: every session's),
-    /// merged; `None` without a policy.
-    pub rate_limits: Option<RateLimitMonitor>,
     /// Stdout lines by kind, each line once. An over-long line is not here: it is counted once
     /// in [`Report::overlong_lines`].
     pub counts: LineCounts,
@@ -173,4 +118,17 @@ pub struct Report {
     /// How long the child's output waited because the caller did not take it (a slow reader
     /// downstream): time that did not count toward the idle and no-progress clocks.
     pub blocked_on_output: Duration,
+}
+
+impl Report {
+    /// How the session ended by the core's rules (the record's; `None` without a policy).
+    pub fn outcome(&self) -> Option<&Outcome> {
+        self.record.as_ref().map(|r| &r.outcome)
+    }
+
+    /// Claude Code's session id, as the policy read it (the record's; the last
+    /// `system/init`'s, else the first valid one: [`watchdog_core::facts`]).
+    pub fn session_id(&self) -> Option<&ClaudeSessionId> {
+        self.record.as_ref()?.session_id.as_ref()
+    }
 }

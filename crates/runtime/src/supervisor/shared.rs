@@ -8,26 +8,14 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use watchdog_core::facts::{Activity, Tally};
-use watchdog_core::{
-    classify, Class, ClaudeSessionId, LineView, Outcome, RateLimitMonitor, ResultFacts,
-};
+use watchdog_core::facts::Activity;
+use watchdog_core::{classify, Class, LineView, RateLimitMonitor, RunRecord};
 
 use super::lines::LineMeta;
 use super::policy::Policy;
 use super::LineCounts;
 use crate::clock;
 use crate::watchdog::InputMarker;
-
-/// What the policy knew of a session when it ended ([`Shared::end`]).
-#[derive(Default)]
-pub(crate) struct Ended {
-    pub(crate) outcome: Option<Outcome>,
-    pub(crate) session_id: Option<ClaudeSessionId>,
-    pub(crate) result: Option<ResultFacts>,
-    pub(crate) tally: Option<Tally>,
-    pub(crate) rate_limits: Option<RateLimitMonitor>,
-}
 
 /// State shared by the readers, the stdin writer, the handles and the watching task.
 pub(crate) struct Shared {
@@ -126,6 +114,9 @@ impl Shared {
             }
         }
         st.overlong_lines += overlong as u64;
+        for _ in 0..overlong {
+            st.counts.add_overlong();
+        }
         (first, overlong)
     }
 
@@ -181,26 +172,19 @@ impl Shared {
         self.with(|reg, id, now| reg.stop_clocks(now, id));
     }
 
-    /// End the session: its outcome and the facts the policy read from its lines (all `None`
-    /// without a policy); the events the end causes reach the output before this returns. The
-    /// session then leaves its cell (a shared watchdog no longer counts it).
-    pub(crate) fn end(&self) -> Ended {
+    /// End the session: the policy's record of it ([`Registry::finish`]; `None` without a
+    /// policy); the events the end causes reach the output before this returns. The session
+    /// then leaves its cell (a shared watchdog no longer counts it).
+    ///
+    /// [`Registry::finish`]: watchdog_core::Registry::finish
+    pub(crate) fn end(&self) -> Option<RunRecord> {
         let mut st = self.lock();
-        let ended = st
+        let record = st
             .policy
             .as_ref()
-            .map(|p| {
-                p.with(|reg, id, now| Ended {
-                    outcome: reg.end(now, id),
-                    session_id: reg.claude_session_id(id).cloned(),
-                    result: reg.result(id).cloned(),
-                    tally: reg.tally(id).cloned(),
-                    rate_limits: Some(reg.rate_limits().clone()),
-                })
-            })
-            .unwrap_or_default();
+            .and_then(|p| p.with(|reg, id, now| reg.finish(now, id)));
         st.policy = None;
-        ended
+        record
     }
 
     /// A reader has to wait for the caller to take output: from `now` on, the idle and

@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 use super::kill::{self, Exit};
 use super::shared::Shared;
 use super::tree::Tree;
-use super::{signals, Batch, Control, KillCause, Report, Stage, SupervisorConfig};
+use super::{signals, Batch, Control, KillCause, KillReport, Report, Stage, SupervisorConfig};
 use crate::clock;
 
 /// The task that owns the child: deadlines, control messages, the ladder, the report.
@@ -70,18 +70,21 @@ impl Watch {
         self.pipe.lock().await.take();
         let pipe_left_open = self.drain().await;
         // The end's events reach the output here, before the report.
-        let ended = self.shared.end();
+        let record = self.shared.end();
         let st = self.shared.lock();
+        // The policy's record, with what only the supervisor knows, each fact once.
+        let record = record.map(|mut r| {
+            r.stage = kill.as_ref().map(|k: &KillReport| k.stage);
+            r.exit = status.map(child_exit);
+            r.lines = st.counts.clone();
+            r
+        });
         let _ = report.send(Report {
             program: std::mem::take(&mut self.program),
             pid: self.pid as u32,
-            outcome: ended.outcome,
+            record,
             kill,
             status,
-            session_id: ended.session_id,
-            result: ended.result,
-            tally: ended.tally,
-            rate_limits: ended.rate_limits,
             counts: st.counts.clone(),
             stdout_lines: st.stdout_lines,
             stderr_lines: st.stderr_lines,
@@ -173,6 +176,15 @@ impl Watch {
                 true
             }
         }
+    }
+}
+
+/// The exit as the record keeps it.
+fn child_exit(status: ExitStatus) -> watchdog_core::ChildExit {
+    use std::os::unix::process::ExitStatusExt;
+    watchdog_core::ChildExit {
+        code: status.code(),
+        signal: status.signal(),
     }
 }
 

@@ -160,10 +160,11 @@ impl Watchdog {
     }
 }
 
-/// A timer that wakes this much later than it slept for, in real time, was held back (the
-/// host process was stopped, or starved): before its deadline acts, the runtime's I/O gets a
-/// turn ([`IO_TURN`]). Measured on the real clock, so a paused test clock that jumps past a
-/// deadline is not "late".
+/// A timer that wakes this much past its deadline was held back (the host process was
+/// stopped, or starved): before its deadline acts, the runtime's I/O gets a turn
+/// ([`IO_TURN`]). Late on both clocks: tokio's (past the deadline) and the real one (longer
+/// than it planned to sleep), so a paused test clock that jumps past a deadline, or a test
+/// that is slow in real time while its clock stands, is not "late".
 const LATE_WAKE: Duration = Duration::from_millis(2);
 
 /// The wait that gives the runtime's I/O a turn. After a stop (Ctrl-Z, then `fg`) the first
@@ -194,8 +195,9 @@ async fn timer(inner: Arc<Inner>, shutdown: CancellationToken) {
             () = shutdown.cancelled() => return,
             () = inner.notify.notified() => {}
             () = &mut sleep, if deadline.is_some() => {
-                let late = slept_since.elapsed().saturating_sub(planned.unwrap_or_default());
-                if late >= LATE_WAKE {
+                let past_deadline = deadline.map_or(Duration::ZERO, |d| clock::now().saturating_duration_since(d));
+                let overslept = slept_since.elapsed().saturating_sub(planned.unwrap_or_default());
+                if past_deadline >= LATE_WAKE && overslept >= LATE_WAKE {
                     tokio::time::sleep(IO_TURN).await;
                 }
                 inner.op(|st, now| st.reg.handle_timeout(now));
