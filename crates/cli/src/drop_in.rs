@@ -12,9 +12,9 @@ use std::ffi::OsString;
 
 use clap::Parser;
 
-use crate::cli::ReportArgs;
 use crate::exit_code;
 use crate::policy_args::PolicyArgs;
+use crate::run::ReportArgs;
 use crate::run::{execute, Mode, RunConfig};
 
 #[derive(Debug, Parser)]

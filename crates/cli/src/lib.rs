@@ -5,7 +5,6 @@
 pub mod audit;
 pub mod cli;
 pub mod cpu;
-#[cfg(feature = "demo")]
 pub mod demo;
 pub mod drop_in;
 pub mod event_log;

@@ -2,8 +2,8 @@
 
 use std::io::{self, Write};
 
-use super::{replay_reader, write_human, Replayed};
-use crate::cli::ReplayArgs;
+use super::args::ReplayArgs;
+use super::verdicts::{replay_reader, write_human, Replayed};
 use crate::exit_code;
 
 /// Run `replay`; returns the exit code: 0 after a verdict; 1 if the capture cannot be read or

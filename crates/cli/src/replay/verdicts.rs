@@ -1,5 +1,5 @@
-//! `agent-watchdog replay`: stream a capture through the core's virtual-time replay and report
-//! what the watchdog would have done.
+//! A capture streamed through the core's virtual-time replay: one verdict per run, and the
+//! report of what the watchdog would have done (the timeline, or JSON).
 //!
 //! The rules are the core's ([`watchdog_core::replay`]): one replay for `replay` and `audit`,
 //! with the live run's rule at a deadline (a line exactly at a deadline comes too late). This
@@ -9,10 +9,6 @@
 //!
 //! A recording of a recovered run (a `boundary` record, then the continuation with `t_ms`
 //! from 0) gives one verdict per run.
-
-mod command;
-
-pub use command::main;
 
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};

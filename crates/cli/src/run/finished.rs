@@ -10,8 +10,10 @@ use serde_json::Value;
 use watchdog_core::facts::Tally;
 use watchdog_core::{ClaudeSessionId, Kill, LineKind, Outcome, RateLimitMonitor, ResultFacts};
 
+use super::config::{emits_result, program_name, Mode, RunConfig};
+use super::host_signals::UserSig;
+use super::stdout;
 use super::summary::Summary;
-use super::{emits_result, program_name, stdout, Mode, RunConfig, UserSig};
 use crate::exit_code::{self, Ending, Intervention};
 use crate::verdict::{lines_json, ms};
 

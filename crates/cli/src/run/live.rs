@@ -10,7 +10,6 @@ use agent_sdk_watchdog::{
     SupervisorHandle,
 };
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 use watchdog_core::capture::Record;
 use watchdog_core::facts::Activity;
 use watchdog_core::{
@@ -18,11 +17,14 @@ use watchdog_core::{
     SessionConfig, Signal, StallClock,
 };
 
+use super::config::{program_name, RunConfig};
+use super::finished::{Finished, Stopped};
+use super::host::{wall_ms, Host};
 use super::host_signals::UserSig;
 use super::record::trim_cr;
 use super::stderr_dedup::StderrDedup;
+use super::stdin;
 use super::stdout::WriteError;
-use super::{program_name, stdin, wall_ms, Finished, Host, RunConfig, Stopped};
 use crate::event_log::EventLog;
 use crate::exit_code;
 use crate::status::{self, Status};
@@ -508,6 +510,3 @@ fn split_status(s: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
     use std::os::unix::process::ExitStatusExt;
     (s.code(), s.signal())
 }
-
-/// The host's stdin, line by line, as [`stdin::spawn_reader`] delivers it.
-pub(crate) type HostStdin = mpsc::Receiver<stdin::HostInput>;
