@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod audit;
+pub(crate) mod claude_code;
 pub mod cli;
 pub mod cpu;
 pub mod demo;
@@ -12,7 +13,6 @@ pub mod exit_code;
 pub(crate) mod find_claude;
 pub(crate) mod guardian;
 pub mod hook;
-pub(crate) mod mcp_limits;
 pub mod plugin_dir;
 pub(crate) mod policy_args;
 pub mod replay;

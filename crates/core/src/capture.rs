@@ -104,7 +104,7 @@ pub enum RecordView<'a> {
         /// Epoch milliseconds at spawn.
         wall_ms: Option<u64>,
         /// The recorded command line reads stream-json on stdin
-        /// ([`reads_stream_json_input`](crate::facts::reads_stream_json_input)).
+        /// ([`reads_stream_json_input`](crate::claude_code::session::reads_stream_json_input)).
         stream_json_input: bool,
     },
     /// `line`: a stdout line that is a JSON object.
@@ -240,9 +240,11 @@ impl<'a> EntryView<'a> {
                 .member("argv")
                 .and_then(|a| a.to_value())
                 .and_then(|a| match a {
-                    Value::Array(items) => Some(crate::facts::reads_stream_json_input(
-                        items.iter().filter_map(Value::as_str),
-                    )),
+                    Value::Array(items) => {
+                        Some(crate::claude_code::session::reads_stream_json_input(
+                            items.iter().filter_map(Value::as_str),
+                        ))
+                    }
                     _ => None,
                 })
                 .unwrap_or(false);

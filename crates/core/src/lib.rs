@@ -19,6 +19,9 @@
 //!   id ([`ClaudeSessionId`]), the last `result`'s fields ([`ResultFacts`]) and the tally of its
 //!   work ([`facts::Tally`]: activity, turns, subagent failures).
 //! - [`capture`]: the capture format (recordings of runs).
+//! - [`claude_code`]: what Claude Code itself does, as the watchdog applies it: from how a
+//!   child was started ([`claude_code::Invocation`]: `{argv, env, cwd}`), its MCP limits,
+//!   the `mcp__<server>__<tool>` naming, the hook timeout, which session it runs.
 //! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
 //! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
 //! - [`idle_policy`]: the npm package's in-process `createWatchdog()` policy (the reference
@@ -155,6 +158,7 @@
 
 pub mod capture;
 pub mod classify;
+pub mod claude_code;
 pub mod config;
 mod deadline_queue;
 pub mod event;
@@ -167,7 +171,8 @@ pub mod view;
 pub mod wall;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
-pub use config::{ConfigError, Limits, McpLimits, SessionConfig, HEARTBEAT_TICK};
+pub use claude_code::HEARTBEAT_TICK;
+pub use config::{ConfigError, Limits, McpLimits, SessionConfig};
 pub use event::{Event, ExtendReason, Kill, KillKind, McpCall, Outcome, SessionId, StallClock};
 pub use facts::{ClaudeSessionId, InvalidClaudeSessionId, ResultFacts};
 pub use registry::{Registry, SessionSnapshot};

@@ -98,7 +98,7 @@ pub fn run_audit(
         &limits,
         scan::threads(),
         &on_bytes,
-        &crate::mcp_limits::for_start,
+        &crate::claude_code::for_start,
         telemetry.is_on(),
     );
     if let Some(pb) = bar {

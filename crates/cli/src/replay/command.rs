@@ -99,7 +99,7 @@ fn with_mcp_rule(
         .ok()
         .flatten()
         .filter(|e| matches!(e.record, watchdog_core::capture::Record::Start { .. }));
-    let limits = crate::mcp_limits::for_capture(limits.clone(), start.as_slice());
+    let limits = crate::claude_code::for_capture(limits.clone(), start.as_slice());
     let replayed = replay_reader(io::Cursor::new(first).chain(reader), limits.clone())?;
     Ok((replayed, limits))
 }

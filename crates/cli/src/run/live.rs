@@ -351,7 +351,7 @@ pub(crate) async fn supervise(
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
-            env: crate::mcp_limits::recorded_env(cfg.env.as_deref()),
+            env: crate::claude_code::recorded_env(cfg.env.as_deref()),
         },
     );
     let mut written = match (host_stdin, sup.stdin()) {

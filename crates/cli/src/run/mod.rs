@@ -243,17 +243,14 @@ fn with_mcp_rule(mut cfg: RunConfig, status: &Status) -> RunConfig {
         .clone()
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| std::path::PathBuf::from("."));
-    let child = crate::mcp_limits::ChildMcp::read(
-        crate::mcp_limits::child_env(cfg.env.as_deref()),
-        &cfg.argv,
-        &cwd,
-    );
+    let child = crate::claude_code::invocation(&cfg.argv, cfg.env.as_deref(), &cwd)
+        .mcp(crate::claude_code::read_config);
     for p in &child.problems {
         status.say(&format!(
             "warning: {p}; its servers get the default MCP limits"
         ));
     }
-    let (limits, note) = child.apply(cfg.limits.clone());
+    let (limits, note) = cfg.limits.clone().with_mcp_setup(&child);
     if let Some(n) = note {
         status.say(&n);
     }
