@@ -5,7 +5,8 @@
 //! [`transcript`] (files → timed entries), [`spells`] (spell kinds, endings, runs),
 //! [`stats`] (percentiles), [`simulate`] (the core registry in virtual time), [`recommend`]
 //! (the ladder), [`report`] (text and JSON), [`svg`] (the plot), [`scan`] (parallel reading),
-//! [`lines`] (files read line by line in bounded memory). Timestamps are read by
+//! [`files`] (regular files only; their lines are read by the core's
+//! [`watchdog_core::capture::lines`], in bounded memory). Timestamps are read by
 //! [`watchdog_core::wall::parse_iso_ms`], lines skimmed by [`watchdog_core::json_scan::skim`].
 //!
 //! The library prints nothing: [`audit_paths`] / [`audit_files`] return an [`AuditReport`], and
@@ -15,7 +16,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod lines;
+pub mod files;
 pub mod recommend;
 pub mod report;
 pub mod scan;

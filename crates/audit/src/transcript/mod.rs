@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 use watchdog_core::json_scan::skim as json;
 
-use crate::lines::{Item, Lines};
+use watchdog_core::capture::lines::{Item, Lines};
 
 mod capture;
 mod claude;
@@ -297,11 +297,11 @@ pub fn is_capture_name(path: &Path) -> bool {
 }
 
 /// Read one file. `progress` is called with byte counts as they are read. Character devices
-/// and FIFOs are refused ([`crate::lines::open`]); a line longer than 64 MiB is
+/// and FIFOs are refused ([`crate::files::open`]); a line longer than 64 MiB is
 /// dropped and counted as a bad line, so no file can make memory grow without bound.
 pub fn read_session(path: &Path, progress: &mut dyn FnMut(u64)) -> io::Result<SessionLog> {
     // A folder opens on some systems; its first read fails ("Is a directory").
-    let file = crate::lines::open(path)?;
+    let file = crate::files::open(path)?;
     read_session_from(file, path, progress)
 }
 

@@ -15,7 +15,7 @@ pub fn main(args: ReplayArgs) -> i32 {
     let replayed = if name == "-" {
         with_mcp_rule(io::BufReader::new(io::stdin().lock()), &limits)
     } else {
-        match watchdog_audit::lines::open(&args.file) {
+        match watchdog_audit::files::open(&args.file) {
             Ok(f) => with_mcp_rule(io::BufReader::new(f), &limits),
             Err(e) => {
                 eprintln!("agent-watchdog: cannot open capture {name}: {e}");

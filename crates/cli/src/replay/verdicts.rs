@@ -3,7 +3,7 @@
 //!
 //! The rules are the core's ([`watchdog_core::replay`]): one replay for `replay` and `audit`,
 //! with the live run's rule at a deadline (a line exactly at a deadline comes too late). This
-//! module reads the file line by line ([`watchdog_audit::lines`]: 64 MiB cap, a leading BOM
+//! module reads the file line by line ([`watchdog_core::capture::lines`]: 64 MiB cap, a leading BOM
 //! skipped), tallies each run's stdout lines, keeps a bounded log of its events
 //! ([`crate::event_log`]), and renders the report. Memory does not grow with the capture.
 //!
@@ -21,7 +21,7 @@ use watchdog_core::{ClaudeSessionId, Event, Kill, Limits, LineKind, Outcome, Res
 use crate::event_log::EventLog;
 use crate::verdict::lines_json;
 use crate::verdict::{event_json, kill_json};
-use watchdog_audit::lines::{is_blank, Item, Lines};
+use watchdog_core::capture::lines::{is_blank, Item, Lines};
 use watchdog_core::config::format_duration;
 use watchdog_core::facts::Tally;
 

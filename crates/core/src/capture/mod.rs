@@ -18,6 +18,10 @@
 //! Two readers: [`Entry::parse`] builds owned records (for tools and tests), and
 //! [`EntryView::parse`] borrows from the line, validating it once and reading the `line` record
 //! through the same [`LineView`] as a live run: this is what [`crate::replay`] streams.
+//! A capture (or a transcript) is split into those lines by [`lines::Lines`], from any reader,
+//! in bounded memory.
+
+pub mod lines;
 
 use std::collections::BTreeMap;
 
