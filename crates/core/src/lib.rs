@@ -5,8 +5,8 @@
 //! call takes `now`, and decisions come back as values and events.
 //!
 //! - [`view`]: a borrowed, lenient view of one stream-json line ([`LineView`]).
-//! - [`json_scan`]: the allocation-free JSON walkers under it ([`json_scan::skim`] is public: the
-//!   audit reads transcripts with it).
+//! - `json_scan` (not part of the API): the allocation-free JSON walkers under the view (the
+//!   audit crate reads transcripts with its `skim`).
 //! - [`classify`](mod@classify): what a line means for liveness (the classification contract).
 //! - [`config`]: validated limits ([`Limits`], [`SessionConfig`]), the value types that hold
 //!   each rule ([`config::PositiveDuration`], …), every default ([`config::defaults`]), and the
@@ -163,6 +163,8 @@ pub mod config;
 mod deadline_queue;
 pub mod event;
 pub mod facts;
+// The audit crate reads transcripts with json_scan::skim; not an API for users.
+#[doc(hidden)]
 pub mod json_scan;
 pub mod registry;
 pub mod replay;

@@ -60,7 +60,7 @@ pub enum Stop {
     /// `max_tokens`.
     MaxTokens,
     /// `stop_sequence`.
-    StopSequence,
+    Sequence,
     /// Anything else.
     Other,
 }
@@ -71,7 +71,7 @@ impl Stop {
             "end_turn" => Stop::EndTurn,
             "tool_use" => Stop::ToolUse,
             "max_tokens" => Stop::MaxTokens,
-            "stop_sequence" => Stop::StopSequence,
+            "stop_sequence" => Stop::Sequence,
             _ => Stop::Other,
         }
     }
@@ -261,11 +261,6 @@ impl SessionLog {
             start: None,
             spawn_wall_ms: None,
         }
-    }
-
-    /// Time of the first timing entry.
-    pub fn start(&self) -> Option<i64> {
-        self.entries.first().map(|e| e.t)
     }
 
     /// Push an entry, keeping time monotonic.

@@ -30,7 +30,7 @@ pub enum AuditError {
 }
 
 /// The default folder: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`.
-pub fn default_projects_dir() -> Option<PathBuf> {
+pub(crate) fn default_projects_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(d).join("projects"));
     }

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 /// The variable of `--state-dir` (the core's option table).
-pub const STATE_DIR_VAR: &str = watchdog_core::config::options::STATE_DIR.env;
+pub(crate) const STATE_DIR_VAR: &str = watchdog_core::config::options::STATE_DIR.env;
 /// The variable of `--no-recover-output-limit` (the core's option table).
-pub const NO_RECOVER_VAR: &str = watchdog_core::config::options::NO_RECOVER_OUTPUT_LIMIT.env;
+pub(crate) const NO_RECOVER_VAR: &str = watchdog_core::config::options::NO_RECOVER_OUTPUT_LIMIT.env;
 
 /// Flags of `hook`. Each has the same `AGENT_WATCHDOG_*` environment variable as `run`'s flag,
 /// but read leniently ([`HookArgs::with_env`]): a hook must never fail on its own settings.

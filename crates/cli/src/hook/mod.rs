@@ -22,11 +22,11 @@
 //! Every error fails closed: nothing on stdout (no decision), one line on stderr, exit 0. A hook
 //! never breaks the user's session.
 
-pub mod act;
+mod act;
 mod args;
-pub mod input;
-pub mod output;
-pub mod session_files;
+mod input;
+mod output;
+mod session_files;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -36,7 +36,7 @@ use watchdog_core::recovery::Trigger;
 use watchdog_core::Recovery;
 
 use act::{consider, LedgerSource, Said};
-pub use args::{HookArgs, NO_RECOVER_VAR, STATE_DIR_VAR};
+pub use args::HookArgs;
 use input::{Event, HookInput};
 use session_files::SubagentFiles;
 
@@ -45,7 +45,7 @@ const MAX_INPUT_BYTES: u64 = 16 << 20;
 
 /// What the hook prints.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Response {
+pub(crate) struct Response {
     /// The JSON for stdout, if there is a decision.
     pub stdout: Option<String>,
     /// One line for stderr, if something went wrong.
@@ -76,7 +76,7 @@ impl LedgerSource for Lazy {
 
 /// Answer one hook input (`now_ms`: the wall clock, epoch ms). Never panics; errors become the
 /// stderr line.
-pub fn respond(args: &HookArgs, stdin: &[u8], now_ms: u64) -> Response {
+pub(crate) fn respond(args: &HookArgs, stdin: &[u8], now_ms: u64) -> Response {
     let input = match HookInput::parse(stdin) {
         Ok(i) => i,
         Err(e) => return failed(e.to_string()),

@@ -29,7 +29,8 @@ mod vanished;
 use serde_json::{json, Value};
 
 pub use args::{ReportArgs, RunArgs};
-pub use config::{Mode, RunConfig};
+pub use config::Mode;
+pub(crate) use config::RunConfig;
 
 use crate::exit_code::{self, RecoveryEnd};
 use crate::status::Status;
@@ -66,13 +67,13 @@ pub fn main(args: RunArgs, mode: Mode) -> i32 {
 }
 
 /// Run a command under the watchdog, without recovery; returns the exit code.
-pub fn execute(cfg: RunConfig) -> i32 {
+pub(crate) fn execute(cfg: RunConfig) -> i32 {
     execute_with(cfg, None)
 }
 
 /// Run a command under the watchdog and, with `recovery` (in [`Mode::Run`]), continue its
 /// session once when the recovery policy says so; returns the exit code of the last run.
-pub fn execute_with(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
+pub(crate) fn execute_with(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -31,7 +31,7 @@ use crate::json_scan::{self, Member};
 use crate::view::{Field, LineBuilder, LineView, RawJson};
 
 /// Version written in the `start` record.
-pub const CAPTURE_VERSION: u64 = 1;
+pub(crate) const CAPTURE_VERSION: u64 = 1;
 
 /// What one capture entry records.
 #[derive(Debug, Clone, PartialEq)]
@@ -368,7 +368,7 @@ impl StartFacts {
 /// The command line and the policy environment of a `start` record's object (`argv`, `env`;
 /// values of other types are left out). What [`Entry::parse`] reads into [`Record::Start`],
 /// for a host that holds only the `start` object.
-pub fn start_argv_env(v: &Value) -> (Vec<String>, BTreeMap<String, String>) {
+pub(crate) fn start_argv_env(v: &Value) -> (Vec<String>, BTreeMap<String, String>) {
     let argv = v
         .get("argv")
         .and_then(Value::as_array)

@@ -36,23 +36,23 @@ pub const HEARTBEAT_TICK: Duration = Duration::from_secs(30);
 /// Claude Code's own idle limit on a stdio MCP server's call (1,800 s): with no response and no
 /// progress notification for that long it aborts the call with an `is_error` tool result,
 /// and the session goes on.
-pub const STDIO_IDLE: Duration = Duration::from_secs(1800);
+pub(crate) const STDIO_IDLE: Duration = Duration::from_secs(1800);
 
 /// Claude Code's own idle limit on a call to a non-stdio (HTTP, SSE, …) MCP server (300 s).
-pub const REMOTE_IDLE: Duration = Duration::from_secs(300);
+pub(crate) const REMOTE_IDLE: Duration = Duration::from_secs(300);
 
 /// How long a server that never answers `initialize` holds `system/init` back when
 /// [`STARTUP_VAR`] is unset or not a positive number (30 s).
-pub const DEFAULT_STARTUP_HOLD: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_STARTUP_HOLD: Duration = Duration::from_secs(30);
 
 /// Claude Code's idle limit on a call (ms; `0` disables).
-pub const IDLE_VAR: &str = "CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT";
+pub(crate) const IDLE_VAR: &str = "CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT";
 /// Claude Code's hard limit on a call (ms).
-pub const TOOL_VAR: &str = "MCP_TOOL_TIMEOUT";
+pub(crate) const TOOL_VAR: &str = "MCP_TOOL_TIMEOUT";
 /// Claude Code's limit on a server's startup (ms).
-pub const STARTUP_VAR: &str = "MCP_TIMEOUT";
+pub(crate) const STARTUP_VAR: &str = "MCP_TIMEOUT";
 /// The variables that change the MCP rule.
-pub const VARS: [&str; 3] = [IDLE_VAR, TOOL_VAR, STARTUP_VAR];
+pub(crate) const VARS: [&str; 3] = [IDLE_VAR, TOOL_VAR, STARTUP_VAR];
 
 const STDIO_IDLE_MS: u64 = STDIO_IDLE.as_millis() as u64;
 const REMOTE_IDLE_MS: u64 = REMOTE_IDLE.as_millis() as u64;
@@ -63,7 +63,7 @@ const DEFAULT_HARD_MS: u64 = 100_000_000;
 
 /// Claude Code names the tools of MCP servers `mcp__<server>__<tool>`: this prefix is the one
 /// rule the watchdog uses to tell an MCP call from a built-in tool ([`is_mcp_tool`]).
-pub const MCP_TOOL_PREFIX: &str = "mcp__";
+pub(crate) const MCP_TOOL_PREFIX: &str = "mcp__";
 
 /// Whether Claude Code's tool name `tool` is an MCP server's tool (`mcp__…`).
 ///
@@ -150,7 +150,7 @@ pub struct McpServer {
 /// of its `--mcp-config` arguments, and what could not be read ([`Invocation::mcp`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct McpSetup {
-    /// The MCP variables of the child's environment (only [`VARS`]).
+    /// The MCP variables of the child's environment (only [`ENV_VARS`](super::ENV_VARS)).
     pub env: BTreeMap<String, String>,
     /// The servers of the `--mcp-config` arguments that could be read.
     pub servers: Vec<McpServer>,

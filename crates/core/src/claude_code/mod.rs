@@ -40,14 +40,12 @@ use std::time::Duration;
 pub mod mcp;
 pub mod session;
 
-pub use mcp::{
-    is_mcp_tool, mcp_server_of, mcp_tool_parts, McpServer, McpSetup, HEARTBEAT_TICK,
-    MCP_TOOL_PREFIX,
-};
+pub use mcp::{is_mcp_tool, mcp_server_of, mcp_tool_parts, McpServer, McpSetup, HEARTBEAT_TICK};
 pub use session::Session;
 
 /// The environment variables whose values change what Claude Code does in a way the watchdog
-/// applies (the MCP limits, [`mcp::VARS`]). Only these are kept in an [`Invocation`] and
+/// applies (the MCP limits: `CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT`, `MCP_TOOL_TIMEOUT`,
+/// `MCP_TIMEOUT`). Only these are kept in an [`Invocation`] and
 /// recorded in a capture's `start` record, never the rest of the environment.
 pub const ENV_VARS: [&str; 3] = mcp::VARS;
 
