@@ -2,11 +2,13 @@
 //!
 //! ## Pieces
 //!
-//! [`transcript`] (files → timed entries), [`spells`] (spell kinds, endings, runs),
-//! [`stats`] (percentiles), [`simulate`] (the core registry in virtual time), [`recommend`]
-//! (the ladder), [`report`] (text and JSON), [`svg`] (the plot), [`scan`] (parallel reading),
-//! [`lines`] (files read line by line in bounded memory). Timestamps are read by
-//! [`watchdog_core::wall::parse_iso_ms`], lines skimmed by [`watchdog_core::json_scan::skim`].
+//! Public: [`scan`] (finding the files, reading them on every core), [`files`] (regular files
+//! only; their lines are read by the core's [`watchdog_core::capture::lines`], in bounded
+//! memory), the report's types and renderers. Inside: `transcript` (files → timed entries),
+//! `spells` (spell kinds, endings, runs), `stats` (percentiles), `simulate` (the core registry
+//! in virtual time), `recommend` (the ladder), `report` (text and JSON), `svg` (the plot).
+//! Timestamps are read by [`watchdog_core::wall::parse_iso_ms`], lines skimmed by the core's
+//! JSON skimmer.
 //!
 //! The library prints nothing: [`audit_paths`] / [`audit_files`] return an [`AuditReport`], and
 //! [`AuditReport::to_json`], [`render_text`] and [`render_svg`] render it as values. The
@@ -15,15 +17,16 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod lines;
-pub mod recommend;
-pub mod report;
+pub mod files;
 pub mod scan;
-pub mod simulate;
-pub mod spells;
-pub mod stats;
-pub mod svg;
-pub mod transcript;
+
+mod recommend;
+mod report;
+mod simulate;
+mod spells;
+mod stats;
+mod svg;
+mod transcript;
 
 mod recommendation;
 mod sessions;
@@ -38,7 +41,10 @@ use watchdog_core::Limits;
 pub use report::{
     render_text, AuditReport, Bin, Recommendation, SessionSummary, Settings, Silence, WouldKill,
 };
+pub use spells::{Spell, SpellKind};
+pub use stats::Distribution;
 pub use svg::render_svg;
+pub use transcript::Ending;
 
 use scan::Discovery;
 use sessions::build_sessions;

@@ -92,7 +92,7 @@ pub fn threads() -> usize {
 }
 
 /// Apply `f` to every item on `threads` threads; results keep the items' order.
-pub fn par_map<T: Sync, R: Send>(
+pub(crate) fn par_map<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
     f: impl Fn(&T) -> R + Sync,
@@ -124,6 +124,8 @@ pub fn par_map<T: Sync, R: Send>(
 }
 
 /// Read every file in parallel. `on_bytes` is called (from worker threads) as bytes are read.
+// The throughput bench measures reading alone with it; not an API for users.
+#[doc(hidden)]
 pub fn read_all(
     files: &[(PathBuf, u64)],
     threads: usize,

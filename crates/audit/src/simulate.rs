@@ -29,7 +29,7 @@ use watchdog_core::capture::EntryView;
 use watchdog_core::replay::{ms_since, Replay, Step};
 use watchdog_core::{Event, KillKind, Limits, LineView, Registry, SessionConfig, SessionId};
 
-use crate::lines::{Item, Lines};
+use watchdog_core::capture::lines::{Item, Lines};
 
 use super::spells::{Analysis, Spell};
 use super::transcript::Entry;
@@ -166,7 +166,7 @@ fn simulate_capture(
     base: Instant,
 ) -> Vec<SimKill> {
     // The file was read once already; a file that cannot be read again gives no kill.
-    let Ok(file) = crate::lines::open(&log.file) else {
+    let Ok(file) = crate::files::open(&log.file) else {
         return Vec::new();
     };
     replay_capture(file, &analysis.spells, limits, base)

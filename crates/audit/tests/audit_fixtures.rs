@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use watchdog_audit::spells::SpellKind;
-use watchdog_audit::transcript::Ending;
+use watchdog_audit::Ending;
+use watchdog_audit::SpellKind;
 use watchdog_audit::{audit_paths, AuditReport};
 use watchdog_core::Limits;
 

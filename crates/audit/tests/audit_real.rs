@@ -1,7 +1,7 @@
 //! The audit on the real transcripts and captures in `testdata/`, and the plot.
 
-use watchdog_audit::spells::SpellKind;
-use watchdog_audit::transcript::Ending;
+use watchdog_audit::Ending;
+use watchdog_audit::SpellKind;
 use watchdog_audit::{audit_paths, render_svg, render_text};
 use watchdog_core::Limits;
 

@@ -131,9 +131,20 @@ fn a_folder_given_as_a_file_is_reported_and_skipped() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("looks-like.jsonl");
     fs::create_dir(&dir).unwrap();
-    let found = watchdog_audit::scan::read_all(&[(dir.clone(), 0)], 1, &|_| {});
-    assert_eq!(found.len(), 1);
-    let err = found.into_iter().next().unwrap().unwrap_err();
-    assert_eq!(err.file, dir);
-    assert!(!err.reason.is_empty());
+    // Given as a file (as `discover` hands out a path it was told is a file).
+    let found = watchdog_audit::scan::Discovery {
+        files: vec![(dir.clone(), 0)],
+        skipped: Vec::new(),
+    };
+    let r = watchdog_audit::audit_files(
+        found,
+        &Limits::default(),
+        1,
+        &|_| {},
+        &watchdog_audit::as_given,
+    );
+    assert_eq!((r.files_skipped, r.sessions_scanned), (1, 0));
+    let (file, reason) = &r.skipped[0];
+    assert_eq!(*file, dir);
+    assert!(!reason.is_empty());
 }

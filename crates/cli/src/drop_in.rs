@@ -12,9 +12,9 @@ use std::ffi::OsString;
 
 use clap::Parser;
 
-use crate::cli::ReportArgs;
 use crate::exit_code;
 use crate::policy_args::PolicyArgs;
+use crate::run::ReportArgs;
 use crate::run::{execute, Mode, RunConfig};
 
 #[derive(Debug, Parser)]
@@ -58,7 +58,7 @@ fn started_by_a_drop_in() -> bool {
 /// to spare on a loaded machine. It bounds every ladder of the drop-in (a host's signal, a
 /// policy kill, the leftovers of a claude that exited): the host's SIGTERM can come during
 /// any of them.
-pub const HOST_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+pub(crate) const HOST_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Run the drop-in with `claude`'s arguments (without the program name); returns the exit code.
 pub fn main(args: Vec<OsString>) -> i32 {

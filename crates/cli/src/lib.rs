@@ -1,25 +1,26 @@
-//! The `agent-watchdog` command-line tool, as a library so its pieces are testable.
+//! The `agent-watchdog` command-line tool, as a library so its pieces are testable. Public:
+//! what the binaries (`main.rs`, `bin/claude-watchdog.rs`) and the tests call; every other
+//! module and item is the crate's own.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod audit;
+pub(crate) mod claude_code;
 pub mod cli;
-pub mod cpu;
-#[cfg(feature = "demo")]
+pub(crate) mod cpu;
 pub mod demo;
 pub mod drop_in;
-pub mod event_log;
+pub(crate) mod event_log;
 pub mod exit_code;
 pub(crate) mod find_claude;
 pub(crate) mod guardian;
 pub mod hook;
-pub(crate) mod mcp_limits;
 pub mod plugin_dir;
 pub(crate) mod policy_args;
 pub mod replay;
 pub mod run;
 pub(crate) mod status;
-pub mod telemetry;
+pub(crate) mod telemetry;
 pub(crate) mod verdict;
 
 pub use policy_args::forget_empty_env_vars;

@@ -35,16 +35,7 @@ fn main() -> ExitCode {
         Command::Run(args) => agent_watchdog::run::main(args, agent_watchdog::run::Mode::Run),
         Command::Replay(args) => agent_watchdog::replay::main(args),
         Command::Audit(args) => audit(&args),
-        #[cfg(feature = "demo")]
         Command::Demo(args) => agent_watchdog::demo::main(args),
-        #[cfg(not(feature = "demo"))]
-        Command::Demo(_) => {
-            eprintln!(
-                "agent-watchdog: this build has no demo (it was built without the cargo feature \
-                 `demo`, which carries the mock API server)"
-            );
-            exit_code::USAGE
-        }
         Command::Hook(args) => hook(args),
         Command::PluginDir => agent_watchdog::plugin_dir::main(),
     };

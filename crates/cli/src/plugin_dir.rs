@@ -12,7 +12,7 @@ fn is_plugin(dir: &Path) -> bool {
 /// the npm platform package's `…/node_modules/@agent-sdk-watchdog/<platform>/bin/agent-watchdog`
 /// next to the main package's `…/node_modules/agent-sdk-watchdog/plugin`, and the wheel's
 /// `<prefix>/bin/agent-watchdog` with `<prefix>/lib/python*/{site,dist}-packages/agent_sdk_watchdog/plugin`.
-pub fn candidates(exe: &Path) -> Vec<PathBuf> {
+pub(crate) fn candidates(exe: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let Some(bin) = exe.parent() else {
         return out;
@@ -44,7 +44,7 @@ pub fn candidates(exe: &Path) -> Vec<PathBuf> {
 }
 
 /// The installed plugin directory for the executable `exe`, or every place looked at.
-pub fn find(exe: &Path) -> Result<PathBuf, Vec<PathBuf>> {
+pub(crate) fn find(exe: &Path) -> Result<PathBuf, Vec<PathBuf>> {
     let all = candidates(exe);
     all.iter().find(|d| is_plugin(d)).cloned().ok_or(all)
 }

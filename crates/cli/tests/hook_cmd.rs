@@ -676,6 +676,29 @@ fn plugin_command(event: &str) -> String {
         .to_owned()
 }
 
+/// Every command hook of the plugin declares the timeout the core states as Claude Code's
+/// bound on the hook ([`PLUGIN_HOOK_TIMEOUT`](watchdog_core::claude_code::PLUGIN_HOOK_TIMEOUT)),
+/// the one the hook's own limits are sized for.
+#[test]
+fn the_plugin_declares_the_hook_timeout_the_core_states() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../plugin/hooks/hooks.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    let want = watchdog_core::claude_code::PLUGIN_HOOK_TIMEOUT.as_secs();
+    let mut seen = Vec::new();
+    for (event, groups) in v["hooks"].as_object().unwrap() {
+        for hook in groups
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["hooks"].as_array().unwrap())
+        {
+            assert_eq!(hook["timeout"].as_u64(), Some(want), "{event}: {hook}");
+            seen.push(event.clone());
+        }
+    }
+    assert_eq!(seen, ["PostToolUseFailure", "Stop"]);
+}
+
 /// Issue 28 (1): whatever `AGENT_WATCHDOG_BIN` names (a binary without the `hook` subcommand,
 /// one that exits 2 or crashes, none at all), the plugin's command exits 0 and adds nothing to
 /// stdout; with the real binary its decision reaches stdout intact.

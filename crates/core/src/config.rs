@@ -14,10 +14,7 @@ pub mod options;
 mod session;
 mod values;
 
-pub use mcp::{
-    is_mcp_tool, mcp_server_of, McpLimits, CLAUDE_CODE_REMOTE_IDLE, CLAUDE_CODE_STDIO_IDLE,
-    HEARTBEAT_TICK, MCP_TOOL_PREFIX,
-};
+pub use mcp::McpLimits;
 pub use session::SessionConfig;
 
 pub use values::{
@@ -44,8 +41,9 @@ pub struct ConfigError {
 pub mod defaults {
     use std::time::Duration;
 
-    use super::{Factor, Fraction, CLAUDE_CODE_STDIO_IDLE, HEARTBEAT_TICK};
+    use super::{Factor, Fraction};
     use super::{NonZeroFraction, PositiveDuration};
+    use crate::claude_code::mcp::{HEARTBEAT_TICK, STDIO_IDLE};
 
     const fn minutes(m: u64) -> PositiveDuration {
         PositiveDuration::new_const(Duration::from_secs(m * 60))
@@ -72,8 +70,7 @@ pub mod defaults {
 
     /// [`McpLimits::give_up`](super::McpLimits::give_up): Claude Code's idle limit on a stdio
     /// server's call, 1,800 s.
-    pub const MCP_GIVE_UP: Option<PositiveDuration> =
-        Some(PositiveDuration::new_const(CLAUDE_CODE_STDIO_IDLE));
+    pub const MCP_GIVE_UP: Option<PositiveDuration> = Some(PositiveDuration::new_const(STDIO_IDLE));
     /// [`McpLimits::margin`](super::McpLimits::margin): one heartbeat tick, 30 s.
     pub const MCP_MARGIN: Duration = HEARTBEAT_TICK;
 

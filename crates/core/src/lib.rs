@@ -5,8 +5,8 @@
 //! call takes `now`, and decisions come back as values and events.
 //!
 //! - [`view`]: a borrowed, lenient view of one stream-json line ([`LineView`]).
-//! - [`json_scan`]: the allocation-free JSON walkers under it ([`json_scan::skim`] is public: the
-//!   audit reads transcripts with it).
+//! - `json_scan` (not part of the API): the allocation-free JSON walkers under the view (the
+//!   audit crate reads transcripts with its `skim`).
 //! - [`classify`](mod@classify): what a line means for liveness (the classification contract).
 //! - [`config`]: validated limits ([`Limits`], [`SessionConfig`]), the value types that hold
 //!   each rule ([`config::PositiveDuration`], …), every default ([`config::defaults`]), and the
@@ -21,6 +21,9 @@
 //! - [`record`]: how one run ended, as one value ([`RunRecord`]), from the registry's end
 //!   ([`Registry::finish`]) and the host's own facts (its kill ladder, the exit, the lines).
 //! - [`capture`]: the capture format (recordings of runs).
+//! - [`claude_code`]: what Claude Code itself does, as the watchdog applies it: from how a
+//!   child was started ([`claude_code::Invocation`]: `{argv, env, cwd}`), its MCP limits,
+//!   the `mcp__<server>__<tool>` naming, the hook timeout, which session it runs.
 //! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
 //! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
 //! - [`idle_policy`]: the npm package's in-process `createWatchdog()` policy (the reference
@@ -157,10 +160,13 @@
 
 pub mod capture;
 pub mod classify;
+pub mod claude_code;
 pub mod config;
 mod deadline_queue;
 pub mod event;
 pub mod facts;
+// The audit crate reads transcripts with json_scan::skim; not an API for users.
+#[doc(hidden)]
 pub mod json_scan;
 pub mod record;
 pub mod registry;
@@ -170,7 +176,8 @@ pub mod view;
 pub mod wall;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
-pub use config::{ConfigError, Limits, McpLimits, SessionConfig, HEARTBEAT_TICK};
+pub use claude_code::HEARTBEAT_TICK;
+pub use config::{ConfigError, Limits, McpLimits, SessionConfig};
 pub use event::{Event, ExtendReason, Kill, KillKind, McpCall, Outcome, SessionId, StallClock};
 pub use facts::{ClaudeSessionId, InvalidClaudeSessionId, ResultFacts};
 pub use record::{ChildExit, LineCounts, RunRecord, Stage};

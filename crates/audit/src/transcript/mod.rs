@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 use watchdog_core::json_scan::skim as json;
 
-use crate::lines::{Item, Lines};
+use watchdog_core::capture::lines::{Item, Lines};
 
 mod capture;
 mod claude;
@@ -60,7 +60,7 @@ pub enum Stop {
     /// `max_tokens`.
     MaxTokens,
     /// `stop_sequence`.
-    StopSequence,
+    Sequence,
     /// Anything else.
     Other,
 }
@@ -71,7 +71,7 @@ impl Stop {
             "end_turn" => Stop::EndTurn,
             "tool_use" => Stop::ToolUse,
             "max_tokens" => Stop::MaxTokens,
-            "stop_sequence" => Stop::StopSequence,
+            "stop_sequence" => Stop::Sequence,
             _ => Stop::Other,
         }
     }
@@ -263,11 +263,6 @@ impl SessionLog {
         }
     }
 
-    /// Time of the first timing entry.
-    pub fn start(&self) -> Option<i64> {
-        self.entries.first().map(|e| e.t)
-    }
-
     /// Push an entry, keeping time monotonic.
     fn push(&mut self, t: i64, kind: EntryKind) {
         let t = self.clamp(t);
@@ -297,11 +292,11 @@ pub fn is_capture_name(path: &Path) -> bool {
 }
 
 /// Read one file. `progress` is called with byte counts as they are read. Character devices
-/// and FIFOs are refused ([`crate::lines::open`]); a line longer than 64 MiB is
+/// and FIFOs are refused ([`crate::files::open`]); a line longer than 64 MiB is
 /// dropped and counted as a bad line, so no file can make memory grow without bound.
 pub fn read_session(path: &Path, progress: &mut dyn FnMut(u64)) -> io::Result<SessionLog> {
     // A folder opens on some systems; its first read fails ("Is a directory").
-    let file = crate::lines::open(path)?;
+    let file = crate::files::open(path)?;
     read_session_from(file, path, progress)
 }
 

@@ -2,8 +2,8 @@
 
 use std::io::{self, Write};
 
-use super::{replay_reader, write_human, Replayed};
-use crate::cli::ReplayArgs;
+use super::args::ReplayArgs;
+use super::verdicts::{replay_reader, write_human, Replayed};
 use crate::exit_code;
 
 /// Run `replay`; returns the exit code: 0 after a verdict; 1 if the capture cannot be read or
@@ -15,7 +15,7 @@ pub fn main(args: ReplayArgs) -> i32 {
     let replayed = if name == "-" {
         with_mcp_rule(io::BufReader::new(io::stdin().lock()), &limits)
     } else {
-        match watchdog_audit::lines::open(&args.file) {
+        match watchdog_audit::files::open(&args.file) {
             Ok(f) => with_mcp_rule(io::BufReader::new(f), &limits),
             Err(e) => {
                 eprintln!("agent-watchdog: cannot open capture {name}: {e}");
@@ -99,7 +99,7 @@ fn with_mcp_rule(
         .ok()
         .flatten()
         .filter(|e| matches!(e.record, watchdog_core::capture::Record::Start { .. }));
-    let limits = crate::mcp_limits::for_capture(limits.clone(), start.as_slice());
+    let limits = crate::claude_code::for_capture(limits.clone(), start.as_slice());
     let replayed = replay_reader(io::Cursor::new(first).chain(reader), limits.clone())?;
     Ok((replayed, limits))
 }

@@ -6,11 +6,13 @@
 //! the continuation prompt and `--resume <session id>` is added; every other argument is kept, so
 //! the continuation runs with the same model, tools, permissions and output format. Flags that
 //! would start or pick another session (`--continue`, `--session-id`, `--fork-session`, an older
-//! `--resume`) are removed. When the prompt cannot be located (it comes from stdin, or `-p` is
+//! `--resume`: the core's [`SESSION_FLAGS`]) are removed. When the prompt cannot be located (it comes from stdin, or `-p` is
 //! followed by another flag), there is no safe rewrite and the answer is an error: no
 //! continuation (fail closed).
 
 use std::ffi::{OsStr, OsString};
+
+use watchdog_core::claude_code::session::{reads_stream_json_input, SESSION_FLAGS};
 
 /// Why the command cannot be turned into a continuation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,16 +24,6 @@ pub enum ContinuationError {
     #[error("the session reads its prompts from stdin (--input-format stream-json)")]
     StdinPrompts,
 }
-
-/// Flags removed from the continuation, with whether they take a value.
-const SESSION_FLAGS: &[(&str, bool)] = &[
-    ("--resume", true),
-    ("-r", true),
-    ("--session-id", true),
-    ("--continue", false),
-    ("-c", false),
-    ("--fork-session", false),
-];
 
 fn is(arg: &OsStr, name: &str) -> bool {
     arg == OsStr::new(name)
@@ -53,11 +45,7 @@ pub fn continuation_argv(
     let Some((program, args)) = argv.split_first() else {
         return Err(ContinuationError::NoPrompt);
     };
-    let stdin_prompts = args
-        .windows(2)
-        .any(|w| is(&w[0], "--input-format") && is(&w[1], "stream-json"))
-        || args.iter().any(|a| is(a, "--input-format=stream-json"));
-    if stdin_prompts {
+    if reads_stream_json_input(args.iter().map(|a| a.to_string_lossy())) {
         return Err(ContinuationError::StdinPrompts);
     }
     let mut out = vec![program.clone()];
@@ -188,6 +176,39 @@ mod tests {
             next,
             v(&["claude", "-p", "go on", "--verbose", "--resume", SID])
         );
+    }
+
+    /// Whatever session flags the user's command had, the continuation runs the session it
+    /// resumes, by the core's rule of which session a command line runs (the run then checks
+    /// the session its `system/init` names).
+    #[test]
+    fn the_continuation_runs_the_resumed_session_by_the_cores_rule() {
+        use watchdog_core::claude_code::session::{session_of, Session};
+        for argv in [
+            v(&["claude", "-p", "task"]),
+            v(&["claude", "-p", "task", "--continue"]),
+            v(&["claude", "-r", "old", "-p", "task", "--fork-session"]),
+            v(&[
+                "claude",
+                "--resume=old",
+                "-p",
+                "task",
+                "--session-id",
+                "other",
+            ]),
+            v(&["claude", "-c", "-p", "task", "-r=old"]),
+        ] {
+            let next = continuation_argv(&argv, SID, "go on").unwrap();
+            let next: Vec<String> = next
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(
+                session_of(&next),
+                Session::Resume(SID),
+                "{argv:?} -> {next:?}"
+            );
+        }
     }
 
     #[test]

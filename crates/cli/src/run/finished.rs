@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use watchdog_core::{Kill, Outcome, RunRecord};
 
+use super::config::{emits_result, program_name, Mode, RunConfig};
+use super::host_signals::UserSig;
+use super::stdout;
 use super::summary::Summary;
-use super::{emits_result, program_name, stdout, Mode, RunConfig, UserSig};
 use crate::exit_code::{self, Ending, Intervention};
 use crate::verdict::ms;
 

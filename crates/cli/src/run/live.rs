@@ -9,19 +9,20 @@ use agent_sdk_watchdog::{
     Batch, LineMeta, Output, StdoutBatch, Supervisor, SupervisorConfig, SupervisorHandle,
 };
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 use watchdog_core::capture::Record;
 use watchdog_core::facts::Activity;
 use watchdog_core::{
     ClaudeSessionId, Event, Kill, LineKind, RunRecord, SessionConfig, Signal, StallClock,
 };
 
-use super::finished::{Ours, RunFacts};
+use super::config::{program_name, RunConfig};
+use super::finished::{Finished, Ours, RunFacts};
+use super::host::{wall_ms, Host};
 use super::host_signals::UserSig;
 use super::record::trim_cr;
 use super::stderr_dedup::StderrDedup;
+use super::stdin;
 use super::stdout::WriteError;
-use super::{program_name, stdin, wall_ms, Finished, Host, RunConfig};
 use crate::event_log::EventLog;
 use crate::exit_code;
 use crate::status::{self, Status};
@@ -346,7 +347,7 @@ pub(crate) async fn supervise(
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
-            env: crate::mcp_limits::recorded_env(cfg.env.as_deref()),
+            env: crate::claude_code::recorded_env(cfg.env.as_deref()),
         },
     );
     let mut written = match (host_stdin, sup.stdin()) {
@@ -484,6 +485,3 @@ pub(crate) async fn supervise(
     };
     Ok(Finished::new(record, ours, facts, cfg))
 }
-
-/// The host's stdin, line by line, as [`stdin::spawn_reader`] delivers it.
-pub(crate) type HostStdin = mpsc::Receiver<stdin::HostInput>;

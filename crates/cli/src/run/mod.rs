@@ -8,9 +8,12 @@
 //! the runs, recovery, the synthetic `result`, the summary, the final message and the exit
 //! code, whose rules are in [`crate::exit_code`]).
 
+mod args;
+mod config;
 mod continuation;
 mod finished;
 mod hint;
+mod host;
 mod host_signals;
 mod live;
 mod out_file;
@@ -23,62 +26,21 @@ mod summary;
 mod synthetic;
 mod vanished;
 
-use std::ffi::OsString;
-use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
 use serde_json::{json, Value};
 
-pub(crate) use finished::Finished;
-pub(crate) use host_signals::{UserSig, UserSignals};
-pub(crate) use live::supervise;
+pub use args::{ReportArgs, RunArgs};
+pub use config::Mode;
+pub(crate) use config::RunConfig;
 
-use crate::cli::RunArgs;
 use crate::exit_code::{self, RecoveryEnd};
 use crate::status::Status;
 use crate::verdict::{kill_sentence, ms};
+use config::{emits_result, program_name};
+use host::Host;
+use host_signals::UserSignals;
+use live::supervise;
 use out_file::SummaryTarget;
 use record::Recorder;
-
-/// How the run presents itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// `agent-watchdog run`.
-    Run,
-    /// `claude-watchdog`: behaves like `claude`; always writes the synthetic `result` on a kill.
-    DropIn,
-}
-
-/// Everything a run needs.
-#[derive(Debug, Clone)]
-pub struct RunConfig {
-    /// The policy.
-    pub limits: watchdog_core::Limits,
-    /// Time between SIGTERM and SIGKILL (also after a forwarded signal of the user's).
-    pub grace: Duration,
-    /// Where to write the summary (`-` for stderr).
-    pub summary: Option<PathBuf>,
-    /// Where to record the capture.
-    pub record: Option<PathBuf>,
-    /// Write a synthetic `result` on a kill and exit 1.
-    pub emit_result: bool,
-    /// Every ending without a usable `result` exits 3 (see [`crate::exit_code`]).
-    pub strict: bool,
-    /// Show the live status line on a terminal.
-    pub status: bool,
-    /// Print the missing-flags hint for `claude` commands.
-    pub hint: bool,
-    /// Run or drop-in.
-    pub mode: Mode,
-    /// The command line.
-    pub argv: Vec<OsString>,
-    /// The child's whole environment (`None`: inherit ours).
-    pub env: Option<Vec<(OsString, OsString)>>,
-    /// The child's working directory (`None`: ours).
-    pub cwd: Option<PathBuf>,
-    /// Discard the child's stdout instead of passing it through (for `demo`).
-    pub quiet_stdout: bool,
-}
 
 /// Run `run`; returns the exit code.
 pub fn main(args: RunArgs, mode: Mode) -> i32 {
@@ -105,13 +67,13 @@ pub fn main(args: RunArgs, mode: Mode) -> i32 {
 }
 
 /// Run a command under the watchdog, without recovery; returns the exit code.
-pub fn execute(cfg: RunConfig) -> i32 {
+pub(crate) fn execute(cfg: RunConfig) -> i32 {
     execute_with(cfg, None)
 }
 
 /// Run a command under the watchdog and, with `recovery` (in [`Mode::Run`]), continue its
 /// session once when the recovery policy says so; returns the exit code of the last run.
-pub fn execute_with(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
+pub(crate) fn execute_with(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32 {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -130,26 +92,6 @@ pub fn execute_with(cfg: RunConfig, recovery: Option<recovery::Settings>) -> i32
     rt.shutdown_background();
     telemetry.shutdown();
     code
-}
-
-/// What one invocation shares between its runs: our stdout and stderr, the capture, the
-/// user's signals, and the host's stdin (forwarded to the first run only).
-pub(crate) struct Host {
-    pub(crate) status: Status,
-    pub(crate) recorder: Recorder,
-    pub(crate) signals: UserSignals,
-    pub(crate) stdout: stdout::StdoutSink,
-    stdin: Option<live::HostStdin>,
-    /// A reader or host that went away while the child is silent.
-    vanished: vanished::Vanished,
-}
-
-/// Now, epoch milliseconds.
-pub(crate) fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(ms)
-        .unwrap_or(0)
 }
 
 async fn run(
@@ -302,32 +244,17 @@ fn with_mcp_rule(mut cfg: RunConfig, status: &Status) -> RunConfig {
         .clone()
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| std::path::PathBuf::from("."));
-    let child = crate::mcp_limits::ChildMcp::read(
-        crate::mcp_limits::child_env(cfg.env.as_deref()),
-        &cfg.argv,
-        &cwd,
-    );
+    let child = crate::claude_code::invocation(&cfg.argv, cfg.env.as_deref(), &cwd)
+        .mcp(crate::claude_code::read_config);
     for p in &child.problems {
         status.say(&format!(
             "warning: {p}; its servers get the default MCP limits"
         ));
     }
-    let (limits, note) = child.apply(cfg.limits.clone());
+    let (limits, note) = cfg.limits.clone().with_mcp_setup(&child);
     if let Some(n) = note {
         status.say(&n);
     }
     cfg.limits = limits;
     cfg
-}
-
-fn emits_result(cfg: &RunConfig) -> bool {
-    cfg.emit_result || cfg.mode == Mode::DropIn
-}
-
-pub(crate) fn program_name(argv: &[OsString]) -> String {
-    let program = argv.first().cloned().unwrap_or_default();
-    std::path::Path::new(&program)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| program.to_string_lossy().into_owned())
 }

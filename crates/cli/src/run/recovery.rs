@@ -20,9 +20,13 @@ use watchdog_core::recovery::{
 };
 use watchdog_core::{Ledger, Recovery, TerminalFacts};
 
+use super::config::RunConfig;
 use super::continuation::continuation_argv;
+use super::finished::Finished;
+use super::host::{wall_ms, Host};
+use super::host_signals::UserSig;
+use super::live::supervise;
 use crate::policy_args::RecoveryArgs;
-use crate::run::{self, wall_ms, Finished, Host, RunConfig, UserSig};
 use crate::verdict::{ms, outcome_fields};
 use watchdog_core::config::format_duration;
 
@@ -230,7 +234,7 @@ pub(crate) async fn after(
             "argv": argv.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
         })),
     );
-    let cont = match run::supervise(cfg, &argv, host, facts.session_id.as_ref()).await {
+    let cont = match supervise(cfg, &argv, host, facts.session_id.as_ref()).await {
         Ok(c) => c,
         Err(code) => {
             r.json["error"] = json!("the continuation could not start");

@@ -25,7 +25,7 @@ use std::time::{Duration, SystemTime};
 use opentelemetry::metrics::Meter;
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::logs::SdkLogger;
-use watchdog_audit::transcript::Ending;
+use watchdog_audit::Ending;
 use watchdog_audit::{AuditReport, SessionSummary, WouldKill};
 
 use super::instruments::{self, SOURCE};

@@ -163,15 +163,10 @@ fn s(v: &Value) -> Option<&str> {
     v.as_str()
 }
 
-/// `mcp__server__tool` → (`server`, `tool`).
-fn mcp_parts(tool: &str) -> Option<(&str, &str)> {
-    tool.strip_prefix("mcp__")?.split_once("__")
-}
-
 /// `tool.name`, and for an MCP tool `mcp.server` and `mcp.tool`.
 pub(super) fn tool_attrs(t: &str) -> Vec<KeyValue> {
     let mut a = vec![KeyValue::new("tool.name", t.to_owned())];
-    if let Some((server, tool)) = mcp_parts(t) {
+    if let Some((server, tool)) = watchdog_core::claude_code::mcp_tool_parts(t) {
         a.push(KeyValue::new("mcp.server", server.to_owned()));
         a.push(KeyValue::new("mcp.tool", tool.to_owned()));
     }
@@ -490,9 +485,30 @@ mod tests {
 
     #[test]
     fn mcp_tool_names_split_into_server_and_tool() {
-        assert_eq!(mcp_parts("mcp__db__query"), Some(("db", "query")));
-        assert_eq!(mcp_parts("mcp__db__a__b"), Some(("db", "a__b")));
-        assert_eq!(mcp_parts("Bash"), None);
+        let attrs = |t: &str| -> Vec<(String, String)> {
+            tool_attrs(t)
+                .into_iter()
+                .map(|kv| (kv.key.to_string(), kv.value.to_string()))
+                .collect()
+        };
+        let kv = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        assert_eq!(
+            attrs("mcp__db__query"),
+            [
+                kv("tool.name", "mcp__db__query"),
+                kv("mcp.server", "db"),
+                kv("mcp.tool", "query")
+            ]
+        );
+        assert_eq!(
+            attrs("mcp__db__a__b"),
+            [
+                kv("tool.name", "mcp__db__a__b"),
+                kv("mcp.server", "db"),
+                kv("mcp.tool", "a__b")
+            ]
+        );
+        assert_eq!(attrs("Bash"), [kv("tool.name", "Bash")]);
     }
 
     #[test]

@@ -1,35 +1,24 @@
-//! Claude Code's MCP facts the policy applies: its heartbeat tick, where it gives up on a
-//! silent MCP tool call, the `mcp__` naming of MCP tools, and [`McpLimits`], the MCP part of
-//! [`Limits`](super::Limits).
+//! [`McpLimits`], the MCP part of [`Limits`]: the floor an MCP call sets on the no-progress
+//! kill, built from what Claude Code will do ([`McpSetup`], the facts of
+//! [`claude_code::mcp`](crate::claude_code::mcp)).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{defaults, valid, ConfigError, PositiveDuration};
-
-/// Claude Code's heartbeat tick: while a tool call is outstanding it prints a `tool_progress`
-/// line every 30 s from the start of the call, and it checks an MCP call's idle limit on that
-/// tick.
-pub const HEARTBEAT_TICK: Duration = Duration::from_secs(30);
-
-/// Claude Code's own idle limit on a stdio MCP server's call (1,800 s): with no response and no
-/// progress notification for that long it aborts the call with an `is_error` tool result,
-/// and the session goes on.
-pub const CLAUDE_CODE_STDIO_IDLE: Duration = Duration::from_secs(1800);
-
-/// Claude Code's own idle limit on a call to a non-stdio (HTTP, SSE, …) MCP server (300 s).
-pub const CLAUDE_CODE_REMOTE_IDLE: Duration = Duration::from_secs(300);
+use super::{defaults, format_duration, valid, ConfigError, Limits, PositiveDuration};
+use crate::claude_code::mcp::{McpSetup, STARTUP_VAR};
+use crate::claude_code::{mcp_server_of, HEARTBEAT_TICK};
 
 /// Where Claude Code itself gives up on a silent MCP tool call, per server, and the margin the
-/// watchdog leaves it: the MCP part of [`Limits`](super::Limits).
+/// watchdog leaves it: the MCP part of [`Limits`].
 ///
 /// While an MCP call is outstanding (an `assistant` `tool_use` of a tool named
 /// `mcp__<server>__<tool>` not yet answered by its `tool_result`, or a `tool_progress`
 /// heartbeat naming such a tool), the `no_progress` kill comes no earlier than the call's start
 /// plus its server's give-up time plus the margin. A server with no give-up time (Claude Code
 /// never aborts its calls by itself, e.g. `CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT=0`) sets no floor.
-/// The host derives the give-up times from what the child will use (see
-/// [`McpLimits::claude_code_give_up`]); the core only applies them.
+/// The give-up times come from what the child will use ([`McpLimits::from_setup`]; the rule
+/// is [`claude_code::mcp`](crate::claude_code::mcp)).
 ///
 /// # Default
 ///
@@ -75,35 +64,6 @@ impl Default for McpLimits {
             margin: defaults::MCP_MARGIN,
         }
     }
-}
-
-/// Claude Code names the tools of MCP servers `mcp__<server>__<tool>`: this prefix is the one
-/// rule the watchdog uses to tell an MCP call from a built-in tool ([`is_mcp_tool`]).
-pub const MCP_TOOL_PREFIX: &str = "mcp__";
-
-/// Whether Claude Code's tool name `tool` is an MCP server's tool (`mcp__…`).
-///
-/// ```
-/// assert!(watchdog_core::config::is_mcp_tool("mcp__db__query"));
-/// assert!(!watchdog_core::config::is_mcp_tool("Bash"));
-/// ```
-pub fn is_mcp_tool(tool: &str) -> bool {
-    tool.starts_with(MCP_TOOL_PREFIX)
-}
-
-/// The server part of an MCP tool name `mcp__<server>__<tool>`, if `tool` is one.
-///
-/// ```
-/// assert_eq!(watchdog_core::config::mcp_server_of("mcp__db__query"), Some("db"));
-/// assert_eq!(watchdog_core::config::mcp_server_of("Bash"), None);
-/// ```
-pub fn mcp_server_of(tool: &str) -> Option<&str> {
-    let rest = tool.strip_prefix(MCP_TOOL_PREFIX)?;
-    let server = match rest.find("__") {
-        Some(i) => &rest[..i],
-        None => rest,
-    };
-    (!server.is_empty()).then_some(server)
 }
 
 impl McpLimits {
@@ -175,32 +135,59 @@ impl McpLimits {
             .map(|g| g.saturating_add(self.margin))
     }
 
-    /// Where Claude Code gives up on a silent call, counted from its start, given the limits
-    /// it uses for the server: `idle` (its idle limit, checked on each [`HEARTBEAT_TICK`] from
-    /// the start of the call, so the abort comes at the first tick at or after it; `None` when
-    /// disabled) and `hard` (its wall-clock limit per call, exact; `None` when there is none
-    /// to wait for). The earlier of the two; `None` when neither applies.
+    /// The MCP limits of a child that will use `setup`: each server's give-up time as Claude
+    /// Code applies it, the stdio default for servers the command line does not name.
     ///
     /// ```
     /// use std::time::Duration;
+    /// use watchdog_core::claude_code::Invocation;
     /// use watchdog_core::McpLimits;
-    /// let s = Duration::from_secs;
-    /// // Measured: idle 20 s → aborted on the 30 s tick; idle 1,800 s → on the 1,800 s tick.
-    /// assert_eq!(McpLimits::claude_code_give_up(Some(s(20)), None), Some(s(30)));
-    /// assert_eq!(McpLimits::claude_code_give_up(Some(s(1800)), None), Some(s(1800)));
-    /// assert_eq!(McpLimits::claude_code_give_up(Some(s(1800)), Some(s(20))), Some(s(20)));
-    /// assert_eq!(McpLimits::claude_code_give_up(None, None), None);
+    /// let inv = Invocation::new(["claude"], |k| (k == "MCP_TOOL_TIMEOUT").then(|| "20000".into()), "/");
+    /// let m = McpLimits::from_setup(&inv.mcp(|_| Err(String::new())));
+    /// assert_eq!(m.floor_for_tool("mcp__db__q"), Some(Duration::from_secs(50)));
     /// ```
-    pub fn claude_code_give_up(idle: Option<Duration>, hard: Option<Duration>) -> Option<Duration> {
-        let tick = HEARTBEAT_TICK.as_nanos();
-        let idle = idle.map(|d| {
-            let ticks = d.as_nanos().div_ceil(tick).max(1);
-            u64::try_from(ticks * tick).map_or(Duration::MAX, Duration::from_nanos)
-        });
-        match (idle, hard) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+    pub fn from_setup(setup: &McpSetup) -> McpLimits {
+        let mut m = McpLimits::default();
+        if let Ok(x) = m.clone().with_give_up(setup.default_give_up()) {
+            m = x;
         }
-        .filter(|d| !d.is_zero())
+        for (name, give_up) in setup.server_give_ups() {
+            if let Ok(x) = m.clone().with_server(name, give_up) {
+                m = x;
+            }
+        }
+        m
+    }
+}
+
+impl Limits {
+    /// These limits with the MCP limits of a child that will use `setup` and, when a stuck
+    /// server could hold the first line back past the startup limit
+    /// ([`McpSetup::startup_hold`] plus one [`HEARTBEAT_TICK`]), a startup limit that leaves it
+    /// room, with the sentence that says so (for the run to say once).
+    pub fn with_mcp_setup(self, setup: &McpSetup) -> (Limits, Option<String>) {
+        let mut limits = self.with_mcp(McpLimits::from_setup(setup));
+        let mut note = None;
+        if let Some(hold) = setup.startup_hold() {
+            let needed = hold.saturating_add(HEARTBEAT_TICK);
+            if needed > limits.startup() {
+                let before = limits.startup();
+                if let Ok(l) = limits.clone().with_startup(needed) {
+                    limits = l;
+                    let why = match setup.env.get(STARTUP_VAR) {
+                        Some(v) => format!("{STARTUP_VAR}={v}"),
+                        None => format!("{STARTUP_VAR} (unset: 30s)"),
+                    };
+                    note = Some(format!(
+                        "{why} lets an MCP server that never answers hold the first line back \
+                         for up to {}; startup extended from {} to {} for this run",
+                        format_duration(hold),
+                        format_duration(before),
+                        format_duration(needed)
+                    ));
+                }
+            }
+        }
+        (limits, note)
     }
 }

@@ -172,29 +172,6 @@ impl ResultFacts {
     }
 }
 
-/// Whether a command line asks Claude Code to read stream-json on stdin
-/// (`--input-format stream-json` or `--input-format=stream-json`): the host's messages come on
-/// its stdin, so after each `result` it may be waiting for the host's next one. The one reading
-/// of this rule, for a live run and for a capture's `start` record alike.
-///
-/// ```
-/// use watchdog_core::facts::reads_stream_json_input;
-/// assert!(reads_stream_json_input(["claude", "-p", "--input-format", "stream-json"]));
-/// assert!(reads_stream_json_input(["claude", "--input-format=stream-json"]));
-/// assert!(!reads_stream_json_input(["claude", "-p", "hi", "--output-format", "stream-json"]));
-/// ```
-pub fn reads_stream_json_input<S: AsRef<str>>(argv: impl IntoIterator<Item = S>) -> bool {
-    let mut prev_flag = false;
-    for a in argv {
-        let a = a.as_ref();
-        if a == "--input-format=stream-json" || (prev_flag && a == "stream-json") {
-            return true;
-        }
-        prev_flag = a == "--input-format";
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,6 +59,8 @@ mod format;
 mod monitor;
 mod reading;
 
+// The node binding rounds percentages the same way; not an API for users.
+#[doc(hidden)]
 pub use format::percent_half_up;
 pub use monitor::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
 pub use reading::{Reading, Status, Window, MAX_UTILIZATION};

@@ -275,7 +275,7 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
     view.for_each_block(|b| match b {
         ContentBlock::ToolUse { id, name } => {
             s.last_tool = t;
-            if crate::config::is_mcp_tool(&name) {
+            if crate::claude_code::is_mcp_tool(&name) {
                 begin_mcp(s, c, &id, &name, t, limits.mcp());
             }
             if !s.has(flag::WROTE) && limits.is_write_tool(&name) {
@@ -358,7 +358,10 @@ fn end_mcp(s: &mut Session, c: &mut Cold, id: &str) -> bool {
 /// `elapsed_time_seconds` ago (`parent_tool_use_id` is the call's id; the line's own
 /// `tool_use_id` is made up).
 fn read_heartbeat(s: &mut Session, c: &mut Cold, view: &LineView<'_>, mcp: &McpLimits, t: u64) {
-    let Some(tool) = view.tool_name().filter(|n| crate::config::is_mcp_tool(n)) else {
+    let Some(tool) = view
+        .tool_name()
+        .filter(|n| crate::claude_code::is_mcp_tool(n))
+    else {
         return;
     };
     let Some(id) = view.parent_tool_use_id() else {

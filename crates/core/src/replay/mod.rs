@@ -395,6 +395,8 @@ fn is_stdin_closed_note(view: &crate::LineView<'_>) -> bool {
 }
 
 /// Milliseconds from `base` to `at`, rounded to the nearest (0 before `base`).
+// The audit times its simulated kills the same way; not an API for users.
+#[doc(hidden)]
 pub fn ms_since(base: Instant, at: Instant) -> u64 {
     let ns = at.saturating_duration_since(base).as_nanos();
     u64::try_from(ns.saturating_add(500_000) / 1_000_000).unwrap_or(u64::MAX)

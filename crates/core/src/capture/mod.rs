@@ -18,6 +18,10 @@
 //! Two readers: [`Entry::parse`] builds owned records (for tools and tests), and
 //! [`EntryView::parse`] borrows from the line, validating it once and reading the `line` record
 //! through the same [`LineView`] as a live run: this is what [`crate::replay`] streams.
+//! A capture (or a transcript) is split into those lines by [`lines::Lines`], from any reader,
+//! in bounded memory.
+
+pub mod lines;
 
 use std::collections::BTreeMap;
 
@@ -27,7 +31,7 @@ use crate::json_scan::{self, Member};
 use crate::view::{Field, LineBuilder, LineView, RawJson};
 
 /// Version written in the `start` record.
-pub const CAPTURE_VERSION: u64 = 1;
+pub(crate) const CAPTURE_VERSION: u64 = 1;
 
 /// What one capture entry records.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,7 +108,7 @@ pub enum RecordView<'a> {
         /// Epoch milliseconds at spawn.
         wall_ms: Option<u64>,
         /// The recorded command line reads stream-json on stdin
-        /// ([`reads_stream_json_input`](crate::facts::reads_stream_json_input)).
+        /// ([`reads_stream_json_input`](crate::claude_code::session::reads_stream_json_input)).
         stream_json_input: bool,
     },
     /// `line`: a stdout line that is a JSON object.
@@ -240,9 +244,11 @@ impl<'a> EntryView<'a> {
                 .member("argv")
                 .and_then(|a| a.to_value())
                 .and_then(|a| match a {
-                    Value::Array(items) => Some(crate::facts::reads_stream_json_input(
-                        items.iter().filter_map(Value::as_str),
-                    )),
+                    Value::Array(items) => {
+                        Some(crate::claude_code::session::reads_stream_json_input(
+                            items.iter().filter_map(Value::as_str),
+                        ))
+                    }
                     _ => None,
                 })
                 .unwrap_or(false);
@@ -362,7 +368,7 @@ impl StartFacts {
 /// The command line and the policy environment of a `start` record's object (`argv`, `env`;
 /// values of other types are left out). What [`Entry::parse`] reads into [`Record::Start`],
 /// for a host that holds only the `start` object.
-pub fn start_argv_env(v: &Value) -> (Vec<String>, BTreeMap<String, String>) {
+pub(crate) fn start_argv_env(v: &Value) -> (Vec<String>, BTreeMap<String, String>) {
     let argv = v
         .get("argv")
         .and_then(Value::as_array)

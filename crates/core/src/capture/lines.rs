@@ -1,5 +1,5 @@
-//! Reading a capture, a transcript (or any JSON Lines file) line by line in bounded memory:
-//! the audit's reader, and `agent-watchdog replay`'s.
+//! Reading a capture, a transcript (or any JSON Lines file) line by line in bounded memory,
+//! from any [`Read`]: the one reader of `agent-watchdog replay` and the audit.
 //!
 //! - Lines are handed out in place from one buffer; nothing is kept.
 //! - A line longer than [`MAX_LINE`] (64 MiB, the same cap as `run`'s) is not buffered: its
@@ -7,14 +7,13 @@
 //!   [`Item::Overlong`]. A file without any newline (`/dev/zero`) therefore costs at most
 //!   about 64 MiB of memory, never more.
 //! - A UTF-8 byte order mark at the start of the file is skipped.
-//! - [`open`] refuses character devices and FIFOs (`/dev/zero`, a named pipe): they may never
-//!   end. Standard input, named `-`, is read whatever it is.
+//!
+//! Opening files is the host's: the audit's `watchdog_audit::files::open` refuses character
+//! devices and FIFOs (they may never end).
 
-use std::fs::File;
 use std::io::{self, Read};
-use std::path::Path;
 
-use watchdog_core::config::defaults::MAX_LINE;
+use crate::config::defaults::MAX_LINE;
 
 /// The most read at once, and the buffer's growth step past the cap.
 const CHUNK: usize = 1 << 20;
@@ -173,35 +172,6 @@ pub fn is_blank(line: &[u8]) -> bool {
     line.iter().all(u8::is_ascii_whitespace)
 }
 
-/// Why a path cannot be read as a file.
-pub fn refuse_special(path: &Path) -> io::Result<()> {
-    use std::os::unix::fs::FileTypeExt;
-    let ft = std::fs::metadata(path)?.file_type();
-    let what = if ft.is_char_device() {
-        "a character device"
-    } else if ft.is_fifo() {
-        "a FIFO"
-    } else if ft.is_dir() {
-        "a folder"
-    } else if ft.is_block_device() {
-        "a block device"
-    } else if ft.is_socket() {
-        "a socket"
-    } else {
-        return Ok(());
-    };
-    Err(io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!("it is {what}, not a file (to read it anyway, pass it on standard input as `-`)"),
-    ))
-}
-
-/// Open `path` for reading, refusing what is not a regular file (see [`refuse_special`]).
-pub fn open(path: &Path) -> io::Result<File> {
-    refuse_special(path)?;
-    File::open(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,14 +228,5 @@ mod tests {
         assert_eq!(item, Some(Item::Overlong(1, 40 << 20)));
         assert!(l.buffer_len() <= (3 << 20) + CHUNK, "{}", l.buffer_len());
         assert_eq!(l.next_item().unwrap(), None);
-    }
-
-    #[test]
-    fn special_files_are_refused() {
-        let e = open(Path::new("/dev/zero")).unwrap_err();
-        assert!(e.to_string().contains("character device"), "{e}");
-        assert!(e.to_string().contains("`-`"), "{e}");
-        let e = open(Path::new("/nonexistent/x")).unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::NotFound);
     }
 }

@@ -15,7 +15,7 @@ use mock_api::harness::{find_claude, ClaudeRun};
 use mock_api::{BlockingMockServer, Scenario, ScenarioOptions};
 use serde_json::Value;
 
-use crate::cli::DemoArgs;
+use super::args::DemoArgs;
 use crate::exit_code;
 use crate::policy_args::PolicyArgs;
 use crate::replay::{replay_reader, write_human};

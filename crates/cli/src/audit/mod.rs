@@ -1,33 +1,13 @@
 //! `agent-watchdog audit`: the flags, the printing and the exit code around the
 //! [`watchdog_audit`] library (see its README for what the audit does).
 
+mod args;
+
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use clap::Args;
+pub use args::AuditArgs;
 use watchdog_audit::{audit_files_with, render_svg, render_text, scan, AuditReport};
-
-/// `agent-watchdog audit [PATHS…] [policy flags] [--json] [--plot FILE.svg]`
-#[derive(Debug, Clone, Default, Args)]
-pub struct AuditArgs {
-    /// The settings to check (the recommendation is computed regardless).
-    #[command(flatten)]
-    pub policy: crate::policy_args::PolicyArgs,
-    /// Transcript folders (searched recursively for `*.jsonl`), transcript files or captures;
-    /// `-` for standard input. Character devices and FIFOs are refused unless given as `-`
-    /// [default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects]
-    #[arg(value_name = "PATHS")]
-    pub paths: Vec<PathBuf>,
-    /// Print one JSON object instead of the text report.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write an SVG histogram of quiet spells with the thresholds to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub plot: Option<PathBuf>,
-    /// No progress bar.
-    #[arg(long, short)]
-    pub quiet: bool,
-}
 
 /// Why `audit` could not run at all.
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +30,7 @@ pub enum AuditError {
 }
 
 /// The default folder: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`.
-pub fn default_projects_dir() -> Option<PathBuf> {
+pub(crate) fn default_projects_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(d).join("projects"));
     }
@@ -118,7 +98,7 @@ pub fn run_audit(
         &limits,
         scan::threads(),
         &on_bytes,
-        &crate::mcp_limits::for_start,
+        &crate::claude_code::for_start,
         telemetry.is_on(),
     );
     if let Some(pb) = bar {
@@ -199,7 +179,7 @@ struct Spool {
 
 impl Spool {
     fn from_stdin() -> std::io::Result<Spool> {
-        use watchdog_audit::lines::{Item, Lines};
+        use watchdog_core::capture::lines::{Item, Lines};
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());

@@ -1,0 +1,52 @@
+//! The flags of `run` ([`RunArgs`]) and the reporting flags it shares with the drop-in
+//! ([`ReportArgs`]).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::builder::BoolishValueParser;
+use clap::Args;
+
+use crate::policy_args::{PolicyArgs, RecoveryArgs};
+
+/// Flags of `run`; the options among them are built from the core's table
+/// ([`options::OPTIONS`](watchdog_core::config::options::OPTIONS)).
+#[derive(Debug, Args)]
+#[command(mut_args = crate::policy_args::from_table)]
+pub struct RunArgs {
+    /// Policy flags.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Summary, capture and strictness (shared with the drop-in).
+    #[command(flatten)]
+    pub report: ReportArgs,
+    /// [`options::EMIT_RESULT`](watchdog_core::config::options::EMIT_RESULT).
+    #[arg(long, value_parser = BoolishValueParser::new())]
+    pub emit_result: bool,
+    /// [`options::NO_STATUS`](watchdog_core::config::options::NO_STATUS).
+    #[arg(long, value_parser = BoolishValueParser::new())]
+    pub no_status: bool,
+    /// Recovery flags.
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
+    /// The command and its arguments (after `--`).
+    #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
+    pub command: Vec<OsString>,
+}
+
+/// What a run reports and how strictly it judges its ending: flags of `run`, and the
+/// `AGENT_WATCHDOG_*` variables the drop-in reads (one parser for both, so a value means the
+/// same in either), built from the core's table ([`options::OPTIONS`](watchdog_core::config::options::OPTIONS)).
+#[derive(Debug, Args)]
+#[command(mut_args = crate::policy_args::from_table)]
+pub struct ReportArgs {
+    /// [`options::SUMMARY`](watchdog_core::config::options::SUMMARY).
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
+    /// [`options::RECORD`](watchdog_core::config::options::RECORD).
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// [`options::STRICT`](watchdog_core::config::options::STRICT).
+    #[arg(long, value_parser = BoolishValueParser::new())]
+    pub strict: bool,
+}
