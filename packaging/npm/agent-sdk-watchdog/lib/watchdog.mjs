@@ -79,6 +79,7 @@ export function createWatchdog(config = {}) {
     rows: new Float64Array(16 * S),
     verdicts: new Int32Array(16),
     handles: [], // slot -> handle
+    results: [], // slot -> the last result message observe() saw (read when the query ends)
     free: [],
     top: 0, // rows in use (high-water mark)
     live: 0,
@@ -129,7 +130,6 @@ export function createWatchdog(config = {}) {
       this._slot = slot;
       this._reg = reg;
       this._kill = null;
-      this._result = null; // the last result message, for the outcome at unregister()
     }
 
     activity(toolName, at = clock()) {
@@ -171,7 +171,7 @@ export function createWatchdog(config = {}) {
       if (effect === EFFECT_WORK || (effect === EFFECT_HEARTBEAT_WORK && toolHeartbeats)) working(s, at);
       else if (effect === EFFECT_ALIVE) heartbeat(s, at);
       else if (effect === EFFECT_SETTLE) {
-        this._result = message;
+        w.results[s] = message;
         settle(s, at);
       }
     }
@@ -207,16 +207,16 @@ export function createWatchdog(config = {}) {
       if (s < 0) return;
       this._slot = -1;
       // The query ended: counted by its kill, else by its last result.
-      const r = this._result;
+      const r = w.results[s];
+      w.results[s] = undefined;
       const str = (v) => (typeof v === 'string' ? v : undefined);
       counters.end(
         this._kill ? KINDS.indexOf(this._kill.kind) : 0,
-        r !== null,
+        r !== undefined,
         str(r?.subtype),
         typeof r?.is_error === 'boolean' ? r.is_error : undefined,
         str(r?.stop_reason),
       );
-      this._result = null;
       w.rows[s * S + FLAGS] = 0;
       w.handles[s] = undefined;
       w.free.push(s);
@@ -354,6 +354,7 @@ export function createWatchdog(config = {}) {
   function close() {
     for (const h of w.handles) if (h) h._slot = -1;
     w.handles = [];
+    w.results = [];
     w.free = [];
     w.top = 0;
     w.live = 0;
