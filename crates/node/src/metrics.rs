@@ -39,19 +39,13 @@ fn outcome(
     if !has_result {
         return Outcome::NoResult;
     }
-    let facts = ResultFacts {
+    ResultFacts {
         subtype,
         is_error,
         stop_reason,
         ..ResultFacts::default()
-    };
-    if facts.is_error_result() {
-        Outcome::ErrorResult(Box::new(facts))
-    } else if facts.stopped_mid_task() {
-        Outcome::Incomplete
-    } else {
-        Outcome::Success
     }
+    .into_outcome()
 }
 
 #[napi]

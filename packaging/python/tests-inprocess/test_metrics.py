@@ -16,24 +16,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import agent_sdk_watchdog as w
+from test_watchdog import watchdog as virtual  # a watchdog on a virtual clock, and the clock
 
-SOURCE = {"agent_watchdog_source": "run"}
 INIT = {"type": "system", "subtype": "init", "session_id": "s"}
 RESULT = {"type": "result", "subtype": "success", "is_error": False, "stop_reason": "end_turn", "session_id": "s"}
 ERROR = {"type": "result", "subtype": "error_max_turns", "is_error": True, "session_id": "s"}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def virtual(**kw):
-    clock = Clock()
-    return w.create_watchdog(now=clock, **kw), clock
 
 
 def samples(text):
