@@ -32,7 +32,7 @@
 //! numbers per query, so a pass over 100,000 queries is one call with no object conversion.
 //! The field offsets are the constants of [`slab`]; `first_write_at` is `NaN` for none.
 
-use crate::event::ExtendReason;
+use crate::event::{ExtendReason, KillKind};
 
 /// The limits the idle policy reads. [`Default`] is the reference package's defaults.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -112,6 +112,30 @@ impl IdleKill {
             IdleKill::Startup => "startup",
             IdleKill::Linger => "linger",
             IdleKill::NoProgress => "no_progress",
+        }
+    }
+
+    /// The registry's kind of the same rule (`idle` for [`IdleKill::Idle`], `ceiling` for
+    /// [`IdleKill::HardCeiling`]): the label the fleet metrics count it under.
+    pub fn kill_kind(self) -> KillKind {
+        match self {
+            IdleKill::Idle => KillKind::Idle,
+            IdleKill::HardCeiling => KillKind::Ceiling,
+            IdleKill::Startup => KillKind::Startup,
+            IdleKill::Linger => KillKind::Linger,
+            IdleKill::NoProgress => KillKind::NoProgress,
+        }
+    }
+
+    /// The kill of a [`Verdict::code`] (3 to 7), if it is one.
+    pub fn from_code(code: i32) -> Option<IdleKill> {
+        match code {
+            3 => Some(IdleKill::Idle),
+            4 => Some(IdleKill::HardCeiling),
+            5 => Some(IdleKill::Startup),
+            6 => Some(IdleKill::Linger),
+            7 => Some(IdleKill::NoProgress),
+            _ => None,
         }
     }
 }
@@ -220,6 +244,31 @@ pub fn next_check(t: &Timeline, now: f64, utilization: Option<f64>, limits: &Idl
     consider(last + patience(t, utilization, limits));
     consider(t.last_work_at + limits.no_progress_ms);
     next
+}
+
+/// When the kill `kill`, decided for `t` at `now`, fell due (its lateness is `now` minus
+/// this; never after `now`): the instant its rule's limit was reached on the clocks of `t`.
+/// Only the idle rule's patience depends on the utilization, which the host reads at its
+/// checks: `before` is the reading in force until this check, `utilization` the one the kill
+/// was decided with. A kill the new reading made (it shortened the patience, which was not
+/// reached under the old one) is due at the check itself, as the registry kills at the instant
+/// a withdrawn extension is set.
+pub fn kill_deadline(
+    t: &Timeline,
+    kill: IdleKill,
+    now: f64,
+    before: Option<f64>,
+    utilization: Option<f64>,
+    limits: &IdleLimits,
+) -> f64 {
+    let due = |u: Option<f64>| match kill {
+        IdleKill::HardCeiling => t.started_at + t.hard_ceiling_ms,
+        IdleKill::Startup => t.started_at + limits.startup_ms,
+        IdleKill::Linger => t.settled_at.unwrap_or(now) + limits.linger_ms,
+        IdleKill::Idle => last_activity(t) + patience(t, u, limits),
+        IdleKill::NoProgress => t.last_work_at + limits.no_progress_ms,
+    };
+    due(utilization).max(due(before).min(now)).min(now)
 }
 
 /// The slab layout: the offsets of one timeline's fields in a row of [`slab::STRIDE`] numbers.
@@ -368,6 +417,68 @@ mod tests {
             first_write_at: Some(T0),
             ..lane()
         }
+    }
+
+    #[test]
+    fn a_kill_is_due_where_its_rule_was_reached_or_at_the_check_a_new_reading_made_it() {
+        let l = IdleLimits {
+            startup_ms: 3.0 * MIN,
+            linger_ms: 5.0 * MIN,
+            no_progress_ms: 30.0 * MIN,
+            ..IdleLimits::default()
+        };
+        let at = |m: f64| T0 + m * MIN;
+        let d = |t: &Timeline, k, now, before, u| kill_deadline(t, k, now, before, u, &l);
+        // Each rule's own limit, whatever the readings.
+        assert_eq!(
+            d(&lane(), IdleKill::HardCeiling, at(71.0), None, None),
+            at(70.0)
+        );
+        let unseen = Timeline {
+            seen: false,
+            ..lane()
+        };
+        assert_eq!(d(&unseen, IdleKill::Startup, at(3.5), None, None), at(3.0));
+        let settled = Timeline {
+            settled: true,
+            settled_at: Some(at(1.0)),
+            ..lane()
+        };
+        assert_eq!(d(&settled, IdleKill::Linger, at(6.0), None, None), at(6.0));
+        let pinged = Timeline {
+            last_activity_at: Some(at(29.0)),
+            ..written()
+        };
+        assert_eq!(
+            d(&pinged, IdleKill::NoProgress, at(31.0), None, None),
+            at(30.0)
+        );
+        // Idle before the first write: the doubled patience (20 minutes).
+        assert_eq!(d(&lane(), IdleKill::Idle, at(20.5), None, None), at(20.0));
+        assert_eq!(
+            d(&written(), IdleKill::Idle, at(12.0), Some(0.1), Some(0.1)),
+            at(10.0)
+        );
+        // High utilization held the patience at 20 minutes until this check read a low one:
+        // due at the check, not 5 minutes ago at the base patience.
+        assert_eq!(
+            d(&written(), IdleKill::Idle, at(15.0), Some(0.95), Some(0.1)),
+            at(15.0)
+        );
+        // ... unless the old reading's patience had run out too: due there.
+        assert_eq!(
+            d(&written(), IdleKill::Idle, at(25.0), Some(0.95), Some(0.1)),
+            at(20.0)
+        );
+        // Never after the check.
+        assert_eq!(d(&written(), IdleKill::Idle, at(5.0), None, None), at(5.0));
+        for code in 3..=7 {
+            let kill = IdleKill::from_code(code).unwrap();
+            assert_eq!(Verdict::Kill(kill).code(), code);
+        }
+        assert_eq!(IdleKill::from_code(2), None);
+        assert_eq!(IdleKill::Idle.kill_kind(), KillKind::Idle);
+        assert_eq!(IdleKill::HardCeiling.kill_kind(), KillKind::Ceiling);
     }
 
     #[test]

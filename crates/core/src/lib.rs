@@ -15,6 +15,8 @@
 //!   every host drives: each line is read once, for the deadlines, the facts, the tally and the
 //!   rate limits, and everything that follows from it comes back as events and values.
 //! - [`event`]: kills, extensions, stalling warnings, outcomes.
+//! - [`metrics`]: what a host counts as it delivers events (kills, ends, warnings, kill
+//!   lateness), the snapshot, its one Prometheus rendering and the answer to a scrape.
 //! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session
 //!   id ([`ClaudeSessionId`]), the last `result`'s fields ([`ResultFacts`]) and the tally of its
 //!   work ([`facts::Tally`]: activity, turns, subagent failures).
@@ -168,6 +170,7 @@ pub mod facts;
 // The audit crate reads transcripts with json_scan::skim; not an API for users.
 #[doc(hidden)]
 pub mod json_scan;
+pub mod metrics;
 pub mod record;
 pub mod registry;
 pub mod replay;

@@ -1,7 +1,8 @@
 //! The Node addon of `agent-sdk-watchdog`: the core's in-process idle policy
 //! ([`watchdog_core::idle_policy`]) for the npm package's `createWatchdog()`, and the core's
 //! rate-limit merge ([`RateLimitCore`], [`format_rate_limit_reading`]) for its
-//! `createRateLimitMonitor()`.
+//! `createRateLimitMonitor()`; and the core's fleet metrics ([`MetricsCore`]) for its
+//! `metrics()` and `renderPrometheus()`.
 //!
 //! Designed so that a message costs no call at all: the JavaScript side reads a message's
 //! `type` and `subtype`, looks them up in the table this addon hands over once at load time
@@ -18,8 +19,11 @@
 // The class expansion of `#[napi]` adds undocumented glue items (the struct's own impl
 // blocks); every item written in the module is documented.
 #[allow(missing_docs)]
+mod metrics;
+#[allow(missing_docs)]
 mod rate_limit;
 
+pub use metrics::MetricsCore;
 pub use rate_limit::{format_rate_limit_reading, rate_limit_reset_iso, RateLimitCore};
 
 use napi::bindgen_prelude::{Float64Array, Int32Array};

@@ -4,8 +4,9 @@
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
+use watchdog_core::metrics::scrape::Request;
 use watchdog_core::Limits;
 
 use crate::options::{seconds, value_error};
@@ -201,6 +202,28 @@ impl Core {
     /// Lines observed per kind (all sessions), by the core's kind names.
     fn line_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         self.lock(py).line_counts(py)
+    }
+
+    /// What this watchdog counted since it was made, and its gauges now, as the core's JSON
+    /// snapshot (`Metrics::to_json`).
+    fn metrics_json(&self, py: Python<'_>) -> String {
+        let metrics = self.lock(py).metrics();
+        metrics.to_json().to_string()
+    }
+
+    /// The same snapshot in the Prometheus text exposition format 0.0.4.
+    fn render_prometheus(&self, py: Python<'_>) -> String {
+        let metrics = self.lock(py).metrics();
+        metrics.render_prometheus()
+    }
+
+    /// The whole answer to a scrape whose request head is `head` (`None`: the head did not
+    /// end within the server's bound, 431), the core's for every host.
+    #[pyo3(signature = (head))]
+    fn scrape_response<'py>(&self, py: Python<'py>, head: Option<&[u8]>) -> Bound<'py, PyBytes> {
+        let request = head.map_or(Request::HeadTooLarge, Request::classify);
+        let answer = request.response(|| self.render_prometheus(py));
+        PyBytes::new(py, &answer)
     }
 
     /// The registered sessions.

@@ -4,7 +4,8 @@
 //! callbacks; this module owns the policy: one [`Registry`](watchdog_core::Registry) per watchdog, fed with what the
 //! Python Agent SDK's `query()` yields (its message objects, read here without converting them
 //! in Python), plus the rate-limit monitor, the reading formatter and the warning de-dup's
-//! once-per-category memory.
+//! once-per-category memory, and the fleet metrics (`watchdog_core::metrics`: counted as the
+//! events are handed to Python, rendered for Prometheus, the answer to a scrape).
 //!
 //! Time: every call takes `now` as seconds on the caller's clock (a float); the registry sees
 //! `base + (now - epoch)`, so a virtual clock works as well as `time.monotonic()`.
@@ -27,12 +28,19 @@ use core_class::Core;
 use options::{parse_duration_seconds, watchdog_defaults};
 use warning_dedup::WarningDedup;
 
+/// Where a scrape's request head ends in `data` (just after its blank line), or None.
+#[pyfunction]
+fn head_end(data: &[u8]) -> Option<usize> {
+    watchdog_core::metrics::scrape::head_end(data)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_class::<WarningDedup>()?;
     m.add_function(wrap_pyfunction!(parse_duration_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(watchdog_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(head_end, m)?)?;
     rate_limit::register(m)?;
     Ok(())
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
+use watchdog_core::metrics::{Counters, Metrics};
 use watchdog_core::{Event, Limits, LineView, Registry, SessionConfig, SessionId};
 
 use crate::messages::{Kinds, LineBuf};
@@ -34,6 +35,8 @@ pub(crate) struct Inner {
     /// The instant the timer sleeps until (`None`: not sleeping on a deadline).
     armed: Option<f64>,
     pub(crate) pending: Vec<Event>,
+    /// What was delivered, for `metrics()` and the Prometheus text.
+    counters: Counters,
     extra: HashMap<u64, Extra>,
     kinds: Kinds,
     buf: LineBuf,
@@ -54,10 +57,12 @@ impl Inner {
         self.epoch + at.saturating_duration_since(self.base).as_secs_f64()
     }
 
-    /// Collect the registry's events; tell the caller whether there are any and whether the
-    /// next deadline is now earlier than the one the timer sleeps on.
-    fn flags(&mut self) -> u32 {
+    /// Collect the registry's events (each counted as delivered at `at`, the instant of the
+    /// call that made it); tell the caller whether there are any and whether the next
+    /// deadline is now earlier than the one the timer sleeps on.
+    fn flags(&mut self, at: Instant) -> u32 {
         while let Some(e) = self.registry.poll_event() {
+            self.counters.record(&e, || at);
             if let Event::Killed(k) = &e {
                 if let Some(x) = self.extra.get_mut(&k.id.as_u64()) {
                     x.in_flight.clear();
@@ -99,7 +104,7 @@ impl Inner {
                 self.registry.observe_line(at, sid, line);
             }
         }
-        Ok(self.flags())
+        Ok(self.flags(at))
     }
 
     pub(crate) fn new(epoch: f64, limits: Limits) -> Self {
@@ -109,6 +114,7 @@ impl Inner {
             epoch,
             armed: None,
             pending: Vec::new(),
+            counters: Counters::default(),
             extra: HashMap::new(),
             kinds: Kinds::default(),
             buf: LineBuf::default(),
@@ -142,7 +148,7 @@ impl Inner {
                 in_flight: Vec::new(),
             },
         );
-        Ok((id, self.flags()))
+        Ok((id, self.flags(at)))
     }
 
     /// Feed one message `query()` yielded (any SDK message object, a raw stream-json `dict`,
@@ -171,7 +177,7 @@ impl Inner {
         };
         let at = self.at(now);
         self.registry.tool_boundary(at, sid, tool_name);
-        self.flags()
+        self.flags(at)
     }
 
     /// A stream frame by hand: progress.
@@ -194,7 +200,7 @@ impl Inner {
         };
         let at = self.at(now);
         self.registry.settle(at, sid);
-        self.flags()
+        self.flags(at)
     }
 
     /// A tool started (`PreToolUse`): progress, and until its end the session counts as
@@ -207,14 +213,14 @@ impl Inner {
         let at = self.at(now);
         self.registry.tool_boundary(at, sid, None);
         if self.registry.kill(sid).is_some() {
-            return self.flags();
+            return self.flags(at);
         }
         if let Some(x) = self.extra.get_mut(&id) {
             if x.in_flight.len() < 64 && !x.in_flight.iter().any(|t| &**t == tool_use_id) {
                 x.in_flight.push(tool_use_id.into());
             }
         }
-        self.flags()
+        self.flags(at)
     }
 
     /// A tool ended (`PostToolUse` with its name, `PostToolUseFailure` with none).
@@ -235,7 +241,7 @@ impl Inner {
             x.in_flight.retain(|t| &**t != tool_use_id);
         }
         self.registry.tool_boundary(at, sid, tool_name);
-        self.flags()
+        self.flags(at)
     }
 
     /// A permission request began (a wrapped `can_use_tool` was called): a human wait, the
@@ -263,7 +269,7 @@ impl Inner {
         if let Ok(view) = watchdog_core::LineView::parse(line.as_bytes()) {
             self.registry.observe_input(at, sid, &view);
         }
-        self.flags()
+        self.flags(at)
     }
 
     /// The stream ended: returns the outcome's name.
@@ -276,7 +282,7 @@ impl Inner {
         if let Some(x) = self.extra.get_mut(&id) {
             x.in_flight.clear();
         }
-        (outcome, self.flags())
+        (outcome, self.flags(at))
     }
 
     /// Forget the session; returns its kill, if any.
@@ -340,7 +346,7 @@ impl Inner {
             self.refresh_one(id, at);
         }
         self.registry.handle_timeout(at);
-        self.flags()
+        self.flags(at)
     }
 
     /// The rate-limit utilization (highest active window), or None.
@@ -349,7 +355,13 @@ impl Inner {
         if self.registry.utilization() != utilization {
             self.registry.set_utilization(at, utilization);
         }
-        self.flags()
+        self.flags(at)
+    }
+
+    /// What this watchdog counted since it was made, and its gauges now.
+    pub(crate) fn metrics(&self) -> Metrics {
+        self.counters
+            .snapshot(self.registry.len(), self.registry.utilization())
     }
 
     /// The registered sessions.

@@ -21,6 +21,8 @@
 //! [`ServeConfig::timeout`] for its whole request head (then it is dropped unanswered) and as
 //! long again for reading the answer; at most [`ServeConfig::max_connections`] are served at
 //! once (more wait in the listen backlog). Nothing is printed, nothing panics on any input.
+//! The answers are the core's ([`watchdog_core::metrics::scrape`]), as the Python API's
+//! endpoint's are.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,10 +31,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
+use watchdog_core::metrics::scrape::{head_end, Request};
+
 use crate::Watchdog;
 
 /// The content type of the text exposition format 0.0.4.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub use watchdog_core::metrics::scrape::CONTENT_TYPE;
 
 /// Bounds of the [`serve_with`] endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +54,7 @@ impl Default for ServeConfig {
     fn default() -> Self {
         ServeConfig {
             timeout: Duration::from_secs(5),
-            max_head: 8 * 1024,
+            max_head: watchdog_core::metrics::scrape::MAX_HEAD,
             max_connections: 64,
         }
     }
@@ -89,16 +93,6 @@ pub async fn serve_with(watchdog: Watchdog, listener: TcpListener, config: Serve
     }
 }
 
-/// What a request asks for, as far as this endpoint cares.
-#[derive(Debug, PartialEq, Eq)]
-enum Answer {
-    Metrics { head_only: bool },
-    NotFound,
-    MethodNotAllowed,
-    BadRequest,
-    HeadTooLarge,
-}
-
 async fn connection(mut stream: TcpStream, watchdog: &Watchdog, config: ServeConfig) {
     let mut buf = vec![0; config.max_head];
     let answer = match tokio::time::timeout(config.timeout, read_head(&mut stream, &mut buf)).await
@@ -107,7 +101,7 @@ async fn connection(mut stream: TcpStream, watchdog: &Watchdog, config: ServeCon
         // Timed out, or closed or failed before a whole head: nothing to answer.
         Ok(None) | Err(_) => return,
     };
-    let response = respond(&answer, watchdog);
+    let response = answer.response(|| watchdog.metrics().render_prometheus());
     let written = tokio::time::timeout(config.timeout, async {
         stream.write_all(&response).await?;
         stream.shutdown().await
@@ -133,11 +127,11 @@ async fn connection(mut stream: TcpStream, watchdog: &Watchdog, config: ServeCon
 
 /// Read until the end of the request head (`\r\n\r\n`, or `\n\n`), at most `buf.len()` bytes,
 /// and classify it; `None` when the client closed or failed first.
-async fn read_head(stream: &mut TcpStream, buf: &mut [u8]) -> Option<Answer> {
+async fn read_head(stream: &mut TcpStream, buf: &mut [u8]) -> Option<Request> {
     let mut filled = 0;
     loop {
         if filled == buf.len() {
-            return Some(Answer::HeadTooLarge);
+            return Some(Request::HeadTooLarge);
         }
         let n = stream.read(&mut buf[filled..]).await.ok()?;
         if n == 0 {
@@ -147,125 +141,7 @@ async fn read_head(stream: &mut TcpStream, buf: &mut [u8]) -> Option<Answer> {
         let from = filled.saturating_sub(3);
         filled += n;
         if let Some(end) = head_end(&buf[from..filled]) {
-            return Some(classify(&buf[..from + end]));
+            return Some(Request::classify(&buf[..from + end]));
         }
-    }
-}
-
-/// Where the head ends in `bytes` (the index just after the blank line), if it does.
-fn head_end(bytes: &[u8]) -> Option<usize> {
-    bytes.windows(2).enumerate().find_map(|(i, w)| match w {
-        b"\n\n" => Some(i + 2),
-        [b'\n', b'\r'] if bytes.get(i + 2) == Some(&b'\n') => Some(i + 3),
-        _ => None,
-    })
-}
-
-/// The answer to a request head.
-fn classify(head: &[u8]) -> Answer {
-    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let mut parts = line.split(|&b| b == b' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Answer::BadRequest;
-    };
-    let token = |s: &[u8]| !s.is_empty() && s.iter().all(|b| b.is_ascii_alphanumeric());
-    if !token(method) || !version.starts_with(b"HTTP/1.") || target.is_empty() {
-        return Answer::BadRequest;
-    }
-    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
-    let head_only = match method {
-        b"GET" => false,
-        b"HEAD" => true,
-        _ => return Answer::MethodNotAllowed,
-    };
-    if path == b"/metrics" {
-        Answer::Metrics { head_only }
-    } else {
-        Answer::NotFound
-    }
-}
-
-/// The whole response to `answer`.
-fn respond(answer: &Answer, watchdog: &Watchdog) -> Vec<u8> {
-    let (status, extra, body, head_only) = match answer {
-        Answer::Metrics { head_only } => (
-            "200 OK",
-            "",
-            watchdog.metrics().render_prometheus(),
-            *head_only,
-        ),
-        Answer::NotFound => (
-            "404 Not Found",
-            "",
-            "not found: try /metrics\n".into(),
-            false,
-        ),
-        Answer::MethodNotAllowed => (
-            "405 Method Not Allowed",
-            "Allow: GET, HEAD\r\n",
-            "method not allowed\n".into(),
-            false,
-        ),
-        Answer::BadRequest => ("400 Bad Request", "", "bad request\n".into(), false),
-        Answer::HeadTooLarge => (
-            "431 Request Header Fields Too Large",
-            "",
-            "request head too large\n".into(),
-            false,
-        ),
-    };
-    let content_type = match answer {
-        Answer::Metrics { .. } => CONTENT_TYPE,
-        _ => "text/plain; charset=utf-8",
-    };
-    let mut out = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    if !head_only {
-        out.extend_from_slice(body.as_bytes());
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn heads_are_classified() {
-        let m = Answer::Metrics { head_only: false };
-        assert_eq!(classify(b"GET /metrics HTTP/1.1\r\nHost: x\r\n"), m);
-        assert_eq!(classify(b"GET /metrics?x=1 HTTP/1.0\n"), m);
-        let h = Answer::Metrics { head_only: true };
-        assert_eq!(classify(b"HEAD /metrics HTTP/1.1\r\n"), h);
-        assert_eq!(classify(b"GET / HTTP/1.1\r\n"), Answer::NotFound);
-        assert_eq!(classify(b"GET /metricsx HTTP/1.1\r\n"), Answer::NotFound);
-        let post = classify(b"POST /metrics HTTP/1.1\r\n");
-        assert_eq!(post, Answer::MethodNotAllowed);
-        for bad in [
-            &b""[..],
-            b"\r\n",
-            b"GET /metrics\r\n",
-            b"GET  /metrics HTTP/1.1\r\n",
-            b"GET /metrics HTTP/1.1 extra\r\n",
-            b"GET /metrics SPDY/3\r\n",
-            b"G\xffT /metrics HTTP/1.1\r\n",
-        ] {
-            assert_eq!(classify(bad), Answer::BadRequest, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn the_end_of_a_head_is_found_in_either_spelling() {
-        assert_eq!(head_end(b"GET / HTTP/1.1\r\n\r\n"), Some(18));
-        assert_eq!(head_end(b"GET / HTTP/1.1\n\nrest"), Some(16));
-        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\r\n"), None);
-        assert_eq!(head_end(b"\n\r"), None);
-        assert_eq!(head_end(b""), None);
     }
 }

@@ -106,7 +106,7 @@ impl ReplayRun {
     }
 
     /// The `--json` object of this run: the record's fields as `run --summary` writes them
-    /// ([`record_json`]), with the run's index, its events, its exit's time and its boundary.
+    /// (the one serializer of a run's record), with the run's index, its events, its exit's time and its boundary.
     pub fn to_json(&self) -> Value {
         let mut v = record_json(&self.record, self.base);
         v.insert("run".into(), json!(self.run));

@@ -18,6 +18,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::event::Outcome;
 use crate::view::LineView;
 
 mod subagents;
@@ -170,6 +171,19 @@ impl ResultFacts {
     pub fn stopped_mid_task(&self) -> bool {
         !self.is_error_result() && self.stop_reason.as_deref() == Some("tool_use")
     }
+
+    /// The outcome of a session whose last `result` these are and that was not killed:
+    /// [`Outcome::ErrorResult`], [`Outcome::Incomplete`] or [`Outcome::Success`] (what
+    /// [`Registry::end`](crate::Registry::end) reports; the Node API's ends use it).
+    pub fn into_outcome(self) -> Outcome {
+        if self.is_error_result() {
+            Outcome::ErrorResult(Box::new(self))
+        } else if self.stopped_mid_task() {
+            Outcome::Incomplete
+        } else {
+            Outcome::Success
+        }
+    }
 }
 
 #[cfg(test)]
@@ -221,6 +235,25 @@ mod tests {
             })
         );
         assert_eq!(serde_json::from_value::<ResultFacts>(v).unwrap(), f);
+    }
+
+    #[test]
+    fn the_outcome_of_a_last_result_is_the_registrys() {
+        let outcome = |line: &[u8]| {
+            let view = LineView::parse(line).unwrap();
+            ResultFacts::of_line(&view).into_outcome().as_str()
+        };
+        let ok =
+            br#"{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn"}"#;
+        assert_eq!(outcome(ok), "success");
+        let api = br#"{"type":"result","subtype":"success","is_error":true}"#;
+        assert_eq!(outcome(api), "error_result");
+        assert_eq!(
+            outcome(br#"{"type":"result","subtype":"error_max_turns"}"#),
+            "error_result"
+        );
+        let mid = br#"{"type":"result","subtype":"success","stop_reason":"tool_use"}"#;
+        assert_eq!(outcome(mid), "incomplete");
     }
 
     #[test]

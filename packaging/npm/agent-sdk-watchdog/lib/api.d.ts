@@ -1,5 +1,6 @@
 // Types of the reference agent-sdk-watchdog 0.2.0 API (lib/*.mjs), shared by the ES module
 // entry (index.d.mts) and the require() entry (index.d.cts).
+import type { Server } from 'node:http';
 import type { HookCallback, SDKMessage, SDKRateLimitInfo } from '@anthropic-ai/claude-agent-sdk';
 import type { WatchdogOptions, WatchdogPolicy } from '../index.js';
 
@@ -122,10 +123,80 @@ export interface Watchdog {
   register(reg: WatchdogRegistration, now?: number): WatchdogHandle;
   /** One check by hand; returns the kills it made. */
   tick(now?: number): WatchdogKill[];
-  /** Stop the timer and forget every query. */
+  /** Stop the timer and forget every query (what was counted stays). */
   close(): void;
   readonly config: ResolvedWatchdogConfig;
+  /** Not in the reference: what this watchdog counted since it was made, and its gauges now. */
+  metrics(): WatchdogMetrics;
+  /** Not in the reference: the same in the Prometheus text exposition format 0.0.4. */
+  renderPrometheus(): string;
 }
+
+// --- fleet metrics (ours)
+
+/** A kill kind as the metrics name it: the registry's names (`idle` is `watchdog_idle`, `ceiling` is `hard_ceiling`). */
+export type MetricsKillKind = 'ceiling' | 'startup' | 'linger' | 'idle' | 'no_progress';
+/** How a query ended: by its kill, else by its last result, else `no_result`. */
+export type MetricsOutcome = 'success' | 'error_result' | 'killed' | 'no_result' | 'incomplete';
+
+/** A snapshot of a watchdog's counters (totals over every query, never per query), keyed by the series' label values. */
+export interface WatchdogMetrics {
+  /** Queries registered now. */
+  sessions: number;
+  /** The utilization read at the last check (`getUtilization`), or null. */
+  utilization: number | null;
+  /** Queries that ended (`unregister()`), by outcome. */
+  ended: Record<MetricsOutcome, number>;
+  /** Queries that ended killed, by kill kind. */
+  endedKilled: Record<MetricsKillKind, number>;
+  kills: Record<MetricsKillKind, number>;
+  /** Always 0 here: this API gives no stalling warnings (the series is kept for dashboards). */
+  stallingWarnings: Record<'idle' | 'no_progress', number>;
+  /** Extensions reported (`onExtend`), by reason. */
+  extensions: Record<WatchdogExtendReason, number>;
+  /** How late kills came after their deadlines. */
+  killLateness: {
+    count: number;
+    sumSeconds: number;
+    /** `[upper bound in seconds, kills at most that late]`, cumulative, ending with `[Infinity, count]`. */
+    buckets: Array<[number, number]>;
+  };
+}
+
+export interface MetricsServerOptions {
+  /** Default 9464; 0 takes a free port (see `MetricsServer.port`). */
+  port?: number;
+  /** Default `127.0.0.1`. */
+  host?: string;
+  /** The time a client has for its request head, and idle time before it is dropped (default 5000). */
+  timeoutMs?: number;
+  /** The largest request head (default 8192): larger gets 431. */
+  maxHeaderBytes?: number;
+  /** Connections at once (default 64): more are closed at once. */
+  maxConnections?: number;
+}
+
+export interface MetricsServer {
+  readonly server: Server;
+  readonly host: string;
+  readonly port: number;
+  /** `http://host:port/metrics`. */
+  readonly url: string;
+  /** Stop listening and close every connection. */
+  close(): Promise<void>;
+}
+
+export declare const METRICS_CONTENT_TYPE: 'text/plain; version=0.0.4; charset=utf-8';
+export declare const METRICS_SERVER_DEFAULTS: Readonly<Required<MetricsServerOptions>>;
+/**
+ * Serves `watchdog.renderPrometheus()` at `GET /metrics` (node:http; 404 another path, 405 another
+ * method, 431 a head too large, 408 a head too slow). Rejects when it cannot listen (port in use).
+ * The server does not keep the process alive.
+ */
+export declare function serveMetrics(
+  watchdog: Pick<Watchdog, 'renderPrometheus'>,
+  options?: MetricsServerOptions,
+): Promise<MetricsServer>;
 
 export declare function createWatchdog(config?: WatchdogConfig): Watchdog;
 /** A PreToolUse / PostToolUse / PostToolUseFailure hook feeding one handle. */

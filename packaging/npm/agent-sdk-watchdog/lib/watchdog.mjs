@@ -79,6 +79,7 @@ export function createWatchdog(config = {}) {
     rows: new Float64Array(16 * S),
     verdicts: new Int32Array(16),
     handles: [], // slot -> handle
+    results: [], // slot -> the last result message observe() saw (read when the query ends)
     free: [],
     top: 0, // rows in use (high-water mark)
     live: 0,
@@ -87,6 +88,9 @@ export function createWatchdog(config = {}) {
     timer: null,
     timerAt: Infinity,
   };
+  // Counted where a kill or an extension is delivered and where a query ends (the core's
+  // counters and rendering: README "Fleet telemetry"); a message costs nothing here.
+  const counters = new addon.MetricsCore();
 
   const rearm = (slot, now) => arm(addon.nextCheck(w.rows, slot, now, w.util, limits));
 
@@ -166,7 +170,10 @@ export function createWatchdog(config = {}) {
       }
       if (effect === EFFECT_WORK || (effect === EFFECT_HEARTBEAT_WORK && toolHeartbeats)) working(s, at);
       else if (effect === EFFECT_ALIVE) heartbeat(s, at);
-      else if (effect === EFFECT_SETTLE) settle(s, at);
+      else if (effect === EFFECT_SETTLE) {
+        w.results[s] = message;
+        settle(s, at);
+      }
     }
 
     get kill() {
@@ -199,6 +206,17 @@ export function createWatchdog(config = {}) {
       const s = this._slot;
       if (s < 0) return;
       this._slot = -1;
+      // The query ended: counted by its kill, else by its last result.
+      const r = w.results[s];
+      w.results[s] = undefined;
+      const str = (v) => (typeof v === 'string' ? v : undefined);
+      counters.end(
+        this._kill ? KINDS.indexOf(this._kill.kind) : 0,
+        r !== undefined,
+        str(r?.subtype),
+        typeof r?.is_error === 'boolean' ? r.is_error : undefined,
+        str(r?.stop_reason),
+      );
       w.rows[s * S + FLAGS] = 0;
       w.handles[s] = undefined;
       w.free.push(s);
@@ -247,6 +265,7 @@ export function createWatchdog(config = {}) {
     } catch (error) {
       report(error);
     }
+    const before = w.util;
     w.util = num(utilization);
     const kills = [];
     if (w.live === 0) return kills;
@@ -279,6 +298,7 @@ export function createWatchdog(config = {}) {
           elapsedMs: now - w.rows[b + L.STARTED_AT],
           sinceToolMs: now - w.rows[b + L.LAST_TOOL_AT],
         };
+        counters.kill(w.rows, s, v, now, before, w.util, limits);
         w.rows[b + L.FLAGS] = w.rows[b + L.FLAGS] | L.KILLED;
         h._kill = kill;
         try {
@@ -290,6 +310,7 @@ export function createWatchdog(config = {}) {
         kills.push(kill);
       } else {
         w.rows[b + L.FLAGS] = w.rows[b + L.FLAGS] | L.EXTEND_NOTED;
+        counters.extension(v);
         try {
           reg.onExtend?.(v === 1 ? 'pre_write' : 'high_utilization', utilization);
         } catch (error) {
@@ -333,6 +354,7 @@ export function createWatchdog(config = {}) {
   function close() {
     for (const h of w.handles) if (h) h._slot = -1;
     w.handles = [];
+    w.results = [];
     w.free = [];
     w.top = 0;
     w.live = 0;
@@ -341,7 +363,29 @@ export function createWatchdog(config = {}) {
     disarm();
   }
 
-  return { register, tick, close, config: c };
+  // The fleet metrics: plain data keyed by the series' label values (kill kinds as the
+  // registry names them: `idle`, `ceiling`), and the same as Prometheus text.
+  function metrics() {
+    const m = JSON.parse(counters.snapshotJson(w.live, w.util));
+    return {
+      sessions: m.sessions,
+      utilization: m.utilization,
+      ended: m.ended,
+      endedKilled: m.ended_killed,
+      kills: m.kills,
+      stallingWarnings: m.stalling_warnings,
+      extensions: m.extensions,
+      killLateness: {
+        count: m.kill_lateness.count,
+        sumSeconds: m.kill_lateness.sum,
+        buckets: m.kill_lateness.buckets.map(([le, n]) => [le === null ? Infinity : le, n]),
+      },
+    };
+  }
+
+  const renderPrometheus = () => counters.render(w.live, w.util);
+
+  return { register, tick, close, config: c, metrics, renderPrometheus };
 }
 
 /**

@@ -331,6 +331,7 @@ from .inprocess import (  # noqa: E402
     make_watchdog_hook,
     rate_limit_reset_iso,
 )
+from .metrics import LatenessHistogram, Metrics, MetricsServer, serve_metrics  # noqa: E402
 
 __all__ += [
     "RATE_LIMIT_DEFAULTS",
@@ -348,5 +349,9 @@ __all__ += [
     "install_sdk_warning_filter",
     "make_watchdog_hook",
     "rate_limit_reset_iso",
+    "LatenessHistogram",
+    "Metrics",
+    "MetricsServer",
+    "serve_metrics",
 ]
 # --- end of the in-process API block

@@ -48,6 +48,7 @@ from typing import (
 )
 
 from . import _native
+from .metrics import Metrics, _metrics
 
 __all__ = [
     "WATCHDOG_DEFAULTS",
@@ -237,6 +238,17 @@ class Watchdog:
             self._handles.clear()
             self._cond.notify_all()
 
+    def metrics(self) -> Metrics:
+        """What this watchdog counted since it was made (kills, ends, warnings, extensions,
+        kill lateness; totals, never per query) and its gauges now: a cheap snapshot."""
+        return _metrics(self._core.metrics_json())
+
+    def render_prometheus(self) -> str:
+        """The same in the Prometheus text exposition format 0.0.4 (what a scrape of
+        :func:`serve_metrics`'s ``/metrics`` answers): the series of the Rust watchdog's
+        endpoint, no per-query label."""
+        return self._core.render_prometheus()
+
     def line_counts(self) -> Dict[str, int]:
         """Messages observed per kind (all queries), by the core's kind names."""
         return dict(self._core.line_counts())
@@ -408,6 +420,18 @@ class WatchdogHandle:
         """The kill, or None; readable after :meth:`unregister`."""
         return self._kill
 
+    def end(self, now: Optional[float] = None) -> Optional[str]:
+        """The query ended (its stream is over, or it was killed): returns its outcome,
+        ``success``, ``error_result``, ``killed``, ``no_result`` or ``incomplete``, and counts
+        it in :meth:`Watchdog.metrics` once (a later call returns the same and counts nothing).
+        ``guard()`` calls it when its loop ends; a query unregistered without ending is not
+        counted. None once unregistered."""
+        if not self._live:
+            return None
+        outcome, flags = self._core.end(self._sid, self._now(now))
+        self._w._after(flags)
+        return outcome
+
     def unregister(self) -> None:
         """Stop supervising (idempotent)."""
         if self._live:
@@ -500,7 +524,8 @@ class WatchdogHandle:
     def guard(self, messages: AsyncIterable[T]) -> AsyncIterator[T]:
         """Iterate ``messages`` (what ``query()`` returns), feeding each to this handle; a kill
         ends the iteration with :class:`WatchdogKilled` the moment it lands, even if the SDK
-        never yields again, and closes the SDK's generator (its CLI is stopped)."""
+        never yields again, and closes the SDK's generator (its CLI is stopped). The end of
+        the iteration (the stream's, or the kill's) ends the query (:meth:`end`)."""
         return _Guard(self, messages)
 
 
@@ -551,6 +576,7 @@ class _Guard(AsyncIterator[T]):
             raise StopAsyncIteration
         if h._kill is not None:
             await self._close()
+            h.end()
             raise WatchdogKilled(h._kill)
         if h._call_soon is None:
             h._call_soon = _loop_caller()
@@ -570,6 +596,7 @@ class _Guard(AsyncIterator[T]):
                 message = await self._it.__anext__()
         except StopAsyncIteration:
             self._done = True
+            h.end()
             raise
         finally:
             h._cancel = None
@@ -579,11 +606,13 @@ class _Guard(AsyncIterator[T]):
                 self._process = new[0]
         if scope.cancelled_caught or (scope.cancel_called and h._kill is not None):
             await self._close()
+            h.end()
             raise WatchdogKilled(h._kill) from None  # type: ignore[arg-type]
         h.observe(message)
         if h._kill is not None:
             self._stop_cli()
             await self._close()
+            h.end()
             raise WatchdogKilled(h._kill)
         return message
 

@@ -1,0 +1,583 @@
+//! Fleet metrics, sans-IO: what a host counts as it delivers the registry's [`Event`]s
+//! ([`Counters`]), the snapshot of it ([`Metrics`]), and its one rendering in the Prometheus
+//! text exposition format 0.0.4 ([`Metrics::render_prometheus`]) that every host serves (the
+//! runtime's `Watchdog`, the Node and Python in-process APIs). [`scrape`] answers a scrape's
+//! request head with bytes, for a host's own socket.
+//!
+//! No clock, no I/O, no lock: counting is a relaxed atomic add per event, so the counters can
+//! be shared by every thread that delivers events; the instant a kill is delivered (for its
+//! lateness) is passed in by the host. Only the snapshot and the rendering allocate.
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use watchdog_core::metrics::Counters;
+//! use watchdog_core::{Event, KillKind, Limits, Registry, SessionConfig};
+//!
+//! let t0 = Instant::now();
+//! let mut registry = Registry::new(Limits::default().with_startup(Duration::from_secs(30)).unwrap());
+//! let id = registry.register(t0, SessionConfig::default());
+//! let counters = Counters::default();
+//! let due = registry.poll_timeout().unwrap();
+//! registry.handle_timeout(due + Duration::from_millis(3)); // the host woke 3 ms late
+//! registry.end(due + Duration::from_millis(3), id);
+//! while let Some(event) = registry.poll_event() {
+//!     counters.record(&event, || due + Duration::from_millis(3));
+//! }
+//! let metrics = counters.snapshot(registry.len(), registry.utilization());
+//! assert_eq!(metrics.kills(KillKind::Startup), 1);
+//! assert_eq!(metrics.ended("killed"), 1);
+//! assert_eq!(metrics.kill_lateness().sum(), Duration::from_millis(3));
+//! assert!(metrics.render_prometheus().contains(
+//!     r#"agent_watchdog_kill_count_total{kill_kind="startup",agent_watchdog_source="run"} 1"#
+//! ));
+//! ```
+
+pub mod scrape;
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use crate::event::{Event, ExtendReason, KillKind, Outcome, StallClock};
+
+/// Every kill kind, in the order the counters keep them.
+const KINDS: [KillKind; 5] = [
+    KillKind::Ceiling,
+    KillKind::Startup,
+    KillKind::Linger,
+    KillKind::Idle,
+    KillKind::NoProgress,
+];
+
+/// The outcomes other than `killed` (which is counted by kill kind), in counter order.
+const OTHER_OUTCOMES: [&str; 4] = ["success", "error_result", "no_result", "incomplete"];
+
+const CLOCKS: [StallClock; 2] = [StallClock::Idle, StallClock::NoProgress];
+
+const REASONS: [ExtendReason; 2] = [ExtendReason::HighUtilization, ExtendReason::PreWrite];
+
+/// Upper bounds of the kill-lateness buckets, in seconds: the CLI's OpenTelemetry histogram
+/// `agent_watchdog.kill.lateness` has the same ones, so the two can be summed.
+pub const LATENESS_BOUNDS: [f64; 10] = [
+    0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0,
+];
+
+/// [`LATENESS_BOUNDS`] in nanoseconds (what the event path compares with).
+const LATENESS_NANOS: [u64; 10] = [
+    100_000,
+    500_000,
+    1_000_000,
+    2_000_000,
+    5_000_000,
+    10_000_000,
+    50_000_000,
+    100_000_000,
+    500_000_000,
+    1_000_000_000,
+];
+
+fn kind_index(kind: KillKind) -> usize {
+    match kind {
+        KillKind::Ceiling => 0,
+        KillKind::Startup => 1,
+        KillKind::Linger => 2,
+        KillKind::Idle => 3,
+        KillKind::NoProgress => 4,
+    }
+}
+
+fn clock_index(clock: StallClock) -> usize {
+    match clock {
+        StallClock::Idle => 0,
+        StallClock::NoProgress => 1,
+    }
+}
+
+fn clock_name(clock: StallClock) -> &'static str {
+    match clock {
+        StallClock::Idle => "idle",
+        StallClock::NoProgress => "no_progress",
+    }
+}
+
+fn reason_index(reason: ExtendReason) -> usize {
+    match reason {
+        ExtendReason::HighUtilization => 0,
+        ExtendReason::PreWrite => 1,
+    }
+}
+
+/// Index in `OTHER_OUTCOMES`, or `None` for `killed`.
+fn outcome_index(outcome: &Outcome) -> Option<usize> {
+    match outcome {
+        Outcome::Success => Some(0),
+        Outcome::ErrorResult(_) => Some(1),
+        Outcome::NoResult => Some(2),
+        Outcome::Incomplete => Some(3),
+        Outcome::Killed { .. } => None,
+    }
+}
+
+/// The live counters of one host, shared by whatever delivers its events (`&self` methods,
+/// relaxed atomic adds: `Sync`, no lock). Counted once, when an event is delivered:
+/// [`record`](Self::record) for a registry's events, or the `record_*` methods for a host
+/// whose policy does not speak [`Event`] (the Node in-process API's idle policy).
+#[derive(Debug, Default)]
+pub struct Counters {
+    kills: [AtomicU64; 5],
+    ended_killed: [AtomicU64; 5],
+    ended_other: [AtomicU64; 4],
+    stalling: [AtomicU64; 2],
+    extensions: [AtomicU64; 2],
+    /// Per bucket (not cumulative); the last one is `+Inf`.
+    lateness_buckets: [AtomicU64; 11],
+    lateness_sum_nanos: AtomicU64,
+}
+
+impl Counters {
+    /// Count one event as it is delivered. `now` (the instant of delivery, on the clock of the
+    /// event's instants) is called only for a kill: its lateness is `now - kill.at`. Settles,
+    /// and kinds a newer core may add, are not counted.
+    pub fn record(&self, ev: &Event, now: impl FnOnce() -> Instant) {
+        match ev {
+            Event::Killed(k) => {
+                self.record_kill(k.kind, now().saturating_duration_since(k.at));
+            }
+            Event::Stalling { clock, .. } => self.record_stalling(*clock),
+            Event::Extended { reason, .. } => self.record_extension(*reason),
+            Event::Ended { outcome, .. } => self.record_end(outcome),
+            _ => {}
+        }
+    }
+
+    /// A kill of kind `kind`, delivered `lateness` after its deadline.
+    pub fn record_kill(&self, kind: KillKind, lateness: Duration) {
+        self.kills[kind_index(kind)].fetch_add(1, Relaxed);
+        let nanos = u64::try_from(lateness.as_nanos()).unwrap_or(u64::MAX);
+        let bucket = LATENESS_NANOS
+            .iter()
+            .position(|&b| nanos <= b)
+            .unwrap_or(LATENESS_NANOS.len());
+        self.lateness_buckets[bucket].fetch_add(1, Relaxed);
+        self.lateness_sum_nanos.fetch_add(nanos, Relaxed);
+    }
+
+    /// A session ended with `outcome`.
+    pub fn record_end(&self, outcome: &Outcome) {
+        match (outcome, outcome_index(outcome)) {
+            (_, Some(i)) => {
+                self.ended_other[i].fetch_add(1, Relaxed);
+            }
+            (Outcome::Killed { kind }, None) => {
+                self.ended_killed[kind_index(*kind)].fetch_add(1, Relaxed);
+            }
+            _ => {}
+        }
+    }
+
+    /// A stalling warning of `clock`.
+    pub fn record_stalling(&self, clock: StallClock) {
+        self.stalling[clock_index(clock)].fetch_add(1, Relaxed);
+    }
+
+    /// An idle-patience extension for `reason`.
+    pub fn record_extension(&self, reason: ExtendReason) {
+        self.extensions[reason_index(reason)].fetch_add(1, Relaxed);
+    }
+
+    /// A snapshot, with the two gauges the host reads: the sessions registered now and the
+    /// rate-limit utilization (`None` when unknown).
+    pub fn snapshot(&self, sessions: usize, utilization: Option<f64>) -> Metrics {
+        let load = |a: &[AtomicU64]| a.iter().map(|c| c.load(Relaxed)).collect::<Vec<_>>();
+        let mut cumulative = 0;
+        let mut buckets = [0; 11];
+        for (b, c) in buckets.iter_mut().zip(&self.lateness_buckets) {
+            cumulative += c.load(Relaxed);
+            *b = cumulative;
+        }
+        let kills = load(&self.kills);
+        let ended_killed = load(&self.ended_killed);
+        let ended_other = load(&self.ended_other);
+        let stalling = load(&self.stalling);
+        let extensions = load(&self.extensions);
+        Metrics {
+            sessions,
+            utilization,
+            kills: std::array::from_fn(|i| kills[i]),
+            ended_killed: std::array::from_fn(|i| ended_killed[i]),
+            ended_other: std::array::from_fn(|i| ended_other[i]),
+            stalling: std::array::from_fn(|i| stalling[i]),
+            extensions: std::array::from_fn(|i| extensions[i]),
+            kill_lateness: LatenessHistogram {
+                // The count is the +Inf bucket, so the two always agree in one snapshot.
+                count: buckets[10],
+                sum: Duration::from_nanos(self.lateness_sum_nanos.load(Relaxed)),
+                buckets,
+            },
+        }
+    }
+}
+
+/// The kill lateness of a [`Metrics`] snapshot: how late each kill was delivered after its
+/// deadline ([`Kill::at`](crate::Kill::at)), on the host's clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatenessHistogram {
+    count: u64,
+    sum: Duration,
+    /// Cumulative counts per bound of [`LATENESS_BOUNDS`], then `+Inf`.
+    buckets: [u64; 11],
+}
+
+impl LatenessHistogram {
+    /// Kills measured.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Their lateness added up.
+    pub fn sum(&self) -> Duration {
+        self.sum
+    }
+
+    /// `(upper bound in seconds, kills at most that late)`, cumulative as in Prometheus,
+    /// ending with `f64::INFINITY` (which equals [`count`](Self::count)).
+    pub fn buckets(&self) -> impl Iterator<Item = (f64, u64)> + '_ {
+        LATENESS_BOUNDS
+            .iter()
+            .copied()
+            .chain([f64::INFINITY])
+            .zip(self.buckets.iter().copied())
+    }
+}
+
+/// A snapshot of what a host counted since it started ([`Counters::snapshot`]; the runtime's
+/// `Watchdog::metrics`). Plain data: rendering or comparing it touches the host no more.
+///
+/// Counters are totals over every session the host ever had, never per session: a long-lived
+/// host would otherwise grow one series per session for ever.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metrics {
+    sessions: usize,
+    utilization: Option<f64>,
+    kills: [u64; 5],
+    ended_killed: [u64; 5],
+    ended_other: [u64; 4],
+    stalling: [u64; 2],
+    extensions: [u64; 2],
+    kill_lateness: LatenessHistogram,
+}
+
+/// Every series carries this label, as the CLI's exported points do, so the README's queries
+/// (which select live runs with it) select these too.
+const SOURCE: &str = "agent_watchdog_source=\"run\"";
+
+impl Metrics {
+    /// Sessions registered now.
+    pub fn sessions(&self) -> usize {
+        self.sessions
+    }
+
+    /// Sessions that ended with `outcome` (its [`Outcome::as_str`] name: `success`,
+    /// `error_result`, `killed`, `no_result`, `incomplete`); 0 for any other name. A session
+    /// ends when its host says so (the runtime's `Session::end`, a Python `guard()`ed loop's
+    /// end, a Node handle's `unregister()`); one dropped without ending is not counted.
+    pub fn ended(&self, outcome: &str) -> u64 {
+        if outcome == "killed" {
+            return self.ended_killed.iter().sum();
+        }
+        OTHER_OUTCOMES
+            .iter()
+            .position(|o| *o == outcome)
+            .map_or(0, |i| self.ended_other[i])
+    }
+
+    /// Sessions that ended killed, with kill kind `kind`.
+    pub fn ended_killed(&self, kind: KillKind) -> u64 {
+        self.ended_killed[kind_index(kind)]
+    }
+
+    /// Kills of kind `kind`.
+    pub fn kills(&self, kind: KillKind) -> u64 {
+        self.kills[kind_index(kind)]
+    }
+
+    /// Stalling warnings of clock `clock`.
+    pub fn stalling_warnings(&self, clock: StallClock) -> u64 {
+        self.stalling[clock_index(clock)]
+    }
+
+    /// Idle-patience extensions for `reason`.
+    pub fn extensions(&self, reason: ExtendReason) -> u64 {
+        self.extensions[reason_index(reason)]
+    }
+
+    /// How late kills were delivered after their deadlines.
+    pub fn kill_lateness(&self) -> &LatenessHistogram {
+        &self.kill_lateness
+    }
+
+    /// The rate-limit utilization the host last had (0–1, highest window), `None` when
+    /// unknown.
+    pub fn utilization(&self) -> Option<f64> {
+        self.utilization
+    }
+
+    /// The snapshot as one JSON object, keyed by the series' label values, what the language
+    /// bindings hand their users (`null` for an unknown utilization; the lateness `sum` in
+    /// seconds, its `buckets` cumulative `[le, count]` pairs with `null` for `+Inf`):
+    ///
+    /// ```json
+    /// {"sessions": 0, "utilization": null,
+    ///  "ended": {"success": 0, "error_result": 0, "killed": 1, "no_result": 0, "incomplete": 0},
+    ///  "ended_killed": {"ceiling": 0, "startup": 1, "linger": 0, "idle": 0, "no_progress": 0},
+    ///  "kills": {"ceiling": 0, "startup": 1, "linger": 0, "idle": 0, "no_progress": 0},
+    ///  "stalling_warnings": {"idle": 0, "no_progress": 0},
+    ///  "extensions": {"high_utilization": 0, "pre_write": 0},
+    ///  "kill_lateness": {"count": 1, "sum": 0.0, "buckets": [[0.0001, 1], …, [null, 1]]}}
+    /// ```
+    pub fn to_json(&self) -> Value {
+        fn by<T: Copy>(keys: &[T], name: impl Fn(T) -> &'static str, n: &[u64]) -> Value {
+            let map: Map<String, Value> = keys
+                .iter()
+                .zip(n)
+                .map(|(k, n)| (name(*k).to_owned(), json!(n)))
+                .collect();
+            Value::Object(map)
+        }
+        let mut ended = Map::new();
+        for (outcome, n) in OTHER_OUTCOMES.iter().zip(self.ended_other) {
+            ended.insert((*outcome).to_owned(), json!(n));
+        }
+        ended.insert("killed".to_owned(), json!(self.ended("killed")));
+        let buckets: Vec<Value> = self
+            .kill_lateness
+            .buckets()
+            .map(|(le, n)| json!([le.is_finite().then_some(le), n]))
+            .collect();
+        json!({
+            "sessions": self.sessions,
+            "utilization": self.utilization.filter(|u| u.is_finite()),
+            "ended": ended,
+            "ended_killed": by(&KINDS, KillKind::as_str, &self.ended_killed),
+            "kills": by(&KINDS, KillKind::as_str, &self.kills),
+            "stalling_warnings": by(&CLOCKS, clock_name, &self.stalling),
+            "extensions": by(&REASONS, ExtendReason::as_str, &self.extensions),
+            "kill_lateness": {
+                "count": self.kill_lateness.count,
+                "sum": self.kill_lateness.sum.as_secs_f64(),
+                "buckets": buckets,
+            },
+        })
+    }
+
+    /// The snapshot in the Prometheus text exposition format 0.0.4 (what a scrape of
+    /// `/metrics` answers; serve it as [`scrape::CONTENT_TYPE`]). Every series of known
+    /// labels is present, at 0 until counted, so `rate()` sees its first increase; the
+    /// utilization sample is left out while it is unknown.
+    pub fn render_prometheus(&self) -> String {
+        let mut out = String::with_capacity(4096);
+        let o = &mut out;
+        family(
+            o,
+            "agent_watchdog_sessions",
+            "gauge",
+            "Sessions registered with the watchdog now.",
+        );
+        sample(o, "agent_watchdog_sessions", "", self.sessions as f64);
+
+        let name = "agent_watchdog_session_count_total";
+        family(
+            o,
+            "agent_watchdog_session_count_total",
+            "counter",
+            "Sessions that ended, by outcome (and kill kind when killed).",
+        );
+        for (outcome, n) in OTHER_OUTCOMES.iter().zip(self.ended_other) {
+            sample(o, name, &format!("outcome=\"{outcome}\","), n as f64);
+        }
+        for (kind, n) in KINDS.iter().zip(self.ended_killed) {
+            let labels = format!("outcome=\"killed\",kill_kind=\"{}\",", kind.as_str());
+            sample(o, name, &labels, n as f64);
+        }
+
+        family(
+            o,
+            "agent_watchdog_kill_count_total",
+            "counter",
+            "Kills, by kind.",
+        );
+        for (kind, n) in KINDS.iter().zip(self.kills) {
+            let labels = format!("kill_kind=\"{}\",", kind.as_str());
+            sample(o, "agent_watchdog_kill_count_total", &labels, n as f64);
+        }
+
+        family(
+            o,
+            "agent_watchdog_stalling_warning_count_total",
+            "counter",
+            "Stalling warnings, by clock.",
+        );
+        for (clock, n) in CLOCKS.iter().zip(self.stalling) {
+            let labels = format!("clock=\"{}\",", clock_name(*clock));
+            let name = "agent_watchdog_stalling_warning_count_total";
+            sample(o, name, &labels, n as f64);
+        }
+
+        family(
+            o,
+            "agent_watchdog_extension_count_total",
+            "counter",
+            "Idle-patience extensions, by reason.",
+        );
+        for (reason, n) in REASONS.iter().zip(self.extensions) {
+            let labels = format!("reason=\"{}\",", reason.as_str());
+            sample(o, "agent_watchdog_extension_count_total", &labels, n as f64);
+        }
+
+        let name = "agent_watchdog_kill_lateness_seconds";
+        family(
+            o,
+            name,
+            "histogram",
+            "From a kill's deadline to the watchdog delivering the kill, on the watchdog's clock.",
+        );
+        let bucket = format!("{name}_bucket");
+        for (le, n) in self.kill_lateness.buckets() {
+            let labels = format!("le=\"{}\",", fmt_value(le));
+            sample(o, &bucket, &labels, n as f64);
+        }
+        let sum = self.kill_lateness.sum.as_secs_f64();
+        sample(o, &format!("{name}_sum"), "", sum);
+        let count = self.kill_lateness.count as f64;
+        sample(o, &format!("{name}_count"), "", count);
+
+        let name = "agent_watchdog_rate_limit_utilization_ratio";
+        family(
+            o,
+            name,
+            "gauge",
+            "The rate-limit utilization last set (0-1, highest window); absent while unknown.",
+        );
+        if let Some(u) = self.utilization {
+            sample(o, name, "", u);
+        }
+        out
+    }
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// One sample line; `labels` is empty or `key="value",` pairs (each ending with a comma).
+fn sample(out: &mut String, name: &str, labels: &str, value: f64) {
+    let _ = writeln!(out, "{name}{{{labels}{SOURCE}}} {}", fmt_value(value));
+}
+
+/// A value as Prometheus spells it: `NaN`, `+Inf`, `-Inf`, or a decimal.
+fn fmt_value(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v == f64::INFINITY {
+        "+Inf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".into()
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_spelled_as_prometheus_reads_them() {
+        assert_eq!(fmt_value(f64::NAN), "NaN");
+        assert_eq!(fmt_value(f64::INFINITY), "+Inf");
+        assert_eq!(fmt_value(f64::NEG_INFINITY), "-Inf");
+        assert_eq!(fmt_value(0.0001), "0.0001");
+        assert_eq!(fmt_value(3.0), "3");
+    }
+
+    #[test]
+    fn the_nanosecond_bounds_are_the_second_bounds() {
+        for (s, ns) in LATENESS_BOUNDS.iter().zip(LATENESS_NANOS) {
+            assert_eq!(Duration::from_secs_f64(*s), Duration::from_nanos(ns));
+        }
+    }
+
+    #[test]
+    fn lateness_lands_in_the_first_bucket_that_holds_it_and_bounds_are_inclusive() {
+        let c = Counters::default();
+        c.record_kill(KillKind::Idle, Duration::ZERO);
+        c.record_kill(KillKind::Idle, Duration::from_micros(100));
+        c.record_kill(KillKind::Ceiling, Duration::from_micros(101));
+        c.record_kill(KillKind::Startup, Duration::from_secs(2));
+        c.record_kill(KillKind::Startup, Duration::MAX);
+        let m = c.snapshot(0, None);
+        let b: Vec<u64> = m.kill_lateness().buckets().map(|(_, n)| n).collect();
+        assert_eq!(b, [2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 5]);
+        assert_eq!(m.kill_lateness().count(), 5);
+        assert_eq!(
+            (m.kills(KillKind::Idle), m.kills(KillKind::Startup)),
+            (2, 2)
+        );
+        assert_eq!(m.kills(KillKind::Ceiling), 1);
+    }
+
+    #[test]
+    fn ends_are_counted_by_outcome_and_killed_ones_by_kind() {
+        let c = Counters::default();
+        c.record_end(&Outcome::Success);
+        c.record_end(&Outcome::ErrorResult(Box::default()));
+        c.record_end(&Outcome::Killed {
+            kind: KillKind::Linger,
+        });
+        c.record_end(&Outcome::Killed {
+            kind: KillKind::Idle,
+        });
+        let m = c.snapshot(2, Some(0.25));
+        assert_eq!(m.ended("success"), 1);
+        assert_eq!(m.ended("error_result"), 1);
+        assert_eq!(m.ended("killed"), 2);
+        assert_eq!(m.ended_killed(KillKind::Linger), 1);
+        assert_eq!(m.ended("no_result"), 0);
+        assert_eq!(m.ended("nonsense"), 0);
+        assert_eq!((m.sessions(), m.utilization()), (2, Some(0.25)));
+    }
+
+    #[test]
+    fn the_json_snapshot_is_the_same_counts_under_the_label_values() {
+        let c = Counters::default();
+        c.record_kill(KillKind::NoProgress, Duration::from_millis(3));
+        c.record_end(&Outcome::Killed {
+            kind: KillKind::NoProgress,
+        });
+        c.record_end(&Outcome::Incomplete);
+        c.record_stalling(StallClock::NoProgress);
+        c.record_extension(ExtendReason::HighUtilization);
+        let j = c.snapshot(1, None).to_json();
+        assert_eq!(j["sessions"], 1);
+        assert!(j["utilization"].is_null());
+        assert_eq!(j["kills"]["no_progress"], 1);
+        assert_eq!(j["kills"]["idle"], 0);
+        assert_eq!(j["ended"]["killed"], 1);
+        assert_eq!(j["ended"]["incomplete"], 1);
+        assert_eq!(j["ended_killed"]["no_progress"], 1);
+        assert_eq!(j["stalling_warnings"]["no_progress"], 1);
+        assert_eq!(j["extensions"]["high_utilization"], 1);
+        assert_eq!(j["kill_lateness"]["count"], 1);
+        assert_eq!(j["kill_lateness"]["sum"], 0.003);
+        let buckets = j["kill_lateness"]["buckets"].as_array().unwrap();
+        assert_eq!(buckets.len(), 11);
+        assert_eq!(buckets[4], json!([0.005, 1]));
+        assert_eq!(buckets[3], json!([0.002, 0]));
+        assert_eq!(buckets[10], json!([null, 1]));
+        let u = c.snapshot(0, Some(0.5)).to_json();
+        assert_eq!(u["utilization"], 0.5);
+    }
+}
