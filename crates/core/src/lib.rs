@@ -168,7 +168,9 @@ pub mod wall;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use config::{ConfigError, Limits, McpLimits, SessionConfig, HEARTBEAT_TICK};
-pub use event::{Event, ExtendReason, Kill, KillKind, McpCall, Outcome, SessionId, StallClock};
+pub use event::{
+    Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutstandingMcp, SessionId, StallClock,
+};
 pub use facts::{ClaudeSessionId, InvalidClaudeSessionId, ResultFacts};
 pub use registry::{Registry, SessionSnapshot};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
