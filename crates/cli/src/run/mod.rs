@@ -142,6 +142,8 @@ pub(crate) struct Host {
     stdin: Option<live::HostStdin>,
     /// A reader or host that went away while the child is silent.
     vanished: vanished::Vanished,
+    /// What the runs record as they go (empty with telemetry off).
+    pub(crate) telemetry: crate::telemetry::Live,
 }
 
 /// Now, epoch milliseconds.
@@ -205,6 +207,7 @@ async fn run(
         stdin: stdin::should_pipe(&cfg.argv).then(stdin::spawn_reader),
         // `demo` discards the child's stdout: nobody reads ours for it.
         vanished: vanished::Vanished::start(!cfg.quiet_stdout, cfg.mode == Mode::DropIn),
+        telemetry: telemetry.live(),
     };
     let first = match supervise(&cfg, &cfg.argv, &mut host, None).await {
         Ok(f) => f,
