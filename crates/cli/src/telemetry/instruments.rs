@@ -51,26 +51,6 @@ pub(super) fn emit(
     logger.emit(r);
 }
 
-/// Lateness buckets, in seconds: from 100 µs to a second.
-const LATENESS: &[f64] = &[
-    0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0,
-];
-
-/// Spell and age buckets, in seconds: from a second to a few hours.
-const BOUNDARIES: &[f64] = &[
-    1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0, 14400.0,
-];
-
-/// The buckets of our histogram `name`: [`LATENESS`] for the kill lateness, else
-/// [`BOUNDARIES`].
-pub(super) fn buckets(name: &str) -> &'static [f64] {
-    if name == "agent_watchdog.kill.lateness" {
-        LATENESS
-    } else {
-        BOUNDARIES
-    }
-}
-
 /// `mcp__server__tool` → (`server`, `tool`).
 fn mcp_parts(tool: &str) -> Option<(&str, &str)> {
     tool.strip_prefix("mcp__")?.split_once("__")
@@ -102,13 +82,13 @@ pub(super) fn f64_counter(m: &Meter, name: &'static str) -> Counter<f64> {
         .build()
 }
 
-/// Our histogram `name` (seconds, its [`buckets`]), with the unit and description of the
-/// table.
+/// Our histogram `name` (seconds, its [buckets](super::table::buckets)), with the unit and
+/// description of the table.
 pub(super) fn histogram(m: &Meter, name: &'static str) -> Histogram<f64> {
     m.f64_histogram(name)
         .with_unit(unit(name))
         .with_description(description(name))
-        .with_boundaries(buckets(name).to_vec())
+        .with_boundaries(super::table::buckets(name).to_vec())
         .build()
 }
 
@@ -153,6 +133,7 @@ mod tests {
 
     #[test]
     fn every_histogram_has_our_buckets() {
+        use super::super::table::{buckets, LATENESS, SECONDS};
         assert_eq!(
             buckets("agent_watchdog.kill.lateness").first(),
             Some(&0.0001)
@@ -161,7 +142,8 @@ mod tests {
             buckets("agent_watchdog.quiet_spell.duration").first(),
             Some(&1.0)
         );
-        assert!(BOUNDARIES.windows(2).all(|w| w[0] < w[1]));
-        assert!(LATENESS.windows(2).all(|w| w[0] < w[1]));
+        for b in [LATENESS, SECONDS] {
+            assert!(b.windows(2).all(|w| w[0] < w[1]), "{b:?}");
+        }
     }
 }

@@ -182,7 +182,7 @@ fn every_name_the_readme_section_uses_is_one_we_export() {
                 inner
                     .split(',')
                     .filter_map(|kv| kv.split_once('='))
-                    .map(|(k, _)| k.trim().to_owned()),
+                    .map(|(k, _)| k.trim().trim_end_matches('!').to_owned()),
             );
         }
         rest = &after[end..];

@@ -151,6 +151,26 @@ pub const METRICS: &[Metric] = &[
     ),
 ];
 
+/// Lateness buckets, in seconds: from 100 µs to a second.
+pub const LATENESS: &[f64] = &[
+    0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0,
+];
+
+/// Spell, age and duration buckets, in seconds: from a second to a few hours.
+pub const SECONDS: &[f64] = &[
+    1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0, 14400.0,
+];
+
+/// The bucket boundaries of our histogram `name`: [`LATENESS`] for the kill lateness, else
+/// [`SECONDS`].
+pub fn buckets(name: &str) -> &'static [f64] {
+    if name == "agent_watchdog.kill.lateness" {
+        LATENESS
+    } else {
+        SECONDS
+    }
+}
+
 /// The metric called `name`, if it is one of ours.
 pub fn metric(name: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|m| m.name == name)
