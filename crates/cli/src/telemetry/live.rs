@@ -74,6 +74,8 @@ struct RunState {
     killed: Option<KilledSpell>,
     /// The attributes of each tool, made once.
     tools: HashMap<Arc<str>, Vec<KeyValue>>,
+    /// The attributes of the point being recorded (kept: no allocation per spell).
+    attrs: Vec<KeyValue>,
 }
 
 impl Live {
@@ -230,25 +232,38 @@ impl Recorder {
         ]
     }
 
+    /// One spell, on both clocks. No allocation once a tool's attributes are made: the
+    /// attributes go in a buffer kept for the run, their texts are shared.
     fn spell(&mut self, s: &QuietSpell) {
         let Some(i) = &self.inst else { return };
-        let mut a = self.base();
+        let run = &mut self.run;
+        let a = &mut run.attrs;
+        a.clear();
+        a.push(KeyValue::new(
+            "session.id",
+            StringValue::from(run.session.clone()),
+        ));
+        a.push(KeyValue::new(SOURCE, "run"));
         a.push(KeyValue::new("ended_by", s.ended_by()));
         a.push(KeyValue::new("spell.kind", s.kind.as_str()));
         if let Some(t) = &s.tool {
-            let cached = self
-                .run
-                .tools
-                .entry(t.clone())
-                .or_insert_with(|| tool_attrs(t));
+            let cached = run.tools.entry(t.clone()).or_insert_with(|| {
+                tool_attrs(t)
+                    .into_iter()
+                    .map(|kv| {
+                        let text: Arc<str> = Arc::from(kv.value.as_str().as_ref());
+                        KeyValue::new(kv.key, StringValue::from(text))
+                    })
+                    .collect()
+            });
             a.extend(cached.iter().cloned());
         }
         a.push(KeyValue::new("clock", "idle"));
-        i.spells.record(s.quiet.as_secs_f64(), &a);
+        i.spells.record(s.quiet.as_secs_f64(), a);
         if let Some(last) = a.last_mut() {
             *last = KeyValue::new("clock", "no_progress");
         }
-        i.spells.record(s.length.as_secs_f64(), &a);
+        i.spells.record(s.length.as_secs_f64(), a);
     }
 
     fn stalling(&self, clock: StallClock, remaining: Duration, now: Instant) {

@@ -121,10 +121,10 @@ fn push_spell(events: &mut VecDeque<Event>, id: SessionId, spell: QuietSpell) {
             return;
         }
     }
-    events.push_back(Event::QuietSpells {
-        id,
-        spells: vec![spell],
-    });
+    // Room for the spells of a typical batch, so that a batch costs one allocation.
+    let mut spells = Vec::with_capacity(16);
+    spells.push(spell);
+    events.push_back(Event::QuietSpells { id, spells });
 }
 
 #[cfg(test)]
