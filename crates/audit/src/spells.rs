@@ -35,37 +35,9 @@
 
 use super::transcript::{Ending, Entry, EntryKind, Format, Stop};
 
-/// What a quiet spell was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SpellKind {
-    /// Waiting on the model.
-    Model,
-    /// Waiting on a tool call.
-    Tool,
-    /// After a final answer.
-    AfterResult,
-    /// Waiting on a person.
-    Human,
-}
-
-impl SpellKind {
-    /// Every kind, in report order.
-    pub const ALL: [SpellKind; 4] = [
-        SpellKind::Model,
-        SpellKind::Tool,
-        SpellKind::AfterResult,
-        SpellKind::Human,
-    ];
-    /// Snake-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SpellKind::Model => "model",
-            SpellKind::Tool => "tool",
-            SpellKind::AfterResult => "after_result",
-            SpellKind::Human => "human",
-        }
-    }
-}
+/// What a quiet spell was: the core's, which a live run's spells also use
+/// ([`watchdog_core::facts::spells`]), so that live and back-filled spells are of one kind.
+pub use watchdog_core::facts::SpellKind;
 
 /// One quiet spell.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -20,7 +20,9 @@ pub(crate) mod policy_args;
 pub mod replay;
 pub mod run;
 pub(crate) mod status;
-pub(crate) mod telemetry;
+// Public for the tests only: they derive the Prometheus names from the instrument table.
+#[doc(hidden)]
+pub mod telemetry;
 pub(crate) mod verdict;
 
 pub use policy_args::forget_empty_env_vars;

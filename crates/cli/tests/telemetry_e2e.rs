@@ -5,11 +5,18 @@
 //! `agent_watchdog.kill` event and counters, all with the same `session.id`: the join a fleet
 //! dashboard makes.
 //!
-//! Needs the real `claude` (`scripts/install-claude`, or `CLAUDE_BIN`) and the binary built
-//! with the cargo feature `telemetry`: either missing is a failure that says so, never a skip.
+//! The README's SQL join ("sessions whose last Claude Code event is older than their kill")
+//! then runs, as the README prints it, on DuckDB over the log records received, loaded into a
+//! table shaped like the collector's ClickHouse exporter's `otel_logs`: it finds this session.
+//!
+//! Needs the real `claude` (`scripts/install-claude`, or `CLAUDE_BIN`), DuckDB
+//! (`scripts/install-query-tools`) and the binary built with the cargo feature `telemetry`:
+//! any of them missing is a failure that says so, never a skip.
 
 #[path = "common/otlp.rs"]
 mod otlp;
+#[path = "common/queries.rs"]
+mod queries;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -124,4 +131,36 @@ fn claude_code_telemetry_and_ours_join_by_session_id() {
         "{what}"
     );
     assert!(rx.got.lock().unwrap().undecoded.is_empty(), "{what}");
+
+    // The README's join, on the records as a ClickHouse `otel_logs` table would hold them:
+    // `Timestamp` is the record's time, or its observed time when it has none (as the
+    // exporter does), `ServiceName` the resource's, `LogAttributes` the attributes as text.
+    let records: Vec<Value> = items
+        .iter()
+        .filter(|i| i.signal == "logs")
+        .map(|i| {
+            let ts = if i.time_ns == 0 {
+                i.observed_ns
+            } else {
+                i.time_ns
+            };
+            serde_json::json!({"timestamp_ns": ts, "service": i.service, "attributes": i.attrs})
+        })
+        .collect();
+    let claude_events = records
+        .iter()
+        .filter(|r| r["service"] == "claude-code")
+        .count();
+    assert!(claude_events > 0, "{what}");
+    let sql = queries::readme_query("sql", "otel_logs");
+    let rows: Vec<Vec<String>> = serde_json::from_str(&queries::run_python(
+        "sql_join.py",
+        &[&sql],
+        &serde_json::to_string(&records).unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?} from {} records", records.len());
+    assert_eq!(rows[0][0], sid, "{rows:?}");
+    // The kill (row's second column) came after Claude Code's last event (the third).
+    assert!(rows[0][1] > rows[0][2], "{rows:?}");
 }

@@ -129,6 +129,15 @@ pub struct McpCall {
     pub outstanding: Duration,
 }
 
+/// An MCP tool call outstanding now, as [`Event::McpCalls`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutstandingMcp {
+    /// The tool, e.g. `mcp__db__query`.
+    pub tool: String,
+    /// When it started (its `tool_use`, or as its heartbeats said).
+    pub since: Instant,
+}
+
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -216,6 +225,33 @@ pub enum Event {
         /// The id the `init` carried (`None`: no valid one).
         got: Option<crate::facts::ClaudeSessionId>,
     },
+    /// Quiet spells that lines of the session ended (see [`crate::facts::spells`]), in order:
+    /// those of the lines read together come in one event. Only for a session registered with
+    /// [`SessionConfig::with_live_facts`](crate::SessionConfig::with_live_facts).
+    QuietSpells {
+        /// The session.
+        id: SessionId,
+        /// The spells, oldest first.
+        spells: Vec<crate::facts::QuietSpell>,
+    },
+    /// The MCP calls the session has outstanding changed: all of them now (empty: none).
+    /// Only for a session registered with
+    /// [`SessionConfig::with_live_facts`](crate::SessionConfig::with_live_facts).
+    McpCalls {
+        /// The session.
+        id: SessionId,
+        /// Every call outstanding now, each with when it started.
+        calls: Vec<OutstandingMcp>,
+    },
+    /// Claude Code's session id became known, or a `system/init` changed it (the rule:
+    /// [`crate::facts`]). Only for a session registered with
+    /// [`SessionConfig::with_live_facts`](crate::SessionConfig::with_live_facts).
+    SessionIdentified {
+        /// The session.
+        id: SessionId,
+        /// Its Claude Code session id.
+        session: crate::facts::ClaudeSessionId,
+    },
 }
 
 impl Event {
@@ -228,7 +264,10 @@ impl Event {
             | Event::Settled { id }
             | Event::Ended { id, .. }
             | Event::RateLimit { id, .. }
-            | Event::SessionMismatch { id, .. } => *id,
+            | Event::SessionMismatch { id, .. }
+            | Event::QuietSpells { id, .. }
+            | Event::McpCalls { id, .. }
+            | Event::SessionIdentified { id, .. } => *id,
         }
     }
 }

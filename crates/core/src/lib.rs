@@ -181,7 +181,9 @@ pub mod wall;
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use claude_code::HEARTBEAT_TICK;
 pub use config::{ConfigError, Limits, McpLimits, SessionConfig};
-pub use event::{Event, ExtendReason, Kill, KillKind, McpCall, Outcome, SessionId, StallClock};
+pub use event::{
+    Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutstandingMcp, SessionId, StallClock,
+};
 pub use facts::{ClaudeSessionId, InvalidClaudeSessionId, ResultFacts};
 pub use record::{ChildExit, LineCounts, RunRecord, Stage};
 pub use registry::{Registry, SessionSnapshot};

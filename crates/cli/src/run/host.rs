@@ -18,6 +18,8 @@ pub(crate) struct Host {
     pub(super) stdin: Option<stdin::HostStdin>,
     /// A reader or host that went away while the child is silent.
     pub(super) vanished: vanished::Vanished,
+    /// What the runs record as they go (empty with telemetry off).
+    pub(crate) telemetry: crate::telemetry::Live,
 }
 
 /// Now, epoch milliseconds.

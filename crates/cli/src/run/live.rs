@@ -127,6 +127,9 @@ impl Live<'_> {
         self.check_write(r);
         let now = b.at();
         self.first_line.get_or_insert(now);
+        self.host
+            .telemetry
+            .stdout(self.start, now, b.lines(), &self.handle);
         for m in b.lines() {
             let bytes = b.line(m);
             if m.piece {
@@ -215,6 +218,9 @@ impl Live<'_> {
     }
 
     fn on_event(&mut self, now: Instant, ev: Event) {
+        if self.host.telemetry.event(&ev, now, &self.handle) {
+            return;
+        }
         let at = match &ev {
             Event::Killed(k) => k.at,
             _ => now,
@@ -313,7 +319,10 @@ pub(crate) async fn supervise(
     }
     let mut session = SessionConfig::default()
         .with_limits(cfg.limits.clone())
-        .with_tally(true);
+        .with_tally(true)
+        .with_live_facts(host.telemetry.is_on());
+    host.telemetry
+        .run_started(expect_session.map(|id| id.as_str()));
     if let Some(id) = expect_session {
         session = session.with_expected_session(id.clone());
     }
@@ -409,6 +418,7 @@ pub(crate) async fn supervise(
                 } else {
                     signals.first = Some(sig);
                     live.handle.signal(sig.to_rustix());
+                    live.host.telemetry.signal_forwarded(sig.name());
                     signals.escalate_at = tokio::time::Instant::now().checked_add(signals.grace);
                 }
             }
@@ -483,5 +493,10 @@ pub(crate) async fn supervise(
         first_line: live.first_line.map(|t| t.saturating_duration_since(start)),
         kill_late: live.kill_late,
     };
-    Ok(Finished::new(record, ours, facts, cfg))
+    let finished = Finished::new(record, ours, facts, cfg);
+    if live.host.telemetry.is_on() {
+        let summary = finished.summary(finished.code, None);
+        live.host.telemetry.run_ended(&summary);
+    }
+    Ok(finished)
 }

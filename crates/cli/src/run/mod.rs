@@ -147,6 +147,7 @@ async fn run(
         stdin: stdin::should_pipe(&cfg.argv).then(stdin::spawn_reader),
         // `demo` discards the child's stdout: nobody reads ours for it.
         vanished: vanished::Vanished::start(!cfg.quiet_stdout, cfg.mode == Mode::DropIn),
+        telemetry: telemetry.live(),
     };
     let first = match supervise(&cfg, &cfg.argv, &mut host, None).await {
         Ok(f) => f,

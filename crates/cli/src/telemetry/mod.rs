@@ -1,27 +1,44 @@
 //! Fleet telemetry: every run's decisions as OpenTelemetry metrics and log events, joined to
 //! Claude Code's own telemetry by `session.id` (README "Telemetry").
 //!
-//! Off unless `AGENT_WATCHDOG_TELEMETRY=1` ([`config::SWITCH`]); when off nothing is built and
-//! nothing runs. When on, the providers are built before the runtime starts, each finished run
-//! is recorded from its summary (`Telemetry::record_run`, after the child is gone: the line
-//! path and the kill ladder never touch it), the SDK exports on its own threads, and the flush
-//! at exit waits at most the bound ([`config::DEFAULT_FLUSH`]). A collector that is down, slow
-//! or failing costs one stderr line and never the exit code or the summary.
+//! Off unless `AGENT_WATCHDOG_TELEMETRY=1` (`config::SWITCH`); when off nothing is built and
+//! nothing runs. When on, the providers are built before the runtime starts; a run records
+//! each decision as the run loop handles it (`live`: spells, warnings, signals, the gauges; a
+//! kill when its ladder ends) and, once it is over, how it ended from its summary
+//! (`Telemetry::record_run`); the SDK exports on its own threads, and the flush at exit waits
+//! at most the bound (`config::DEFAULT_FLUSH`). A collector that is down, slow or failing
+//! costs one stderr line and never the exit code or the summary.
 //!
-//! One concern a file: [`config`] reads the variables, `export` runs the SDK, `console` is the
-//! `console` exporter (to stderr: our stdout is the session's stream), `instruments` turns a
-//! summary into metric points and events. Built with the cargo feature `telemetry`;
-//! without it, switching telemetry on says once that this build has none.
+//! One concern a file: `config` reads the variables, `export` runs the SDK, `console` is the
+//! `console` exporter (to stderr: our stdout is the session's stream), [`table`] lists the
+//! metrics, `instruments` builds them, `hooks` is what the run loop calls, `live`, `gauges`
+//! and `stop` record a run as it goes, `finished` records its end, `backfill` an audit. Built
+//! with the cargo feature `telemetry`; without it, switching telemetry on says once that this
+//! build has none.
 
 #[cfg(feature = "telemetry")]
 mod backfill;
-pub mod config;
+pub(crate) mod config;
 #[cfg(feature = "telemetry")]
 mod console;
 #[cfg(feature = "telemetry")]
 mod export;
 #[cfg(feature = "telemetry")]
+mod finished;
+#[cfg(feature = "telemetry")]
+mod gauges;
+mod hooks;
+#[cfg(feature = "telemetry")]
 mod instruments;
+#[cfg(feature = "telemetry")]
+mod live;
+#[cfg(all(test, feature = "telemetry"))]
+mod readme_names;
+#[cfg(feature = "telemetry")]
+mod stop;
+pub mod table;
+
+pub(crate) use hooks::Live;
 
 use serde_json::Value;
 
@@ -115,12 +132,24 @@ impl Telemetry {
         false
     }
 
-    /// Record one finished run from its summary (the `--summary` JSON). Only records into
-    /// the SDK's instruments and queue: no I/O here.
+    /// What the run loop records into as a run goes (empty when off).
+    pub(crate) fn live(&self) -> Live {
+        #[cfg(feature = "telemetry")]
+        if let Some(on) = &self.inner {
+            return Live {
+                inner: live::Live::new(on.meter.as_ref(), on.logger.clone()),
+            };
+        }
+        Live::off()
+    }
+
+    /// Record how one finished run ended, from its summary (the `--summary` JSON); what it
+    /// decided while it ran was recorded then ([`Telemetry::live`]). Only records into the
+    /// SDK's instruments and queue: no I/O here.
     pub(crate) fn record_run(&self, summary: &Value) {
         #[cfg(feature = "telemetry")]
         if let Some(on) = &self.inner {
-            instruments::record_run(
+            finished::record_run(
                 on.meter.as_ref(),
                 on.logger.as_ref(),
                 summary,

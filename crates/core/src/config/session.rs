@@ -17,6 +17,7 @@ pub struct SessionConfig {
     limits: Option<Limits>,
     host_input: bool,
     tally: bool,
+    live_facts: bool,
     expect_session: Option<crate::facts::ClaudeSessionId>,
 }
 
@@ -49,7 +50,22 @@ impl SessionConfig {
     }
     /// Whether the session keeps a [`Tally`](crate::facts::Tally).
     pub fn tally(&self) -> bool {
-        self.tally
+        self.tally || self.live_facts
+    }
+    /// Report, while the session runs, what its lines tell beyond the deadlines: the quiet
+    /// spells they end ([`Event::QuietSpells`](crate::Event::QuietSpells), by the definition of
+    /// [`crate::facts::spells`]), the MCP calls outstanding whenever they change
+    /// ([`Event::McpCalls`](crate::Event::McpCalls)), and Claude Code's session id once known
+    /// ([`Event::SessionIdentified`](crate::Event::SessionIdentified)). Implies
+    /// [`SessionConfig::with_tally`]. Default false: without it none of this is kept or
+    /// looked at.
+    pub fn with_live_facts(mut self, on: bool) -> Self {
+        self.live_facts = on;
+        self
+    }
+    /// Whether the session reports its live facts ([`SessionConfig::with_live_facts`]).
+    pub fn live_facts(&self) -> bool {
+        self.live_facts
     }
     /// The session must be Claude Code session `id` (a resumed continuation): a top-level
     /// `system/init` that names another one (or none) is reported once, as

@@ -21,9 +21,13 @@ use serde::{Deserialize, Serialize};
 use crate::event::Outcome;
 use crate::view::LineView;
 
+mod live;
+pub mod spells;
 mod subagents;
 mod tally;
 
+pub(crate) use live::LineContext;
+pub use spells::{QuietSpell, SpellKind};
 pub use subagents::{SubagentFailure, Subagents};
 pub use tally::{Activity, Tally};
 

@@ -3,7 +3,13 @@
 //! [`SessionConfig::with_tally`](crate::SessionConfig::with_tally)): the current activity (for a
 //! status line), the model turns, the subagents and their failures.
 
+use std::collections::VecDeque;
+use std::sync::Arc;
+
 use crate::classify::{Class, LineKind, Signal};
+use crate::event::Event;
+use crate::facts::live::{LineContext, LiveFacts};
+use crate::facts::spells::{Ending, Step};
 use crate::facts::{ResultFacts, Subagents};
 use crate::view::LineView;
 
@@ -72,10 +78,29 @@ pub struct Tally {
     activity: Activity,
     /// Top-level `user` lines that answered tool calls (one model turn each).
     tool_rounds: u64,
-    /// Tool calls started and not yet answered: (id, name).
-    open_tools: Vec<(String, String)>,
+    /// Top-level tool calls started and not yet answered, in call order.
+    open_tools: Vec<OpenTool>,
     /// Subagents and their failures (`system/task_*` lines).
     subagents: Subagents,
+    /// What the session reports while it runs, when its host asked
+    /// ([`SessionConfig::with_live_facts`](crate::SessionConfig::with_live_facts)).
+    live: Option<Box<LiveFacts>>,
+    /// While a live tally reads a line: the first pending call (in call order) the line
+    /// answered.
+    answered: Option<Arc<str>>,
+    /// A live tally is reading a line (keep [`Tally::answered`]).
+    reading_live: bool,
+}
+
+/// A top-level tool call not yet answered.
+#[derive(Debug, Clone, PartialEq)]
+struct OpenTool {
+    /// Its `tool_use` id.
+    id: String,
+    /// The tool (shared with the quiet spells that name it).
+    name: Arc<str>,
+    /// A `tool_result` of the line being read answers it.
+    answered: bool,
 }
 
 impl Default for Tally {
@@ -86,21 +111,92 @@ impl Default for Tally {
             tool_rounds: 0,
             open_tools: Vec::new(),
             subagents: Subagents::default(),
+            live: None,
+            answered: None,
+            reading_live: false,
         }
     }
 }
 
 impl Tally {
+    /// A tally that also keeps what the session reports while it runs (`live`: quiet spells,
+    /// MCP calls, the session id; see [`crate::facts::spells`]).
+    pub(crate) fn new(live: bool) -> Tally {
+        Tally {
+            live: live.then(Box::default),
+            ..Tally::default()
+        }
+    }
+
+    /// Whether the tally keeps the live facts ([`Tally::new`]).
+    pub(crate) fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+
     /// Tally one stdout line of class `class` (`view`: `None` for a line that did not parse).
     pub fn observe(&mut self, view: Option<&LineView<'_>>, class: Class) {
+        self.read(view, class);
+    }
+
+    /// Tally one line as [`Tally::observe`] does and return whether it is top-level.
+    fn read(&mut self, view: Option<&LineView<'_>>, class: Class) -> bool {
         self.assistant |= class.kind == LineKind::Assistant;
         match view {
             Some(view) => {
                 let top_level = view.parent_tool_use_id().is_none();
                 self.look_inside(view, class, top_level);
+                top_level
             }
-            None => self.note_class(class, false),
+            None => {
+                self.note_class(class, false);
+                false
+            }
         }
+    }
+
+    /// Tally one line as [`Tally::observe`] does and, for a tally made [`Tally::new`] with
+    /// `live`, queue on `events` what it reports ([`crate::facts::live`]).
+    pub(crate) fn observe_in(
+        &mut self,
+        view: Option<&LineView<'_>>,
+        class: Class,
+        cx: &LineContext<'_>,
+        events: &mut VecDeque<Event>,
+    ) {
+        let Some(mut live) = self.live.take() else {
+            self.read(view, class);
+            return;
+        };
+        live.spells.line(cx.now);
+        // The spell's tool is the latest pending before the line (its answer is read below).
+        let last_pending = self.open_tools.last().map(|t| t.name.clone());
+        self.answered = None;
+        self.reading_live = true;
+        let top_level = self.read(view, class);
+        self.reading_live = false;
+        let step = Step::of(class, view.is_some(), top_level);
+        let spell = match step {
+            Step::Other => None,
+            Step::HumanWait => {
+                live.spells.human_wait();
+                None
+            }
+            Step::Progress => {
+                let answered = self.answered.take();
+                live.spells.progress(
+                    cx.now,
+                    Ending {
+                        waiting_on_person: cx.waiting_on_person,
+                        last_pending: last_pending.as_ref(),
+                        answered: answered.as_ref(),
+                        settles: class.kind == LineKind::Result && top_level,
+                        top_level,
+                    },
+                )
+            }
+        };
+        live.after_line(cx, class, spell, events);
+        self.live = Some(live);
     }
 
     /// The current activity.
@@ -132,7 +228,7 @@ impl Tally {
             // A subagent streams again: the call its heartbeat showed is over.
             LineKind::StreamEvent if matches!(self.activity, Activity::InFlight { .. }) => {
                 self.activity = match self.open_tools.last() {
-                    Some((_, name)) => Activity::Tool(name.clone()),
+                    Some(t) => Activity::Tool(t.name.to_string()),
                     None => Activity::Requesting,
                 };
             }
@@ -150,11 +246,15 @@ impl Tally {
             LineKind::Assistant if top_level => {
                 let mut any = false;
                 for (id, name) in view.tool_uses() {
-                    self.open_tools.push((id.into_owned(), name.into_owned()));
+                    self.open_tools.push(OpenTool {
+                        id: id.into_owned(),
+                        name: Arc::from(&*name),
+                        answered: false,
+                    });
                     any = true;
                 }
-                if let Some((_, name)) = self.open_tools.last().filter(|_| any) {
-                    self.activity = Activity::Tool(name.clone());
+                if let Some(t) = self.open_tools.last().filter(|_| any) {
+                    self.activity = Activity::Tool(t.name.to_string());
                 } else {
                     self.activity = Activity::Writing;
                 }
@@ -162,12 +262,19 @@ impl Tally {
             LineKind::User if top_level => {
                 let mut any = false;
                 for (id, _) in view.tool_results() {
-                    self.open_tools.retain(|(open, _)| *open != id);
+                    for t in self.open_tools.iter_mut().filter(|t| t.id == *id) {
+                        t.answered = true;
+                    }
                     any = true;
                 }
+                if self.reading_live {
+                    let first = self.open_tools.iter().find(|t| t.answered);
+                    self.answered = first.map(|t| t.name.clone());
+                }
+                self.open_tools.retain(|t| !t.answered);
                 self.tool_rounds += u64::from(any);
                 self.activity = match self.open_tools.last() {
-                    Some((_, name)) => Activity::Tool(name.clone()),
+                    Some(t) => Activity::Tool(t.name.to_string()),
                     None => Activity::Requesting,
                 };
             }

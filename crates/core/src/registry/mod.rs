@@ -255,7 +255,7 @@ impl Registry {
         }
         if config.tally() || config.expected_session().is_some() {
             let watched = Watched {
-                tally: config.tally().then(Tally::default),
+                tally: config.tally().then(|| Tally::new(config.live_facts())),
                 expect: config.expected_session().cloned(),
                 mismatch_reported: false,
             };

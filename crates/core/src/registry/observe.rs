@@ -1,6 +1,6 @@
 //! The line side: what a stdout line, a stdin line or a tool boundary changes in a session.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::classify::{classify, Class, LineKind, Signal};
 use crate::config::{Limits, McpLimits};
@@ -95,15 +95,36 @@ impl Registry {
     }
 
     /// What a watched session keeps: its tally sees every line (those printed while it is
-    /// stopped too), and its first top-level `system/init` with another id than the expected
-    /// one is reported.
+    /// stopped too), with what it reports when the session asked for live facts
+    /// ([`crate::facts::live`]), and its first top-level `system/init` with another id than
+    /// the expected one is reported.
     fn watch_line(&mut self, slot: u32, id: SessionId, line: Option<&LineView<'_>>, class: Class) {
-        let (s, c) = self.parts_mut(slot);
-        let Some(w) = s.rare_mut(c).and_then(|r| r.watched.as_deref_mut()) else {
+        let (epoch, t) = (self.epoch, self.now);
+        let s = &self.slots[slot as usize];
+        let Cold {
+            rare, cli_session, ..
+        } = &mut self.cold[slot as usize];
+        let Some(r) = rare.as_deref_mut().filter(|_| s.has(flag::RARE)) else {
             return;
         };
-        if let Some(tally) = &mut w.tally {
-            tally.observe(line, class);
+        let Some(w) = r.watched.as_deref_mut() else {
+            return;
+        };
+        match (&mut w.tally, epoch) {
+            (Some(tally), Some(epoch)) if tally.is_live() => {
+                // What only the registry knows, for the live facts (crate::facts::live).
+                let cx = crate::facts::LineContext {
+                    id,
+                    now: epoch + Duration::from_nanos(t),
+                    epoch,
+                    waiting_on_person: s.paused(),
+                    mcp_calls: &r.mcp_calls,
+                    session: cli_session.as_ref().filter(|_| s.has(flag::CLI_SID)),
+                };
+                tally.observe_in(line, class, &cx, &mut self.events);
+            }
+            (Some(tally), _) => tally.observe(line, class),
+            (None, _) => {}
         }
         let Some(view) = line else { return };
         let init = class.kind == LineKind::System
