@@ -2,13 +2,23 @@
 //!
 //! Times are `u64` nanoseconds since the registry's epoch; [`NEVER`] means "no such instant".
 //! Everything here is pure: the registry feeds lines and asks [`Session::next_due`] for the
-//! earliest timed event.
+//! earliest timed event. One job a file: here the state (a hot cache line, the cold part, the
+//! rare part) and what reads it; `limits`: a policy in nanoseconds; `clocks`: what a line, a
+//! wait or a pause does to the idle and no-progress anchors; `deadlines`: when each deadline
+//! falls due (the idle deadline, its patience and extension, the no-progress cap and its MCP
+//! floor, startup, linger, ceiling, the warnings).
+
+mod clocks;
+mod deadlines;
+mod limits;
+
+pub(crate) use deadlines::Due;
+pub(crate) use limits::LimitsNs;
 
 use std::time::Duration;
 
 use crate::classify::Signal;
-use crate::config::Limits;
-use crate::event::{ExtendReason, Kill, KillKind, Outcome, StallClock};
+use crate::event::{Kill, Outcome};
 use crate::facts::{ClaudeSessionId, ResultFacts};
 
 /// "No such instant".
@@ -17,57 +27,6 @@ pub(crate) const NEVER: u64 = u64::MAX;
 /// A duration in saturating nanoseconds.
 pub(crate) fn dur_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(NEVER)
-}
-
-/// `fraction × d` in nanoseconds, saturating; used for `warn_at`.
-pub(crate) fn frac_ns(d: u64, fraction: f64) -> u64 {
-    let x = d as f64 * fraction;
-    if x >= u64::MAX as f64 {
-        NEVER
-    } else {
-        x as u64
-    }
-}
-
-/// A [`Limits`] converted once to nanoseconds.
-#[derive(Debug, Clone)]
-pub(crate) struct LimitsNs {
-    pub startup: u64,
-    pub idle: u64,
-    pub extended: u64,
-    pub no_progress: u64,
-    pub linger: u64,
-    pub ceiling: u64,
-    /// `warn_at` × `idle`, × `extended` and × `no_progress`, precomputed.
-    pub warn_idle: u64,
-    pub warn_extended: u64,
-    pub warn_no_progress: u64,
-    pub high_utilization: f64,
-}
-
-impl LimitsNs {
-    pub(crate) fn new(l: &Limits) -> Self {
-        let idle = dur_ns(l.idle());
-        let extended = dur_ns(l.extended_idle()).max(idle);
-        let no_progress = dur_ns(l.no_progress());
-        LimitsNs {
-            startup: dur_ns(l.startup()),
-            idle,
-            extended,
-            no_progress,
-            linger: dur_ns(l.linger()),
-            ceiling: l.ceiling().map_or(NEVER, dur_ns),
-            warn_idle: frac_ns(idle, l.warn_at()),
-            warn_extended: frac_ns(extended, l.warn_at()),
-            warn_no_progress: frac_ns(no_progress, l.warn_at()),
-            high_utilization: l.high_utilization(),
-        }
-    }
-
-    /// Whether `utilization` is at or above this policy's threshold.
-    pub(crate) fn is_high(&self, utilization: Option<f64>) -> bool {
-        utilization.is_some_and(|u| u >= self.high_utilization)
-    }
 }
 
 /// Session flags (bits of [`Session::flags`]).
@@ -215,15 +174,6 @@ impl Rare {
     }
 }
 
-/// A timed event of one session.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Due {
-    Kill(KillKind),
-    Extended(ExtendReason),
-    /// A clock passed `warn_at`; the second field is that clock's kill instant.
-    Stalling(StallClock, u64),
-}
-
 /// One session slot's hot state: everything an ordinary line reads or writes, in one cache
 /// line (the slot's generation included, so finding the session costs no other access).
 /// The rest is in [`Cold`], touched only by rare events (pauses, retries, permission requests,
@@ -269,17 +219,6 @@ pub(crate) struct Cold {
     pub cli_session: Option<ClaudeSessionId>,
     /// State that most sessions never need (`RARE`).
     pub rare: Option<Box<Rare>>,
-}
-
-/// Moves an anchor by the paused time that lies after it: a pause over `[b, e)`.
-fn shift(x: u64, b: u64, e: u64) -> u64 {
-    if x >= e {
-        x
-    } else if x <= b {
-        x.saturating_add(e - b)
-    } else {
-        e
-    }
 }
 
 impl Session {
@@ -423,209 +362,6 @@ impl Session {
         }
     }
 
-    /// Forget a back-off the idle anchor has passed (it can never matter again: both move
-    /// together under pauses, and a new back-off ends after the line that announces it).
-    pub(crate) fn drop_past_retry(&mut self, c: &Cold) {
-        if self.has(flag::RETRY) && self.idle_anchor >= c.retry_end {
-            self.flags &= !flag::RETRY;
-        }
-    }
-
-    /// Move the idle anchor, keeping the real last line.
-    fn move_idle_anchor(&mut self, c: &mut Cold, to: u64) {
-        if !self.has(flag::LINE_MOVED) {
-            c.pause_or_line = self.idle_anchor;
-            self.flags |= flag::LINE_MOVED;
-        }
-        self.idle_anchor = to;
-    }
-
-    /// Move the no-progress anchor, keeping the real last progress.
-    fn move_progress_anchor(&mut self, c: &mut Cold, to: u64) {
-        if !self.has(flag::PROGRESS_MOVED) {
-            c.last_progress = self.progress_anchor;
-            self.flags |= flag::PROGRESS_MOVED;
-        }
-        self.progress_anchor = to;
-    }
-
-    /// Whether a wait is open: a human wait, or waiting for the host's next message.
-    pub(crate) fn paused(&self) -> bool {
-        self.has(flag::STATE_WAIT | flag::HOST_WAIT) || self.has_pending_requests()
-    }
-
-    /// Settled with the host's input open: the session now waits for its host. Its pause
-    /// begins at `now` like a human wait's; after a settle by hand that follows an output
-    /// pause (the real last line kept in `pause_or_line`), that earlier instant stays, which
-    /// changes nothing: the wait ends with fresh clocks (the host's message, new progress) or
-    /// settled (the end of input), where only the linger and the ceiling count.
-    pub(crate) fn begin_host_wait(&mut self, c: &mut Cold, now: u64) {
-        if self.has(flag::SETTLED) && self.has(flag::HOST_INPUT) && !self.has(flag::HOST_WAIT) {
-            let was_paused = self.paused();
-            self.flags |= flag::HOST_WAIT;
-            if !was_paused && !self.has(flag::LINE_MOVED) {
-                c.pause_or_line = now;
-            }
-        }
-    }
-
-    /// The extension of idle patience that holds now, if any. With `extend_factor` 1 there is
-    /// never one: patience is the same either way.
-    pub(crate) fn extension(&self, l: &LimitsNs, high: bool) -> Option<ExtendReason> {
-        if l.extended <= l.idle {
-            None
-        } else if high {
-            Some(ExtendReason::HighUtilization)
-        } else if !self.has(flag::WROTE) {
-            Some(ExtendReason::PreWrite)
-        } else {
-            None
-        }
-    }
-
-    /// Before the first line only startup and the ceiling apply. The no-progress clock runs
-    /// from registration, but a cap it passed before it applied kills no earlier than the
-    /// first line (only possible when `no_progress` is shorter than `startup`).
-    pub(crate) fn first_line_floor(&mut self, c: &mut Cold, now: u64, no_progress: u64) {
-        if !self.has(flag::FIRST_LINE) {
-            let floor = now.saturating_sub(no_progress);
-            if floor > self.progress_anchor {
-                self.move_progress_anchor(c, floor);
-            }
-        }
-    }
-
-    /// Any line (or boundary): a sign of life; starts a new idle spell.
-    pub(crate) fn note_line(&mut self, now: u64) {
-        self.flags |= flag::FIRST_LINE;
-        self.flags &= !(flag::EXT_NOTED | flag::STALL_IDLE | flag::LINE_MOVED);
-        self.idle_anchor = now;
-    }
-
-    /// Progress: also starts a new no-progress spell and un-settles.
-    pub(crate) fn note_progress(&mut self, now: u64) {
-        self.note_line(now);
-        self.flags &= !(flag::STALL_NP | flag::SETTLED | flag::PROGRESS_MOVED);
-        self.progress_anchor = now;
-    }
-
-    /// An announced back-off: the idle kill cannot come before `now + delay + patience`.
-    pub(crate) fn note_retry(&mut self, c: &mut Cold, now: u64, delay: u64) {
-        c.retry_end = self.retry_end(c).max(now.saturating_add(delay));
-        self.flags |= flag::RETRY;
-    }
-
-    /// Begin a human wait (if none is open) at `now`.
-    pub(crate) fn begin_wait(&self, c: &mut Cold, now: u64, was_paused: bool) {
-        if !was_paused {
-            debug_assert!(!self.has(flag::LINE_MOVED), "a wait begins with a line");
-            c.pause_or_line = now;
-        }
-    }
-
-    /// If a wait was open and none is now, end the pause: the idle and no-progress clocks
-    /// move by the paused time.
-    pub(crate) fn end_wait_if_clear(&mut self, c: &mut Cold, now: u64, was_paused: bool) {
-        if was_paused && !self.paused() {
-            let b = c.pause_or_line;
-            self.shift_clocks(c, b, now.max(b));
-        }
-    }
-
-    /// Time in `[b, e)` does not count toward the idle and no-progress clocks (the host could
-    /// not take the output). No effect while a human wait is open: its own pause covers the
-    /// same clocks, and ends by shifting them.
-    pub(crate) fn pause_clocks(&mut self, c: &mut Cold, b: u64, e: u64) {
-        if !self.paused() && b < e {
-            self.shift_clocks(c, b, e);
-        }
-    }
-
-    fn shift_clocks(&mut self, c: &mut Cold, b: u64, e: u64) {
-        self.move_idle_anchor(c, shift(self.idle_anchor, b, e));
-        self.move_progress_anchor(c, shift(self.progress_anchor, b, e));
-        if self.has(flag::RETRY) && c.retry_end != 0 {
-            c.retry_end = shift(c.retry_end, b, e);
-        }
-    }
-
-    /// The earliest timed event of this session, with its instant.
-    ///
-    /// `high`: the utilization is at or above this session's threshold; `drop_at`: the last
-    /// instant the utilization fell below it (an extension withdrawn then kills no earlier
-    /// than then).
-    /// `retry_end`: [`Session::retry_end`]; `mcp_floor`: [`Session::mcp_floor`] (the
-    /// no-progress kill comes no earlier).
-    pub(crate) fn next_due(
-        &self,
-        l: &LimitsNs,
-        high: bool,
-        drop_at: u64,
-        retry_end: u64,
-        mcp_floor: u64,
-    ) -> Option<(u64, Due)> {
-        if self.is_done() || self.has(flag::STOPPING) {
-            return None;
-        }
-        let mut kill = (self.started.saturating_add(l.ceiling), KillKind::Ceiling);
-        let mut take = |t: u64, k: KillKind| {
-            if (t, k) < kill {
-                kill = (t, k);
-            }
-        };
-        if !self.has(flag::FIRST_LINE) {
-            take(self.started.saturating_add(l.startup), KillKind::Startup);
-        } else if self.has(flag::SETTLED) {
-            // Waiting for the host's next message is not a hang: no linger until its input ends.
-            if !self.has(flag::HOST_WAIT) {
-                take(self.settled_at.saturating_add(l.linger), KillKind::Linger);
-            }
-        } else if !self.paused() && !self.has(flag::OUTPUT_BLOCKED) {
-            let ext = self.extension(l, high);
-            let (patience, warn_after) = if ext.is_some() {
-                (l.extended, l.warn_extended)
-            } else {
-                (l.idle, l.warn_idle)
-            };
-            let base = self.idle_anchor.max(retry_end);
-            let idle_kill = base.saturating_add(patience).max(drop_at);
-            let np_kill = self
-                .progress_anchor
-                .saturating_add(l.no_progress)
-                .max(mcp_floor);
-            take(idle_kill, KillKind::Idle);
-            take(np_kill, KillKind::NoProgress);
-            let kill_t = kill.0;
-            let mut warn: Option<(u64, Due)> = None;
-            let mut offer = |t: u64, d: Due| {
-                let earlier = match warn {
-                    Some((w, _)) => t < w,
-                    None => true,
-                };
-                if t < kill_t && earlier {
-                    warn = Some((t, d));
-                }
-            };
-            if let Some(reason) = ext {
-                if !self.has(flag::EXT_NOTED) {
-                    offer(base.saturating_add(l.idle), Due::Extended(reason));
-                }
-            }
-            if !self.has(flag::STALL_IDLE) {
-                let t = base.saturating_add(warn_after).max(drop_at);
-                offer(t, Due::Stalling(StallClock::Idle, idle_kill));
-            }
-            if !self.has(flag::STALL_NP) {
-                let t = self.progress_anchor.saturating_add(l.warn_no_progress);
-                offer(t, Due::Stalling(StallClock::NoProgress, np_kill));
-            }
-            if warn.is_some() {
-                return warn;
-            }
-        }
-        (kill.0 != NEVER).then_some((kill.0, Due::Kill(kill.1)))
-    }
-
     /// The terminal outcome as of now.
     pub(crate) fn outcome(&self, c: &Cold) -> Outcome {
         let rare = c.rare.as_deref().filter(|_| self.has(flag::RARE));
@@ -646,13 +382,6 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shift_moves_anchors_by_the_paused_time_after_them() {
-        assert_eq!(shift(10, 20, 50), 40);
-        assert_eq!(shift(30, 20, 50), 50);
-        assert_eq!(shift(60, 20, 50), 60);
-    }
 
     #[test]
     fn a_session_is_small() {

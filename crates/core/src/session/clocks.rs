@@ -1,0 +1,142 @@
+//! The clocks of a session: what a line, a wait or a pause does to the idle and no-progress
+//! anchors (a line starts a new idle spell, progress a new no-progress spell; a human wait, a
+//! wait for the host or a paused output moves both by the time it lasted).
+
+use super::{flag, Cold, Session};
+
+/// Moves an anchor by the paused time that lies after it: a pause over `[b, e)`.
+fn shift(x: u64, b: u64, e: u64) -> u64 {
+    if x >= e {
+        x
+    } else if x <= b {
+        x.saturating_add(e - b)
+    } else {
+        e
+    }
+}
+
+impl Session {
+    /// Forget a back-off the idle anchor has passed (it can never matter again: both move
+    /// together under pauses, and a new back-off ends after the line that announces it).
+    pub(crate) fn drop_past_retry(&mut self, c: &Cold) {
+        if self.has(flag::RETRY) && self.idle_anchor >= c.retry_end {
+            self.flags &= !flag::RETRY;
+        }
+    }
+
+    /// Move the idle anchor, keeping the real last line.
+    fn move_idle_anchor(&mut self, c: &mut Cold, to: u64) {
+        if !self.has(flag::LINE_MOVED) {
+            c.pause_or_line = self.idle_anchor;
+            self.flags |= flag::LINE_MOVED;
+        }
+        self.idle_anchor = to;
+    }
+
+    /// Move the no-progress anchor, keeping the real last progress.
+    fn move_progress_anchor(&mut self, c: &mut Cold, to: u64) {
+        if !self.has(flag::PROGRESS_MOVED) {
+            c.last_progress = self.progress_anchor;
+            self.flags |= flag::PROGRESS_MOVED;
+        }
+        self.progress_anchor = to;
+    }
+
+    /// Whether a wait is open: a human wait, or waiting for the host's next message.
+    pub(crate) fn paused(&self) -> bool {
+        self.has(flag::STATE_WAIT | flag::HOST_WAIT) || self.has_pending_requests()
+    }
+
+    /// Settled with the host's input open: the session now waits for its host. Its pause
+    /// begins at `now` like a human wait's; after a settle by hand that follows an output
+    /// pause (the real last line kept in `pause_or_line`), that earlier instant stays, which
+    /// changes nothing: the wait ends with fresh clocks (the host's message, new progress) or
+    /// settled (the end of input), where only the linger and the ceiling count.
+    pub(crate) fn begin_host_wait(&mut self, c: &mut Cold, now: u64) {
+        if self.has(flag::SETTLED) && self.has(flag::HOST_INPUT) && !self.has(flag::HOST_WAIT) {
+            let was_paused = self.paused();
+            self.flags |= flag::HOST_WAIT;
+            if !was_paused && !self.has(flag::LINE_MOVED) {
+                c.pause_or_line = now;
+            }
+        }
+    }
+
+    /// Before the first line only startup and the ceiling apply. The no-progress clock runs
+    /// from registration, but a cap it passed before it applied kills no earlier than the
+    /// first line (only possible when `no_progress` is shorter than `startup`).
+    pub(crate) fn first_line_floor(&mut self, c: &mut Cold, now: u64, no_progress: u64) {
+        if !self.has(flag::FIRST_LINE) {
+            let floor = now.saturating_sub(no_progress);
+            if floor > self.progress_anchor {
+                self.move_progress_anchor(c, floor);
+            }
+        }
+    }
+
+    /// Any line (or boundary): a sign of life; starts a new idle spell.
+    pub(crate) fn note_line(&mut self, now: u64) {
+        self.flags |= flag::FIRST_LINE;
+        self.flags &= !(flag::EXT_NOTED | flag::STALL_IDLE | flag::LINE_MOVED);
+        self.idle_anchor = now;
+    }
+
+    /// Progress: also starts a new no-progress spell and un-settles.
+    pub(crate) fn note_progress(&mut self, now: u64) {
+        self.note_line(now);
+        self.flags &= !(flag::STALL_NP | flag::SETTLED | flag::PROGRESS_MOVED);
+        self.progress_anchor = now;
+    }
+
+    /// An announced back-off: the idle kill cannot come before `now + delay + patience`.
+    pub(crate) fn note_retry(&mut self, c: &mut Cold, now: u64, delay: u64) {
+        c.retry_end = self.retry_end(c).max(now.saturating_add(delay));
+        self.flags |= flag::RETRY;
+    }
+
+    /// Begin a human wait (if none is open) at `now`.
+    pub(crate) fn begin_wait(&self, c: &mut Cold, now: u64, was_paused: bool) {
+        if !was_paused {
+            debug_assert!(!self.has(flag::LINE_MOVED), "a wait begins with a line");
+            c.pause_or_line = now;
+        }
+    }
+
+    /// If a wait was open and none is now, end the pause: the idle and no-progress clocks
+    /// move by the paused time.
+    pub(crate) fn end_wait_if_clear(&mut self, c: &mut Cold, now: u64, was_paused: bool) {
+        if was_paused && !self.paused() {
+            let b = c.pause_or_line;
+            self.shift_clocks(c, b, now.max(b));
+        }
+    }
+
+    /// Time in `[b, e)` does not count toward the idle and no-progress clocks (the host could
+    /// not take the output). No effect while a human wait is open: its own pause covers the
+    /// same clocks, and ends by shifting them.
+    pub(crate) fn pause_clocks(&mut self, c: &mut Cold, b: u64, e: u64) {
+        if !self.paused() && b < e {
+            self.shift_clocks(c, b, e);
+        }
+    }
+
+    fn shift_clocks(&mut self, c: &mut Cold, b: u64, e: u64) {
+        self.move_idle_anchor(c, shift(self.idle_anchor, b, e));
+        self.move_progress_anchor(c, shift(self.progress_anchor, b, e));
+        if self.has(flag::RETRY) && c.retry_end != 0 {
+            c.retry_end = shift(c.retry_end, b, e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shift_moves_anchors_by_the_paused_time_after_them() {
+        assert_eq!(shift(10, 20, 50), 40);
+        assert_eq!(shift(30, 20, 50), 50);
+        assert_eq!(shift(60, 20, 50), 60);
+    }
+}

@@ -1,0 +1,113 @@
+//! When a session's deadlines fall due: [`Session::next_due`] gives the earliest timed event
+//! (a kill, an idle extension noted, a stalling warning) from the anchors and the policy. The
+//! idle deadline: the last line (or the end of an announced back-off) plus the patience, the
+//! extended one before the first write or while utilization is high; the no-progress cap: the
+//! last progress plus the limit, never before an outstanding MCP call's floor; startup before
+//! the first line; linger once settled; the ceiling always; none while a wait or a blocked
+//! output holds the idle and no-progress clocks.
+
+use crate::event::{ExtendReason, KillKind, StallClock};
+
+use super::{flag, LimitsNs, Session, NEVER};
+
+/// A timed event of one session.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Due {
+    Kill(KillKind),
+    Extended(ExtendReason),
+    /// A clock passed `warn_at`; the second field is that clock's kill instant.
+    Stalling(StallClock, u64),
+}
+
+impl Session {
+    /// The extension of idle patience that holds now, if any. With `extend_factor` 1 there is
+    /// never one: patience is the same either way.
+    pub(crate) fn extension(&self, l: &LimitsNs, high: bool) -> Option<ExtendReason> {
+        if l.extended <= l.idle {
+            None
+        } else if high {
+            Some(ExtendReason::HighUtilization)
+        } else if !self.has(flag::WROTE) {
+            Some(ExtendReason::PreWrite)
+        } else {
+            None
+        }
+    }
+
+    /// The earliest timed event of this session, with its instant.
+    ///
+    /// `high`: the utilization is at or above this session's threshold; `drop_at`: the last
+    /// instant the utilization fell below it (an extension withdrawn then kills no earlier
+    /// than then).
+    /// `retry_end`: [`Session::retry_end`]; `mcp_floor`: [`Session::mcp_floor`] (the
+    /// no-progress kill comes no earlier).
+    pub(crate) fn next_due(
+        &self,
+        l: &LimitsNs,
+        high: bool,
+        drop_at: u64,
+        retry_end: u64,
+        mcp_floor: u64,
+    ) -> Option<(u64, Due)> {
+        if self.is_done() || self.has(flag::STOPPING) {
+            return None;
+        }
+        let mut kill = (self.started.saturating_add(l.ceiling), KillKind::Ceiling);
+        let mut take = |t: u64, k: KillKind| {
+            if (t, k) < kill {
+                kill = (t, k);
+            }
+        };
+        if !self.has(flag::FIRST_LINE) {
+            take(self.started.saturating_add(l.startup), KillKind::Startup);
+        } else if self.has(flag::SETTLED) {
+            // Waiting for the host's next message is not a hang: no linger until its input ends.
+            if !self.has(flag::HOST_WAIT) {
+                take(self.settled_at.saturating_add(l.linger), KillKind::Linger);
+            }
+        } else if !self.paused() && !self.has(flag::OUTPUT_BLOCKED) {
+            let ext = self.extension(l, high);
+            let (patience, warn_after) = if ext.is_some() {
+                (l.extended, l.warn_extended)
+            } else {
+                (l.idle, l.warn_idle)
+            };
+            let base = self.idle_anchor.max(retry_end);
+            let idle_kill = base.saturating_add(patience).max(drop_at);
+            let np_kill = self
+                .progress_anchor
+                .saturating_add(l.no_progress)
+                .max(mcp_floor);
+            take(idle_kill, KillKind::Idle);
+            take(np_kill, KillKind::NoProgress);
+            let kill_t = kill.0;
+            let mut warn: Option<(u64, Due)> = None;
+            let mut offer = |t: u64, d: Due| {
+                let earlier = match warn {
+                    Some((w, _)) => t < w,
+                    None => true,
+                };
+                if t < kill_t && earlier {
+                    warn = Some((t, d));
+                }
+            };
+            if let Some(reason) = ext {
+                if !self.has(flag::EXT_NOTED) {
+                    offer(base.saturating_add(l.idle), Due::Extended(reason));
+                }
+            }
+            if !self.has(flag::STALL_IDLE) {
+                let t = base.saturating_add(warn_after).max(drop_at);
+                offer(t, Due::Stalling(StallClock::Idle, idle_kill));
+            }
+            if !self.has(flag::STALL_NP) {
+                let t = self.progress_anchor.saturating_add(l.warn_no_progress);
+                offer(t, Due::Stalling(StallClock::NoProgress, np_kill));
+            }
+            if warn.is_some() {
+                return warn;
+            }
+        }
+        (kill.0 != NEVER).then_some((kill.0, Due::Kill(kill.1)))
+    }
+}
