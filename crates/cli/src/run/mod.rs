@@ -23,6 +23,7 @@ mod stderr_dedup;
 mod stdin;
 mod stdout;
 mod summary;
+mod supervise;
 mod synthetic;
 mod vanished;
 
@@ -38,7 +39,7 @@ use crate::verdict::{kill_sentence, ms};
 use config::{emits_result, program_name};
 use host::Host;
 use host_signals::UserSignals;
-use live::supervise;
+use supervise::supervise;
 use out_file::SummaryTarget;
 use record::Recorder;
 

@@ -25,7 +25,7 @@ use super::continuation::continuation_argv;
 use super::finished::Finished;
 use super::host::{wall_ms, Host};
 use super::host_signals::UserSig;
-use super::live::supervise;
+use super::supervise::supervise;
 use crate::policy_args::RecoveryArgs;
 use crate::verdict::{ms, outcome_fields};
 use watchdog_core::config::format_duration;
