@@ -37,11 +37,14 @@ use crate::exit_code::{self, RecoveryEnd};
 use crate::status::Status;
 use crate::verdict::{kill_sentence, ms};
 use config::{emits_result, program_name};
+use finished::Finished;
 use host::Host;
 use host_signals::UserSignals;
-use supervise::supervise;
 use out_file::SummaryTarget;
 use record::Recorder;
+use recovery::{Continuation, Plan};
+use supervise::supervise;
+use watchdog_core::capture::Record;
 
 /// Run `run`; returns the exit code.
 pub fn main(args: RunArgs, mode: Mode) -> i32 {
@@ -155,18 +158,10 @@ async fn run(
         Err(code) => return code,
     };
     let (last, recovery_json, end) = match recovery.filter(|_| cfg.mode == Mode::Run) {
-        Some(settings) => {
-            let r = recovery::after(&cfg, &settings, &first, &mut host).await;
-            let end = match (r.code, &r.continued) {
-                (Some(code), _) => RecoveryEnd::Aborted(code),
-                (None, Some(c)) => RecoveryEnd::Continued {
-                    code: c.code,
-                    other_session: c.ours.session_mismatch.is_some(),
-                },
-                (None, None) => RecoveryEnd::NotContinued,
-            };
-            (r.continued, Some(r.json), end)
-        }
+        Some(settings) => match recovery::plan(&settings, &first, &host) {
+            Plan::Done(json) => (None, Some(json), RecoveryEnd::NotContinued),
+            Plan::Continue(c) => continue_once(&cfg, *c, &first, &mut host).await,
+        },
         None => (None, None, RecoveryEnd::NotContinued),
     };
     let code = exit_code::after_recovery(first.code, end);
@@ -236,6 +231,39 @@ async fn run(
         }
     }
     code
+}
+
+/// Carry out the continuation recovery planned: wait for the reset first (the user's signal
+/// aborts it), mark the boundary in the capture, run the continuation through the same
+/// supervised path, and conclude. Returns the continued run, the summary's `recovery` object,
+/// and what it means for the exit code.
+async fn continue_once(
+    cfg: &RunConfig,
+    c: Continuation,
+    first: &Finished,
+    host: &mut Host,
+) -> (Option<Finished>, Option<Value>, RecoveryEnd) {
+    if let Some(until) = c.wait_until {
+        let sid = c.expected.as_str().to_owned();
+        if let Err(sig) = recovery::wait_for(until, &sid, cfg.status, host).await {
+            let json = c.aborted(sig, host);
+            return (None, Some(json), RecoveryEnd::Aborted(sig.exit_code()));
+        }
+    }
+    let boundary = c.boundary(host);
+    host.recorder
+        .write(ms(first.duration), Record::Boundary(boundary));
+    match supervise(cfg, &c.argv, host, Some(&c.expected)).await {
+        Err(code) => (None, Some(c.could_not_start()), RecoveryEnd::Aborted(code)),
+        Ok(cont) => {
+            let json = c.conclude(&cont, host);
+            let end = RecoveryEnd::Continued {
+                code: cont.code,
+                other_session: cont.ours.session_mismatch.is_some(),
+            };
+            (Some(cont), Some(json), end)
+        }
+    }
 }
 
 /// `cfg` with the MCP rule applied for its child (its environment, command line and working

@@ -1,33 +1,33 @@
-//! Recovery in `run`: after the first run ends, decide (the core's pure
-//! [`Recovery::decide`]), claim the durable marker ([`FileLedger`]), maybe wait for a
-//! rate-limit reset, and continue the same session once through the same supervised path.
+//! Recovery in `run`: after the first run ends, [`plan`] decides (the core's pure
+//! [`Recovery::decide`]) and claims the durable marker ([`FileLedger`]); `run` carries the
+//! plan out (maybe a wait for a rate-limit reset, then the same session continued once through
+//! the same supervised path), and the [`Continuation`] concludes it (the notice, if it hit a
+//! trigger again).
 //!
 //! Every failure along the way (no session id, no state directory, an unreadable marker, a
 //! command line whose prompt cannot be located, a lost claim) means: no continuation, and we
 //! say why. A continued run that hits a trigger again gets the single notice, never a second
 //! continuation.
 
+use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use agent_sdk_watchdog::FileLedger;
 use serde_json::{json, Value};
-use watchdog_core::capture::Record;
 use watchdog_core::recovery::{
     trigger_of, validate_session_id, ChainRole, Claim, Decision, LedgerState, Marker, Notice, Skip,
     Trigger,
 };
-use watchdog_core::{Ledger, Recovery, TerminalFacts};
+use watchdog_core::{ClaudeSessionId, Ledger, Recovery, TerminalFacts};
 
-use super::config::RunConfig;
 use super::continuation::continuation_argv;
 use super::finished::Finished;
 use super::host::{wall_ms, Host};
 use super::host_signals::UserSig;
-use super::supervise::supervise;
 use crate::policy_args::RecoveryArgs;
-use crate::verdict::{ms, outcome_fields};
+use crate::verdict::outcome_fields;
 use watchdog_core::config::format_duration;
 
 /// The recovery policy of one `run` and where its markers live.
@@ -52,17 +52,6 @@ pub(crate) fn settings(args: &RecoveryArgs) -> Settings {
         recovery,
         state_dir: args.state_dir.clone(),
     }
-}
-
-/// What recovery did after the first run.
-pub(crate) struct Recovered {
-    /// The summary's `recovery` object.
-    pub(crate) json: Value,
-    /// The continued run, if one ran.
-    pub(crate) continued: Option<Finished>,
-    /// The exit code when it differs from the runs' (an aborted wait, a continuation that
-    /// could not start).
-    pub(crate) code: Option<i32>,
 }
 
 /// The facts of a finished run, for the decision: `role` says whether `run` started it as
@@ -101,66 +90,80 @@ fn worth_saying(skip: &Skip) -> bool {
     )
 }
 
-/// After the first run ended: decide, and act (continue once, or give the notice).
-pub(crate) async fn after(
-    cfg: &RunConfig,
-    settings: &Settings,
-    first: &Finished,
-    host: &mut Host,
-) -> Recovered {
-    let mut r = Recovered {
-        json: json!({"trigger": null, "marker": null, "continued_outcome": null, "notice": null}),
-        continued: None,
-        code: None,
-    };
+/// What recovery decided after the first run: the plan `run` carries out.
+pub(crate) enum Plan {
+    /// Nothing more runs; the summary's `recovery` object says why (a skip, the notice given,
+    /// a marker that could not be claimed).
+    Done(Value),
+    /// Continue the session once: the marker is claimed.
+    Continue(Box<Continuation>),
+}
+
+/// A continuation recovery planned and claimed the marker for: what `run` needs to carry it
+/// out ([`Continuation::argv`], the reset to wait for), and how to conclude it.
+pub(crate) struct Continuation {
+    /// The summary's `recovery` object so far.
+    json: Value,
+    sid: String,
+    /// The session the continuation must run (its `system/init` is checked).
+    pub(crate) expected: ClaudeSessionId,
+    trigger: Trigger,
+    /// The continuation's command line (`claude --resume <sid> …`).
+    pub(crate) argv: Vec<OsString>,
+    /// Wait until this instant (epoch ms) first: a rate-limit window's reset.
+    pub(crate) wait_until: Option<u64>,
+    ledger: FileLedger,
+    recovery: Recovery,
+}
+
+/// After the first run ended: the core's decision ([`Recovery::decide`]), the notice given when
+/// it says so, and for a continuation the marker claimed. Nothing waits or runs here.
+pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
+    let mut json =
+        json!({"trigger": null, "marker": null, "continued_outcome": null, "notice": null});
     let facts = facts_of(first, ChainRole::First);
     // Only a run that shows an enabled trigger touches the ledger.
     match trigger_of(&facts) {
         Ok(t) if settings.recovery.is_enabled(t) => {}
         Ok(t) => {
-            r.json["skipped"] = json!(Skip::Disabled(t).to_string());
-            return r;
+            json["skipped"] = json!(Skip::Disabled(t).to_string());
+            return Plan::Done(json);
         }
         Err(skip) => {
             if worth_saying(&skip) {
                 host.status
                     .say(&format!("recovery: not continuing: {skip}"));
             }
-            r.json["skipped"] = json!(skip.to_string());
-            return r;
+            json["skipped"] = json!(skip.to_string());
+            return Plan::Done(json);
         }
     }
     // The ledger keys markers by UUID: a session id of another shape is not resumed.
-    let Some(sid) = facts
+    let Some(expected) = facts
         .session_id
-        .as_ref()
-        .map(|id| id.as_str().to_owned())
-        .filter(|id| validate_session_id(id).is_ok())
+        .clone()
+        .filter(|id| validate_session_id(id.as_str()).is_ok())
     else {
         let skip = Skip::NoSessionId;
         host.status
             .say(&format!("recovery: not continuing: {skip}"));
-        r.json["skipped"] = json!(skip.to_string());
-        return r;
+        json["skipped"] = json!(skip.to_string());
+        return Plan::Done(json);
     };
-    let fail = |r: &mut Recovered, host: &Host, why: String| {
+    let sid = expected.as_str().to_owned();
+    let fail = |mut json: Value, why: String| {
         host.status
             .say(&format!("recovery: not continuing session {sid}: {why}"));
-        r.json["error"] = json!(why);
+        json["error"] = json!(why);
+        Plan::Done(json)
     };
     let ledger = match open_ledger(settings) {
         Ok(l) => l,
-        Err(e) => {
-            fail(&mut r, host, e);
-            return r;
-        }
+        Err(e) => return fail(json, e),
     };
     let state = match ledger.get(&sid) {
         Ok(e) => LedgerState::from(e),
-        Err(e) => {
-            fail(&mut r, host, e.to_string());
-            return r;
-        }
+        Err(e) => return fail(json, e.to_string()),
     };
     let decision = settings.recovery.decide(&facts, &state);
     let (trigger, prompt, wait_until) = match &decision {
@@ -169,12 +172,12 @@ pub(crate) async fn after(
                 host.status
                     .say(&format!("recovery: not continuing: {skip}"));
             }
-            r.json["skipped"] = json!(skip.to_string());
-            return r;
+            json["skipped"] = json!(skip.to_string());
+            return Plan::Done(json);
         }
         Decision::Notice(notice) => {
-            give_notice(&ledger, &sid, notice, host, &mut r.json);
-            return r;
+            give_notice(&ledger, &sid, notice, host, &mut json);
+            return Plan::Done(json);
         }
         Decision::Continue {
             trigger,
@@ -184,92 +187,98 @@ pub(crate) async fn after(
     };
     let argv = match continuation_argv(&first.argv, &sid, &prompt) {
         Ok(a) => a,
-        Err(e) => {
-            fail(&mut r, host, format!("{trigger}: {e}"));
-            return r;
-        }
+        Err(e) => return fail(json, format!("{trigger}: {e}")),
     };
     let Some(marker) = Marker::for_continue(&facts, &decision) else {
-        fail(&mut r, host, "no marker can be made".into());
-        return r;
+        return fail(json, "no marker can be made".into());
     };
     let marker_path = ledger.marker_path(&sid).ok();
     match ledger.try_claim(&sid, &marker) {
         Ok(Claim::Won) => {}
         Ok(Claim::AlreadyClaimed) => {
-            fail(
-                &mut r,
-                host,
+            return fail(
+                json,
                 "it was already continued once (the marker exists)".into(),
-            );
-            return r;
+            )
         }
-        Err(e) => {
-            fail(&mut r, host, e.to_string());
-            return r;
-        }
+        Err(e) => return fail(json, e.to_string()),
     }
-    r.json["trigger"] = json!(trigger.as_str());
-    r.json["marker"] = json!(marker_path.map(|p| p.display().to_string()));
+    json["trigger"] = json!(trigger.as_str());
+    json["marker"] = json!(marker_path.map(|p| p.display().to_string()));
     if let Some(until) = wait_until {
-        r.json["waited_until_ms"] = json!(until);
-        if let Err(sig) = wait_for(until, &sid, cfg.status, host).await {
-            host.status.say(&format!(
-                "recovery: the wait was aborted ({}); session {sid} is not continued",
-                sig.name()
-            ));
-            r.json["aborted_wait"] = json!(true);
-            r.code = Some(sig.exit_code());
-            return r;
+        json["waited_until_ms"] = json!(until);
+    }
+    Plan::Continue(Box::new(Continuation {
+        json,
+        sid,
+        expected,
+        trigger,
+        argv,
+        wait_until,
+        ledger,
+        recovery: settings.recovery.clone(),
+    }))
+}
+
+impl Continuation {
+    /// The user's signal aborted the wait: nothing was continued.
+    pub(crate) fn aborted(mut self, sig: UserSig, host: &Host) -> Value {
+        host.status.say(&format!(
+            "recovery: the wait was aborted ({}); session {} is not continued",
+            sig.name(),
+            self.sid
+        ));
+        self.json["aborted_wait"] = json!(true);
+        self.json
+    }
+
+    /// What the capture records where the continuation begins; says it begins.
+    pub(crate) fn boundary(&self, host: &Host) -> Value {
+        host.status.say(&format!(
+            "recovery: {}: continuing session {} once (claude --resume)",
+            self.trigger, self.sid
+        ));
+        json!({
+            "recovery": self.trigger.as_str(),
+            "session_id": self.sid,
+            "argv": self.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The continuation could not be started.
+    pub(crate) fn could_not_start(mut self) -> Value {
+        self.json["error"] = json!("the continuation could not start");
+        self.json
+    }
+
+    /// The continuation ran: its outcome, and the single notice if it hit a trigger again.
+    pub(crate) fn conclude(mut self, cont: &Finished, host: &Host) -> Value {
+        let (sid, r) = (&self.sid, &mut self.json);
+        r["continued_outcome"] = json!(cont.record.outcome.as_str());
+        r["continued"] = json!({
+            "outcome_detail": outcome_fields(&cont.record.outcome),
+            "exit_code": cont.code,
+            "kill": cont.kill().map(|k| k.kind.as_str()),
+            "session_id": cont.record.session_id,
+        });
+        if let Some(other) = &cont.ours.session_mismatch {
+            r["error"] = json!(format!("the continuation ran session {other:?}, not {sid}"));
+            return self.json;
         }
-    }
-    host.status.say(&format!(
-        "recovery: {trigger}: continuing session {sid} once (claude --resume)"
-    ));
-    host.recorder.write(
-        ms(first.duration),
-        Record::Boundary(json!({
-            "recovery": trigger.as_str(),
-            "session_id": sid,
-            "argv": argv.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
-        })),
-    );
-    let cont = match supervise(cfg, &argv, host, facts.session_id.as_ref()).await {
-        Ok(c) => c,
-        Err(code) => {
-            r.json["error"] = json!("the continuation could not start");
-            r.code = Some(code);
-            return r;
+        let facts = facts_of(cont, ChainRole::Continuation);
+        match self.ledger.get(sid).map(LedgerState::from) {
+            Ok(state) => match self.recovery.decide(&facts, &state) {
+                Decision::Notice(notice) => give_notice(&self.ledger, sid, &notice, host, r),
+                Decision::Nothing(skip) => r["after_continuation"] = json!(skip.to_string()),
+                // A continuation is never continued: with the marker claimed this cannot happen.
+                Decision::Continue { .. } => {}
+            },
+            Err(e) => host
+                .status
+                .say(&format!("recovery: cannot read the marker of {sid}: {e}")),
         }
-    };
-    r.json["continued_outcome"] = json!(cont.record.outcome.as_str());
-    r.json["continued"] = json!({
-        "outcome_detail": outcome_fields(&cont.record.outcome),
-        "exit_code": cont.code,
-        "kill": cont.kill().map(|k| k.kind.as_str()),
-        "session_id": cont.record.session_id,
-    });
-    if let Some(other) = &cont.ours.session_mismatch {
-        let why = format!("the continuation ran session {other:?}, not {sid}");
-        r.json["error"] = json!(why);
-        r.continued = Some(cont);
-        return r;
+        self.json
     }
-    // The continued run: the single notice if it hit a trigger again.
-    let facts = facts_of(&cont, ChainRole::Continuation);
-    match ledger.get(&sid).map(LedgerState::from) {
-        Ok(state) => match settings.recovery.decide(&facts, &state) {
-            Decision::Notice(notice) => give_notice(&ledger, &sid, &notice, host, &mut r.json),
-            Decision::Nothing(skip) => r.json["after_continuation"] = json!(skip.to_string()),
-            // A continuation is never continued: with the marker claimed this cannot happen.
-            Decision::Continue { .. } => {}
-        },
-        Err(e) => host
-            .status
-            .say(&format!("recovery: cannot read the marker of {sid}: {e}")),
-    }
-    r.continued = Some(cont);
-    r
 }
 
 /// Record the notice and, the first time only, show it (each line prefixed).
@@ -299,7 +308,12 @@ fn give_notice(ledger: &FileLedger, sid: &str, notice: &Notice, host: &Host, jso
 
 /// Wait until `until_ms` (epoch ms): a countdown on a terminal, one message otherwise.
 /// A SIGINT or SIGTERM aborts the wait.
-async fn wait_for(until_ms: u64, sid: &str, status: bool, host: &mut Host) -> Result<(), UserSig> {
+pub(crate) async fn wait_for(
+    until_ms: u64,
+    sid: &str,
+    status: bool,
+    host: &mut Host,
+) -> Result<(), UserSig> {
     let tty = status && std::io::stderr().is_terminal();
     let left = |now: u64| Duration::from_millis(until_ms.saturating_sub(now));
     let iso = watchdog_core::wall::format_iso_ms(until_ms);
