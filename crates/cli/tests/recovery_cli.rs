@@ -149,6 +149,11 @@ fn a_continued_run_is_recorded_after_a_boundary_in_the_same_capture() {
     // process's code; `runs` holds each run's own, with its own code.
     assert_eq!(s["outcome"], "error_result", "{s}");
     assert_eq!(s["exit_code"], 0, "{s}");
+    assert_eq!(
+        (&s["run"], &s["exit_code_from_run"]),
+        (&json!(0), &json!(1)),
+        "{s}"
+    );
     let runs = s["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 2, "{s}");
     assert_eq!((&runs[0]["run"], &runs[1]["run"]), (&json!(0), &json!(1)));
@@ -175,7 +180,14 @@ fn nothing_is_continued_when_recovery_cannot_be_sure() {
     let out = run(d, &flags, &P);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(runs(d).len(), 1);
-    assert!(summary(d)["recovery"]["trigger"].is_null());
+    let s = summary(d);
+    assert!(s["recovery"]["trigger"].is_null());
+    // Not continued: the facts and the code are the one run's.
+    assert_eq!(
+        (&s["run"], &s["exit_code_from_run"]),
+        (&json!(0), &json!(0)),
+        "{s}"
+    );
 
     // The prompt cannot be located (no -p): fail closed, say why.
     let out = run(d, &state_flag, &P[2..]);
@@ -344,7 +356,11 @@ fn ctrl_c_during_a_rate_limit_wait_aborts_it_without_continuing() {
     assert_eq!(runs(d).len(), 1, "not continued");
     let err = std::fs::read_to_string(&err_path).unwrap();
     assert!(err.contains("wait was aborted"), "{err}");
-    assert_eq!(summary(d)["recovery"]["aborted_wait"], true);
+    let s = summary(d);
+    assert_eq!(s["recovery"]["aborted_wait"], true);
+    // The code is recovery's own (the aborted wait), no run's.
+    assert_eq!(s["exit_code"], 130, "{s}");
+    assert_eq!(s["exit_code_from_run"], Value::Null, "{s}");
 }
 
 #[test]

@@ -200,6 +200,15 @@ async fn run(
     let wanted = summary_target.is_some() || telemetry.is_on();
     let summary = wanted.then(|| {
         let mut summary = first.summary(code, recovery_json);
+        // Which run each top-level fact belongs to: the first's facts, and the exit code of
+        // the last run (none when recovery ended the chain itself: an aborted wait, a
+        // continuation that could not start).
+        summary["run"] = json!(0);
+        summary["exit_code_from_run"] = match end {
+            RecoveryEnd::NotContinued => json!(0),
+            RecoveryEnd::Continued { .. } => json!(1),
+            RecoveryEnd::Aborted(_) => Value::Null,
+        };
         if let Some(cont) = &last {
             // Which run each fact belongs to: each run's own summary, with its own code.
             let runs: Vec<Value> = [&first, cont]
