@@ -57,16 +57,8 @@ pub(crate) fn settings(args: &RecoveryArgs) -> Settings {
 /// The facts of a finished run, for the decision: `role` says whether `run` started it as
 /// the continuation (after claiming the marker) or by itself.
 pub(crate) fn facts_of(run: &Finished, role: ChainRole) -> TerminalFacts {
-    let r = &run.record;
-    let mut facts = TerminalFacts::new(r.outcome.clone(), run.ended_wall_ms).with_role(role);
-    if let Some(id) = &r.session_id {
-        facts = facts.with_session_id(id.clone());
-    }
-    if let Some(result) = &r.result {
-        facts = facts.with_result(result);
-    }
-    facts
-        .with_rate_limits(&r.rate_limits)
+    TerminalFacts::from_record(&run.record, run.ended_wall_ms)
+        .with_role(role)
         .with_user_interrupt(run.ours.interrupted.is_some())
 }
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::event::Outcome;
 use crate::facts::{ClaudeSessionId, ResultFacts};
 use crate::rate_limit::RateLimitMonitor;
+use crate::record::RunRecord;
 use crate::wall::WallMs;
 
 /// Which run of a recovery chain a [`TerminalFacts`] describes, as far as its host knows.
@@ -65,6 +66,32 @@ impl TerminalFacts {
             num_turns: None,
             role: ChainRole::Unknown,
         }
+    }
+    /// The facts of a run's record ([`RunRecord`]) that ended at `ended_at_ms`: its outcome,
+    /// session id, the cost and turns of its last `result`, and its rate-limit readings. The
+    /// host adds what only it knows (its role in a chain, a user's interrupt).
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use watchdog_core::{Limits, Registry, SessionConfig, TerminalFacts};
+    /// let t0 = Instant::now();
+    /// let mut reg = Registry::new(Limits::default());
+    /// let id = reg.register(t0, SessionConfig::default());
+    /// reg.observe_line(t0, id, br#"{"type":"system","subtype":"init","session_id":"s1"}"#);
+    /// reg.observe_line(t0, id, br#"{"type":"result","subtype":"success","is_error":true,"api_error":"max_output_tokens","num_turns":4}"#);
+    /// let facts = TerminalFacts::from_record(&reg.finish(t0, id).unwrap(), 1_000);
+    /// assert_eq!(facts.session_id.as_ref().map(|s| s.as_str()), Some("s1"));
+    /// assert_eq!(facts.num_turns, Some(4));
+    /// ```
+    pub fn from_record(record: &RunRecord, ended_at_ms: WallMs) -> Self {
+        let mut facts = TerminalFacts::new(record.outcome.clone(), ended_at_ms);
+        if let Some(id) = &record.session_id {
+            facts = facts.with_session_id(id.clone());
+        }
+        if let Some(result) = &record.result {
+            facts = facts.with_result(result);
+        }
+        facts.with_rate_limits(&record.rate_limits)
     }
     /// Which run of the chain this is.
     pub fn with_role(mut self, role: ChainRole) -> Self {
