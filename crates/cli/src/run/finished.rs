@@ -31,14 +31,20 @@ pub(crate) struct Ours {
 
 /// One finished supervised run.
 pub(crate) struct Finished {
-    /// The command line.
-    pub(crate) argv: Vec<OsString>,
     /// How it ended: the supervisor's record.
     pub(crate) record: RunRecord,
     /// What we did to it.
     pub(crate) ours: Ours,
     /// Our exit code for this run ([`exit_code::decide`] of the two above), decided once.
     pub(crate) code: i32,
+    /// What `run` saw of it: the command line, the times, stderr, the events.
+    pub(crate) facts: RunFacts,
+}
+
+/// What `run` itself saw of a run, beside its record and what it did to it.
+pub(crate) struct RunFacts {
+    /// The command line.
+    pub(crate) argv: Vec<OsString>,
     /// From spawn to the end.
     pub(crate) duration: Duration,
     /// Stderr lines seen and suppressed.
@@ -61,21 +67,6 @@ pub(crate) struct Finished {
     pub(super) kill_late: Option<Duration>,
 }
 
-/// The parts of a [`Finished`] other than its record and our interventions.
-pub(super) struct RunFacts {
-    pub(super) argv: Vec<OsString>,
-    pub(super) duration: Duration,
-    pub(super) stderr: (u64, u64),
-    pub(super) suppressed: Value,
-    pub(super) events: crate::event_log::EventLog<Value>,
-    pub(super) start: Instant,
-    pub(super) ended_wall_ms: u64,
-    pub(super) leftovers_killed: usize,
-    pub(super) blocked_on_output: Duration,
-    pub(super) first_line: Option<Duration>,
-    pub(super) kill_late: Option<Duration>,
-}
-
 impl Finished {
     /// The finished run, its exit code decided under `cfg`.
     pub(super) fn new(record: RunRecord, ours: Ours, facts: RunFacts, cfg: &RunConfig) -> Self {
@@ -86,20 +77,10 @@ impl Finished {
             emit_result: emits_result(cfg),
         });
         Finished {
-            argv: facts.argv,
             record,
             ours,
             code,
-            duration: facts.duration,
-            stderr: facts.stderr,
-            suppressed: facts.suppressed,
-            events: facts.events,
-            start: facts.start,
-            ended_wall_ms: facts.ended_wall_ms,
-            leftovers_killed: facts.leftovers_killed,
-            blocked_on_output: facts.blocked_on_output,
-            first_line: facts.first_line,
-            kill_late: facts.kill_late,
+            facts,
         }
     }
 
@@ -134,7 +115,7 @@ impl Finished {
         if own && (mode == Mode::DropIn || (code == 0 && !stream_json)) {
             return None;
         }
-        let what = program_name(&self.argv);
+        let what = program_name(&self.facts.argv);
         let status = match self.record.exit {
             Some(e) if e.code.is_some() => format!("exited with code {}", e.code.unwrap_or(0)),
             Some(e) if e.signal.is_some() => {
@@ -178,28 +159,29 @@ impl Finished {
     pub(super) fn summary(&self, exit_code: i32, recovery: Option<Value>) -> Value {
         Summary {
             argv: self
+                .facts
                 .argv
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
             record: &self.record,
             exit_code,
-            duration_ms: ms(self.duration),
-            stderr: self.stderr,
-            suppressed: self.suppressed.clone(),
+            duration_ms: ms(self.facts.duration),
+            stderr: self.facts.stderr,
+            suppressed: self.facts.suppressed.clone(),
             interrupted: self.ours.interrupted.map(UserSig::name),
-            events: self.events.to_vec(),
-            base: self.start,
+            events: self.facts.events.to_vec(),
+            base: self.facts.start,
             recovery,
             output_error: self
                 .ours
                 .output_error
                 .as_ref()
                 .map(|e| (e.error.to_string(), e.closed)),
-            leftovers_killed: self.leftovers_killed,
-            blocked_on_output_ms: ms(self.blocked_on_output),
-            first_line_ms: self.first_line.map(ms),
-            kill_late_us: self.kill_late.map(|d| d.as_micros() as u64),
+            leftovers_killed: self.facts.leftovers_killed,
+            blocked_on_output_ms: ms(self.facts.blocked_on_output),
+            first_line_ms: self.facts.first_line.map(ms),
+            kill_late_us: self.facts.kill_late.map(|d| d.as_micros() as u64),
         }
         .to_json()
     }

@@ -181,12 +181,12 @@ async fn run(
 
     // The synthetic result goes after everything the child printed, on a line of its own.
     if let (true, Some(k)) = (emits_result(&cfg), final_run.kill()) {
-        let what = program_name(&final_run.argv);
+        let what = program_name(&final_run.facts.argv);
         let line = synthetic::result_line(
             k,
             &kill_sentence(k, &what),
             final_run.record.session_id.as_ref(),
-            ms(final_run.duration),
+            ms(final_run.facts.duration),
             final_run.record.num_turns(),
         );
         if let Err(e) = host.stdout.write_own_line(&line.to_string()).await {
@@ -261,7 +261,7 @@ async fn continue_once(
     }
     let boundary = c.boundary(host);
     host.recorder
-        .write(ms(first.duration), Record::Boundary(boundary));
+        .write(ms(first.facts.duration), Record::Boundary(boundary));
     match supervise(cfg, &c.argv, host, Some(&c.expected)).await {
         Err(code) => (None, Some(c.could_not_start()), RecoveryEnd::Aborted(code)),
         Ok(cont) => {

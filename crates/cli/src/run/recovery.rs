@@ -57,7 +57,7 @@ pub(crate) fn settings(args: &RecoveryArgs) -> Settings {
 /// The facts of a finished run, for the decision: `role` says whether `run` started it as
 /// the continuation (after claiming the marker) or by itself.
 pub(crate) fn facts_of(run: &Finished, role: ChainRole) -> TerminalFacts {
-    TerminalFacts::from_record(&run.record, run.ended_wall_ms)
+    TerminalFacts::from_record(&run.record, run.facts.ended_wall_ms)
         .with_role(role)
         .with_user_interrupt(run.ours.interrupted.is_some())
 }
@@ -177,7 +177,7 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
             wait_until,
         } => (*trigger, prompt.clone(), *wait_until),
     };
-    let argv = match continuation_argv(&first.argv, &sid, &prompt) {
+    let argv = match continuation_argv(&first.facts.argv, &sid, &prompt) {
         Ok(a) => a,
         Err(e) => return fail(json, format!("{trigger}: {e}")),
     };
