@@ -63,7 +63,7 @@ impl Registry {
     }
 
     /// The tally of the session's work, if it keeps one
-    /// ([`SessionConfig::with_tally`]).
+    /// ([`SessionConfig::with_tally`](crate::SessionConfig::with_tally)).
     pub fn tally(&self, id: SessionId) -> Option<&Tally> {
         let slot = self.slot_of(id)?;
         self.rare_of(slot)?.watched.as_deref()?.tally.as_ref()
