@@ -83,7 +83,6 @@ mod metrics;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 mod regular_file;
-mod session;
 mod supervise;
 #[cfg(unix)]
 mod supervisor;
@@ -93,7 +92,6 @@ pub use ledger::{default_state_dir, default_state_dir_from_env, FileLedger, STAT
 pub use line::{AsLine, LineRef};
 pub use metrics::{LatenessHistogram, Metrics};
 pub use regular_file::{open_regular, read_regular, special_kind};
-pub use session::Session;
 pub use supervise::{supervise, Killed, Supervised};
 #[cfg(unix)]
 pub use supervisor::{
@@ -102,4 +100,4 @@ pub use supervisor::{
     StdinWriter, StdoutBatch, StdoutHook, Supervisor, SupervisorConfig, SupervisorHandle,
     WaitError, TREE_MARKER_VAR,
 };
-pub use watchdog::{CallbackError, Watchdog, WatchdogConfig};
+pub use watchdog::{CallbackError, Session, Watchdog, WatchdogConfig};

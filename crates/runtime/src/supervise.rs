@@ -10,7 +10,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 use watchdog_core::Kill;
 
 use crate::line::AsLine;
-use crate::session::Session;
+use crate::watchdog::Session;
 
 /// The watchdog killed the session; the stream ends after this.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

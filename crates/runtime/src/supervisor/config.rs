@@ -5,7 +5,7 @@ use std::time::Duration;
 use watchdog_core::config::{defaults, PositiveDuration};
 use watchdog_core::{ConfigError, SessionConfig};
 
-use super::{LineInfo, StdoutHook};
+use super::hook::{LineInfo, StdoutHook};
 
 /// How to run and stop a supervised child.
 ///

@@ -4,19 +4,9 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
+use super::control::Control;
+use super::report::KillCause;
 use super::shared::Shared;
-use super::KillCause;
-
-/// Control messages from handles to the supervising task.
-#[derive(Debug)]
-pub(crate) enum Control {
-    /// Run the ladder.
-    Kill(KillCause),
-    /// Forward a signal to the group.
-    Signal(rustix::process::Signal),
-    /// SIGKILL the whole tree now.
-    KillTree(KillCause),
-}
 
 /// A cheap, cloneable handle to a running supervisor: stop it or signal it.
 #[derive(Clone)]

@@ -8,8 +8,11 @@ use rustix::process::Signal;
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
+use super::config::SupervisorConfig;
+use super::control::Control;
+use super::report::{Batch, KillCause, KillReport, Output, Stage};
+use super::signals;
 use super::tree::{Proc, Tree};
-use super::{signals, Batch, Control, KillCause, KillReport, Output, Stage, SupervisorConfig};
 
 /// Whether the child has been reaped.
 pub(crate) enum Exit {

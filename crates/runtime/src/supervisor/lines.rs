@@ -8,6 +8,16 @@ use std::time::Instant;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use watchdog_core::Class;
 
+/// How many bytes of child output may wait for the caller before the readers stop reading (the
+/// child then waits on its pipe): bounded memory whatever the child prints. Four batches of a
+/// full 1 MiB pipe: enough for the reader to run ahead of the caller, small enough that a fast
+/// child keeps `run` under 16 MB (8 MiB peaked at 16-28 MB on a loaded machine).
+pub(crate) const OUTPUT_BUDGET: usize = 4 << 20;
+
+/// How much stdout is read at once, and the pipe size asked for: a fast child's lines come in
+/// batches of up to this size, with one clock reading, one lock and one message each.
+pub(crate) const CHUNK: usize = 1 << 20;
+
 /// One line (or one piece of an over-long line) read from a child's stdout or stderr.
 ///
 /// Writing `bytes`, then `\n` when [`Line::newline`] is true, for every `Line` in order,
@@ -97,7 +107,7 @@ pub(crate) struct Recycle(std::sync::Mutex<Vec<Vec<u8>>>);
 impl Recycle {
     /// Buffers kept for reuse at most: as many as the output budget holds, plus the one the
     /// caller writes and the one the reader fills, so a steady flood allocates nothing.
-    const KEEP: usize = super::read::OUTPUT_BUDGET / super::read::CHUNK + 2;
+    const KEEP: usize = OUTPUT_BUDGET / CHUNK + 2;
 
     /// Keep `buf` for reuse if it is a reader's buffer (`min..=2 × min` bytes of capacity) and
     /// there is room.
@@ -121,7 +131,7 @@ impl Recycle {
     }
 
     fn min() -> usize {
-        super::read::CHUNK
+        CHUNK
     }
 }
 
@@ -378,7 +388,7 @@ mod tests {
 
     #[test]
     fn a_dropped_batch_gives_its_buffer_back() {
-        let chunk = super::super::read::CHUNK;
+        let chunk = super::CHUNK;
         let recycle = Arc::new(Recycle::default());
         let mut bytes = Vec::with_capacity(chunk);
         bytes.extend_from_slice(b"a\n");

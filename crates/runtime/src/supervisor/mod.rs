@@ -1,6 +1,7 @@
 //! The process supervisor; see [`Supervisor`] (re-exported at the crate root).
 
 mod config;
+mod control;
 mod handle;
 mod hook;
 mod kill;
@@ -16,18 +17,15 @@ mod tree;
 mod watch;
 mod woken;
 
-use std::path::PathBuf;
-
 use tokio::sync::{mpsc, oneshot};
-use watchdog_core::ConfigError;
 
 pub use config::SupervisorConfig;
-pub(crate) use handle::Control;
 pub use handle::{StdinWriter, SupervisorHandle};
 pub use hook::{LineInfo, StdoutHook};
 pub use lines::{Line, LineMeta, StdoutBatch};
 pub use report::{Batch, KillCause, KillReport, LineCounts, Output, Report, Stage, WaitError};
 pub use signals::{forward_signals, SignalForwarder};
+pub use start::SpawnError;
 pub use tree::TREE_MARKER_VAR;
 
 /// Keep `pid`, a child of this process that no supervisor runs (a helper such as a guardian
@@ -51,39 +49,6 @@ pub fn kill_trees_of(host_pid: u32) -> usize {
 
 /// A Unix signal, for [`SupervisorHandle::signal`].
 pub use rustix::process::Signal;
-
-/// The child could not be started.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SpawnError {
-    /// The program could not be executed (missing binary, no permission, ...).
-    #[error("cannot start `{program}`: {source}")]
-    Program {
-        /// The program as given.
-        program: String,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The working directory does not exist or is not a directory.
-    #[error("cannot start `{program}`: working directory {} is not a directory", cwd.display())]
-    Cwd {
-        /// The program as given.
-        program: String,
-        /// The directory.
-        cwd: PathBuf,
-    },
-    /// Becoming a child subreaper failed.
-    #[error("cannot become a child subreaper: {0}")]
-    Subreaper(#[source] std::io::Error),
-    /// Called outside a tokio runtime.
-    #[error("Supervisor::spawn needs a tokio runtime")]
-    NoRuntime,
-    /// The config holds a value no child can be supervised with
-    /// ([`SupervisorConfig::check`]).
-    #[error("invalid supervisor config: {0}")]
-    Config(#[source] ConfigError),
-}
 
 /// A running child under supervision. Dropping it without [`Supervisor::wait`] starts the
 /// kill ladder (finished in the background while the runtime lives).
@@ -168,7 +133,17 @@ impl Supervisor {
         config: SupervisorConfig,
     ) -> Result<Supervisor, SpawnError> {
         config.check().map_err(SpawnError::Config)?;
-        start::spawn(command.into(), config)
+        let s = start::spawn(command.into(), config)?;
+        Ok(Supervisor {
+            handle: s.handle,
+            started: s.started,
+            started_wall: s.started_wall,
+            budget: s.budget,
+            stdin: s.stdin,
+            output: Some(s.output),
+            unbatched: None,
+            report: Some(s.report),
+        })
     }
 
     /// The next output (stdout/stderr lines, events, ladder stages), in order, one line at a

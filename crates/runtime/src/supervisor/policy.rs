@@ -11,7 +11,8 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use watchdog_core::{Event, Limits, Registry, SessionConfig, SessionId};
 
-use super::{Batch, Control, KillCause, Output};
+use super::control::Control;
+use super::report::{Batch, KillCause, Output};
 use crate::watchdog::{InputMarker, Sink};
 use crate::{Session, Watchdog, WatchdogConfig};
 

@@ -8,17 +8,11 @@ use tokio::sync::{mpsc, Semaphore};
 use watchdog_core::LineView;
 
 use super::hook::StdoutHook;
-use super::lines::{split_lines, LineMeta, LineReader, Recycle, StdoutBatch};
+use super::lines::{split_lines, LineMeta, LineReader, Recycle, StdoutBatch, CHUNK, OUTPUT_BUDGET};
+use super::report::{Batch, Output};
 use super::shared::Shared;
 use super::woken::{self, Woken};
-use super::{Batch, Output};
 use crate::clock;
-
-/// How many bytes of child output may wait for the caller before the readers stop reading (the
-/// child then waits on its pipe): bounded memory whatever the child prints. Four batches of a
-/// full 1 MiB pipe: enough for the reader to run ahead of the caller, small enough that a fast
-/// child keeps `run` under 16 MB (8 MiB peaked at 16-28 MB on a loaded machine).
-pub(crate) const OUTPUT_BUDGET: usize = 4 << 20;
 
 /// The budget an item takes: its bytes, capped so an item larger than the budget still passes
 /// (alone).
@@ -66,10 +60,6 @@ impl Queue {
         }
     }
 }
-
-/// How much stdout is read at once, and the pipe size asked for: a fast child's lines come in
-/// batches of up to this size, with one clock reading, one lock and one message each.
-pub(crate) const CHUNK: usize = 1 << 20;
 
 /// Ask for a larger stdout pipe (Linux): fewer, larger reads while a child prints fast, and
 /// fewer wake-ups for both. The size is capped by the system (`fs.pipe-max-size`); failing

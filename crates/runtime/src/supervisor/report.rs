@@ -6,7 +6,7 @@ use std::time::Duration;
 use watchdog_core::{ClaudeSessionId, Event, Kill, Outcome, RunRecord};
 pub use watchdog_core::{LineCounts, Stage};
 
-use super::{Line, StdoutBatch};
+use super::lines::{Line, StdoutBatch};
 
 /// The supervising task is gone (its runtime shut down) before it could report; the child
 /// was killed when the task was dropped (`kill_on_drop`), its descendants maybe not.

@@ -13,7 +13,7 @@ use watchdog_core::{classify, Class, LineView, RateLimitMonitor, RunRecord};
 
 use super::lines::LineMeta;
 use super::policy::Policy;
-use super::LineCounts;
+use super::report::LineCounts;
 use crate::clock;
 use crate::watchdog::InputMarker;
 

@@ -2,7 +2,9 @@
 
 use rustix::process::{kill_process, kill_process_group, Pid, Signal};
 
-use super::{Control, KillCause, SupervisorHandle};
+use super::control::Control;
+use super::handle::SupervisorHandle;
+use super::report::KillCause;
 
 /// Send `sig` to the process group `pgid`. A group that no longer exists is not an error.
 pub(crate) fn group(pgid: i32, sig: Signal) -> std::io::Result<()> {

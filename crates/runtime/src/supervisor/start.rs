@@ -8,16 +8,35 @@ use std::sync::Arc;
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex, Semaphore};
 
+use super::lines::OUTPUT_BUDGET;
 use super::policy::Policy;
-use super::read::{read_stderr, read_stdout, Queue, OUTPUT_BUDGET};
+use super::read::{read_stderr, read_stdout, Queue};
 use super::shared::Shared;
 use super::tree::{Tree, TREE_MARKER_VAR};
 use super::watch::Watch;
-use super::{signals, SpawnError, StdinWriter, Supervisor, SupervisorConfig, SupervisorHandle};
+use std::path::PathBuf;
+
+use watchdog_core::ConfigError;
+
+use super::config::SupervisorConfig;
+use super::handle::{StdinWriter, SupervisorHandle};
+use super::report::{Batch, Report};
+use super::signals;
 
 static TREES: AtomicU64 = AtomicU64::new(0);
 
-pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Supervisor, SpawnError> {
+/// A child started, and its tasks: what a [`Supervisor`](super::Supervisor) is made of.
+pub(crate) struct Started {
+    pub(crate) handle: SupervisorHandle,
+    pub(crate) started: std::time::Instant,
+    pub(crate) started_wall: u64,
+    pub(crate) budget: Arc<Semaphore>,
+    pub(crate) stdin: Option<StdinWriter>,
+    pub(crate) output: mpsc::UnboundedReceiver<Batch>,
+    pub(crate) report: oneshot::Receiver<Report>,
+}
+
+pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, SpawnError> {
     tokio::runtime::Handle::try_current().map_err(|_| SpawnError::NoRuntime)?;
     let program = cmd.as_std().get_program().to_string_lossy().into_owned();
     if let Some(dir) = cmd.as_std().get_current_dir() {
@@ -124,7 +143,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         signalled: None,
     };
     tokio::spawn(watch.run(report_tx));
-    Ok(Supervisor {
+    Ok(Started {
         handle: SupervisorHandle {
             ctrl: ctrl_tx,
             pid,
@@ -134,8 +153,40 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Superviso
         started_wall,
         budget,
         stdin,
-        output: Some(out_rx),
-        unbatched: None,
-        report: Some(report_rx),
+        output: out_rx,
+        report: report_rx,
     })
+}
+
+/// The child could not be started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// The program could not be executed (missing binary, no permission, ...).
+    #[error("cannot start `{program}`: {source}")]
+    Program {
+        /// The program as given.
+        program: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The working directory does not exist or is not a directory.
+    #[error("cannot start `{program}`: working directory {} is not a directory", cwd.display())]
+    Cwd {
+        /// The program as given.
+        program: String,
+        /// The directory.
+        cwd: PathBuf,
+    },
+    /// Becoming a child subreaper failed.
+    #[error("cannot become a child subreaper: {0}")]
+    Subreaper(#[source] std::io::Error),
+    /// Called outside a tokio runtime.
+    #[error("Supervisor::spawn needs a tokio runtime")]
+    NoRuntime,
+    /// The config holds a value no child can be supervised with
+    /// ([`SupervisorConfig::check`]).
+    #[error("invalid supervisor config: {0}")]
+    Config(#[source] ConfigError),
 }

@@ -7,15 +7,10 @@
 //! daemon that double-forked before any scan still inherits the environment).
 //! Elsewhere the tree is unknown and only the process group is signalled.
 
-/// The environment variable that marks every process started under a supervisor.
-pub const TREE_MARKER_VAR: &str = "AGENT_SDK_WATCHDOG_TREE";
+mod proc;
 
-/// One process, identified by pid and start time (immune to pid reuse).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Proc {
-    pub(crate) pid: i32,
-    pub(crate) start: u64,
-}
+pub(crate) use proc::Proc;
+pub use proc::TREE_MARKER_VAR;
 
 #[cfg(target_os = "linux")]
 mod descendants;
@@ -30,34 +25,7 @@ mod reaping;
 pub(crate) use descendants::Tree;
 
 #[cfg(not(target_os = "linux"))]
-mod imp {
-    use super::Proc;
-
-    /// Without `/proc` the tree is unknown: only the process group is signalled.
-    #[derive(Debug)]
-    pub(crate) struct Tree;
-
-    impl Tree {
-        pub(crate) fn new(_root_pid: i32, _marker: &str, _claim_orphans: bool) -> Self {
-            Tree
-        }
-        pub(crate) fn forget_root(_root_pid: i32) {}
-        pub(crate) fn keep_apart(_pid: i32) {}
-        pub(crate) fn kill_marked(_host_pid: u32) -> usize {
-            0
-        }
-        pub(crate) async fn scan(&mut self, _deep: bool) -> Vec<Proc> {
-            Vec::new()
-        }
-        pub(crate) fn reap(&mut self) -> usize {
-            0
-        }
-        pub(crate) fn alive(_p: &Proc) -> bool {
-            false
-        }
-        pub(crate) const KNOWN: bool = false;
-    }
-}
+mod unknown;
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) use imp::Tree;
+pub(crate) use unknown::Tree;

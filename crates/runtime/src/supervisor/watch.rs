@@ -8,10 +8,13 @@ use std::sync::Arc;
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 
+use super::config::SupervisorConfig;
+use super::control::Control;
 use super::kill::{self, Exit};
+use super::report::{Batch, KillCause, KillReport, Report, Stage};
 use super::shared::Shared;
+use super::signals;
 use super::tree::Tree;
-use super::{signals, Batch, Control, KillCause, KillReport, Report, Stage, SupervisorConfig};
 use crate::clock;
 
 /// The task that owns the child: deadlines, control messages, the ladder, the report.

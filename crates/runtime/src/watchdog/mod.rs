@@ -2,6 +2,7 @@
 
 mod cell;
 mod config;
+mod session;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -16,8 +17,8 @@ pub use config::{CallbackError, WatchdogConfig};
 
 use crate::clock;
 use crate::metrics::Metrics;
-use crate::session::Session;
 use cell::State;
+pub use session::Session;
 
 /// Supervises any number of in-process sessions on one timer task.
 ///

@@ -7,8 +7,8 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use watchdog_core::{Class, Event, Kill, LineView, Outcome, SessionId};
 
+use super::cell::{Inner, InputMarker, Slot};
 use crate::line::LineRef;
-use crate::watchdog::{Inner, Slot};
 
 /// A session registered with a [`crate::Watchdog`]. Unregistered when dropped.
 pub struct Session {
@@ -135,8 +135,8 @@ impl Session {
     }
 
     /// How a reader tells the cell that it may hold unread lines of this session.
-    pub(crate) fn input_marker(&self) -> crate::watchdog::InputMarker {
-        crate::watchdog::InputMarker {
+    pub(crate) fn input_marker(&self) -> InputMarker {
+        InputMarker {
             inner: self.inner.clone(),
             id: self.id,
             pending: Default::default(),

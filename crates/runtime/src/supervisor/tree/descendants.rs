@@ -5,9 +5,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
+use super::proc::Proc;
 use super::proc_snapshot::{snapshot, Snapshot};
 use super::procfs::{children_files, children_of, has_marker, stat, Stat};
-use super::Proc;
 
 /// The pids of every supervised child of this process that is still being supervised:
 /// never taken for an orphan ([`Tree::claim_orphans`]).
@@ -40,7 +40,7 @@ impl Tree {
                 start: s.start,
             }),
             pgid: root_pid,
-            needle: format!("{}={marker}", super::TREE_MARKER_VAR).into_bytes(),
+            needle: format!("{}={marker}", super::proc::TREE_MARKER_VAR).into_bytes(),
             known: HashSet::new(),
             claim_orphans,
         }

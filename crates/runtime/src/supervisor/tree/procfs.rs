@@ -122,7 +122,7 @@ fn marker_of(s: &Stat) -> Option<std::sync::Arc<[u8]>> {
     {
         return m.clone();
     }
-    let prefix = format!("{}=", super::TREE_MARKER_VAR).into_bytes();
+    let prefix = format!("{}=", super::proc::TREE_MARKER_VAR).into_bytes();
     let marker: Option<Arc<[u8]>> = std::fs::read(format!("/proc/{}/environ", s.pid))
         .ok()
         .and_then(|env| {

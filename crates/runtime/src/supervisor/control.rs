@@ -1,0 +1,14 @@
+//! What handles ask of the task that watches the child.
+
+use super::report::KillCause;
+
+/// Control messages from handles to the supervising task.
+#[derive(Debug)]
+pub(crate) enum Control {
+    /// Run the ladder.
+    Kill(KillCause),
+    /// Forward a signal to the group.
+    Signal(rustix::process::Signal),
+    /// SIGKILL the whole tree now.
+    KillTree(KillCause),
+}
