@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::AuditReport;
+use super::figures::AuditReport;
 use crate::stats::Distribution;
 
 fn dist_json(d: &Distribution) -> Value {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use watchdog_core::config::format_duration;
 
-use super::AuditReport;
+use super::figures::AuditReport;
 use crate::stats::Distribution;
 
 /// The human report, as text.

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use watchdog_core::capture::{CaptureError, EntryView, RecordView};
 use watchdog_core::{classify, LineKind, LineView, Signal};
 
-use super::{Ending, Entry, EntryKind, SessionLog, Stop, ToolUse};
+use super::log::{Ending, Entry, EntryKind, SessionLog, Stop, ToolUse};
 
 /// One capture line, read by the core's capture reader (the one `replay` and the simulation
 /// use), with the replay's rule for times: a `t_ms` that goes backwards, is fractional,

@@ -6,7 +6,7 @@ use watchdog_core::json_scan::skim::{self as json, Val};
 use watchdog_core::wall::parse_iso_ms;
 use watchdog_core::Signal;
 
-use super::{EntryKind, SessionLog, Stop, ToolUse};
+use super::log::{EntryKind, SessionLog, Stop, ToolUse};
 
 /// The top-level fields of a transcript line that `audit` reads.
 #[derive(Default)]
