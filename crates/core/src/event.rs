@@ -129,14 +129,7 @@ pub struct McpCall {
     pub outstanding: Duration,
 }
 
-/// An MCP tool call outstanding now, as [`Event::McpCalls`] lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutstandingMcp {
-    /// The tool, e.g. `mcp__db__query`.
-    pub tool: String,
-    /// When it started (its `tool_use`, or as its heartbeats said).
-    pub since: Instant,
-}
+pub use crate::facts::OutstandingMcp;
 
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -268,6 +261,22 @@ impl Event {
             | Event::QuietSpells { id, .. }
             | Event::McpCalls { id, .. }
             | Event::SessionIdentified { id, .. } => *id,
+        }
+    }
+}
+
+impl ResultFacts {
+    /// The outcome of a session whose last `result` these are and that was not killed:
+    /// [`Outcome::ErrorResult`], [`Outcome::Incomplete`] or [`Outcome::Success`] (what
+    /// [`Registry::end`](crate::Registry::end) reports; the Node API's ends use it). Here,
+    /// with the outcomes, so the facts need not know them.
+    pub fn into_outcome(self) -> Outcome {
+        if self.is_error_result() {
+            Outcome::ErrorResult(Box::new(self))
+        } else if self.stopped_mid_task() {
+            Outcome::Incomplete
+        } else {
+            Outcome::Success
         }
     }
 }

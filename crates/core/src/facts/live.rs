@@ -1,10 +1,12 @@
 //! What a session registered with
 //! [`SessionConfig::with_live_facts`](crate::SessionConfig::with_live_facts) reports while it
 //! runs, beside the deadlines' events: the quiet spells its lines end
-//! ([`Event::QuietSpells`]), the MCP calls it has outstanding whenever they change
-//! ([`Event::McpCalls`]), and Claude Code's session id once it is known
-//! ([`Event::SessionIdentified`]). A host that records a run as it goes (the CLI's telemetry)
-//! reads these instead of reading the lines a second time.
+//! ([`Event::QuietSpells`](crate::Event::QuietSpells)), the MCP calls it has outstanding
+//! whenever they change ([`Event::McpCalls`](crate::Event::McpCalls)), and Claude Code's
+//! session id once it is known ([`Event::SessionIdentified`](crate::Event::SessionIdentified)).
+//! A host that records a run as it goes (the CLI's telemetry) reads these instead of reading
+//! the lines a second time. Here the facts ([`LiveNews`] per line); the registry queues them as
+//! events.
 //!
 //! The registry reads each line once; its [`Tally`](super::Tally) keeps this state and is
 //! handed, per line, what only the registry knows (the instant, whether a person is waited
@@ -13,21 +15,31 @@
 //! (one event, not one per line); the MCP calls are compared (their count and ids) only on
 //! the lines that can change them.
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use crate::classify::{Class, LineKind};
-use crate::event::{Event, OutstandingMcp, SessionId};
-use crate::session::PendingMcp;
 
 use super::spells::{QuietSpell, SpellTracker};
 use super::ClaudeSessionId;
 
+/// An outstanding MCP tool call, as the registry keeps it (with its session's rare state).
+#[derive(Debug)]
+pub(crate) struct PendingMcp {
+    /// [`id_hash`] of `id`.
+    pub hash: u64,
+    /// The `tool_use` id.
+    pub id: Box<str>,
+    /// The tool, `mcp__<server>__<tool>`.
+    pub tool: Box<str>,
+    /// When the call started.
+    pub started: u64,
+    /// The no-progress kill comes no earlier than this (0: no floor).
+    pub floor: u64,
+}
+
 /// What the registry hands the tally with one line: what the tally cannot see itself.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LineContext<'a> {
-    /// The session.
-    pub id: SessionId,
     /// The line's instant (the registry's clock).
     pub now: Instant,
     /// The registry's time zero (MCP calls are kept relative to it).
@@ -38,6 +50,26 @@ pub(crate) struct LineContext<'a> {
     pub mcp_calls: &'a [PendingMcp],
     /// Claude Code's session id as the registry read it, after the line.
     pub session: Option<&'a ClaudeSessionId>,
+}
+
+/// An MCP tool call outstanding now, as [`Event::McpCalls`](crate::Event::McpCalls) lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutstandingMcp {
+    /// The tool, e.g. `mcp__db__query`.
+    pub tool: String,
+    /// When it started (its `tool_use`, or as its heartbeats said).
+    pub since: Instant,
+}
+
+/// What one line made news of: the registry queues each as its event.
+#[derive(Debug, Default)]
+pub(crate) struct LiveNews {
+    /// Claude Code's session id, learned or changed.
+    pub session: Option<ClaudeSessionId>,
+    /// The quiet spell the line ended.
+    pub spell: Option<QuietSpell>,
+    /// Every MCP call outstanding now, when they changed.
+    pub mcp: Option<Vec<OutstandingMcp>>,
 }
 
 /// The state behind the live reports of one session.
@@ -60,16 +92,18 @@ fn digest(calls: &[PendingMcp]) -> (usize, u64) {
 }
 
 impl LiveFacts {
-    /// After the tally read a line of class `class`: report the session id if it changed and
-    /// the MCP calls if they changed; `spell`, the spell the line ended, goes to the event of
-    /// the lines read together. Events go to `events`, the registry's queue.
+    /// After the tally read a line of class `class`: the session id if it changed, `spell` (the
+    /// spell the line ended), and the MCP calls if they changed.
     pub(crate) fn after_line(
         &mut self,
         cx: &LineContext<'_>,
         class: Class,
         spell: Option<QuietSpell>,
-        events: &mut VecDeque<Event>,
-    ) {
+    ) -> LiveNews {
+        let mut news = LiveNews {
+            spell,
+            ..LiveNews::default()
+        };
         // A session id is learned from the first line that has one, and an `init` replaces it.
         let may_name = self.session.is_none() || class.kind == LineKind::System;
         if let Some(sid) = cx
@@ -77,13 +111,7 @@ impl LiveFacts {
             .filter(|s| may_name && self.session.as_ref() != Some(*s))
         {
             self.session = Some(sid.clone());
-            events.push_back(Event::SessionIdentified {
-                id: cx.id,
-                session: sid.clone(),
-            });
-        }
-        if let Some(spell) = spell {
-            push_spell(events, cx.id, spell);
+            news.session = Some(sid.clone());
         }
         let may_change_mcp = matches!(
             class.kind,
@@ -93,10 +121,8 @@ impl LiveFacts {
             let now = digest(cx.mcp_calls);
             if now != self.mcp {
                 self.mcp = now;
-                events.push_back(Event::McpCalls {
-                    id: cx.id,
-                    calls: cx
-                        .mcp_calls
+                news.mcp = Some(
+                    cx.mcp_calls
                         .iter()
                         .map(|m| OutstandingMcp {
                             tool: m.tool.to_string(),
@@ -106,25 +132,11 @@ impl LiveFacts {
                                 .unwrap_or(cx.epoch),
                         })
                         .collect(),
-                });
+                );
             }
         }
+        news
     }
-}
-
-/// Add `spell` to the queue's last event when that is the same session's
-/// [`Event::QuietSpells`] not yet polled (the lines of one batch), else queue a new one.
-fn push_spell(events: &mut VecDeque<Event>, id: SessionId, spell: QuietSpell) {
-    if let Some(Event::QuietSpells { id: last, spells }) = events.back_mut() {
-        if *last == id {
-            spells.push(spell);
-            return;
-        }
-    }
-    // Room for the spells of a typical batch, so that a batch costs one allocation.
-    let mut spells = Vec::with_capacity(16);
-    spells.push(spell);
-    events.push_back(Event::QuietSpells { id, spells });
 }
 
 #[cfg(test)]
@@ -133,7 +145,7 @@ mod tests {
 
     use super::*;
     use crate::facts::SpellKind;
-    use crate::{Limits, Registry, SessionConfig};
+    use crate::{Event, Limits, Registry, SessionConfig, SessionId};
 
     const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s1"}"#;
 

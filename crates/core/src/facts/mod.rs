@@ -18,7 +18,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::Outcome;
 use crate::view::LineView;
 
 mod live;
@@ -26,7 +25,8 @@ pub mod spells;
 mod subagents;
 mod tally;
 
-pub(crate) use live::LineContext;
+pub use live::OutstandingMcp;
+pub(crate) use live::{LineContext, LiveNews, PendingMcp};
 pub use spells::{QuietSpell, SpellKind};
 pub use subagents::{SubagentFailure, Subagents};
 pub use tally::{Activity, Tally};
@@ -174,19 +174,6 @@ impl ResultFacts {
     /// A success that stopped to call a tool (`stop_reason: "tool_use"`): exited mid-task.
     pub fn stopped_mid_task(&self) -> bool {
         !self.is_error_result() && self.stop_reason.as_deref() == Some("tool_use")
-    }
-
-    /// The outcome of a session whose last `result` these are and that was not killed:
-    /// [`Outcome::ErrorResult`], [`Outcome::Incomplete`] or [`Outcome::Success`] (what
-    /// [`Registry::end`](crate::Registry::end) reports; the Node API's ends use it).
-    pub fn into_outcome(self) -> Outcome {
-        if self.is_error_result() {
-            Outcome::ErrorResult(Box::new(self))
-        } else if self.stopped_mid_task() {
-            Outcome::Incomplete
-        } else {
-            Outcome::Success
-        }
     }
 }
 

@@ -3,12 +3,10 @@
 //! [`SessionConfig::with_tally`](crate::SessionConfig::with_tally)): the current activity (for a
 //! status line), the model turns, the subagents and their failures.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::classify::{Class, LineKind, Signal};
-use crate::event::Event;
-use crate::facts::live::{LineContext, LiveFacts};
+use crate::facts::live::{LineContext, LiveFacts, LiveNews};
 use crate::facts::spells::{Ending, Step};
 use crate::facts::{ResultFacts, Subagents};
 use crate::view::LineView;
@@ -155,17 +153,16 @@ impl Tally {
     }
 
     /// Tally one line as [`Tally::observe`] does and, for a tally made [`Tally::new`] with
-    /// `live`, queue on `events` what it reports ([`crate::facts::live`]).
+    /// `live`, say what it makes news of ([`crate::facts::live`]).
     pub(crate) fn observe_in(
         &mut self,
         view: Option<&LineView<'_>>,
         class: Class,
         cx: &LineContext<'_>,
-        events: &mut VecDeque<Event>,
-    ) {
+    ) -> LiveNews {
         let Some(mut live) = self.live.take() else {
             self.read(view, class);
-            return;
+            return LiveNews::default();
         };
         live.spells.line(cx.now);
         // The spell's tool is the latest pending before the line (its answer is read below).
@@ -195,8 +192,9 @@ impl Tally {
                 )
             }
         };
-        live.after_line(cx, class, spell, events);
+        let news = live.after_line(cx, class, spell);
         self.live = Some(live);
+        news
     }
 
     /// The current activity.

@@ -1,11 +1,12 @@
 //! The line side: what a stdout line, a stdin line or a tool boundary changes in a session.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::classify::{classify, Class, LineKind, Signal};
 use crate::config::{Limits, McpLimits};
 use crate::event::{Event, SessionId};
-use crate::facts::{ClaudeSessionId, ResultFacts};
+use crate::facts::{ClaudeSessionId, LiveNews, ResultFacts};
 use crate::session::{dur_ns, flag, id_hash, Cold, LastResult, PendingMcp, Session, NEVER};
 use crate::view::{ContentBlock, LineView};
 
@@ -114,14 +115,14 @@ impl Registry {
             (Some(tally), Some(epoch)) if tally.is_live() => {
                 // What only the registry knows, for the live facts (crate::facts::live).
                 let cx = crate::facts::LineContext {
-                    id,
                     now: epoch + Duration::from_nanos(t),
                     epoch,
                     waiting_on_person: s.paused(),
                     mcp_calls: &r.mcp_calls,
                     session: cli_session.as_ref().filter(|_| s.has(flag::CLI_SID)),
                 };
-                tally.observe_in(line, class, &cx, &mut self.events);
+                let news = tally.observe_in(line, class, &cx);
+                queue_news(&mut self.events, id, news);
             }
             (Some(tally), _) => tally.observe(line, class),
             (None, _) => {}
@@ -424,4 +425,27 @@ fn read_result(s: &mut Session, c: &mut Cold, view: &LineView<'_>) {
         LastResult::Success
     };
     s.rare(c).result = Some(Box::new(facts));
+}
+
+/// Queue what a live session's line made news of: its session id, the MCP calls outstanding,
+/// and the spell it ended, added to the queue's last event when that is the same session's
+/// [`Event::QuietSpells`] not yet polled (the lines of one batch share one event).
+fn queue_news(events: &mut VecDeque<Event>, id: SessionId, news: LiveNews) {
+    if let Some(session) = news.session {
+        events.push_back(Event::SessionIdentified { id, session });
+    }
+    if let Some(spell) = news.spell {
+        match events.back_mut() {
+            Some(Event::QuietSpells { id: last, spells }) if *last == id => spells.push(spell),
+            _ => {
+                // Room for the spells of a typical batch: a batch costs one allocation.
+                let mut spells = Vec::with_capacity(16);
+                spells.push(spell);
+                events.push_back(Event::QuietSpells { id, spells });
+            }
+        }
+    }
+    if let Some(calls) = news.mcp {
+        events.push_back(Event::McpCalls { id, calls });
+    }
 }

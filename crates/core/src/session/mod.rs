@@ -12,6 +12,7 @@ mod clocks;
 mod deadlines;
 mod limits;
 
+pub(crate) use crate::facts::PendingMcp;
 pub(crate) use deadlines::Due;
 pub(crate) use limits::LimitsNs;
 
@@ -114,21 +115,6 @@ pub(crate) fn id_hash(id: &str) -> u64 {
     let mut b = [0u8; 8];
     b[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
     (h.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(K)
-}
-
-/// An outstanding MCP tool call.
-#[derive(Debug)]
-pub(crate) struct PendingMcp {
-    /// [`id_hash`] of `id`.
-    pub hash: u64,
-    /// The `tool_use` id.
-    pub id: Box<str>,
-    /// The tool, `mcp__<server>__<tool>`.
-    pub tool: Box<str>,
-    /// When the call started.
-    pub started: u64,
-    /// The no-progress kill comes no earlier than this (0: no floor).
-    pub floor: u64,
 }
 
 /// State that most sessions never need, boxed on first use.
