@@ -257,13 +257,23 @@ fn file_edges(me: &[String], text: &str, known: &BTreeSet<Vec<String>>) -> BTree
     out
 }
 
+/// A file's code as its module imports it: no comment lines (a doc link is not an import),
+/// and nothing from its first `#[cfg(test)]` on (a test module's `super::` is the file itself).
+fn code_of(text: &str) -> String {
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    code.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The edges `file -> files it names` (as `run/live`), from the sources under `src`.
 fn file_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mods = modules(src);
     let known: BTreeSet<Vec<String>> = mods.keys().cloned().collect();
     mods.iter()
         .map(|(m, text)| {
-            let edges = file_edges(m, text, &known)
+            let edges = file_edges(m, &code_of(text), &known)
                 .into_iter()
                 .map(|e| e.join("/"))
                 .collect();
@@ -398,4 +408,42 @@ fn the_file_parser_reads_every_kind_of_path() {
     let me: Vec<String> = vec!["run".into()];
     let text = "mod live;\nmod host;\nuse live::supervise;\n";
     assert_eq!(names(file_edges(&me, text, &known)), ["run/live"]);
+}
+
+/// The other crates' files too: no cycle between files of different jobs. The runtime and
+/// the audit hold to the CLI's rule (a file takes what it needs from the file of that job,
+/// never from its parent). In the core a type's methods are split by job into the files
+/// below the one that defines it (`registry/observe.rs`, `registry/timer.rs`, … add to the
+/// `Registry` of `registry/mod.rs`): a file naming its own parent is that, not an import of
+/// another job, so that edge alone is not counted there.
+#[test]
+fn the_other_crates_files_import_each_other_without_a_cycle() {
+    for (krate, to_parent_counts) in [("runtime", true), ("audit", true), ("core", false)] {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(krate)
+            .join("src");
+        let mut g = file_graph(&src);
+        assert!(g.len() > 10, "{krate}: {g:?}");
+        if !to_parent_counts {
+            for (file, edges) in g.iter_mut() {
+                let parent = file.rsplit_once('/').map_or("", |(p, _)| p);
+                edges.remove(parent);
+            }
+        }
+        if let Some(c) = cycle(&g) {
+            panic!("{krate}: import cycle between files: {}", c.join(" -> "));
+        }
+    }
+}
+
+/// A doc link or a comment is not an import, and a test module's `super::` is its own file.
+#[test]
+fn comments_and_test_modules_name_no_file() {
+    let text = "//! See [`crate::b`].\n/// [`super::c`]\nuse crate::a::X;\n\
+                #[cfg(test)]\nmod tests {\n    use super::*;\n    use crate::b::Y;\n}\n";
+    let code = code_of(text);
+    assert!(code.contains("crate::a::X"), "{code}");
+    assert!(!code.contains("crate::b"), "{code}");
+    assert!(!code.contains("super::"), "{code}");
 }
