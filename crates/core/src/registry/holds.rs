@@ -6,6 +6,8 @@
 //! the session's flags (`OUTPUT_BLOCKED`, `INPUT_PENDING`) say when to look here, so an
 //! ordinary line never does.
 
+use crate::session::flag;
+
 /// Which hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Hold {
@@ -13,6 +15,16 @@ pub(super) enum Hold {
     Output,
     /// The host may hold unread lines.
     Input,
+}
+
+impl Hold {
+    /// The session flag that says the hold is in force.
+    pub(super) fn flag(self) -> u32 {
+        match self {
+            Hold::Output => flag::OUTPUT_BLOCKED,
+            Hold::Input => flag::INPUT_PENDING,
+        }
+    }
 }
 
 /// The holds in force: (slot, which, since when in registry time).

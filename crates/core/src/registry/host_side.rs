@@ -172,16 +172,13 @@ impl Registry {
         let Some(slot) = self.slot_of(id) else {
             return;
         };
-        let s = self.session_mut(slot);
-        if s.is_done() || s.has(flag::OUTPUT_BLOCKED) == blocked {
-            return;
-        }
-        s.flags ^= flag::OUTPUT_BLOCKED;
-        if blocked {
-            self.holds.begin(slot, Hold::Output, t);
-        } else if let Some(b) = self.holds.end(slot, Hold::Output) {
-            let (s, c) = self.parts_mut(slot);
-            s.pause_clocks(c, b, t);
+        match self.set_hold(slot, Hold::Output, blocked, t) {
+            None => return,
+            Some(Some(began)) => {
+                let (s, c) = self.parts_mut(slot);
+                s.pause_clocks(c, began, t);
+            }
+            Some(None) => {}
         }
         self.reschedule(slot);
         self.run_due(t);
@@ -223,18 +220,28 @@ impl Registry {
     pub fn input_pending(&mut self, now: Instant, id: SessionId, pending: bool) {
         let t = self.clock(now);
         if let Some(slot) = self.slot_of(id) {
-            let s = self.session_mut(slot);
-            if !s.is_done() && s.has(flag::INPUT_PENDING) != pending {
-                s.flags ^= flag::INPUT_PENDING;
-                if pending {
-                    self.holds.begin(slot, Hold::Input, t);
-                } else {
-                    self.holds.end(slot, Hold::Input);
-                }
+            if self.set_hold(slot, Hold::Input, pending, t).is_some() {
                 self.reschedule(slot);
             }
         }
         self.run_due(t);
+    }
+
+    /// `slot` holds `hold` from `t` on, or no longer (`on`): its flag and the side table.
+    /// `None` when nothing changed (an ended session, or already so); else, for a hold that
+    /// ended, when it began. The caller refiles the session's deadlines.
+    fn set_hold(&mut self, slot: u32, hold: Hold, on: bool, t: u64) -> Option<Option<u64>> {
+        let s = self.session_mut(slot);
+        if s.is_done() || s.has(hold.flag()) == on {
+            return None;
+        }
+        s.flags ^= hold.flag();
+        if on {
+            self.holds.begin(slot, hold, t);
+            Some(None)
+        } else {
+            Some(self.holds.end(slot, hold))
+        }
     }
 
     /// Settle the session by hand, as a `result` would (the last result is unchanged).
