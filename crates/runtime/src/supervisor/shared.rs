@@ -86,6 +86,22 @@ impl Shared {
     ) -> (u64, usize) {
         let mut st = self.lock();
         let st = &mut *st;
+        // Waited: a line read late (the host was stopped or busy) counts before the deadlines
+        // that came due meanwhile, as if read in time. A piece (not parsed, however huge) or an
+        // unparseable line (an empty one too) is a keep-alive. One call into the policy for
+        // the lines read together: one lock of its cell, one delivery of their events.
+        match &st.policy {
+            Some(p) => p.with(|reg, id, _| {
+                for (m, view) in lines.iter_mut().zip(views) {
+                    m.class = reg.observe_waited(now, id, view.as_ref());
+                }
+            }),
+            None => {
+                for (m, view) in lines.iter_mut().zip(views) {
+                    m.class = view.as_ref().map_or(Class::UNPARSEABLE, classify);
+                }
+            }
+        }
         let first = st.stdout_lines;
         let mut overlong = 0;
         for (m, view) in lines.iter_mut().zip(views) {
@@ -96,15 +112,6 @@ impl Shared {
                 }
                 st.in_long = m.continues;
             }
-            // Waited: a line read late (the host was stopped or busy) counts before the
-            // deadlines that came due meanwhile, as if read in time. A piece (not parsed,
-            // however huge) or an unparseable line (an empty one too) is a keep-alive.
-            let observed = st
-                .policy
-                .as_ref()
-                .map(|p| p.with(|reg, id, _| reg.observe_waited(now, id, view.as_ref())));
-            m.class =
-                observed.unwrap_or_else(|| view.as_ref().map_or(Class::UNPARSEABLE, classify));
             if let Some(view) = view {
                 m.top_level = view.parent_tool_use_id().is_none();
             }

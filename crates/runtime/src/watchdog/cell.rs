@@ -49,6 +49,9 @@ pub(crate) struct Inner {
     /// that holds the fact now ([`InputMarker`]): applied at the start of the next call, the
     /// timer's included, under the lock.
     pub(crate) input: Mutex<Vec<(SessionId, Arc<AtomicBool>)>>,
+    /// `input` holds something: a call looks at the list only then (most calls are of hosts
+    /// with no reader at all).
+    pub(crate) input_queued: AtomicBool,
 }
 
 /// Tells the cell whether the host may hold unread lines of one session
@@ -68,6 +71,7 @@ impl InputMarker {
         let changed = self.pending.swap(pending, Ordering::SeqCst) != pending;
         if changed {
             lock_input(&self.inner).push((self.id, self.pending.clone()));
+            self.inner.input_queued.store(true, Ordering::Release);
         }
         changed
     }
@@ -94,7 +98,10 @@ impl Inner {
         let now = clock::now();
         let (r, batch) = {
             let mut st = self.lock();
-            let changed = std::mem::take(&mut *lock_input(self));
+            let changed = match self.input_queued.swap(false, Ordering::Acquire) {
+                true => std::mem::take(&mut *lock_input(self)),
+                false => Vec::new(),
+            };
             for (id, pending) in changed {
                 st.reg
                     .input_pending(now, id, pending.load(Ordering::SeqCst));

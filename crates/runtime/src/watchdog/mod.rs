@@ -5,6 +5,7 @@ mod config;
 mod session;
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -64,6 +65,7 @@ impl Watchdog {
             config,
             counters: Default::default(),
             input: Mutex::new(Vec::new()),
+            input_queued: AtomicBool::new(false),
         });
         let shutdown = CancellationToken::new();
         tokio::spawn(timer(inner.clone(), shutdown.clone()));
