@@ -460,7 +460,7 @@ impl SlotGen {
 
 #[derive(Debug, Default)]
 struct Counts {
-    kills: [u64; 5],
+    kills: [u64; KillKind::ALL.len()],
     extended: u64,
     stalling: u64,
     settled: u64,
@@ -492,13 +492,7 @@ impl Host {
 }
 
 fn kill_index(k: KillKind) -> usize {
-    match k {
-        KillKind::Ceiling => 0,
-        KillKind::Startup => 1,
-        KillKind::Linger => 2,
-        KillKind::Idle => 3,
-        KillKind::NoProgress => 4,
-    }
+    KillKind::ALL.iter().position(|x| *x == k).unwrap_or(0)
 }
 
 /// Time split of one design over the hour.

@@ -29,6 +29,8 @@ export interface WatchdogPolicy {
   summary?: string;
   /** The real `claude` (default: the one the SDK would run, see `sdkClaude()`). */
   claude?: string;
+  /** The shared ledger (`redis://…`, `postgres://…`) the subagent plugin's hook keeps its markers in. */
+  ledger?: string;
 }
 
 /** A local plugin, as query()'s `plugins` option takes it. */
@@ -73,7 +75,12 @@ export interface SdkClaude {
 /** The per-platform package name, e.g. `@agent-sdk-watchdog/linux-x64`. */
 export function platformPackage(platform?: string, arch?: string): string;
 
+/** The platforms with a package of binaries (`@agent-sdk-watchdog/<platform>`: static executables, any libc). */
+export const BINARY_PLATFORMS: readonly string[];
+
 /** The path of an installed binary (`claude-watchdog` by default). Throws if not installed. */
+/** The platforms this package has binaries for (`linux-x64`, …): its optional platform packages. */
+export function binaryPlatforms(): string[];
 export function binaryPath(name?: 'claude-watchdog' | 'agent-watchdog'): string;
 
 /** The `AGENT_WATCHDOG_*` variables for a policy. Throws on an unknown field or a bad value. */

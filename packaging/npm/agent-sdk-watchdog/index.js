@@ -4,7 +4,6 @@
 // installs only where it fits), the Claude Code plugin (plugin/), and the query() wiring for
 // the TypeScript Agent SDK.
 
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { createRequire } = require('node:module');
@@ -13,6 +12,9 @@ const SDK = '@anthropic-ai/claude-agent-sdk';
 
 const NAMES = ['claude-watchdog', 'agent-watchdog'];
 
+/** The platforms with a package of binaries (static executables: any libc). */
+const BINARY_PLATFORMS = ['linux-x64', 'linux-arm64'];
+
 /** The per-platform package holding the binaries for this platform. */
 function platformPackage(platform = process.platform, arch = process.arch) {
   return `@agent-sdk-watchdog/${platform}-${arch}`;
@@ -20,7 +22,8 @@ function platformPackage(platform = process.platform, arch = process.arch) {
 
 /**
  * The path of an installed binary (`claude-watchdog` by default), from the platform package.
- * Throws with what to do when the platform has no package or it was not installed.
+ * Throws, in one line, what is missing and what still works (the in-process API) when this
+ * platform has no package of binaries or it was not installed.
  */
 function binaryPath(name = 'claude-watchdog') {
   if (!NAMES.includes(name)) {
@@ -31,11 +34,11 @@ function binaryPath(name = 'claude-watchdog') {
   try {
     return require.resolve(`${pkg}/bin/${exe}`);
   } catch {
-    throw new Error(
-      `${pkg} is not installed: agent-sdk-watchdog ships its binaries in per-platform optional ` +
-        `dependencies (built so far: linux-x64). Reinstall without --omit=optional / ` +
-        `--no-optional, or install the binaries with cargo or pip.`,
-    );
+    const here = `${process.platform}-${process.arch}`;
+    const missing = BINARY_PLATFORMS.includes(here)
+      ? `${pkg}, the optional dependency holding ${name} for ${here}, is not installed (optional dependencies were omitted)`
+      : `agent-sdk-watchdog has no ${name} for ${here} (its binaries are built for ${BINARY_PLATFORMS.join(' and ')})`;
+    throw new Error(`${missing}: the in-process API (createWatchdog & co.) works without it`);
   }
 }
 
@@ -161,7 +164,7 @@ function number(key, value) {
 
 const DURATIONS = { idle: 'IDLE', noProgress: 'NO_PROGRESS', startup: 'STARTUP', linger: 'LINGER', ceiling: 'CEILING' };
 const NUMBERS = { extendFactor: 'EXTEND_FACTOR', highUtilization: 'HIGH_UTILIZATION', warnAt: 'WARN_AT' };
-const PATHS = { record: 'RECORD', summary: 'SUMMARY', claude: 'CLAUDE' };
+const PATHS = { record: 'RECORD', summary: 'SUMMARY', claude: 'CLAUDE', ledger: 'LEDGER' };
 const KEYS = new Set([...Object.keys(DURATIONS), ...Object.keys(NUMBERS), ...Object.keys(PATHS), 'grace', 'writeTools']);
 
 /** The `AGENT_WATCHDOG_*` variables for a policy; unset fields are left out. */
@@ -237,6 +240,8 @@ function launch(name) {
     process.stderr.write(`${name}: ${e.message}\n`);
     process.exit(1);
   }
+  // Loaded here: only the launchers run a child, and an import should not pay for it.
+  const { spawn } = require('node:child_process');
   const child = spawn(bin, process.argv.slice(2), { stdio: 'inherit' });
   const signals = ['SIGTERM', 'SIGHUP', 'SIGINT', 'SIGQUIT'];
   const forward = (sig) => () => {
@@ -263,6 +268,7 @@ function launch(name) {
 }
 
 module.exports = {
+  BINARY_PLATFORMS,
   binaryPath,
   platformPackage,
   pluginPath,

@@ -36,20 +36,16 @@ mod exposition;
 pub mod scrape;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::Instant;
 
 use serde_json::{json, Map, Value};
 
 use crate::event::{Event, ExtendReason, KillKind, Outcome, StallClock};
 
 /// Every kill kind, in the order the counters keep them.
-const KINDS: [KillKind; 5] = [
-    KillKind::Ceiling,
-    KillKind::Startup,
-    KillKind::Linger,
-    KillKind::Idle,
-    KillKind::NoProgress,
-];
+const KINDS: [KillKind; KillKind::ALL.len()] = KillKind::ALL;
 
 /// The outcomes other than `killed` (which is counted by kill kind), in counter order.
 const OTHER_OUTCOMES: [&str; 4] = ["success", "error_result", "no_result", "incomplete"];
@@ -79,13 +75,7 @@ const LATENESS_NANOS: [u64; 10] = [
 ];
 
 fn kind_index(kind: KillKind) -> usize {
-    match kind {
-        KillKind::Ceiling => 0,
-        KillKind::Startup => 1,
-        KillKind::Linger => 2,
-        KillKind::Idle => 3,
-        KillKind::NoProgress => 4,
-    }
+    KINDS.iter().position(|k| *k == kind).unwrap_or(0)
 }
 
 fn clock_index(clock: StallClock) -> usize {
@@ -126,8 +116,8 @@ fn outcome_index(outcome: &Outcome) -> Option<usize> {
 /// whose policy does not speak [`Event`] (the Node in-process API's idle policy).
 #[derive(Debug, Default)]
 pub struct Counters {
-    kills: [AtomicU64; 5],
-    ended_killed: [AtomicU64; 5],
+    kills: [AtomicU64; KINDS.len()],
+    ended_killed: [AtomicU64; KINDS.len()],
     ended_other: [AtomicU64; 4],
     stalling: [AtomicU64; 2],
     extensions: [AtomicU64; 2],
@@ -261,8 +251,8 @@ impl LatenessHistogram {
 pub struct Metrics {
     sessions: usize,
     utilization: Option<f64>,
-    kills: [u64; 5],
-    ended_killed: [u64; 5],
+    kills: [u64; KINDS.len()],
+    ended_killed: [u64; KINDS.len()],
     ended_other: [u64; 4],
     stalling: [u64; 2],
     extensions: [u64; 2],

@@ -1,16 +1,19 @@
 //! The line side: what a stdout line, a stdin line or a tool boundary changes in a session.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::Instant;
 
 use crate::classify::{classify, Class, LineKind, Signal};
-use crate::config::{Limits, McpLimits};
+use crate::config::Limits;
 use crate::event::{Event, SessionId};
 use crate::facts::{ClaudeSessionId, LiveNews, ResultFacts};
-use crate::session::{dur_ns, flag, id_hash, Cold, LastResult, PendingMcp, Session, NEVER};
+use crate::session::{flag, id_hash, is_task_line, Cold, LastResult, Retry, Session};
 use crate::view::{ContentBlock, LineView};
 
-use super::{make_id, ms_to_ns, Registry, MAX_PENDING};
+use super::mcp_calls::{begin_mcp, end_mcp, read_heartbeat};
+use super::{make_id, Registry, MAX_PENDING};
 
 impl Registry {
     /// Feed one parsed stdout line of session `id`; returns its class. Unknown ids are ignored
@@ -64,6 +67,31 @@ impl Registry {
                 Class::UNPARSEABLE
             }
         }
+    }
+
+    /// Feed one message the host classified itself, by a contract of its own (the in-process
+    /// Node API keeps the reference package's: [`crate::reference`]). It counts as a line of
+    /// that class with no content: its signal moves the clocks, its kind is counted, but no
+    /// tool id, result or session id is read from it (feed a line for those).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use watchdog_core::{Class, Event, LineKind, Limits, Registry, SessionConfig, Signal};
+    /// let t0 = Instant::now();
+    /// let s = Duration::from_secs;
+    /// let limits = Limits::default().with_idle(s(60)).unwrap().with_extend_factor(1.0).unwrap();
+    /// let mut reg = Registry::new(limits);
+    /// let id = reg.register(t0, SessionConfig::default());
+    /// let frame = Class { signal: Signal::Progress, kind: LineKind::StreamEvent };
+    /// reg.observe_class(t0 + s(50), id, frame);
+    /// reg.handle_timeout(t0 + s(109));
+    /// assert!(reg.kill(id).is_none(), "the frame at 50 s moved the idle clock");
+    /// reg.handle_timeout(t0 + s(110));
+    /// assert_eq!(reg.kill(id).unwrap().at, t0 + s(110));
+    /// ```
+    pub fn observe_class(&mut self, now: Instant, id: SessionId, class: Class) {
+        let slot = self.slot_of(id);
+        self.feed(now, slot, None, class, false);
     }
 
     /// `slot`: the session's slot, from [`Registry::slot_of`] (running due events does not
@@ -183,18 +211,29 @@ impl Registry {
             let was_paused = s.paused();
             s.last_signal = Some(class.signal);
             match class.signal {
+                // After its result, the session's background tasks work on: their lines keep
+                // it settled (its own turn is over); with none left outstanding (the lines
+                // that report a task's end), the waiting rules start again from them.
+                Signal::Progress if s.has(flag::SETTLED) && line.is_some_and(is_task_line) => {
+                    s.note_background_progress(t);
+                    if !s.has(flag::BACKGROUND) {
+                        s.settled_at = t;
+                    }
+                }
                 Signal::Progress => s.note_progress(t),
                 Signal::KeepAlive | Signal::HumanWait | Signal::Settle => s.note_line(t),
             }
             s.drop_past_retry(c);
+            let mut background_ended = false;
             if let Some(view) = line {
                 read_session_id(s, c, view, class.kind);
                 match class.kind {
                     LineKind::Assistant | LineKind::User => read_tools(s, c, view, limits, t),
                     LineKind::ToolProgress => read_heartbeat(s, c, view, limits.mcp(), t),
-                    LineKind::ApiRetry => {
-                        if let Some(ms) = view.retry_delay_ms() {
-                            s.note_retry(c, t, ms_to_ns(ms));
+                    LineKind::ApiRetry => s.note_retry(c, t, Retry::of_line(view)),
+                    LineKind::System => {
+                        if let Some(sub) = view.subtype() {
+                            background_ended = s.read_background(c, &sub, view);
                         }
                     }
                     LineKind::SessionState => match view.state().as_deref() {
@@ -228,8 +267,9 @@ impl Registry {
             if class.signal == Signal::HumanWait {
                 s.begin_wait(c, t, was_paused);
             }
-            // Progress un-settled the session: it no longer waits for its host.
-            if !s.has(flag::SETTLED) {
+            // Progress un-settled the session, or background work began: it no longer waits
+            // for its host.
+            if !s.has(flag::SETTLED) || s.has(flag::BACKGROUND) {
                 s.flags &= !flag::HOST_WAIT;
             }
             s.end_wait_if_clear(c, t, was_paused);
@@ -237,8 +277,15 @@ impl Registry {
                 s.flags |= flag::SETTLED;
                 s.settled_at = t;
                 settled_now = true;
+            } else if background_ended && s.has(flag::SETTLED) {
+                // The last background task ended after the result: the waiting rules apply
+                // from now.
+                s.settled_at = t;
             }
             s.begin_host_wait(c, t);
+        }
+        if let (true, Some(view)) = (self.session(slot).has(flag::TREE), line) {
+            self.note_tree_line(slot, view, class.kind, t);
         }
         if settled_now {
             self.events.push_back(Event::Settled { id });
@@ -339,73 +386,6 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
     if removed {
         s.compact(c);
     }
-}
-
-/// An MCP tool call began at `t` (a `tool_use`, or a heartbeat of a call not seen before).
-fn begin_mcp(s: &mut Session, c: &mut Cold, id: &str, tool: &str, t: u64, mcp: &McpLimits) {
-    let hash = id_hash(id);
-    let r = s.rare(c);
-    let known = r.mcp_calls.iter().any(|m| m.hash == hash && &*m.id == id);
-    if !known && r.mcp_calls.len() < MAX_PENDING {
-        let floor = mcp
-            .floor_for_tool(tool)
-            .map_or(0, |d| t.saturating_add(dur_ns(d)));
-        r.mcp_calls.push(PendingMcp {
-            hash,
-            id: id.into(),
-            tool: tool.into(),
-            started: t,
-            floor,
-        });
-    }
-    s.sync_mcp(r);
-}
-
-/// A `tool_result` for `id`: the MCP call of that id, if any, is over. Returns whether one
-/// was removed.
-fn end_mcp(s: &mut Session, c: &mut Cold, id: &str) -> bool {
-    let Some(r) = s.rare_mut(c) else {
-        return false;
-    };
-    let h = id_hash(id);
-    let Some(i) = r.mcp_calls.iter().position(|m| m.hash == h && &*m.id == id) else {
-        return false;
-    };
-    r.mcp_calls.swap_remove(i);
-    s.sync_mcp(r);
-    true
-}
-
-/// A `tool_progress` heartbeat: one naming an MCP tool proves its call outstanding since
-/// `elapsed_time_seconds` ago (`parent_tool_use_id` is the call's id; the line's own
-/// `tool_use_id` is made up).
-fn read_heartbeat(s: &mut Session, c: &mut Cold, view: &LineView<'_>, mcp: &McpLimits, t: u64) {
-    let Some(tool) = view
-        .tool_name()
-        .filter(|n| crate::claude_code::is_mcp_tool(n))
-    else {
-        return;
-    };
-    let Some(id) = view.parent_tool_use_id() else {
-        return;
-    };
-    if s.has(flag::MCP) {
-        if let Some(r) = s.rare_mut(c) {
-            let h = id_hash(&id);
-            if r.mcp_calls.iter().any(|m| m.hash == h && *m.id == *id) {
-                return;
-            }
-        }
-    }
-    let elapsed = view.elapsed_time_seconds().map_or(0, |e| {
-        let ns = e * 1e9;
-        if ns >= u64::MAX as f64 {
-            NEVER
-        } else {
-            ns as u64
-        }
-    });
-    begin_mcp(s, c, &id, &tool, t.saturating_sub(elapsed), mcp);
 }
 
 /// Remember the last `result`'s verdict.

@@ -9,8 +9,10 @@ use crate::session::LimitsNs;
 /// A hashable identity of a [`Limits`], to share one table entry between equal policies.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct LimitsKey {
-    pub(super) durations: [Duration; 4],
+    pub(super) durations: [Duration; 6],
     pub(super) ceiling: Option<Duration>,
+    pub(super) output_blocked: Option<Duration>,
+    pub(super) max_rss: Option<u64>,
     pub(super) floats: [u64; 3],
     pub(super) write_tools: Vec<Box<str>>,
     pub(super) mcp: McpLimits,
@@ -19,8 +21,17 @@ pub(super) struct LimitsKey {
 impl LimitsKey {
     pub(super) fn new(l: &Limits) -> Self {
         LimitsKey {
-            durations: [l.startup(), l.idle(), l.no_progress(), l.linger()],
+            durations: [
+                l.startup(),
+                l.idle(),
+                l.no_progress(),
+                l.linger(),
+                l.max_backoff(),
+                l.busy_cap(),
+            ],
             ceiling: l.ceiling(),
+            output_blocked: l.output_blocked(),
+            max_rss: l.max_rss(),
             floats: [
                 l.extend_factor().to_bits(),
                 l.high_utilization().to_bits(),

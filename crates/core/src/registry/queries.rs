@@ -2,7 +2,7 @@
 //! Claude Code session id, the last `result`, its tally, a snapshot for a status display, the
 //! line counts, the utilization). Nothing here changes state.
 
-use std::time::Instant;
+use crate::time::Instant;
 
 use crate::classify::{LineKind, Signal};
 use crate::event::{ExtendReason, Kill};

@@ -21,7 +21,7 @@
 //! window that reset from one that holds, and a host that feeds the utilization from readings
 //! of its own (the language bindings) stays the only one that sets it.
 
-use std::time::Instant;
+use crate::time::Instant;
 
 use crate::event::{Event, SessionId};
 use crate::rate_limit::{RateLimitConfig, RateLimitMonitor};

@@ -1,14 +1,17 @@
 //! The timer side: each session's next timed event, filed in the deadline queue, and what
 //! fires when it is due.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::Instant;
 
 use crate::config::defaults::INPUT_HOLD;
 use crate::deadline_queue::Slots;
-use crate::event::{Event, Kill, KillKind, McpCall};
-use crate::session::{flag, Cold, Due, Session, NEVER};
+use crate::event::{Backoff, Event, Kill, KillKind, McpCall};
+use crate::session::{flag, Cold, Due, HostDue, Session, NEVER};
 
 use super::holds::{Hold, Holds};
+use super::tree::{tree_due, Trees};
 use super::{make_id, PolicyTable, Registry};
 
 /// What the deadline queue asks about sessions while it settles.
@@ -16,6 +19,7 @@ struct Filing<'r> {
     slots: &'r mut [Session],
     cold: &'r [Cold],
     holds: &'r Holds,
+    trees: &'r Trees,
     policies: &'r PolicyTable,
     utilization: Option<f64>,
 }
@@ -27,13 +31,18 @@ impl Slots for Filing<'_> {
         };
         let p = self.policies.get(s.limits);
         let c = &self.cold[slot as usize];
+        let tree = tree_due(self.trees, slot, s, &p.ns);
         let t = s
             .next_due(
                 &p.ns,
                 p.ns.is_high(self.utilization),
                 p.drop_at,
-                s.retry_end(c),
+                s.retry_end(c, p.ns.max_backoff),
                 s.mcp_floor(c),
+                HostDue {
+                    blocked_since: blocked_since(s, slot, self.holds),
+                    ..tree
+                },
             )
             .map_or(NEVER, |(t, _)| held(s, slot, self.holds, t));
         s.queued = t;
@@ -60,6 +69,14 @@ fn held(s: &Session, slot: u32, holds: &Holds, t: u64) -> u64 {
     t.max(since).saturating_add(INPUT_HOLD_NS)
 }
 
+/// Since when the host cannot hand the session's output on, or [`NEVER`].
+fn blocked_since(s: &Session, slot: u32, holds: &Holds) -> u64 {
+    if !s.has(flag::OUTPUT_BLOCKED) {
+        return NEVER;
+    }
+    holds.since(slot, Hold::Output).unwrap_or(NEVER)
+}
+
 /// [`INPUT_HOLD`] in nanoseconds.
 const INPUT_HOLD_NS: u64 = INPUT_HOLD.as_nanos() as u64;
 
@@ -73,12 +90,17 @@ impl Registry {
         let s = self.session(slot);
         let p = self.policies.get(s.limits);
         let c = &self.cold[slot as usize];
+        let tree = tree_due(&self.trees, slot, s, &p.ns);
         s.next_due(
             &p.ns,
             p.ns.is_high(self.utilization),
             p.drop_at,
-            s.retry_end(c),
+            s.retry_end(c, p.ns.max_backoff),
             s.mcp_floor(c),
+            HostDue {
+                blocked_since: blocked_since(s, slot, &self.holds),
+                ..tree
+            },
         )
     }
 
@@ -115,6 +137,7 @@ impl Registry {
             slots,
             cold,
             holds,
+            trees,
             policies,
             utilization,
             ..
@@ -125,14 +148,26 @@ impl Registry {
                 slots,
                 cold,
                 holds,
+                trees,
                 policies,
                 utilization: *utilization,
             },
         );
     }
 
-    /// Fire every event due at or before `t`, in time order; leaves the queue settled.
+    /// What a call leaves behind: every event due at or before `t` fired, in time order
+    /// ([`fire_due`](Self::fire_due)); where the host checks, only the queue settled. Leaves
+    /// the queue settled.
     pub(super) fn run_due(&mut self, t: u64) {
+        if self.checked_by_host {
+            self.settle_queue(t);
+        } else {
+            self.fire_due(t);
+        }
+    }
+
+    /// Fire every event due at or before `t`, in time order; leaves the queue settled.
+    pub(super) fn fire_due(&mut self, t: u64) {
         loop {
             self.settle_queue(t);
             let Some(slot) = self.queue.pop_due(t) else {
@@ -202,6 +237,20 @@ impl Registry {
                 tool: m.tool.to_string(),
                 outstanding: since(m.started),
             }),
+            output_blocked: match blocked_since(s, slot, &self.holds) {
+                NEVER => None,
+                b => Some(since(b)),
+            },
+            backoff: s.storm(c).map(|st| {
+                Box::new(Backoff {
+                    attempts: st.attempts,
+                    status: st.status,
+                    error: st.error.as_deref().map(str::to_owned),
+                    last_delay: Duration::from_nanos(st.last_delay),
+                    lasted: since(st.since),
+                })
+            }),
+            tree: self.tree_evidence(slot, at, kind),
         }
     }
 
@@ -219,7 +268,7 @@ impl Registry {
 
     /// Process every deadline due at or before `now`. Cheap when nothing is due.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.advance(now);
+        self.check(now);
     }
 
     /// The next pending event.

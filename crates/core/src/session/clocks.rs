@@ -16,14 +16,6 @@ fn shift(x: u64, b: u64, e: u64) -> u64 {
 }
 
 impl Session {
-    /// Forget a back-off the idle anchor has passed (it can never matter again: both move
-    /// together under pauses, and a new back-off ends after the line that announces it).
-    pub(crate) fn drop_past_retry(&mut self, c: &Cold) {
-        if self.has(flag::RETRY) && self.idle_anchor >= c.retry_end {
-            self.flags &= !flag::RETRY;
-        }
-    }
-
     /// Move the idle anchor, keeping the real last line.
     fn move_idle_anchor(&mut self, c: &mut Cold, to: u64) {
         if !self.has(flag::LINE_MOVED) {
@@ -52,8 +44,12 @@ impl Session {
     /// pause (the real last line kept in `pause_or_line`), that earlier instant stays, which
     /// changes nothing: the wait ends with fresh clocks (the host's message, new progress) or
     /// settled (the end of input), where only the linger and the ceiling count.
+    /// Not while background tasks are outstanding: the session still works.
     pub(crate) fn begin_host_wait(&mut self, c: &mut Cold, now: u64) {
-        if self.has(flag::SETTLED) && self.has(flag::HOST_INPUT) && !self.has(flag::HOST_WAIT) {
+        if self.has(flag::SETTLED)
+            && self.has(flag::HOST_INPUT)
+            && !self.has(flag::HOST_WAIT | flag::BACKGROUND)
+        {
             let was_paused = self.paused();
             self.flags |= flag::HOST_WAIT;
             if !was_paused && !self.has(flag::LINE_MOVED) {
@@ -65,8 +61,9 @@ impl Session {
     /// Before the first line only startup and the ceiling apply. The no-progress clock runs
     /// from registration, but a cap it passed before it applied kills no earlier than the
     /// first line (only possible when `no_progress` is shorter than `startup`).
+    /// A session whose clocks run from registration needs no floor: its cap applied all along.
     pub(crate) fn first_line_floor(&mut self, c: &mut Cold, now: u64, no_progress: u64) {
-        if !self.has(flag::FIRST_LINE) {
+        if !self.has(flag::FIRST_LINE | flag::FROM_REGISTRATION) {
             let floor = now.saturating_sub(no_progress);
             if floor > self.progress_anchor {
                 self.move_progress_anchor(c, floor);
@@ -88,10 +85,12 @@ impl Session {
         self.progress_anchor = now;
     }
 
-    /// An announced back-off: the idle kill cannot come before `now + delay + patience`.
-    pub(crate) fn note_retry(&mut self, c: &mut Cold, now: u64, delay: u64) {
-        c.retry_end = self.retry_end(c).max(now.saturating_add(delay));
-        self.flags |= flag::RETRY;
+    /// Progress of a background task after the session's `result`: a new no-progress spell,
+    /// but the session stays settled (its turn is over; when the tasks end, it waits again).
+    pub(crate) fn note_background_progress(&mut self, now: u64) {
+        self.note_line(now);
+        self.flags &= !(flag::STALL_NP | flag::PROGRESS_MOVED);
+        self.progress_anchor = now;
     }
 
     /// Begin a human wait (if none is open) at `now`.
@@ -123,9 +122,7 @@ impl Session {
     fn shift_clocks(&mut self, c: &mut Cold, b: u64, e: u64) {
         self.move_idle_anchor(c, shift(self.idle_anchor, b, e));
         self.move_progress_anchor(c, shift(self.progress_anchor, b, e));
-        if self.has(flag::RETRY) && c.retry_end != 0 {
-            c.retry_end = shift(c.retry_end, b, e);
-        }
+        self.shift_storm(c, |x| shift(x, b, e));
     }
 }
 

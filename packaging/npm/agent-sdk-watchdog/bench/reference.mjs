@@ -77,3 +77,18 @@ export function createWatchdog(config = {}) {
   };
   return { register, tick, close() { active.clear(); if (ticker) { clearInterval(ticker); ticker = null; } }, config: c };
 }
+
+// The reference's createRateLimitMonitor().observe(): a type check, then the merge for a
+// rate_limit_event (only the path a non-rate-limit message takes is measured).
+export function createRateLimitMonitor() {
+  let held = null;
+  const note = (info) => {
+    held = { ...info };
+    return null;
+  };
+  return {
+    note,
+    observe: (message) => (message.type === 'rate_limit_event' ? note(message.rate_limit_info) : null),
+    latest: () => held,
+  };
+}

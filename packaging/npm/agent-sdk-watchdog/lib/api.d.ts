@@ -135,7 +135,7 @@ export interface Watchdog {
 // --- fleet metrics (ours)
 
 /** A kill kind as the metrics name it: the registry's names (`idle` is `watchdog_idle`, `ceiling` is `hard_ceiling`). */
-export type MetricsKillKind = 'ceiling' | 'startup' | 'linger' | 'idle' | 'no_progress';
+export type MetricsKillKind = 'ceiling' | 'startup' | 'linger' | 'idle' | 'no_progress' | 'output_blocked' | 'memory';
 /** How a query ended: by its kill, else by its last result, else `no_result`. */
 export type MetricsOutcome = 'success' | 'error_result' | 'killed' | 'no_result' | 'incomplete';
 

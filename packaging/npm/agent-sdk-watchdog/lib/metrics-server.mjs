@@ -2,8 +2,8 @@
 // for a host that has no server of its own (one that has can answer with
 // watchdog.renderPrometheus() itself). Bounded like the Rust runtime's endpoint: the request
 // head within timeoutMs and maxHeaderBytes, a connection cap, every answer closes its
-// connection. Prints nothing.
-import http from 'node:http';
+// connection. Prints nothing. node:http is loaded on the first call, not at import (it is the
+// largest part of importing this package, and most hosts never serve).
 
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
@@ -47,6 +47,7 @@ export async function serveMetrics(watchdog, options = {}) {
   check('maxHeaderBytes', o.maxHeaderBytes, 'an integer >= 1', positiveInteger);
   check('maxConnections', o.maxConnections, 'an integer >= 1', positiveInteger);
 
+  const { default: http } = await import('node:http');
   const server = http.createServer(
     {
       // A head over the bound: 431 (node's own answer); one not in time: 408, then closed.

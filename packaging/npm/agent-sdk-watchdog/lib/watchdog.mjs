@@ -1,10 +1,9 @@
-// createWatchdog(): the reference agent-sdk-watchdog 0.2.0 API on the Rust core's idle policy
-// (crates/core/src/idle_policy.rs through the addon in the platform package).
-//
-// Layout: every registered query is one row of a Float64Array (the core's slab layout), so a
-// message costs a table lookup and a store, never a native call; a pass over every query is one
-// native call that also returns the next deadline, where the one unref'd timer is armed.
-import { core } from './native.mjs';
+// createWatchdog(): the reference agent-sdk-watchdog 0.2.0 API on the Rust core's Registry
+// (its reference preset: crates/core/src/reference.rs), in the WebAssembly module of
+// ./core.mjs. Every rule is the core's: this file looks a message up in the core's table,
+// hands the row's number over, and delivers what a tick found (callbacks, aborts) in the
+// reference's order. One unref'd timer per watchdog, armed at the core's next deadline.
+import { core, owned, read, records, rowOf, tables, write, writeAll } from './core.mjs';
 import { checkOption, resolveOptions } from './options.mjs';
 import { watchdogOptions } from '../index.js';
 
@@ -22,38 +21,43 @@ export const WATCHDOG_DEFAULTS = Object.freeze({
 });
 
 const num = (v) => (v === null || v === undefined ? NaN : +v);
+const { effects: EFFECT, kills: KILL_NAMES, extends: EXTEND_NAMES, record: RECORD } = tables;
 
-// The core's verdict codes (idle_policy::Verdict::code); 5 to 7 are our opt-in rules.
-const KINDS = [null, null, null, 'watchdog_idle', 'hard_ceiling', 'startup', 'linger', 'no_progress'];
-const VERDICTS = [
-  () => ({ verdict: 'ok' }),
-  () => ({ verdict: 'extend', reason: 'pre_write' }),
-  () => ({ verdict: 'extend', reason: 'high_utilization' }),
-];
-const verdictOf = (code) => (code >= 3 ? { verdict: 'kill', kind: KINDS[code] } : VERDICTS[code]());
+const verdictOf = (code) => {
+  if (code === 0) return { verdict: 'ok' };
+  if (EXTEND_NAMES[code]) return { verdict: 'extend', reason: EXTEND_NAMES[code] };
+  return { verdict: 'kill', kind: KILL_NAMES[code] };
+};
 
 // Our opt-in rules (off unless given): validated like the reference's options.
 const EXTRA = ['startupMs', 'lingerMs', 'noProgressMs'];
 const off = (v) => (v === undefined ? Infinity : num(v));
-const limitsArray = (l) =>
-  new Float64Array([num(l.idleMs), num(l.extendFactor), num(l.highUtilization), off(l.startupMs), off(l.lingerMs), off(l.noProgressMs)]);
 
 /** The pure policy: one timeline, one instant, one utilization, the limits -> verdict. */
 export function evaluateWatchdog(t, now, utilization, limits = WATCHDOG_DEFAULTS) {
-  const { addon, layout: L } = core();
-  const row = new Float64Array(L.STRIDE);
-  row[L.STARTED_AT] = num(t.startedAt);
-  row[L.LAST_TOOL_AT] = num(t.lastToolAt);
-  row[L.LAST_ACTIVITY_AT] = t.lastActivityAt === undefined ? num(t.lastToolAt) : num(t.lastActivityAt);
-  // null: no write yet; any other value (even undefined) counts as written, as in the reference.
-  row[L.FIRST_WRITE_AT] = t.firstWriteAt === null ? NaN : -Infinity;
-  row[L.HARD_CEILING_MS] = num(t.hardCeilingMs);
-  // Our opt-in rules read three optional fields: seen (default true), settledAt, lastWorkAt.
-  row[L.FLAGS] = L.LIVE | (t.seen === false ? 0 : L.SEEN) | (t.settled ? L.SETTLED : 0);
-  row[L.SETTLED_AT] = t.settledAt === undefined ? NaN : num(t.settledAt);
-  row[L.LAST_WORK_AT] =
-    t.lastWorkAt === undefined ? Math.max(row[L.LAST_TOOL_AT], row[L.LAST_ACTIVITY_AT]) : num(t.lastWorkAt);
-  return verdictOf(addon.evaluate(row, num(now), num(utilization), limitsArray(limits)));
+  const lastToolAt = num(t.lastToolAt);
+  return verdictOf(
+    core.evaluate(
+      num(t.startedAt),
+      lastToolAt,
+      t.lastActivityAt === undefined ? lastToolAt : num(t.lastActivityAt),
+      // null: no write yet; any other value (even undefined) counts as written, as in the reference.
+      t.firstWriteAt === null ? 0 : 1,
+      num(t.hardCeilingMs),
+      t.settled ? 1 : 0,
+      t.settledAt === undefined ? NaN : num(t.settledAt),
+      t.lastWorkAt === undefined ? NaN : num(t.lastWorkAt),
+      t.seen === false ? 0 : 1,
+      num(now),
+      num(utilization),
+      num(limits.idleMs),
+      num(limits.extendFactor),
+      num(limits.highUtilization),
+      off(limits.startupMs),
+      off(limits.lingerMs),
+      off(limits.noProgressMs),
+    ),
+  );
 }
 
 export function createWatchdog(config = {}) {
@@ -65,114 +69,141 @@ export function createWatchdog(config = {}) {
   for (const name of EXTRA) {
     if (c[name] !== undefined) checkOption(name, c[name], 'a number > 0', (v) => v > 0);
   }
-  const { addon, table, layout: L } = core();
-  const S = L.STRIDE;
-  const { STARTED_AT, LAST_TOOL_AT, LAST_ACTIVITY_AT, FIRST_WRITE_AT, HARD_CEILING_MS, FLAGS, SEQ } = L;
-  const { SETTLED_AT, LAST_WORK_AT, LIVE, SETTLED, KILLED, EXTEND_NOTED, SEEN } = L;
-  const { EFFECT_SETTLE, EFFECT_ALIVE, EFFECT_WORK, EFFECT_HEARTBEAT_WORK } = L;
   const { now: clock, writeTools, toolHeartbeats, idleMs, extendFactor, highUtilization } = c;
-  const limits = limitsArray(c);
   const startupOn = c.startupMs !== undefined;
-  const lingerOn = c.lingerMs !== undefined;
-
-  const w = {
-    rows: new Float64Array(16 * S),
-    verdicts: new Int32Array(16),
+  const tools = write([...writeTools].filter((t) => typeof t === 'string').join('\n'));
+  const w = core.wd_new(
+    idleMs, extendFactor, highUtilization, off(c.startupMs), off(c.lingerMs), off(c.noProgressMs),
+    toolHeartbeats ? 1 : 0, tools,
+  );
+  if (w < 0) throw new RangeError(read(core.output_len()));
+  const state = {
     handles: [], // slot -> handle
-    results: [], // slot -> the last result message observe() saw (read when the query ends)
-    free: [],
-    top: 0, // rows in use (high-water mark)
     live: 0,
     seq: 0,
-    util: NaN, // the last check's utilization, for deadlines between checks
+    util: null, // the last check's utilization
     timer: null,
     timerAt: Infinity,
   };
-  // Counted where a kill or an extension is delivered and where a query ends (the core's
-  // counters and rendering: README "Fleet telemetry"); a message costs nothing here.
-  const counters = new addon.MetricsCore();
+  // The module's watchdog goes when `state` does: every method, handle and the timer hold it.
+  owned.register(state, { free: core.wd_free, index: w });
 
-  const rearm = (slot, now) => arm(addon.nextCheck(w.rows, slot, now, w.util, limits));
-
-  // "Working": clear `settled` and move the activity clock; re-arm when it un-settled (the
-  // idle deadline is back and may come before the armed timer).
-  function working(slot, at) {
-    const b = slot * S;
-    const rows = w.rows;
-    rows[b + LAST_ACTIVITY_AT] = at;
-    rows[b + LAST_WORK_AT] = at;
-    const flags = rows[b + FLAGS];
-    if (flags & SETTLED) {
-      rows[b + FLAGS] = (flags & ~SETTLED) | SEEN;
-      rearm(slot, at);
-    } else if (!(flags & SEEN)) rows[b + FLAGS] = flags | SEEN;
+  // Work and signs of life on a query that is not settled only move its deadlines later, so
+  // they wait here, a time per query, until anything else reaches the core (a tick, another
+  // feed, a registration): then they go in time order, each query's latest. A message thus
+  // costs no call into the core; the core still decides everything, at the next call, with
+  // every time exact. Work on a settled query (it un-settles: the idle deadline comes back)
+  // goes at once. `_settled` is what this side sent last: a result or settle() settles, work
+  // does not; nothing else settles a query of this API.
+  let waiting = [];
+  const wait = (h) => {
+    h._waiting = true;
+    waiting.push(h);
+  };
+  function flush() {
+    if (waiting.length === 0) return;
+    const hs = waiting;
+    waiting = [];
+    const due = [];
+    for (const h of hs) {
+      h._waiting = false;
+      if (h._slot >= 0) {
+        if (h._alive === h._alive) due.push([h._alive, h, false]);
+        if (h._work === h._work) due.push([h._work, h, true]);
+      }
+      h._work = NaN;
+      h._alive = NaN;
+    }
+    if (due.length > 1) due.sort((a, b) => a[0] - b[0]);
+    for (const [at, h, work] of due) {
+      if (h._slot < 0) continue;
+      if (work) core.wd_stream(w, h._slot, at);
+      else core.wd_heartbeat(w, h._slot, at);
+    }
   }
 
-  // A result: settle, and remember when (the linger rule, when on, counts from there).
-  function settle(slot, at) {
-    const i = slot * S + FLAGS;
-    const flags = w.rows[i];
-    if (flags & SETTLED) return;
-    w.rows[i] = flags | SETTLED | SEEN;
-    w.rows[slot * S + SETTLED_AT] = at;
-    if (lingerOn) rearm(slot, at);
-  }
-
-  function heartbeat(slot, at) {
-    const b = slot * S;
-    w.rows[b + LAST_ACTIVITY_AT] = at;
-    if (!(w.rows[b + FLAGS] & SEEN)) w.rows[b + FLAGS] = w.rows[b + FLAGS] | SEEN;
-  }
-
-  // One supervised query: a slot of the slab. `_slot` is -1 once unregistered (or closed).
+  // One supervised query: a slot of the core's table. `_slot` is -1 once unregistered (or
+  // closed); its feeds then change nothing.
   class WatchdogHandle {
-    constructor(slot, reg) {
+    constructor(slot, reg, seq, startedAt) {
       this._slot = slot;
       this._reg = reg;
+      this._seq = seq;
+      this._startedAt = startedAt;
       this._kill = null;
+      this._started = false;
+      this._settled = false;
+      this._waiting = false;
+      this._work = NaN;
+      this._alive = NaN;
+      this._result = undefined;
     }
 
     activity(toolName, at = clock()) {
-      const s = this._slot;
-      if (s < 0) return;
-      const b = s * S;
-      const rows = w.rows;
-      rows[b + LAST_TOOL_AT] = at;
-      working(s, at);
-      if (Number.isNaN(rows[b + FIRST_WRITE_AT]) && toolName && writeTools.includes(toolName)) {
-        rows[b + FIRST_WRITE_AT] = at;
-        rearm(s, at); // patience shrinks: the deadline may come earlier
+      if (this._slot < 0) return;
+      flush();
+      const n = typeof toolName === 'string' && toolName ? write(toolName) : -1;
+      this._settled = false;
+      sooner(core.wd_activity(w, this._slot, n, at));
+    }
+
+    _work_(at, row) {
+      if (this._settled) {
+        flush();
+        this._settled = false;
+        sooner(row < 0 ? core.wd_stream(w, this._slot, at) : core.wd_observe(w, this._slot, row, at));
+      } else {
+        this._work = at;
+        if (!this._waiting) wait(this);
       }
+    }
+
+    _alive_(at) {
+      this._alive = at;
+      if (!this._waiting) wait(this);
     }
 
     stream(at = clock()) {
-      if (this._slot >= 0) working(this._slot, at);
+      if (this._slot >= 0) this._work_(at, -1);
     }
 
     heartbeat(at = clock()) {
-      if (this._slot >= 0) heartbeat(this._slot, at);
+      if (this._slot >= 0) this._alive_(at);
     }
 
     settle() {
-      if (this._slot >= 0) settle(this._slot, clock());
+      if (this._slot < 0) return;
+      flush();
+      this._settled = true;
+      core.wd_settle(w, this._slot, clock());
     }
 
     observe(message, at = clock()) {
-      const s = this._slot;
-      if (s < 0) return;
-      // Any message at all ends the startup wait (our opt-in rule).
-      if (startupOn && !(w.rows[s * S + FLAGS] & SEEN)) w.rows[s * S + FLAGS] = w.rows[s * S + FLAGS] | SEEN;
-      let effect = table.get(message.type);
-      if (effect === undefined) return;
-      if (typeof effect !== 'number') {
-        effect = effect.get(message.subtype);
-        if (effect === undefined) return;
-      }
-      if (effect === EFFECT_WORK || (effect === EFFECT_HEARTBEAT_WORK && toolHeartbeats)) working(s, at);
-      else if (effect === EFFECT_ALIVE) heartbeat(s, at);
-      else if (effect === EFFECT_SETTLE) {
-        w.results[s] = message;
-        settle(s, at);
+      if (this._slot < 0) return;
+      const row = rowOf(message);
+      const effect = row === undefined ? EFFECT.none : row.effect;
+      if (effect === EFFECT.work || (effect === EFFECT.heartbeatWork && toolHeartbeats)) {
+        this._work_(at, row.index);
+      } else if (effect === EFFECT.alive) {
+        this._alive_(at);
+      } else if (effect === EFFECT.settle) {
+        // Kept for the end: its facts decide the outcome the query ends with (unregister()).
+        this._result = message;
+        if (!this._settled) {
+          flush();
+          this._settled = true;
+          core.wd_settle(w, this._slot, at);
+        }
+      } else if (effect === EFFECT.line) {
+        // Ours: background tasks and announced back-offs, read whole by the core (they can
+        // bring a deadline back on a settled query).
+        flush();
+        sooner(core.wd_line(w, this._slot, write(JSON.stringify(message)), at));
+      } else if (startupOn && !this._started) {
+        // Ignored, but any message at all ends the startup wait (our opt-in rule).
+        this._started = true;
+        flush();
+        core.wd_observe(w, this._slot, -1, at);
       }
     }
 
@@ -206,22 +237,21 @@ export function createWatchdog(config = {}) {
       const s = this._slot;
       if (s < 0) return;
       this._slot = -1;
-      // The query ended: counted by its kill, else by its last result.
-      const r = w.results[s];
-      w.results[s] = undefined;
-      const str = (v) => (typeof v === 'string' ? v : undefined);
-      counters.end(
-        this._kill ? KINDS.indexOf(this._kill.kind) : 0,
-        r !== undefined,
-        str(r?.subtype),
-        typeof r?.is_error === 'boolean' ? r.is_error : undefined,
-        str(r?.stop_reason),
+      // The query ended: counted by its kill, else by its last result's facts (the core's rule).
+      const r = this._result;
+      this._result = undefined;
+      const str = (v) => (typeof v === 'string' ? v : '');
+      const has = (v) => (typeof v === 'string' ? 1 : 0);
+      const [subtype, stop] = writeAll([str(r?.subtype), str(r?.stop_reason)]);
+      core.wd_unregister(
+        w, s, r === undefined ? 0 : 1,
+        has(r?.subtype) ? subtype : -1,
+        typeof r?.is_error === 'boolean' ? Number(r.is_error) : -1,
+        has(r?.stop_reason) ? stop : -1,
       );
-      w.rows[s * S + FLAGS] = 0;
-      w.handles[s] = undefined;
-      w.free.push(s);
-      w.live -= 1;
-      if (w.live === 0) disarm();
+      state.handles[s] = undefined;
+      state.live -= 1;
+      if (state.live === 0) disarm();
     }
   }
 
@@ -234,72 +264,67 @@ export function createWatchdog(config = {}) {
   };
 
   function disarm() {
-    if (w.timer) clearTimeout(w.timer);
-    w.timer = null;
-    w.timerAt = Infinity;
+    if (state.timer) clearTimeout(state.timer);
+    state.timer = null;
+    state.timerAt = Infinity;
   }
 
-  // The one timer: at the earliest deadline, and at most tickMs away (the reference's periodic
-  // check, which also notices a utilization that fell). Never holds the process open.
-  function arm(deadline) {
-    if (w.live === 0) return disarm();
-    const now = c.now();
-    const at = Math.min(deadline, now + c.tickMs);
-    if (w.timer && at >= w.timerAt) return;
+  // The one timer: at the core's next deadline, and at most tickMs away (the reference's
+  // periodic check, which also reads a utilization that fell). Never holds the process open.
+  function arm(next = core.wd_poll_timeout(w)) {
+    if (state.live === 0) return disarm();
+    const now = clock();
+    const at = Math.min(next, now + c.tickMs);
+    if (state.timer && at >= state.timerAt) return;
     disarm();
-    w.timerAt = at;
-    w.timer = setTimeout(onTimer, Math.max(1, Math.ceil(at - now)));
-    w.timer.unref?.();
+    state.timerAt = at;
+    state.timer = setTimeout(onTimer, Math.max(1, Math.ceil(at - now)));
+    state.timer.unref?.();
   }
+  // A feed brought the core's next deadline to `next` (Infinity: not sooner than it was).
+  const sooner = (next) => {
+    if (next < state.timerAt) arm(next);
+  };
 
   function onTimer() {
-    w.timer = null;
-    w.timerAt = Infinity;
+    state.timer = null;
+    state.timerAt = Infinity;
     tick();
   }
 
-  function tick(now = c.now()) {
+  function tick(now = clock()) {
     let utilization = null;
     try {
       utilization = c.getUtilization(now);
     } catch (error) {
       report(error);
     }
-    const before = w.util;
-    w.util = num(utilization);
+    state.util = utilization;
     const kills = [];
-    if (w.live === 0) return kills;
-    const next = addon.evaluateSlab(
-      w.rows, w.top, now, w.util, limits, w.verdicts,
-    );
-    const actions = [];
-    const { verdicts, rows, handles } = w;
-    for (let s = 0; s < w.top; s++) {
-      const v = verdicts[s];
-      if (v <= 0) continue;
-      if (v < 3 && rows[s * S + L.FLAGS] & L.EXTEND_NOTED) continue;
-      actions.push(s);
+    flush();
+    const n = core.wd_tick(w, now, num(utilization));
+    if (n === 0) {
+      arm();
+      return kills;
+    }
+    const r = records(n, RECORD);
+    const found = [];
+    for (let i = 0; i < n; i++) {
+      const b = i * RECORD;
+      const h = state.handles[r[b]];
+      if (h) found.push({ i, h, slot: r[b], what: r[b + 1], code: r[b + 2], lastTool: r[b + 4] });
     }
     // Callbacks in registration order, as the reference's insertion-ordered Set gives them.
-    if (actions.length > 1) actions.sort((x, y) => rows[x * S + L.SEQ] - rows[y * S + L.SEQ]);
-    const hs = actions.map((s) => handles[s]);
-    // Re-armed below at `next`; a query registered by a callback arms it for itself meanwhile.
+    found.sort((x, y) => x.h._seq - y.h._seq);
+    // Re-armed below; a query registered by a callback arms it for itself meanwhile.
     disarm();
-    for (let i = 0; i < actions.length; i++) {
-      const s = actions[i];
-      const h = hs[i];
-      if (!h || h._slot !== s) continue; // unregistered (or closed) by an earlier callback
-      const v = verdicts[s];
-      const b = s * S;
+    for (const f of found) {
+      const { h } = f;
+      if (h._slot !== f.slot) continue; // unregistered (or closed) by an earlier callback
       const reg = h._reg;
-      if (v >= 3) {
-        const kill = {
-          kind: KINDS[v],
-          elapsedMs: now - w.rows[b + L.STARTED_AT],
-          sinceToolMs: now - w.rows[b + L.LAST_TOOL_AT],
-        };
-        counters.kill(w.rows, s, v, now, before, w.util, limits);
-        w.rows[b + L.FLAGS] = w.rows[b + L.FLAGS] | L.KILLED;
+      core.wd_deliver(w, f.i);
+      if (f.what === 1) {
+        const kill = { kind: KILL_NAMES[f.code], elapsedMs: now - h._startedAt, sinceToolMs: now - f.lastTool };
         h._kill = kill;
         try {
           reg.onKill?.(kill);
@@ -309,64 +334,40 @@ export function createWatchdog(config = {}) {
         reg.abortController.abort();
         kills.push(kill);
       } else {
-        w.rows[b + L.FLAGS] = w.rows[b + L.FLAGS] | L.EXTEND_NOTED;
-        counters.extension(v);
         try {
-          reg.onExtend?.(v === 1 ? 'pre_write' : 'high_utilization', utilization);
+          reg.onExtend?.(EXTEND_NAMES[f.code], utilization);
         } catch (error) {
           report(error);
         }
       }
     }
-    arm(next);
+    arm();
     return kills;
   }
 
   function register(reg, now = c.now()) {
-    let slot = w.free.pop();
-    if (slot === undefined) {
-      slot = w.top++;
-      if (w.top > w.verdicts.length) {
-        const rows = new Float64Array(w.verdicts.length * 2 * S);
-        rows.set(w.rows);
-        w.rows = rows;
-        w.verdicts = new Int32Array(w.verdicts.length * 2);
-      }
-    }
-    const b = slot * S;
-    const rows = w.rows;
-    rows[b + L.STARTED_AT] = now;
-    rows[b + L.LAST_TOOL_AT] = now;
-    rows[b + L.LAST_ACTIVITY_AT] = now;
-    rows[b + L.FIRST_WRITE_AT] = NaN;
-    rows[b + L.HARD_CEILING_MS] = num(reg.hardCeilingMs);
-    rows[b + L.FLAGS] = L.LIVE;
-    rows[b + L.SEQ] = w.seq++;
-    rows[b + SETTLED_AT] = NaN;
-    rows[b + LAST_WORK_AT] = now;
-    const handle = new WatchdogHandle(slot, reg);
-    w.handles[slot] = handle;
-    w.live += 1;
-    rearm(slot, now);
+    flush();
+    const slot = core.wd_register(w, now, num(reg.hardCeilingMs));
+    const handle = new WatchdogHandle(slot, reg, state.seq++, now);
+    state.handles[slot] = handle;
+    state.live += 1;
+    arm();
     return handle;
   }
 
   function close() {
-    for (const h of w.handles) if (h) h._slot = -1;
-    w.handles = [];
-    w.results = [];
-    w.free = [];
-    w.top = 0;
-    w.live = 0;
-    w.rows = new Float64Array(16 * S);
-    w.verdicts = new Int32Array(16);
+    for (const h of state.handles) if (h) h._slot = -1;
+    waiting = [];
+    state.handles = [];
+    state.live = 0;
+    core.wd_clear(w);
     disarm();
   }
 
   // The fleet metrics: plain data keyed by the series' label values (kill kinds as the
   // registry names them: `idle`, `ceiling`), and the same as Prometheus text.
   function metrics() {
-    const m = JSON.parse(counters.snapshotJson(w.live, w.util));
+    const m = JSON.parse(read(core.wd_metrics_json(w)));
     return {
       sessions: m.sessions,
       utilization: m.utilization,
@@ -383,7 +384,7 @@ export function createWatchdog(config = {}) {
     };
   }
 
-  const renderPrometheus = () => counters.render(w.live, w.util);
+  const renderPrometheus = () => read(core.wd_render_prometheus(w));
 
   return { register, tick, close, config: c, metrics, renderPrometheus };
 }

@@ -32,6 +32,27 @@ test('binaryPath is the native binary of the installed platform package', () => 
   assert.throws(() => binaryPath('claude'), TypeError);
 });
 
+test('where no package of binaries fits, the launchers say in one line what is missing and what works', () => {
+  const launcher = path.join(project, 'node_modules', 'agent-sdk-watchdog', 'bin', 'claude-watchdog.js');
+  for (const [platform, arch, missing] of [
+    ['darwin', 'arm64', 'agent-sdk-watchdog has no claude-watchdog for darwin-arm64 (its binaries are built for linux-x64 and linux-arm64)'],
+    ['win32', 'x64', 'agent-sdk-watchdog has no claude-watchdog for win32-x64'],
+    // A platform that has one, not installed here (as with --omit=optional).
+    ['linux', process.arch === 'arm64' ? 'x64' : 'arm64', 'the optional dependency holding claude-watchdog for linux-'],
+  ]) {
+    const code = `Object.defineProperty(process, 'platform', { value: ${JSON.stringify(platform)} });
+      Object.defineProperty(process, 'arch', { value: ${JSON.stringify(arch)} });
+      require(${JSON.stringify(launcher)});`;
+    const r = spawnSync(process.execPath, ['-e', code, '--', '--version'], { encoding: 'utf8' });
+    assert.equal(r.status, 1, r.stderr);
+    const lines = r.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, r.stderr);
+    assert.ok(lines[0].includes(missing), lines[0]);
+    assert.ok(lines[0].endsWith('the in-process API (createWatchdog & co.) works without it'), lines[0]);
+    assert.doesNotMatch(lines[0], /reinstall/i);
+  }
+});
+
 test('watchdogEnv maps every field to its variable and refuses bad input', () => {
   assert.deepEqual(
     watchdogEnv({

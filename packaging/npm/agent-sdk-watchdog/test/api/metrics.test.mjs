@@ -86,7 +86,7 @@ test('a fresh watchdog: every series at 0, no utilization sample, no per-session
   const m = w.metrics();
   assert.equal(m.sessions, 0);
   assert.equal(m.utilization, null);
-  assert.deepEqual(m.kills, { ceiling: 0, startup: 0, linger: 0, idle: 0, no_progress: 0 });
+  assert.deepEqual(m.kills, { ceiling: 0, startup: 0, linger: 0, idle: 0, no_progress: 0, output_blocked: 0, memory: 0 });
   assert.deepEqual(m.ended, { success: 0, error_result: 0, killed: 0, no_result: 0, incomplete: 0 });
   assert.deepEqual(m.stallingWarnings, { idle: 0, no_progress: 0 });
   assert.deepEqual(m.extensions, { high_utilization: 0, pre_write: 0 });
@@ -303,7 +303,9 @@ test('a client that sends nothing, or half a head, is dropped after the timeout;
     const half = raw(server.port, 'GET /met', { end: false });
     assert.equal((await get(server.port)).status, 200, 'served meanwhile');
     const [a, b] = await Promise.all([silent, half]);
-    assert.equal(a, '', 'the silent client got nothing and was closed');
+    // Dropped either way: by the socket's timeout (nothing sent), or by node's head timeout
+    // when its check comes first (a 408, then closed). Which timer wins is the scheduler's.
+    assert.ok(a === '' || /^HTTP\/1\.1 408 /.test(a), `the silent client: ${JSON.stringify(a)}`);
     assert.ok(b === '' || /^HTTP\/1\.1 408 /.test(b), `half a head: ${JSON.stringify(b)}`);
     assert.ok(Date.now() - t0 < 4000, 'dropped by the timeout');
     assert.equal((await get(server.port)).status, 200);

@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import {
   createWatchdog,
   evaluateWatchdog,
@@ -162,33 +163,101 @@ test('utilization: extends once with its value; a withdrawn extension kills at t
   w.close();
 });
 
+// Each scenario on a watchdog of its own: within one watchdog time never runs backwards (a
+// registration or feed dated before the latest instant it has seen counts at that instant).
 test('stream clock, heartbeat and settle', () => {
+  {
+    const { w } = virtual();
+    const q = lane(w);
+    q.h.activity('Write', T0);
+    q.h.stream(at(15) - 10_000); // no check since T0: the frame counts before the check at 15
+    assert.deepEqual(w.tick(at(15)), []);
+    assert.deepEqual(w.tick(at(24.5)), []);
+    assert.equal(w.tick(at(25.5)).length, 1);
+    w.close();
+  }
+  {
+    const { w } = virtual();
+    const r = lane(w);
+    r.h.activity('Write', at(1));
+    r.h.heartbeat(at(4));
+    assert.deepEqual(w.tick(at(13)), []);
+    assert.equal(w.tick(at(14.5)).length, 1);
+    w.close();
+  }
+  {
+    const { w } = virtual();
+    const s = lane(w);
+    s.h.observe({ type: 'result', subtype: 'success' }, at(5));
+    s.h.observe({ type: 'rate_limit_event', rate_limit_info: { status: 'allowed' } }, at(6));
+    assert.deepEqual(w.tick(at(40)), []); // settled, a heartbeat keeps it settled
+    s.h.observe({ type: 'stream_event', event: { type: 'ping' } }, at(41)); // new work
+    assert.deepEqual(w.tick(at(60)), []); // pre-write: 20 min patience
+    assert.equal(w.tick(at(61)).length, 1);
+    w.close();
+  }
+  {
+    const { w } = virtual();
+    const c = lane(w);
+    c.h.settle();
+    assert.deepEqual(w.tick(at(69)), []);
+    assert.equal(w.tick(at(70))[0].kind, 'hard_ceiling');
+    w.close();
+  }
+});
+
+test('ours: background work after a result keeps the clocks running; an announced back-off holds them', () => {
+  const tasks = (list) => ({ type: 'system', subtype: 'background_tasks_changed', tasks: list, session_id: 's' });
+  const agent = { task_id: 'a1', task_type: 'local_agent', description: 'p' };
+  const result = { type: 'result', subtype: 'success', is_error: false, session_id: 's' };
+  {
+    // The reference would call this query settled at 2 and never kill it: a background agent
+    // that wedged after the result keeps it open for ever.
+    const { w } = virtual();
+    const q = lane(w);
+    q.h.activity('Write', T0);
+    q.h.observe(tasks([agent]), at(1));
+    q.h.observe(result, at(2)); // settles without moving a clock, as for the reference
+    assert.deepEqual(w.tick(at(10.9)), []);
+    assert.deepEqual(w.tick(at(11)).map((k) => k.kind), ['watchdog_idle']);
+    w.close();
+  }
+  {
+    // When the tasks end, the query is settled: only the ceiling.
+    const { w } = virtual();
+    const q = lane(w);
+    q.h.activity('Write', T0);
+    q.h.observe(tasks([agent]), at(1));
+    q.h.observe(result, at(2));
+    q.h.observe({ type: 'system', subtype: 'task_notification', task_id: 'a1', status: 'completed', session_id: 's' }, at(5));
+    assert.deepEqual(w.tick(at(60)), []);
+    assert.deepEqual(w.tick(at(70)).map((k) => k.kind), ['hard_ceiling']);
+    w.close();
+  }
+  {
+    // An announced 15-minute back-off at 1: the idle clock restarts when it ends.
+    const { w } = virtual();
+    const q = lane(w);
+    q.h.activity('Write', T0);
+    q.h.observe({ type: 'system', subtype: 'api_retry', attempt: 1, retry_delay_ms: 15 * MIN, error_status: 529, error: 'overloaded', session_id: 's' }, at(1));
+    assert.deepEqual(w.tick(at(25.9)), []);
+    assert.deepEqual(w.tick(at(26)).map((k) => k.kind), ['watchdog_idle']);
+    w.close();
+  }
+});
+
+test('time never runs backwards within one watchdog', () => {
   const { w } = virtual();
   const q = lane(w);
   q.h.activity('Write', T0);
-  q.h.stream(at(15) - 10_000);
-  assert.deepEqual(w.tick(at(15)), []);
-  assert.deepEqual(w.tick(at(24.5)), []);
-  assert.equal(w.tick(at(25.5)).length, 1);
-
-  const r = lane(w);
-  r.h.activity('Write', at(1));
-  r.h.heartbeat(at(4));
-  assert.deepEqual(w.tick(at(13)), []);
-  assert.equal(w.tick(at(14.5)).length, 1);
-
-  const s = lane(w);
-  s.h.observe({ type: 'result', subtype: 'success' }, at(5));
-  s.h.observe({ type: 'rate_limit_event', rate_limit_info: { status: 'allowed' } }, at(6));
-  assert.deepEqual(w.tick(at(40)), []); // settled, a heartbeat keeps it settled
-  s.h.observe({ type: 'stream_event', event: { type: 'ping' } }, at(41)); // new work
-  assert.deepEqual(w.tick(at(60)), []); // pre-write: 20 min patience
-  assert.equal(w.tick(at(61)).length, 1);
-
-  const c = lane(w);
-  c.h.settle();
-  assert.deepEqual(w.tick(at(69)), []);
-  assert.equal(w.tick(at(70))[0].kind, 'hard_ceiling');
+  assert.deepEqual(w.tick(at(5)), []);
+  const late = lane(w); // dated T0, registered at 5: its clocks start at 5
+  late.h.activity('Write', T0);
+  assert.deepEqual(w.tick(at(10)).map((k) => k.kind), ['watchdog_idle']);
+  assert.ok(q.h.kill);
+  assert.equal(late.h.kill, null);
+  assert.equal(w.tick(at(15)).length, 1);
+  assert.ok(late.h.kill);
   w.close();
 });
 
@@ -365,7 +434,38 @@ test('the timer never keeps the process alive', () => {
   assert.ok(Date.now() - t < 10_000);
 });
 
-test('nativeOptions: the drop-in claude-watchdog with this watchdog\'s limits', () => {
+// scripts/test-node-api installs the package as users on other platforms get it: there, no
+// platform package, so no binaries, and the in-process API above works all the same.
+const binaries = process.env.EXPECT_BINARIES;
+if (binaries !== '0' && binaries !== '1') throw new Error(`EXPECT_BINARIES must be 0 or 1, got ${binaries}`);
+
+function withoutBinaries() {
+  const w = createWatchdog({ idleMs: 90_000 });
+  const h = w.register({ hardCeilingMs: 3_600_000, abortController: new AbortController() });
+  let message = '';
+  assert.throws(() => h.nativeOptions(), (e) => {
+    message = e.message;
+    return true;
+  });
+  assert.match(message, new RegExp(`claude-watchdog for ${process.platform}-${process.arch}`));
+  assert.match(message, /: the in-process API \(createWatchdog & co\.\) works without it$/);
+  assert.doesNotMatch(message, /reinstall|--omit/i);
+  assert.doesNotMatch(message, /\n/);
+  assert.throws(() => watchdogOptions(), (e) => e.message === message);
+  // The launcher says the same in one line and fails.
+  const launcher = fileURLToPath(new URL('../node_modules/agent-sdk-watchdog/bin/agent-watchdog.js', import.meta.url));
+  const r = spawnSync(process.execPath, [launcher, '--version'], { encoding: 'utf8' });
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr, `agent-watchdog: ${message.replaceAll('claude-watchdog', 'agent-watchdog')}\n`);
+  w.close();
+}
+
+test('nativeOptions: the drop-in claude-watchdog with this watchdog\'s limits; without binaries, one line says what is missing and what still works', () => {
+  if (binaries === '0') {
+    withoutBinaries();
+    return;
+  }
   const w = createWatchdog({ idleMs: 90_000, extendFactor: 3, highUtilization: 0.8, writeTools: ['Write'] });
   const ac = new AbortController();
   const h = w.register({ hardCeilingMs: 3_600_000, abortController: ac });
@@ -408,19 +508,24 @@ test('our opt-in rules: off by default, validated, and each kills at its own dea
     const { w } = virtual({ startupMs: 3 * MIN, lingerMs: 11 * MIN, noProgressMs: 30 * MIN });
     const silent = lane(w);
     const lingering = lane(w);
+    const pinging = lane(w);
+    const talking = lane(w);
+    pinging.h.activity('Write', T0);
     lingering.h.observe({ type: 'assistant' }, at(0.5));
     lingering.h.observe({ type: 'result', subtype: 'success' }, at(1));
-    const pinging = lane(w);
-    pinging.h.activity('Write', T0);
-    for (let m = 1; m <= 40; m++) pinging.h.observe({ type: 'rate_limit_event', rate_limit_info: {} }, at(m));
-    const talking = lane(w);
     talking.h.observe({ type: 'assistant' }, at(2)); // any message ends the startup wait
-    assert.deepEqual(w.tick(at(2.9)), []);
-    assert.deepEqual(w.tick(at(3)).map((k) => k.kind), ['startup']);
+    // Pings every minute up to `until`, then a check there.
+    let pinged = 0;
+    const pingUntil = (until) => {
+      while (pinged + 1 <= until) pinging.h.observe({ type: 'rate_limit_event', rate_limit_info: {} }, at(++pinged));
+      return w.tick(at(until)).map((k) => k.kind);
+    };
+    assert.deepEqual(pingUntil(2.9), []);
+    assert.deepEqual(pingUntil(3), ['startup']);
     assert.equal(silent.h.kill.kind, 'startup');
-    assert.deepEqual(w.tick(at(12)).map((k) => k.kind), ['linger']);
+    assert.deepEqual(pingUntil(12), ['linger']);
     assert.equal(lingering.h.kill.kind, 'linger');
-    assert.deepEqual(w.tick(at(30)).map((k) => k.kind), ['no_progress', 'watchdog_idle']); // registration order
+    assert.deepEqual(pingUntil(30), ['no_progress', 'watchdog_idle']); // registration order
     assert.equal(talking.h.kill.kind, 'watchdog_idle');
     assert.equal(pinging.h.kill.kind, 'no_progress');
     w.close();

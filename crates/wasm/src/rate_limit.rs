@@ -17,8 +17,6 @@
 //!   never holds (no status, a negative or non-finite utilization), and an invalid time is
 //!   reported (the caller throws `RangeError: Invalid time value`, as `Date` does).
 
-use napi::bindgen_prelude::{Error, Result, Status as NapiStatus};
-use napi_derive::napi;
 use serde_json::{Map, Value};
 use watchdog_core::rate_limit::{Reading, Status};
 use watchdog_core::wall::WallMs;
@@ -40,21 +38,19 @@ fn wall(now_ms: f64) -> WallMs {
 }
 
 /// The core's rate-limit monitor, holding what the reference's reading needs from it.
-#[napi]
+#[derive(Debug)]
 pub struct RateLimitCore {
     inner: RateLimitMonitor,
 }
 
-#[napi]
 impl RateLimitCore {
     /// A monitor with the core's policy: `warn_at` in [0, 1] (JavaScript checks it first, with
-    /// the reference's message) and the fallback window.
-    #[napi(constructor)]
-    pub fn new(warn_at: f64, fallback_window: String) -> Result<Self> {
+    /// the reference's message) and the fallback window; the core's words when it refuses.
+    pub fn new(warn_at: f64, fallback_window: &str) -> Result<Self, String> {
         let config = RateLimitConfig::default()
             .with_warn_at(warn_at)
-            .and_then(|c| c.with_fallback_window(fallback_window))
-            .map_err(|e| Error::new(NapiStatus::InvalidArg, e.to_string()))?;
+            .and_then(|c| c.with_fallback_window(fallback_window.to_owned()))
+            .map_err(|e| e.to_string())?;
         Ok(RateLimitCore {
             inner: RateLimitMonitor::new(config),
         })
@@ -64,28 +60,18 @@ impl RateLimitCore {
     /// fields the core derives for the reading: `utilization` (when the frame reports one),
     /// `overageStatus` and `overageDisabledReason` (given or carried forward; absent when
     /// unknown). Text that is not JSON counts as a frame with no fields.
-    #[napi]
-    pub fn note(&mut self, info_json: String, now_ms: f64) -> String {
-        let info: Value = serde_json::from_str(&info_json).unwrap_or(Value::Null);
+    pub fn note(&mut self, info_json: &[u8], now_ms: f64) -> String {
+        let info: Value = serde_json::from_slice(info_json).unwrap_or(Value::Null);
         derived(&mut self.inner, &info, wall(now_ms)).to_string()
     }
 
     /// Whether a reading with this top-level `resetsAt` (epoch seconds) has expired at
     /// `now_ms`: at its reset instant or later. A NaN or infinite `resetsAt` never expires.
-    #[napi]
     pub fn expired(&self, resets_at: f64, now_ms: f64) -> bool {
         expired(&self.inner, resets_at, now_ms)
     }
 
-    /// The highest utilization among the active windows the core keeps (see
-    /// [`RateLimitMonitor::utilization`]), or `null`.
-    #[napi]
-    pub fn window_utilization(&self, now_ms: f64) -> Option<f64> {
-        self.inner.utilization(wall(now_ms))
-    }
-
     /// Forget every reading.
-    #[napi]
     pub fn reset(&mut self) {
         self.inner.reset();
     }
@@ -163,7 +149,6 @@ fn reset_ms(resets_at: f64) -> Option<Option<WallMs>> {
 
 /// `rateLimitResetIso` of a numeric `resetsAt`: the ISO-8601 form of `new Date(resetsAt *
 /// 1000)`, or `null` where that `Date` is invalid (the caller throws `RangeError`).
-#[napi]
 pub fn rate_limit_reset_iso(resets_at: f64) -> Option<String> {
     match reset_ms(resets_at)? {
         Some(ms) => Some(watchdog_core::wall::format_iso_ms(ms)),
@@ -206,9 +191,8 @@ fn pre_epoch_iso(resets_at: f64) -> String {
 /// them: `status` as `String(status)`, `utilization` when not `undefined` (as a number),
 /// the overage fields when truthy (as strings), `resets_at` when a number. The core's
 /// one-liner; `null` where the reset time is an invalid `Date` (the caller throws).
-#[napi]
 pub fn format_rate_limit_reading(
-    status: String,
+    status: &str,
     utilization: Option<f64>,
     overage_status: Option<String>,
     overage_disabled_reason: Option<String>,
@@ -226,7 +210,7 @@ pub fn format_rate_limit_reading(
         (0.0..1e19).contains(&x)
     });
     let reading = Reading {
-        status: Some(Status::parse(&status)),
+        status: Some(Status::parse(status)),
         utilization: core_percent,
         resets_at_ms,
         overage_status,
@@ -261,7 +245,7 @@ mod tests {
     #[test]
     fn the_formatter_is_the_cores_one_liner_with_javascripts_edges() {
         let f = |s: &str, u: Option<f64>, o: Option<&str>, r: Option<&str>, at: Option<f64>| {
-            format_rate_limit_reading(s.into(), u, o.map(Into::into), r.map(Into::into), at)
+            format_rate_limit_reading(s, u, o.map(Into::into), r.map(Into::into), at)
         };
         assert_eq!(
             f("allowed_warning", Some(0.99), Some("rejected"), Some("out_of_credits"), Some(1_900_003_600.0)).unwrap(),

@@ -1,0 +1,57 @@
+//! A session whose clocks are given, not lived: what a host knows of a query's last instants
+//! (its last line, progress and tool boundary, whether it wrote or settled) set as they are,
+//! so that the registry's own deadlines judge them. The reference package's pure verdict of a
+//! timeline ([`crate::reference::verdict`]) is asked this way.
+
+use crate::time::Instant;
+
+use crate::session::flag;
+use crate::SessionId;
+
+use super::Registry;
+
+/// The last instants of a session (each no earlier than its registration).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Seed {
+    pub last_line: Instant,
+    pub last_progress: Instant,
+    pub last_tool: Instant,
+    pub wrote: bool,
+    pub settled_at: Option<Instant>,
+    pub seen: bool,
+}
+
+impl Registry {
+    fn ns_since_epoch(&self, at: Instant) -> u64 {
+        self.epoch
+            .and_then(|e| at.checked_duration_since(e))
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1))
+    }
+
+    /// Set the clocks of a live session `id` that has seen nothing yet, as `seed` says; its
+    /// next deadline follows from them. Nothing is fired here: the next call with a `now`
+    /// fires what they made due by then.
+    pub(crate) fn seed(&mut self, id: SessionId, seed: &Seed) {
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        let [line, progress, tool] =
+            [seed.last_line, seed.last_progress, seed.last_tool].map(|t| self.ns_since_epoch(t));
+        let settled_at = seed.settled_at.map(|t| self.ns_since_epoch(t));
+        let s = self.session_mut(slot);
+        if seed.seen {
+            s.flags |= flag::FIRST_LINE;
+        }
+        s.idle_anchor = line.max(progress);
+        s.progress_anchor = progress;
+        s.last_tool = tool;
+        if seed.wrote {
+            s.flags |= flag::WROTE;
+        }
+        if let Some(at) = settled_at {
+            s.flags |= flag::SETTLED;
+            s.settled_at = at;
+        }
+        self.reschedule(slot);
+    }
+}
