@@ -39,6 +39,49 @@ class CliPath(unittest.TestCase):
         self.assertTrue(os.access(path, os.X_OK))
         self.assertEqual(shutil.which("claude-watchdog"), path, "the same one is first on PATH")
 
+    def test_where_there_are_no_binaries_the_package_imports_and_says_so_in_one_line(self):
+        """As on macOS and Windows, whose wheels carry the in-process API only: a copy of the
+        installed package with no binary anywhere and, for the import, no extension either."""
+        pkg = os.path.dirname(w.__file__)
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copytree(pkg, os.path.join(tmp, "agent_sdk_watchdog"))
+            native = [f for f in os.listdir(os.path.join(tmp, "agent_sdk_watchdog")) if f.startswith("_native")]
+            self.assertTrue(native, "the installed package carries its extension")
+            for f in native:
+                os.remove(os.path.join(tmp, "agent_sdk_watchdog", f))
+            code = (
+                "import sys, sysconfig, agent_sdk_watchdog as w\n"
+                "assert 'agent_sdk_watchdog._native' not in sys.modules, 'imported eagerly'\n"
+                "sysconfig.get_paths(); sysconfig.get_paths('posix_user')  # read before posing as macOS\n"
+                "sys.platform = 'darwin'\n"
+                "try:\n"
+                "    w.sdk_options(claude='/bin/true', plugin=False)\n"
+                "except FileNotFoundError as e:\n"
+                "    print('helper:', e)\n"
+                "try:\n"
+                "    w.create_watchdog\n"
+                "except ImportError as e:\n"
+                "    print('api:', e)\n"
+            )
+            empty = os.path.join(tmp, "bin")
+            os.mkdir(empty)
+            out = subprocess.run(
+                [sys.executable, "-S", "-c", code],
+                cwd=tmp,
+                env={"PATH": empty, "PYTHONPATH": tmp},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            self.assertEqual(out.returncode, 0, out.stderr)
+            lines = out.stdout.splitlines()
+            self.assertEqual(len(lines), 2, out.stdout)
+            self.assertTrue(lines[0].startswith("helper: claude-watchdog is not installed here"), lines[0])
+            self.assertIn("built for Linux x86-64 and arm64 (glibc or musl) only, not darwin", lines[0])
+            self.assertIn("the in-process API (create_watchdog, create_rate_limit_monitor) works without it", lines[0])
+            self.assertNotIn("reinstall", lines[0].lower())
+            self.assertTrue(lines[1].startswith("api: agent_sdk_watchdog.create_watchdog needs the in-process extension"), lines[1])
+
     def test_finds_agent_watchdog_too_and_refuses_other_names(self):
         self.assertTrue(w.cli_path("agent-watchdog").endswith("/agent-watchdog"))
         with self.assertRaises(ValueError):

@@ -20,12 +20,13 @@ output limit is continued once). :func:`watchdog_kill` reads the watchdog's fina
 from __future__ import annotations
 
 import datetime
+import importlib
 import importlib.util
 import os
 import shutil
 import sys
 import sysconfig
-from typing import Any, Dict, Iterable, List, Literal, NamedTuple, Optional, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Literal, NamedTuple, Optional, TypedDict, Union
 
 __all__ = [
     "Duration",
@@ -92,7 +93,29 @@ def cli_path(name: str = "claude-watchdog") -> str:
     found = shutil.which(exe)
     if found:
         return found
-    raise FileNotFoundError(f"{exe} is not installed here (looked in {', '.join(dirs)} and on PATH)")
+    raise FileNotFoundError(_no_binary(exe, dirs))
+
+
+def _no_binary(exe: str, dirs: List[str]) -> str:
+    """One line: which binary is missing, whether this platform has any, what still works."""
+    import platform
+
+    machine = platform.machine().lower()
+    built_here = sys.platform.startswith("linux") and machine in ("x86_64", "amd64", "aarch64", "arm64")
+    why = (
+        ""
+        if built_here
+        else f"; agent-sdk-watchdog's binaries are built for {BINARY_PLATFORMS} only, not {sys.platform} {machine}"
+    )
+    return (
+        f"{exe} is not installed here (looked in {', '.join(dirs)} and on PATH){why}: "
+        "the in-process API (create_watchdog, create_rate_limit_monitor) works without it"
+    )
+
+
+BINARY_PLATFORMS = "Linux x86-64 and arm64 (glibc or musl)"
+"""Where the wheel carries ``agent-watchdog`` and ``claude-watchdog``; elsewhere (macOS,
+Windows) it carries the in-process API only."""
 
 
 def sdk_claude() -> str:
@@ -212,12 +235,15 @@ def watchdog_env(
     record: Optional[Union[str, os.PathLike]] = None,
     summary: Optional[Union[str, os.PathLike]] = None,
     claude: Optional[Union[str, os.PathLike]] = None,
+    ledger: Optional[str] = None,
 ) -> Dict[str, str]:
     """The ``AGENT_WATCHDOG_*`` variables for the given policy; unset values are left out.
 
     Durations are checked for type here; their ranges are checked by ``claude-watchdog``,
     which refuses a bad value with exit code 2 and a message naming the variable. ``record``
-    and ``summary`` name a capture and a summary file; ``claude`` the real ``claude``.
+    and ``summary`` name a capture and a summary file; ``claude`` the real ``claude``;
+    ``ledger`` the shared ledger (``redis://…``, ``postgres://…``) the subagent plugin's hook
+    keeps its markers in (README "Fleets").
     """
     env: Dict[str, str] = {}
     for key, dur in (
@@ -246,7 +272,7 @@ def watchdog_env(
         if any("," in t or not t.strip() for t in tools):
             raise ValueError(f"write_tools: tool names must be non-empty and without commas: {tools!r}")
         env["AGENT_WATCHDOG_WRITE_TOOLS"] = ",".join(tools)
-    for var, path in (("RECORD", record), ("SUMMARY", summary), ("CLAUDE", claude)):
+    for var, path in (("RECORD", record), ("SUMMARY", summary), ("CLAUDE", claude), ("LEDGER", ledger)):
         if path is not None:
             env[f"AGENT_WATCHDOG_{var}"] = os.fspath(path)
     return env
@@ -268,6 +294,7 @@ def sdk_options(
     record: Optional[Union[str, os.PathLike]] = None,
     summary: Optional[Union[str, os.PathLike]] = None,
     claude: Optional[Union[str, os.PathLike]] = None,
+    ledger: Optional[str] = None,
     plugin: bool = True,
     plugins: Optional[Iterable[SdkPlugin]] = None,
 ) -> SdkOptions:
@@ -300,6 +327,7 @@ def sdk_options(
             record=record,
             summary=summary,
             claude=claude,
+            ledger=ledger,
         )
     )
     if "AGENT_WATCHDOG_CLAUDE" not in merged and not os.environ.get("AGENT_WATCHDOG_CLAUDE"):
@@ -313,45 +341,75 @@ def sdk_options(
     return {"cli_path": cli_path(), "env": merged, "plugins": all_plugins}
 
 # --- In-process API (the Rust core as a Python extension): see agent_sdk_watchdog.inprocess.
-# Kept as one separate block; the helpers above do not depend on it.
-from .inprocess import (  # noqa: E402
-    RATE_LIMIT_DEFAULTS,
-    SHADOWED_CATEGORY,
-    WARNING_FILTER_DEFAULTS,
-    WATCHDOG_DEFAULTS,
-    Kill,
-    RateLimitMonitor,
-    Watchdog,
-    WatchdogHandle,
-    WatchdogKilled,
-    create_rate_limit_monitor,
-    create_watchdog,
-    format_rate_limit_reading,
-    install_sdk_warning_filter,
-    make_watchdog_hook,
-    rate_limit_reset_iso,
-)
-from .metrics import LatenessHistogram, Metrics, MetricsServer, serve_metrics  # noqa: E402
+# Kept as one separate block; the helpers above do not depend on it. Loaded on first use
+# (PEP 562), so that `import agent_sdk_watchdog` and the helpers never need the extension.
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "RATE_LIMIT_DEFAULTS",
+            "SHADOWED_CATEGORY",
+            "WARNING_FILTER_DEFAULTS",
+            "WATCHDOG_DEFAULTS",
+            "Kill",
+            "RateLimitMonitor",
+            "Watchdog",
+            "WatchdogHandle",
+            "WatchdogKilled",
+            "create_rate_limit_monitor",
+            "create_watchdog",
+            "format_rate_limit_reading",
+            "install_sdk_warning_filter",
+            "make_watchdog_hook",
+            "rate_limit_reset_iso",
+        ),
+        ".inprocess",
+    ),
+    **dict.fromkeys(("LatenessHistogram", "Metrics", "MetricsServer", "serve_metrics"), ".metrics"),
+}
 
-__all__ += [
-    "RATE_LIMIT_DEFAULTS",
-    "SHADOWED_CATEGORY",
-    "WARNING_FILTER_DEFAULTS",
-    "WATCHDOG_DEFAULTS",
-    "Kill",
-    "RateLimitMonitor",
-    "Watchdog",
-    "WatchdogHandle",
-    "WatchdogKilled",
-    "create_rate_limit_monitor",
-    "create_watchdog",
-    "format_rate_limit_reading",
-    "install_sdk_warning_filter",
-    "make_watchdog_hook",
-    "rate_limit_reset_iso",
-    "LatenessHistogram",
-    "Metrics",
-    "MetricsServer",
-    "serve_metrics",
-]
+if TYPE_CHECKING:
+    from .inprocess import (  # noqa: F401
+        RATE_LIMIT_DEFAULTS,
+        SHADOWED_CATEGORY,
+        WARNING_FILTER_DEFAULTS,
+        WATCHDOG_DEFAULTS,
+        Kill,
+        RateLimitMonitor,
+        Watchdog,
+        WatchdogHandle,
+        WatchdogKilled,
+        create_rate_limit_monitor,
+        create_watchdog,
+        format_rate_limit_reading,
+        install_sdk_warning_filter,
+        make_watchdog_hook,
+        rate_limit_reset_iso,
+    )
+    from .metrics import LatenessHistogram, Metrics, MetricsServer, serve_metrics  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        loaded = importlib.import_module(module, __name__)
+    except ImportError as e:
+        import platform
+
+        raise ImportError(
+            f"agent_sdk_watchdog.{name} needs the in-process extension agent_sdk_watchdog._native, "
+            f"which did not load here ({sys.platform} {platform.machine()}, "
+            f"Python {platform.python_version()}): {e}"
+        ) from e
+    value = getattr(loaded, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ += list(_LAZY)
 # --- end of the in-process API block

@@ -45,6 +45,30 @@ impl Tree {
         killed
     }
 
+    /// Reap every zombie child of this process that no supervisor owns: the orphans a child
+    /// subreaper or PID 1 inherits, reaped as they come (on SIGCHLD) so that hundreds of
+    /// short-lived background processes do not pile up as `<defunct>` entries until the end.
+    /// Only for a host that starts no other processes ([`Tree::claim_orphans`]). Reads this
+    /// process's children from `/proc` (without it they cannot be told from the supervised
+    /// children, which tokio reaps: nothing is reaped). Returns how many were reaped.
+    pub(crate) fn reap_orphans() -> usize {
+        use rustix::process::{waitpid, Pid, WaitOptions};
+        let me = std::process::id() as i32;
+        let ours: Vec<Stat> = if children_files() {
+            children_of(me).into_iter().filter_map(stat).collect()
+        } else {
+            all().into_iter().filter(|s| s.ppid == me).collect()
+        };
+        let roots = roots().clone();
+        ours.iter()
+            .filter(|s| s.zombie && s.ppid == me && !roots.contains(&s.pid))
+            .filter(|s| {
+                Pid::from_raw(s.pid)
+                    .is_some_and(|p| matches!(waitpid(Some(p), WaitOptions::NOHANG), Ok(Some(_))))
+            })
+            .count()
+    }
+
     /// Reap known descendants that are our zombies (re-parented to us as a subreaper).
     /// Never touches the child itself (tokio owns it) nor any other child of this process.
     pub(crate) fn reap(&mut self) -> usize {

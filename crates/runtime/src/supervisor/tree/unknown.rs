@@ -21,8 +21,32 @@ impl Tree {
     pub(crate) fn reap(&mut self) -> usize {
         0
     }
+    pub(crate) fn reap_orphans() -> usize {
+        0
+    }
     pub(crate) fn alive(_p: &Proc) -> bool {
         false
     }
+    pub(crate) fn root(&self) -> Option<Proc> {
+        None
+    }
     pub(crate) const KNOWN: bool = false;
+}
+
+/// Which processes' sockets to read (unused without `/proc`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Sockets(pub(crate) Option<u64>);
+
+/// Without `/proc` the tree cannot be read: the rules keep to the stream.
+pub(crate) fn read_sample(
+    _root: Option<Proc>,
+    _procs: &[Proc],
+    _sockets: Sockets,
+) -> watchdog_core::evidence::TreeSample {
+    watchdog_core::evidence::TreeSample::unavailable("no /proc on this platform")
+}
+
+/// Without `/proc` a process's start is unknown: signal its pid.
+pub(crate) fn signal_proc(p: &Proc, sig: rustix::process::Signal) -> std::io::Result<bool> {
+    crate::supervisor::signals::process(p.pid, sig).map(|()| true)
 }
