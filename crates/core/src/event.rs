@@ -1,6 +1,8 @@
 //! What the registry reports: kills, extensions, stalling warnings, settles and ends.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::Instant;
 
 use crate::classify::Signal;
 use crate::facts::ResultFacts;
@@ -42,10 +44,28 @@ pub enum KillKind {
     Idle,
     /// Keep-alives kept coming but no progress for the no-progress cap.
     NoProgress,
+    /// The host could not hand the session's output on for the output-blocked bound: its
+    /// reader stopped reading ([`Registry::output_blocked`](crate::Registry::output_blocked)).
+    OutputBlocked,
+    /// The process tree's resident memory stayed above the memory guard
+    /// ([`Limits::max_rss`](crate::Limits::max_rss)).
+    Memory,
 }
 
 impl KillKind {
-    /// Snake-case name: `ceiling`, `startup`, `linger`, `idle`, `no_progress`.
+    /// Every kind, in declaration order (the order ties are broken in).
+    pub const ALL: [KillKind; 7] = [
+        KillKind::Ceiling,
+        KillKind::Startup,
+        KillKind::Linger,
+        KillKind::Idle,
+        KillKind::NoProgress,
+        KillKind::OutputBlocked,
+        KillKind::Memory,
+    ];
+
+    /// Snake-case name: `ceiling`, `startup`, `linger`, `idle`, `no_progress`,
+    /// `output_blocked`, `memory`.
     pub fn as_str(self) -> &'static str {
         match self {
             KillKind::Ceiling => "ceiling",
@@ -53,6 +73,8 @@ impl KillKind {
             KillKind::Linger => "linger",
             KillKind::Idle => "idle",
             KillKind::NoProgress => "no_progress",
+            KillKind::OutputBlocked => "output_blocked",
+            KillKind::Memory => "memory",
         }
     }
 }
@@ -118,6 +140,32 @@ pub struct Kill {
     /// The MCP tool call outstanding at the kill (the longest outstanding one), if any: what
     /// hung.
     pub mcp_call: Option<McpCall>,
+    /// How long the host had been unable to hand the session's output on, when it was at the
+    /// kill (a reader that stopped reading).
+    pub output_blocked: Option<Duration>,
+    /// The announced API retries (`system/api_retry`) under way at the kill, if any: the API
+    /// was failing (overloaded, rate limited), not the session.
+    pub backoff: Option<Box<Backoff>>,
+    /// What the process tree said, for a session whose host samples it
+    /// ([`Registry::observe_tree`](crate::Registry::observe_tree)): the tool outstanding,
+    /// the process the kill names, whether a busy tool held the kill, the memory.
+    pub tree: Option<Box<crate::evidence::TreeEvidence>>,
+}
+
+/// Announced API retries (`system/api_retry`) with no progress after their back-off: a storm
+/// the session waits out, as it was at a kill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backoff {
+    /// Retries announced in this storm.
+    pub attempts: u32,
+    /// The last one's HTTP status (`error_status`: 529 overloaded, 429 rate limited), if any.
+    pub status: Option<u16>,
+    /// The last one's `error` (`overloaded`, `rate_limit`, …), if any.
+    pub error: Option<String>,
+    /// The last announced delay (`retry_delay_ms`).
+    pub last_delay: Duration,
+    /// How long the storm had lasted (from its first announcement).
+    pub lasted: Duration,
 }
 
 /// An MCP tool call that was outstanding at a kill.

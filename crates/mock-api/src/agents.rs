@@ -66,6 +66,12 @@ pub struct AgentScript {
     /// Delay between the stream frames of each reply to a continued agent (zero: none); a
     /// delay makes the parent's turn end before the continued agent does.
     pub continue_frame_delay: std::time::Duration,
+    /// Delay between the stream frames of every subagent reply (zero: none): an agent that
+    /// takes its time (each reply one progress line on stdout when it runs in the background).
+    pub frame_delay: std::time::Duration,
+    /// Every subagent reply stalls for ever after its first text (a wedged agent; the
+    /// connection stays open until the client goes away).
+    pub wedged: bool,
 }
 
 impl Default for AgentScript {
@@ -78,6 +84,8 @@ impl Default for AgentScript {
             cut_offs: CutOffs::Always,
             cut_offs_after_continue: CutOffs::Times(0),
             continue_frame_delay: std::time::Duration::ZERO,
+            frame_delay: std::time::Duration::ZERO,
+            wedged: false,
         }
     }
 }
@@ -167,6 +175,9 @@ impl AgentScript {
             .map(|t| t.matches(MOCK_CONTINUE_TAG).count())
             .sum();
         let seen = count(format!("{agent}#{phase}"));
+        if self.wedged {
+            return Turn::answer("Subagent working on ").stall_forever();
+        }
         let limit = if phase == 0 {
             self.cut_offs
         } else {
@@ -183,6 +194,8 @@ impl AgentScript {
         };
         if phase > 0 && !self.continue_frame_delay.is_zero() {
             turn.frame_delay(self.continue_frame_delay)
+        } else if !self.frame_delay.is_zero() {
+            turn.frame_delay(self.frame_delay)
         } else {
             turn
         }

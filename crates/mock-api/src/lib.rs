@@ -28,6 +28,7 @@ pub mod harness;
 mod http;
 mod scenario;
 mod server;
+mod validate;
 
 pub use agents::{AgentScript, CutOffs};
 pub use scenario::{
@@ -35,3 +36,4 @@ pub use scenario::{
     BASH_TOOL_ID, FINAL_TEXT, MCP_CALL_ID, MCP_FINAL_TEXT, MCP_SEARCH_ID, WRITE_TOOL_ID,
 };
 pub use server::{BlockingMockServer, MockServer, RecordedRequest, RequestLog, RequestSummary};
+pub use validate::{validate_messages, Invalid};

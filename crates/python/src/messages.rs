@@ -243,6 +243,19 @@ impl Kinds {
                 }
                 buf.raw("]}}");
             }
+            Kind::System if carries_its_data(message)? => {
+                // What the core reads of these is in their own fields (the task ids, states
+                // and lists; a retry's delay, status and error): the SDK's `data` is the
+                // CLI's message, written whole.
+                let data = message.getattr(intern!(py, "data"))?;
+                let subtype = message.getattr(intern!(py, "subtype"))?;
+                let mut v = to_value(&data, 0);
+                if let Value::Object(m) = &mut v {
+                    m.insert("type".into(), Value::from("system"));
+                    m.insert("subtype".into(), to_value(&subtype, 0));
+                }
+                buf.0 = serde_json::to_vec(&v).unwrap_or_default();
+            }
             Kind::System => {
                 buf.raw(r#"{"type":"system""#);
                 buf.str_field("subtype", &message.getattr(intern!(py, "subtype"))?);
@@ -285,6 +298,31 @@ impl Kinds {
         }
         Ok((false, true))
     }
+}
+
+/// The `system` subtypes whose own fields the core reads: background tasks (which keep a
+/// session working after its `result`) and announced retries (a back-off is not a hang).
+const SUBTYPES_WITH_DATA: [&str; 5] = [
+    "background_tasks_changed",
+    "task_started",
+    "task_updated",
+    "task_notification",
+    "api_retry",
+];
+
+/// Whether a `SystemMessage` is one of [`SUBTYPES_WITH_DATA`] and carries its message as a
+/// `dict` in `data`.
+fn carries_its_data(message: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = message.py();
+    let subtype = message.getattr(intern!(py, "subtype"))?;
+    let Ok(subtype) = subtype.cast::<PyString>() else {
+        return Ok(false);
+    };
+    let known = SUBTYPES_WITH_DATA.contains(&&*subtype.to_cow()?);
+    let is_dict = message
+        .getattr(intern!(py, "data"))
+        .is_ok_and(|d| d.cast::<PyDict>().is_ok());
+    Ok(known && is_dict)
 }
 
 fn is_result_line(line: &[u8]) -> bool {

@@ -72,7 +72,11 @@ pub(super) fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
             }
             return true;
         }
-        RecordView::Stdin(_) | RecordView::Stderr | RecordView::Exit { .. } => return true,
+        RecordView::Stdin(_)
+        | RecordView::Stderr
+        | RecordView::Exit { .. }
+        | RecordView::Tree(_)
+        | RecordView::Receipt(_) => return true,
     };
     log.entries.push(Entry { t, kind });
     true

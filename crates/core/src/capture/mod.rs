@@ -12,6 +12,8 @@
 //! | `stdin` | a JSON line the supervisor wrote to the child's stdin |
 //! | `exit` | `{"code": int or null, "signal": int or null}` |
 //! | `boundary` | a marker between two runs of one recording (a recovery continuation) |
+//! | `tree` | a sample of the child's process tree ([`TreeSample`]): each process's `pid`, `start`, `ppid`, `pgid`, `cmd`, `state`, `cpu_ms`, `rss`, `age_ms`, `tcp`, `net`; or `{"fault": why}` when it could not be read |
+//! | `receipt` | the tree as it stood when the host stopped it, and what each stage of its kill ladder did to each process ([`Receipt`]) |
 //!
 //! Unknown keys are ignored on read, so other tools' recordings with extra fields replay.
 //!
@@ -27,6 +29,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
+use crate::evidence::{Receipt, TreeSample};
 use crate::json_scan::{self, Member};
 use crate::view::{Field, LineBuilder, LineView, RawJson};
 
@@ -62,6 +65,10 @@ pub enum Record {
     },
     /// A boundary between two runs recorded into one capture (e.g. a recovery continuation).
     Boundary(Value),
+    /// A sample of the process tree ([`TreeSample`], as JSON).
+    Tree(Value),
+    /// The receipt of a stopped tree ([`Receipt`], as JSON).
+    Receipt(Value),
 }
 
 /// One capture entry: a time offset and a record.
@@ -128,6 +135,10 @@ pub enum RecordView<'a> {
     },
     /// `boundary`: one run of the recording ended, the next begins (its `t_ms` from 0).
     Boundary,
+    /// `tree`: a sample of the process tree (`None`: not one this version reads).
+    Tree(Option<Box<TreeSample>>),
+    /// `receipt`: the receipt of a stopped tree (`None`: not one this version reads).
+    Receipt(Option<Box<Receipt>>),
 }
 
 /// One capture line, read in place: its time as written and its record.
@@ -171,9 +182,10 @@ impl<'a> EntryView<'a> {
             .map_err(|e| CaptureError::NotAnObject(format!("not UTF-8: {e}")))?;
         // Members by key (the last duplicate wins, as in a `serde_json::Map`); the members of
         // `line` are read in the same pass that validates the capture line.
-        let mut m: [Option<&'a str>; 8] = [None; 8];
-        const KEYS: [&str; 8] = [
-            "t_ms", "line", "raw", "stderr", "stdin", "exit", "start", "boundary",
+        let mut m: [Option<&'a str>; 10] = [None; 10];
+        const KEYS: [&str; 10] = [
+            "t_ms", "line", "raw", "stderr", "stdin", "exit", "start", "boundary", "tree",
+            "receipt",
         ];
         let mut inner: Option<LineBuilder<'a>> = None;
         let mut inner_of: Option<&'a str> = None;
@@ -258,6 +270,10 @@ impl<'a> EntryView<'a> {
             }
         } else if m[7].is_some() {
             RecordView::Boundary
+        } else if let Some(v) = m[8] {
+            RecordView::Tree(serde_json::from_str(v).ok().map(Box::new))
+        } else if let Some(v) = m[9] {
+            RecordView::Receipt(serde_json::from_str(v).ok().map(Box::new))
         } else {
             return Ok(None);
         };
@@ -310,6 +326,10 @@ impl Entry {
             }
         } else if let Some(v) = m.remove("boundary") {
             Record::Boundary(v)
+        } else if let Some(v) = m.remove("tree") {
+            Record::Tree(v)
+        } else if let Some(v) = m.remove("receipt") {
+            Record::Receipt(v)
         } else {
             return Ok(None);
         };
@@ -334,6 +354,8 @@ impl Entry {
             Record::Stdin(v) => ("stdin", v.clone()),
             Record::Exit { code, signal } => ("exit", json!({"code": code, "signal": signal})),
             Record::Boundary(v) => ("boundary", v.clone()),
+            Record::Tree(v) => ("tree", v.clone()),
+            Record::Receipt(v) => ("receipt", v.clone()),
         };
         m.insert(k.into(), v);
         Value::Object(m).to_string()
@@ -416,6 +438,8 @@ mod tests {
                 signal: Some(9),
             },
             Record::Boundary(json!({"recovery":"max_output_tokens"})),
+            Record::Tree(json!({"root": 1, "procs": []})),
+            Record::Receipt(json!({"cause": "kill", "at_ms": 5, "tree": {"root": 1}})),
         ];
         for (i, record) in entries.into_iter().enumerate() {
             let e = Entry {
@@ -439,6 +463,10 @@ mod tests {
             br#"{"t_ms":10,"exit":{"code":-1,"signal":null}}"#,
             br#"{"t_ms":11,"exit":{"code":null,"signal":9}}"#,
             br#"{"t_ms":12,"boundary":{}}"#,
+            br#"{"t_ms":12,"tree":{"root":3,"procs":[{"pid":3,"start":1,"ppid":1,"state":"asleep","cpu_ms":0,"rss":1,"age_ms":1}]}}"#,
+            br#"{"t_ms":12,"tree":{"fault":"no /proc"}}"#,
+            br#"{"t_ms":12,"tree":"x"}"#,
+            br#"{"t_ms":12,"receipt":{"cause":"kill","at_ms":12,"tree":{"root":3},"actions":[]}}"#,
             br#"{"t_ms":13,"other":1}"#,
             br#"{"t_ms":14,"line":{"type":"user"},"raw":"ignored: line wins"}"#,
             br#"{"line":{}}"#,
@@ -475,6 +503,13 @@ mod tests {
                         (Record::Raw(_), RecordView::Unparseable)
                         | (Record::Stderr(_), RecordView::Stderr)
                         | (Record::Boundary(_), RecordView::Boundary) => true,
+                        (Record::Tree(x), RecordView::Tree(t)) => {
+                            t.as_deref().map(|t| u64::from(t.root))
+                                == x.is_object().then(|| x["root"].as_u64().unwrap_or(0))
+                        }
+                        (Record::Receipt(x), RecordView::Receipt(r)) => {
+                            r.as_deref().map(|r| r.at_ms) == x["at_ms"].as_u64()
+                        }
                         (Record::Stdin(x), RecordView::Stdin(view)) => {
                             view.as_ref().and_then(|v| v.kind()).as_deref() == x["type"].as_str()
                         }

@@ -18,6 +18,57 @@ pub const SESSION_FLAGS: &[(&str, bool)] = &[
     ("--fork-session", false),
 ];
 
+/// The environment variables that change what `claude --resume` does beyond resuming the
+/// session, each with why: a continuation (the resume recovery starts with one prompt of its
+/// own) runs without them, so it starts exactly one new user turn whatever the inherited
+/// environment holds. Measured with Claude Code 2.1.332: with
+/// `CLAUDE_CODE_RESUME_INTERRUPTED_TURN=1` a resume re-submits the interrupted turn (with
+/// `CLAUDE_CODE_RESUME_PROMPT`'s text) before the continuation's own prompt: two new turns.
+///
+/// Kept, because they add no turn and are the user's to set: the resume tuning
+/// (`CLAUDE_CODE_RESUME_CACHE_WARM`, `…_THRESHOLD_MINUTES`, `…_TOKEN_THRESHOLD`,
+/// `…_HINT_COMMAND`, `…_SESSIONSTART_HOOKS_WAIT_MS`, `…_TOLERATES_CONTEXT_APPENDS`,
+/// `…_TOLERATES_CONTEXT_SEEDS`) and `CLAUDE_CODE_DISABLE_DEFERRED_TOOL_RESUME` (it only
+/// turns a resume behaviour off).
+pub const RESUME_TURN_VARS: &[(&str, &str)] = &[
+    (
+        "CLAUDE_CODE_RESUME_INTERRUPTED_TURN",
+        "re-submits the interrupted turn on resume: a second new turn",
+    ),
+    (
+        "CLAUDE_CODE_RESUME_INTERRUPTED_TURN_MAX_AGE_MS",
+        "how old an interrupted turn may be to be re-submitted",
+    ),
+    (
+        "CLAUDE_CODE_RESUME_PROMPT",
+        "the text of the re-submitted turn",
+    ),
+    (
+        "CLAUDE_CODE_RESUME_REASON",
+        "marks the first reply as the re-run of an interrupted turn",
+    ),
+    (
+        "CLAUDE_CODE_RESUME_SHOWS_CUT_OFF_CALLS",
+        "shows the model the tool calls the interruption cut off",
+    ),
+    (
+        "CLAUDE_CODE_RESUME_SOURCE_ALIVE",
+        "a background worker's restart state: the source session still runs",
+    ),
+    (
+        "CLAUDE_CODE_RESUME_FROM_SESSION",
+        "hydrates the run from another session: another conversation",
+    ),
+    (
+        "CLAUDE_CODE_SESSION_BEGAN_AS_COPY",
+        "a background worker's restart state",
+    ),
+    (
+        "CLAUDE_BG_POST_CLEAR_RESPAWN",
+        "a background worker's restart state",
+    ),
+];
+
 /// Which session a command line runs, as far as it says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Session<'a> {

@@ -15,7 +15,7 @@
 //! (one event, not one per line); the MCP calls are compared (their count and ids) only on
 //! the lines that can change them.
 
-use std::time::Instant;
+use crate::time::Instant;
 
 use crate::classify::{Class, LineKind};
 

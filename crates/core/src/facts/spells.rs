@@ -18,7 +18,9 @@
 //! tool's name is shared, not copied), reported as [`Event::QuietSpells`](crate::Event).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::Instant;
 
 use crate::classify::{Class, Signal};
 

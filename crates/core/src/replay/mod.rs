@@ -21,7 +21,9 @@
 //!   [`Registry::observe_input`] (the note `{"note": "stdin closed"}` to
 //!   [`Registry::input_closed`]); `stderr` moves no clock; `start` gives the wall clock at
 //!   spawn, which tells when a rate-limit window's `resetsAt` has passed (without it no window
-//!   expires); `exit` ends the session ([`Registry::end`]).
+//!   expires); `exit` ends the session ([`Registry::end`]); `tree` is a sample of the process
+//!   tree ([`Registry::observe_tree`]: a busy tool, the memory guard); `receipt` is kept for
+//!   the run's record (it comes after a kill, as live).
 //! - **Waiting for the host.** When the first run's `start` (its first entry) records a command
 //!   line that reads stream-json on stdin, its session is registered with
 //!   [`SessionConfig::with_host_input`], as the live run's was: after each `result` it waits
@@ -58,7 +60,9 @@
 //! ```
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::Instant;
 
 use crate::capture::{BadTime, EntryView, RecordView};
 use crate::config::{Limits, SessionConfig};
@@ -87,6 +91,7 @@ struct Run {
     exit: Option<ExitRecord>,
     after_kill: u64,
     entries: u64,
+    receipt: Option<crate::evidence::Receipt>,
 }
 
 /// A capture being replayed in virtual time (see the module docs for the rules).
@@ -111,7 +116,7 @@ impl std::fmt::Debug for Replay {
 impl Run {
     fn new(limits: &Limits, base: Instant) -> Self {
         let mut reg = Registry::new(limits.clone());
-        let id = reg.register(base, SessionConfig::default().with_tally(true));
+        let id = reg.register(base, session_config());
         // Until a `start` gives the wall clock at spawn: wall time 0, when no window's reset
         // has passed (the readings still set the utilization, as in the live run).
         reg.set_wall_clock(base, 0);
@@ -124,6 +129,7 @@ impl Run {
             exit: None,
             after_kill: 0,
             entries: 0,
+            receipt: None,
         }
     }
 
@@ -253,6 +259,7 @@ impl Replay {
             return Step::RunEnded(Box::new(verdict));
         }
         if self.run.done() {
+            self.keep_receipt(entry);
             if self.run.kill.is_some() && self.run.exit.is_none() {
                 self.run.after_kill += 1;
                 if let RecordView::Exit { code, signal } = entry.record {
@@ -289,7 +296,7 @@ impl Replay {
                 if *stream_json_input && self.run_index == 0 && self.run.entries == 1 {
                     let reg = &mut self.run.reg;
                     reg.unregister(id);
-                    let config = SessionConfig::default().with_tally(true);
+                    let config = session_config();
                     self.run.id = reg.register(now, config.with_host_input(true));
                 }
                 Step::Applied
@@ -326,12 +333,30 @@ impl Replay {
                 Step::Applied
             }
             RecordView::Boundary => Step::Applied,
+            RecordView::Tree(sample) => {
+                if let Some(sample) = sample {
+                    self.run.reg.observe_tree(now, id, sample);
+                }
+                Step::Applied
+            }
+            RecordView::Receipt(_) => {
+                self.keep_receipt(entry);
+                Step::Applied
+            }
         };
         self.drain(now);
         step
     }
 
+    /// A `receipt` record: the run's record carries the last one.
+    fn keep_receipt(&mut self, entry: &EntryView<'_>) {
+        if let RecordView::Receipt(Some(r)) = &entry.record {
+            self.run.receipt = Some((**r).clone());
+        }
+    }
+
     fn feed_after_kill(&mut self, entry: &EntryView<'_>) -> Step {
+        self.keep_receipt(entry);
         self.run.after_kill += 1;
         if let RecordView::Exit { code, signal } = entry.record {
             self.run.exit = Some(ExitRecord {
@@ -366,6 +391,7 @@ impl Replay {
             code: e.code,
             signal: e.signal,
         });
+        record.receipt = self.run.receipt.take();
         RunVerdict {
             run: self.run_index,
             record,
@@ -382,6 +408,14 @@ impl Replay {
     pub fn finish(&mut self) -> RunVerdict {
         self.end_run()
     }
+}
+
+/// How a replayed run's session is registered: with its tally, and keeping the tool calls
+/// and tree samples the `tree` records feed.
+fn session_config() -> SessionConfig {
+    SessionConfig::default()
+        .with_tally(true)
+        .with_tree_evidence(true)
 }
 
 /// The note a live run records when the child's stdin was closed:

@@ -1,7 +1,7 @@
 //! What a replay reports: the verdict of each recorded run, its events at their virtual
 //! times, the exit records, and the times not taken as written.
 
-use std::time::Instant;
+use crate::time::Instant;
 
 use crate::classify::Class;
 use crate::event::{Event, Kill, Outcome};

@@ -68,6 +68,7 @@ pub struct Scenario {
     rate_limit: Option<RateLimitHeaders>,
     headers: Vec<(String, String)>,
     agents: Option<AgentScript>,
+    validating: bool,
 }
 
 impl Scenario {
@@ -95,6 +96,7 @@ impl Scenario {
             rate_limit: None,
             headers: Vec::new(),
             agents: None,
+            validating: false,
         }
     }
 
@@ -133,6 +135,20 @@ impl Scenario {
         self.headers
             .push((name.into().to_ascii_lowercase(), value.into()));
         self
+    }
+
+    /// Check each main request's conversation as the Messages API does
+    /// ([`validate_messages`](crate::validate_messages)) and answer one that breaks a rule
+    /// with the API's `400 invalid_request_error`, as a resumed session with a poisoned
+    /// transcript would get.
+    pub fn validating(mut self) -> Self {
+        self.validating = true;
+        self
+    }
+
+    /// Whether requests are validated ([`Scenario::validating`]).
+    pub fn validates(&self) -> bool {
+        self.validating
     }
 
     /// The scenario's name.

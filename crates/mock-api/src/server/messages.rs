@@ -44,6 +44,21 @@ where
         .await?;
         return Ok(());
     };
+    if shared.scenario.validates() {
+        if let Err(invalid) = crate::validate_messages(&body) {
+            shared.record(&req, Some(body));
+            error_response(
+                wr,
+                400,
+                "invalid_request_error",
+                &invalid.0,
+                keep_alive,
+                false,
+            )
+            .await?;
+            return Ok(());
+        }
+    }
     let mut summary = RequestSummary::from_body(&body, req.header("x-claude-code-session-id"));
     summary.agent_id = req.header("x-claude-code-agent-id").map(str::to_string);
     // Select under the same lock that assigns the index, so concurrent requests
