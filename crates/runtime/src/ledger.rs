@@ -1,6 +1,7 @@
 //! The durable recovery ledger; see [`FileLedger`] (re-exported at the crate root).
 
 mod durable_files;
+pub(crate) mod records;
 mod session_markers;
 mod state_dir;
 mod subagent_markers;
@@ -10,11 +11,8 @@ use std::path::{Path, PathBuf};
 use watchdog_core::recovery::{validate_session_id, LedgerError};
 
 use durable_files::{create_private_dir, sync_dir, unavailable};
+use records::{CONTINUED, NOTICED};
 pub use state_dir::{default_state_dir, default_state_dir_from_env, STATE_DIR_NAME};
-
-const CONTINUED: &str = "continued";
-const NOTICED: &str = "noticed";
-const SUBAGENTS: &str = "subagents";
 
 /// Continuation markers as files in a state directory: durable and race-free across threads,
 /// processes and crashes.

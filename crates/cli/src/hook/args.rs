@@ -7,6 +7,8 @@ use clap::Args;
 
 /// The variable of `--state-dir` (the core's option table).
 pub(crate) const STATE_DIR_VAR: &str = watchdog_core::config::options::STATE_DIR.env;
+/// The variable of `--ledger` (the core's option table).
+pub(crate) const LEDGER_VAR: &str = watchdog_core::config::options::LEDGER.env;
 /// The variable of `--no-recover-output-limit` (the core's option table).
 pub(crate) const NO_RECOVER_VAR: &str = watchdog_core::config::options::NO_RECOVER_OUTPUT_LIMIT.env;
 
@@ -18,6 +20,11 @@ pub struct HookArgs {
     /// $XDG_STATE_HOME/agent-watchdog, else ~/.local/state/agent-watchdog]
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Keep the markers in a shared ledger, redis://… or postgres://… [env:
+    /// AGENT_WATCHDOG_LEDGER] [default: the state directory]. A value that is not such a URL
+    /// makes the hook do nothing (it never falls back to the state directory)
+    #[arg(long, value_name = "URL")]
+    pub ledger: Option<String>,
     /// Do not continue subagents cut off by the output token limit (the hook then does nothing)
     /// [env: AGENT_WATCHDOG_NO_RECOVER_OUTPUT_LIMIT]
     #[arg(long)]
@@ -42,6 +49,12 @@ impl HookArgs {
                 None => {}
             }
         }
+        if self.ledger.is_none() {
+            // Empty is unset (the rule of every variable); the URL is checked where it is used.
+            self.ledger = env(LEDGER_VAR)
+                .filter(|v| !v.is_empty())
+                .map(|v| v.to_string_lossy().into_owned());
+        }
         if !self.no_recover_output_limit {
             if let Some(v) = env(NO_RECOVER_VAR) {
                 let text = v.to_string_lossy();
@@ -65,6 +78,22 @@ impl HookArgs {
             }
         }
         (self, notes)
+    }
+
+    /// Where the markers live. A `--ledger` that is not a ledger URL is an error (shown
+    /// without its password): the hook then continues nothing rather than use another ledger.
+    pub(crate) fn ledger_choice(&self) -> Result<crate::ledger_choice::LedgerChoice, String> {
+        let url = match &self.ledger {
+            Some(text) => Some(
+                watchdog_core::recovery::LedgerUrl::parse(text)
+                    .map_err(|e| format!("{LEDGER_VAR}/--ledger: {e}: nothing is continued"))?,
+            ),
+            None => None,
+        };
+        Ok(crate::ledger_choice::LedgerChoice {
+            url,
+            state_dir: self.state_dir.clone(),
+        })
     }
 }
 
@@ -107,9 +136,27 @@ mod tests {
         let flags = HookArgs {
             state_dir: Some(PathBuf::from("/flag")),
             no_recover_output_limit: true,
+            ledger: None,
         };
         let (a, notes) = flags.with_env(env(&[(STATE_DIR_VAR, ""), (NO_RECOVER_VAR, "x")]));
         assert_eq!(a.state_dir, Some(PathBuf::from("/flag")));
         assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn a_bad_ledger_url_fails_closed_without_its_password() {
+        let (a, _) = HookArgs::default().with_env(env(&[(LEDGER_VAR, "mysql://u:pw1@h/d")]));
+        let e = a.ledger_choice().unwrap_err();
+        assert!(
+            e.contains("nothing is continued") && !e.contains("pw1"),
+            "{e}"
+        );
+        let (a, _) = HookArgs::default().with_env(env(&[(LEDGER_VAR, "")]));
+        assert!(
+            a.ledger_choice().unwrap().url.is_none(),
+            "empty: the state directory"
+        );
+        let (a, _) = HookArgs::default().with_env(env(&[(LEDGER_VAR, "redis://h:1/0")]));
+        assert!(a.ledger_choice().unwrap().url.is_some());
     }
 }

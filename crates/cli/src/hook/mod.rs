@@ -16,8 +16,9 @@
 //!   A `Stop` is never blocked for any other reason.
 //!
 //! A continued agent that fails again (output limit or another API error) gets exactly one
-//! notice with the facts and the manual options. Markers live in the same state directory as
-//! `run`'s (`--state-dir`, `AGENT_WATCHDOG_STATE_DIR`, default `$XDG_STATE_HOME/agent-watchdog`).
+//! notice with the facts and the manual options. Markers live where `run`'s do: the shared
+//! ledger of `--ledger` / `AGENT_WATCHDOG_LEDGER` (Redis, PostgreSQL), else the state directory
+//! (`--state-dir`, `AGENT_WATCHDOG_STATE_DIR`, default `$XDG_STATE_HOME/agent-watchdog`).
 //!
 //! Every error fails closed: nothing on stdout (no decision), one line on stderr, exit 0. A hook
 //! never breaks the user's session.
@@ -29,9 +30,8 @@ mod output;
 mod session_files;
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
 
-use agent_sdk_watchdog::FileLedger;
+use crate::ledger_choice::{LedgerChoice, MarkerLedger};
 use watchdog_core::recovery::Trigger;
 use watchdog_core::Recovery;
 
@@ -53,20 +53,16 @@ pub(crate) struct Response {
 }
 
 struct Lazy {
-    dir: Option<PathBuf>,
-    ledger: Option<FileLedger>,
+    /// A bad `--ledger` is said only when a ledger is needed (a healthy session never is).
+    choice: Result<LedgerChoice, String>,
+    ledger: Option<MarkerLedger>,
 }
 
 impl LedgerSource for Lazy {
-    type Ledger = FileLedger;
-    fn ledger(&mut self) -> Result<&FileLedger, String> {
+    type Ledger = MarkerLedger;
+    fn ledger(&mut self) -> Result<&MarkerLedger, String> {
         if self.ledger.is_none() {
-            let l = match &self.dir {
-                Some(d) => FileLedger::open(d.clone()),
-                None => FileLedger::open_default(),
-            }
-            .map_err(|e| e.to_string())?;
-            self.ledger = Some(l);
+            self.ledger = Some(self.choice.as_ref().map_err(Clone::clone)?.open()?);
         }
         self.ledger
             .as_ref()
@@ -93,7 +89,7 @@ pub(crate) fn respond(args: &HookArgs, stdin: &[u8], now_ms: u64) -> Response {
     };
     let files = SubagentFiles::new(dir);
     let mut source = Lazy {
-        dir: args.state_dir.clone(),
+        choice: args.ledger_choice(),
         ledger: None,
     };
     match &input.event {

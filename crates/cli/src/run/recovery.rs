@@ -11,10 +11,8 @@
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use agent_sdk_watchdog::FileLedger;
 use serde_json::{json, Value};
 use watchdog_core::recovery::{
     trigger_of, validate_session_id, ChainRole, Claim, Decision, LedgerState, Marker, Notice, Skip,
@@ -26,6 +24,7 @@ use super::continuation::continuation_argv;
 use super::finished::Finished;
 use super::host::{wall_ms, Host};
 use super::host_signals::UserSig;
+use crate::ledger_choice::{LedgerChoice, MarkerLedger};
 use crate::policy_args::RecoveryArgs;
 use crate::verdict::outcome_fields;
 use watchdog_core::config::format_duration;
@@ -35,8 +34,8 @@ use watchdog_core::config::format_duration;
 pub struct Settings {
     /// The policy.
     pub recovery: Recovery,
-    /// The marker directory (`None`: the default state directory).
-    pub state_dir: Option<PathBuf>,
+    /// Where the markers live: a shared ledger, else the state directory.
+    pub ledger: LedgerChoice,
 }
 
 /// The settings `args` describe.
@@ -50,7 +49,10 @@ pub(crate) fn settings(args: &RecoveryArgs) -> Settings {
     recovery.set_max_wait(args.max_wait);
     Settings {
         recovery,
-        state_dir: args.state_dir.clone(),
+        ledger: LedgerChoice {
+            url: args.ledger.clone(),
+            state_dir: args.state_dir.clone(),
+        },
     }
 }
 
@@ -60,14 +62,6 @@ pub(crate) fn facts_of(run: &Finished, role: ChainRole) -> TerminalFacts {
     TerminalFacts::from_record(&run.record, run.facts.ended_wall_ms)
         .with_role(role)
         .with_user_interrupt(run.ours.interrupted.is_some())
-}
-
-fn open_ledger(settings: &Settings) -> Result<FileLedger, String> {
-    match &settings.state_dir {
-        Some(dir) => FileLedger::open(dir.clone()),
-        None => FileLedger::open_default(),
-    }
-    .map_err(|e| e.to_string())
 }
 
 /// Skips worth telling the user about: a trigger was seen, but nothing will be done.
@@ -104,7 +98,7 @@ pub(crate) struct Continuation {
     pub(crate) argv: Vec<OsString>,
     /// Wait until this instant (epoch ms) first: a rate-limit window's reset.
     pub(crate) wait_until: Option<u64>,
-    ledger: FileLedger,
+    ledger: MarkerLedger,
     recovery: Recovery,
 }
 
@@ -122,7 +116,10 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
             return Plan::Done(json);
         }
         Err(skip) => {
-            if worth_saying(&skip) {
+            // A kill during a back-off storm is said when a kill would have been continued.
+            let during_backoff = matches!(skip, Skip::DuringBackoff { .. })
+                && settings.recovery.is_enabled(Trigger::AfterKill);
+            if worth_saying(&skip) || during_backoff {
                 host.status
                     .say(&format!("recovery: not continuing: {skip}"));
             }
@@ -149,7 +146,7 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
         json["error"] = json!(why);
         Plan::Done(json)
     };
-    let ledger = match open_ledger(settings) {
+    let ledger = match settings.ledger.open() {
         Ok(l) => l,
         Err(e) => return fail(json, e),
     };
@@ -184,19 +181,19 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
     let Some(marker) = Marker::for_continue(&facts, &decision) else {
         return fail(json, "no marker can be made".into());
     };
-    let marker_path = ledger.marker_path(&sid).ok();
+    let marker_place = ledger.marker_place(&sid);
     match ledger.try_claim(&sid, &marker) {
         Ok(Claim::Won) => {}
         Ok(Claim::AlreadyClaimed) => {
             return fail(
                 json,
-                "it was already continued once (the marker exists)".into(),
+                "another run already continued this session (the marker exists)".into(),
             )
         }
         Err(e) => return fail(json, e.to_string()),
     }
     json["trigger"] = json!(trigger.as_str());
-    json["marker"] = json!(marker_path.map(|p| p.display().to_string()));
+    json["marker"] = json!(marker_place);
     if let Some(until) = wait_until {
         json["waited_until_ms"] = json!(until);
     }
@@ -274,7 +271,13 @@ impl Continuation {
 }
 
 /// Record the notice and, the first time only, show it (each line prefixed).
-fn give_notice(ledger: &FileLedger, sid: &str, notice: &Notice, host: &Host, json_out: &mut Value) {
+fn give_notice(
+    ledger: &MarkerLedger,
+    sid: &str,
+    notice: &Notice,
+    host: &Host,
+    json_out: &mut Value,
+) {
     match ledger.record_notice(sid) {
         Ok(true) => {
             let text = notice.to_string();

@@ -20,8 +20,20 @@ pub enum Skip {
     NotATrigger,
     /// An outcome, `terminal_reason`, `subtype` or error we do not recognise: fail closed.
     Unrecognised,
-    /// A kill of a kind that is never continued (`ceiling`, `startup`).
+    /// A kill of a kind that is never continued (`ceiling`, `startup`, `output_blocked`,
+    /// `memory`: the session would grow again).
     KillKind(KillKind),
+    /// The kill came while Claude Code was retrying the API after announced back-offs
+    /// (`system/api_retry`): the API was failing (overloaded, rate limited), and a resume now
+    /// would go straight back into the same storm.
+    DuringBackoff {
+        /// Retries announced in the storm.
+        attempts: u32,
+        /// The last one's HTTP status, if given.
+        status: Option<u16>,
+        /// The last one's `error`, if given.
+        error: Option<String>,
+    },
     /// The user interrupted the run.
     UserInterrupted,
     /// The account needs credits: waiting will not help.
@@ -55,6 +67,29 @@ impl fmt::Display for Skip {
             Skip::NotATrigger => f.write_str("the outcome is never continued automatically"),
             Skip::Unrecognised => f.write_str("unrecognised outcome: not continued (fail closed)"),
             Skip::KillKind(k) => write!(f, "a {k} kill is never continued"),
+            Skip::DuringBackoff {
+                attempts,
+                status,
+                error,
+            } => {
+                let plural = if *attempts == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "the kill came while Claude Code was retrying the API ({attempts} announced \
+                     retr{}",
+                    if plural.is_empty() { "y" } else { "ies" }
+                )?;
+                match (status, error) {
+                    (Some(s), Some(e)) => write!(f, ", last: {s} {e}")?,
+                    (Some(s), None) => write!(f, ", last: HTTP {s}")?,
+                    (None, Some(e)) => write!(f, ", last: {e}")?,
+                    (None, None) => {}
+                }
+                f.write_str(
+                    "): a resume now would go straight back into the same overload; resume \
+                     by hand once the API answers again",
+                )
+            }
             Skip::UserInterrupted => f.write_str("the user interrupted the run"),
             Skip::Duplicate => f.write_str("this run was already continued (a duplicate event)"),
             Skip::ContinuedElsewhere => {
@@ -176,8 +211,17 @@ pub fn trigger_of(facts: &TerminalFacts) -> Result<Trigger, Skip> {
     match &facts.outcome {
         Outcome::Success | Outcome::Incomplete | Outcome::NoResult => Err(Skip::NotATrigger),
         Outcome::Killed { kind } => match kind {
-            KillKind::Idle | KillKind::NoProgress | KillKind::Linger => Ok(Trigger::AfterKill),
-            KillKind::Ceiling | KillKind::Startup => Err(Skip::KillKind(*kind)),
+            KillKind::Idle | KillKind::NoProgress | KillKind::Linger => match &facts.backoff {
+                Some(b) => Err(Skip::DuringBackoff {
+                    attempts: b.attempts,
+                    status: b.status,
+                    error: b.error.clone(),
+                }),
+                None => Ok(Trigger::AfterKill),
+            },
+            KillKind::Ceiling | KillKind::Startup | KillKind::OutputBlocked | KillKind::Memory => {
+                Err(Skip::KillKind(*kind))
+            }
         },
         Outcome::ErrorResult(result) => {
             let ResultFacts {

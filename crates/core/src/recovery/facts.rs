@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::Outcome;
+use crate::event::{Backoff, Outcome};
 use crate::facts::{ClaudeSessionId, ResultFacts};
 use crate::rate_limit::RateLimitMonitor;
 use crate::record::RunRecord;
@@ -49,6 +49,11 @@ pub struct TerminalFacts {
     pub num_turns: Option<u64>,
     /// Which run of the chain this is (default [`ChainRole::Unknown`]).
     pub role: ChainRole,
+    /// The announced API back-off storm the kill came in, if any ([`Kill::backoff`]): the API
+    /// was failing, so resuming at once would go straight back into it.
+    ///
+    /// [`Kill::backoff`]: crate::Kill::backoff
+    pub backoff: Option<Backoff>,
 }
 
 impl TerminalFacts {
@@ -65,6 +70,7 @@ impl TerminalFacts {
             cost_usd: None,
             num_turns: None,
             role: ChainRole::Unknown,
+            backoff: None,
         }
     }
     /// The facts of a run's record ([`RunRecord`]) that ended at `ended_at_ms`: its outcome,
@@ -91,6 +97,10 @@ impl TerminalFacts {
         if let Some(result) = &record.result {
             facts = facts.with_result(result);
         }
+        facts.backoff = record
+            .kill
+            .as_ref()
+            .and_then(|k| k.backoff.as_deref().cloned());
         facts.with_rate_limits(&record.rate_limits)
     }
     /// Which run of the chain this is.

@@ -81,6 +81,7 @@ pub mod subagent;
 mod decision;
 mod facts;
 mod ledger;
+mod ledger_url;
 
 use std::fmt;
 use std::time::Duration;
@@ -95,6 +96,7 @@ pub use ledger::{
     validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, LedgerState, Marker,
     MemoryLedger, MARKER_VERSION,
 };
+pub use ledger_url::{LedgerBackend, LedgerUrl, LedgerUrlError, LEDGER_URL_ALLOWED};
 
 /// What made a run worth continuing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -2,7 +2,8 @@
 
 use watchdog_core::recovery::{Claim, Ledger, LedgerEntry, LedgerError, Marker};
 
-use super::durable_files::{create_exclusive, exists, now_ms, read_small};
+use super::durable_files::{create_exclusive, exists, read_small};
+use super::records::{notice_record, read_marker};
 use super::FileLedger;
 
 impl Ledger for FileLedger {
@@ -22,20 +23,7 @@ impl Ledger for FileLedger {
         let Some(text) = read_small(&path)? else {
             return Ok(None);
         };
-        let marker = Marker::from_json(&text).map_err(|e| {
-            let why = match e {
-                LedgerError::Corrupt(why) => why,
-                other => other.to_string(),
-            };
-            LedgerError::Corrupt(format!("{}: {why}", path.display()))
-        })?;
-        if !marker.session_id.eq_ignore_ascii_case(session_id) {
-            return Err(LedgerError::Corrupt(format!(
-                "{}: holds session id {:?}",
-                path.display(),
-                marker.session_id
-            )));
-        }
+        let marker = read_marker(&text, session_id, &path.display())?;
         let notice_recorded = exists(&self.notice_path(session_id)?)?;
         Ok(Some(LedgerEntry {
             marker,
@@ -48,10 +36,6 @@ impl Ledger for FileLedger {
             return Ok(false);
         }
         let path = self.notice_path(session_id)?;
-        let record = serde_json::json!({
-            "session_id": session_id,
-            "noticed_at_ms": now_ms(),
-        });
-        create_exclusive(&path, format!("{record}\n").as_bytes())
+        create_exclusive(&path, notice_record(session_id).as_bytes())
     }
 }

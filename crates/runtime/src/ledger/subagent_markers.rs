@@ -9,9 +9,10 @@ use watchdog_core::recovery::subagent::{
 use watchdog_core::recovery::{Claim, LedgerError};
 
 use super::durable_files::{
-    create_exclusive, create_private_dir, exists, now_ms, read_small, sync_dir, unavailable,
+    create_exclusive, create_private_dir, exists, read_small, sync_dir, unavailable,
 };
-use super::{FileLedger, CONTINUED, NOTICED, SUBAGENTS};
+use super::records::{read_subagent_marker, subagent_notice_record, CONTINUED, NOTICED, SUBAGENTS};
+use super::FileLedger;
 
 impl FileLedger {
     /// Where the marker of the subagent `key` lives (whether or not it exists).
@@ -63,18 +64,7 @@ impl SubagentLedger for FileLedger {
         let Some(text) = read_small(&path)? else {
             return Ok(None);
         };
-        let marker = SubagentMarker::from_json(&text)
-            .map_err(|e| LedgerError::Corrupt(format!("{}: {e}", path.display())))?;
-        if !marker.session_id.eq_ignore_ascii_case(key.session_id())
-            || marker.agent_id != key.agent_id()
-        {
-            return Err(LedgerError::Corrupt(format!(
-                "{}: holds {}/{}",
-                path.display(),
-                marker.session_id,
-                marker.agent_id
-            )));
-        }
+        let marker = read_subagent_marker(&text, key, &path.display())?;
         let notice_recorded = exists(&self.subagent_notice_path(key))?;
         Ok(Some(SubagentEntry {
             marker,
@@ -87,14 +77,9 @@ impl SubagentLedger for FileLedger {
             return Ok(false);
         }
         self.subagent_dirs()?;
-        let record = serde_json::json!({
-            "session_id": key.session_id(),
-            "agent_id": key.agent_id(),
-            "noticed_at_ms": now_ms(),
-        });
         create_exclusive(
             &self.subagent_notice_path(key),
-            format!("{record}\n").as_bytes(),
+            subagent_notice_record(key).as_bytes(),
         )
     }
 }

@@ -1,0 +1,29 @@
+//! The flags of `claim`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use watchdog_core::recovery::{LedgerUrl, AFTER_KILL_PROMPT};
+
+use crate::policy_args::{from_table, LedgerUrlParser};
+
+/// Flags of `claim`.
+#[derive(Debug, Clone, Args)]
+#[command(mut_args = from_table)]
+pub struct ClaimArgs {
+    /// The session to claim (a UUID).
+    pub session_id: String,
+    /// The continuation prompt the claimer will send (kept in the marker).
+    #[arg(long, default_value = AFTER_KILL_PROMPT, hide_default_value = true)]
+    pub prompt: String,
+    /// How the run before ended, if known: the kill kind (`idle`, `no_progress`, …); kept in
+    /// the marker (unknown: `incomplete`).
+    #[arg(long, value_name = "KIND")]
+    pub after_kill: Option<String>,
+    /// [`options::STATE_DIR`](watchdog_core::config::options::STATE_DIR).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// [`options::LEDGER`](watchdog_core::config::options::LEDGER).
+    #[arg(long, value_parser = LedgerUrlParser)]
+    pub ledger: Option<LedgerUrl>,
+}
