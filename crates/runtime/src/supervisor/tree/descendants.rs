@@ -196,6 +196,11 @@ impl Tree {
             .collect()
     }
 
+    /// The child, as the tree identifies it (`None`: it was gone before the tree began).
+    pub(crate) fn root(&self) -> Option<Proc> {
+        self.root
+    }
+
     /// Whether `p` is still the same live process.
     pub(crate) fn alive(p: &Proc) -> bool {
         stat(p.pid).is_some_and(|s| s.start == p.start && !s.zombie)
