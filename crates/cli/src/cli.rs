@@ -5,18 +5,58 @@
 use clap::{Parser, Subcommand};
 
 use crate::audit::AuditArgs;
+use crate::claim::ClaimArgs;
 use crate::demo::DemoArgs;
 use crate::hook::HookArgs;
 use crate::replay::ReplayArgs;
 use crate::run::RunArgs;
+use crate::timeouts::TimeoutsArgs;
 
 /// Make every Claude Code run end, for a reason you can read.
 #[derive(Debug, Parser)]
-#[command(name = "agent-watchdog", version, after_help = crate::exit_code::HELP)]
+#[command(
+    name = "agent-watchdog",
+    version,
+    long_version = long_version(),
+    after_help = crate::exit_code::HELP
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The cargo features this build has, as `--version` lists them (a documented feature a build
+/// lacks is visible before it is missed).
+pub const FEATURES: &[(&str, bool)] = &[
+    ("demo", cfg!(feature = "demo")),
+    ("ledger", cfg!(feature = "ledger")),
+    ("telemetry", cfg!(feature = "telemetry")),
+    ("telemetry-grpc", cfg!(feature = "telemetry-grpc")),
+];
+
+/// `--version`: the version, then the features compiled in and those left out.
+fn long_version() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let pick = |on: bool| -> Vec<&str> {
+            FEATURES
+                .iter()
+                .filter(|(_, f)| *f == on)
+                .map(|(name, _)| *name)
+                .collect()
+        };
+        let (with, without) = (pick(true), pick(false));
+        let mut v = format!(
+            "{}\nfeatures: {}",
+            env!("CARGO_PKG_VERSION"),
+            with.join(", ")
+        );
+        if !without.is_empty() {
+            v.push_str(&format!(" (not in this build: {})", without.join(", ")));
+        }
+        v
+    })
 }
 
 /// The subcommands.
@@ -37,6 +77,12 @@ pub enum Command {
     /// The Claude Code command hook of the subagent plugin (`plugin/`): JSON on stdin, a
     /// decision on stdout. Continues a subagent cut off by the output token limit once.
     Hook(HookArgs),
+    /// Claim a session's continuation marker (the ledger `run` uses), for a host that
+    /// continues the session itself: one JSON line says whether this caller may.
+    Claim(ClaimArgs),
+    /// Print the Temporal activity timeouts a policy implies (`heartbeat_timeout`,
+    /// `start_to_close_timeout`), as one JSON line: the helpers' one rule.
+    Timeouts(TimeoutsArgs),
     /// Print the directory of the subagent plugin this installation carries (the pip and npm
     /// packages), for `claude --plugin-dir`.
     PluginDir,

@@ -37,6 +37,8 @@ fn main() -> ExitCode {
         Command::Audit(args) => audit(&args),
         Command::Demo(args) => agent_watchdog::demo::main(args),
         Command::Hook(args) => hook(args),
+        Command::Claim(args) => agent_watchdog::claim::main(args),
+        Command::Timeouts(args) => agent_watchdog::timeouts::main(args),
         Command::PluginDir => agent_watchdog::plugin_dir::main(),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(exit_code::INTERNAL as u8))
