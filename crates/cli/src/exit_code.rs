@@ -14,6 +14,8 @@
 //! | 124 | killed by the watchdog: `idle`, `no_progress` or `linger` |
 //! | 125 | killed by the watchdog: `startup` (no stdout line at all) |
 //! | 137 | killed by the watchdog: `ceiling` |
+//! | 75 | killed by the watchdog: `output_blocked` (our stdout took nothing for `--output-blocked`), or after the command ended our stdout took nothing for that long and its last output was dropped |
+//! | 71 | killed by the watchdog: `memory` (the process tree's memory stayed above `--max-rss`) |
 //! | 141 | our stdout reader went away (EPIPE): the child was stopped; `replay` / `audit` end quietly |
 //! | 74 | our stdout could not be written (ENOSPC, EIO, …): the child was stopped |
 //! | 129 / 130 / 131 / 143 | we got SIGHUP / SIGINT / SIGQUIT / SIGTERM, forwarded it, and the child ended without a `result` |
@@ -33,6 +35,11 @@ pub const KILLED_STALLED: i32 = 124;
 pub const KILLED_STARTUP: i32 = 125;
 /// Killed at the total-age ceiling: `ceiling`.
 pub const KILLED_CEILING: i32 = 137;
+/// Killed because our stdout took nothing for the output-blocked bound: `output_blocked`
+/// (`EX_TEMPFAIL`: the reader, not the command, stopped).
+pub const KILLED_OUTPUT_BLOCKED: i32 = 75;
+/// Killed by the memory guard: `memory` (`EX_OSERR`: a system resource ran out).
+pub const KILLED_MEMORY: i32 = 71;
 /// A stream-json child exited 0 without a `result` (`no_result`) or mid-task (`incomplete`).
 pub const NO_RESULT: i32 = 3;
 /// Usage error: a bad flag or value.
@@ -66,6 +73,8 @@ pub fn for_kill(kind: KillKind) -> i32 {
         KillKind::Idle | KillKind::NoProgress | KillKind::Linger => KILLED_STALLED,
         KillKind::Startup => KILLED_STARTUP,
         KillKind::Ceiling => KILLED_CEILING,
+        KillKind::OutputBlocked => KILLED_OUTPUT_BLOCKED,
+        KillKind::Memory => KILLED_MEMORY,
     }
 }
 
@@ -79,6 +88,9 @@ pub enum Intervention {
     },
     /// We forwarded signal number `signo` we received (SIGHUP, SIGINT, SIGQUIT, SIGTERM).
     Signal(i32),
+    /// After the child ended by itself, our stdout took nothing for the output-blocked bound:
+    /// the rest of its output was dropped.
+    OutputBlocked,
 }
 
 /// Everything the exit code depends on: the run's record and what we did.
@@ -122,6 +134,7 @@ pub fn decide(e: &Ending<'_>) -> i32 {
     match e.ours {
         Some(Intervention::Output { closed: true }) => return OUTPUT_CLOSED,
         Some(Intervention::Output { closed: false }) => return OUTPUT_ERROR,
+        Some(Intervention::OutputBlocked) => return KILLED_OUTPUT_BLOCKED,
         Some(Intervention::Signal(_)) | None => {}
     }
     if let Some(kill) = &r.kill {
@@ -229,6 +242,9 @@ Exit codes:
   124              killed: idle, no_progress or linger
   125              killed: startup (no stdout line at all)
   137              killed: ceiling (total age)
+  75               killed: output_blocked (our stdout took nothing for --output-blocked); or
+                   the command ended and our stdout took nothing for that long after it
+  71               killed: memory (the process tree's memory stayed above --max-rss)
   141 / 74         our stdout reader went away (EPIPE) / stdout not writable (ENOSPC, EIO...):
                    the command was stopped
   129/130/131/143  we got SIGHUP/SIGINT/SIGQUIT/SIGTERM, forwarded it, and the command ended
@@ -282,6 +298,9 @@ mod tests {
                 utilization: None,
                 extension: None,
                 mcp_call: None,
+                output_blocked: None,
+                backoff: None,
+                tree: None,
             }
         });
         r
@@ -307,6 +326,7 @@ mod tests {
         assert_eq!(for_kill(KillKind::Linger), 124);
         assert_eq!(for_kill(KillKind::Startup), 125);
         assert_eq!(for_kill(KillKind::Ceiling), 137);
+        assert_eq!(for_kill(KillKind::Memory), 71);
     }
 
     #[test]

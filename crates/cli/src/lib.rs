@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod audit;
+pub mod claim;
 pub(crate) mod claude_code;
 pub mod cli;
 pub(crate) mod cpu;
@@ -15,14 +16,18 @@ pub mod exit_code;
 pub(crate) mod find_claude;
 pub(crate) mod guardian;
 pub mod hook;
+pub mod ledger_choice;
+pub(crate) mod millis;
 pub mod plugin_dir;
 pub(crate) mod policy_args;
 pub mod replay;
 pub mod run;
 pub(crate) mod status;
+pub mod timeouts;
 // Public for the tests only: they derive the Prometheus names from the instrument table.
 #[doc(hidden)]
 pub mod telemetry;
+pub(crate) mod tree_report;
 pub(crate) mod verdict;
 
 pub use policy_args::forget_empty_env_vars;

@@ -8,8 +8,9 @@ use clap::builder::BoolishValueParser;
 use clap::Args;
 use watchdog_core::config::options::{self, OptionDefault, OptionSpec, ValueKind};
 use watchdog_core::config::{
-    defaults, Factor, Fraction, HumanDuration, NonZeroFraction, PositiveDuration,
+    defaults, ByteSize, Factor, Fraction, HumanDuration, NonZeroFraction, PositiveDuration,
 };
+use watchdog_core::recovery::LedgerUrl;
 use watchdog_core::Limits;
 
 /// The prefix of every environment variable the watchdog reads.
@@ -127,9 +128,21 @@ pub struct PolicyArgs {
     /// [`options::WARN_AT`].
     #[arg(long)]
     pub warn_at: NonZeroFraction,
+    /// [`options::OUTPUT_BLOCKED`] (0: off).
+    #[arg(long)]
+    pub output_blocked: HumanDuration,
+    /// [`options::MAX_BACKOFF`].
+    #[arg(long)]
+    pub max_backoff: PositiveDuration,
     /// [`options::GRACE`].
     #[arg(long)]
     pub grace: HumanDuration,
+    /// [`options::BUSY_CAP`].
+    #[arg(long)]
+    pub busy_cap: HumanDuration,
+    /// [`options::MAX_RSS`].
+    #[arg(long)]
+    pub max_rss: Option<ByteSize>,
 }
 
 impl Default for PolicyArgs {
@@ -145,7 +158,13 @@ impl Default for PolicyArgs {
             write_tools: defaults::WRITE_TOOLS.map(String::from).into(),
             high_utilization: defaults::HIGH_UTILIZATION,
             warn_at: defaults::WARN_AT,
+            output_blocked: HumanDuration(
+                defaults::OUTPUT_BLOCKED.map_or(Duration::ZERO, PositiveDuration::get),
+            ),
+            max_backoff: defaults::MAX_BACKOFF,
             grace: HumanDuration(defaults::TERM_GRACE),
+            busy_cap: HumanDuration(defaults::BUSY_CAP),
+            max_rss: defaults::MAX_RSS,
         }
     }
 }
@@ -169,7 +188,11 @@ impl PolicyArgs {
                     .filter(|s| !s.is_empty()),
             )
             .set_high_utilization(self.high_utilization)
-            .set_warn_at(self.warn_at);
+            .set_warn_at(self.warn_at)
+            .set_output_blocked(PositiveDuration::new(self.output_blocked.get()).ok())
+            .set_max_backoff(self.max_backoff)
+            .set_busy_cap(self.busy_cap)
+            .set_max_rss(self.max_rss);
         limits
     }
 
@@ -203,6 +226,36 @@ pub struct RecoveryArgs {
     /// [`options::STATE_DIR`].
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
+    /// [`options::LEDGER`].
+    #[arg(long, value_parser = LedgerUrlParser)]
+    pub ledger: Option<LedgerUrl>,
+}
+
+/// The parser of `--ledger`: clap's own error would quote the value, password included; this
+/// one quotes it without ([`LedgerUrl`]'s error).
+#[derive(Debug, Clone, Copy)]
+pub struct LedgerUrlParser;
+
+impl clap::builder::TypedValueParser for LedgerUrlParser {
+    type Value = LedgerUrl;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<LedgerUrl, clap::Error> {
+        let text = value.to_string_lossy();
+        LedgerUrl::parse(&text).map_err(|e| {
+            let flag = arg
+                .and_then(clap::Arg::get_long)
+                .map_or_else(String::new, |l| format!(" for '--{l}'"));
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("{}{flag}: {}\n", e.shown(), e.why()),
+            )
+        })
+    }
 }
 
 #[cfg(test)]
@@ -238,7 +291,15 @@ mod tests {
 
     #[test]
     fn a_rejected_flag_says_what_the_core_rule_says() {
-        let cases: [(&[&str], String); 5] = [
+        let cases: [(&[&str], String); 7] = [
+            (
+                &["--max-rss", "0"],
+                "0".parse::<ByteSize>().unwrap_err().to_string(),
+            ),
+            (
+                &["--busy-cap", "forever"],
+                "forever".parse::<HumanDuration>().unwrap_err().to_string(),
+            ),
             (
                 &["--idle", "0s"],
                 "0s".parse::<PositiveDuration>().unwrap_err().to_string(),
@@ -305,9 +366,15 @@ mod tests {
             "2h",
             "--write-tools",
             "Write, Bash,",
+            "--busy-cap",
+            "0",
+            "--max-rss",
+            "1.5G",
         ])
         .unwrap();
         let l = f.policy.limits();
+        assert_eq!(l.busy_cap(), Duration::ZERO);
+        assert_eq!(l.max_rss(), Some(3 << 29));
         assert_eq!(l.idle(), Duration::from_secs(90));
         assert_eq!(l.ceiling(), Some(Duration::from_secs(7200)));
         assert_eq!(&*l.write_tools().join(","), "Write,Bash");

@@ -1,7 +1,7 @@
 //! JSON and prose renderings of the core's events, kills and outcomes, shared by `replay`,
 //! `run --summary` and the synthetic `result` of `claude-watchdog`.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 use watchdog_core::StallClock;
@@ -9,15 +9,7 @@ use watchdog_core::{Event, Kill, KillKind, LineKind, Outcome, RateLimitMonitor, 
 
 use watchdog_core::config::format_duration;
 
-/// Milliseconds of a duration, rounded to the nearest, saturating.
-pub fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos().saturating_add(500_000) / 1_000_000).unwrap_or(u64::MAX)
-}
-
-/// Milliseconds from `base` to `at` (0 if `at` is earlier).
-pub fn offset_ms(base: Instant, at: Instant) -> u64 {
-    ms(at.saturating_duration_since(base))
-}
+pub use crate::millis::{ms, offset_ms};
 
 /// `{"kind", "at_ms", "since_progress_ms", …}` for a kill; `at_ms` counts from `base`.
 pub fn kill_json(kill: &Kill, base: Instant) -> Value {
@@ -35,18 +27,39 @@ pub fn kill_json(kill: &Kill, base: Instant) -> Value {
             "tool": c.tool,
             "outstanding_ms": ms(c.outstanding),
         })),
+        "output_blocked_ms": kill.output_blocked.map(ms),
+        "backoff": kill.backoff.as_ref().map(|b| json!({
+            "attempts": b.attempts,
+            "error_status": b.status,
+            "error": b.error,
+            "last_delay_ms": ms(b.last_delay),
+            "lasted_ms": ms(b.lasted),
+        })),
+        "evidence": kill.tree.as_deref().map(crate::tree_report::evidence_json),
     })
 }
 
 /// The facts of one run's record as JSON, the fields `run --summary` and `replay --json`
 /// share (each adds its own): `outcome`, `outcome_detail`, `kill` (with its `ladder` stage when
-/// a ladder ran), `session_id`, `result` (every field, `null` when no result came),
-/// `rate_limits`, `lines`, `subagents` and `exit`. Times count from `base`.
+/// a ladder ran, and the receipt of the tree it stopped, `tree`), `session_id`, `result`
+/// (every field, `null` when no result came), `rate_limits`, `lines`, `subagents`, `exit`,
+/// `tree` (what the samples of the process tree said) and `leftovers_tree` (the receipt of
+/// what the child left running, when it had to be stopped). Times count from `base`.
 pub fn record_json(record: &RunRecord, base: Instant) -> Map<String, Value> {
+    use crate::tree_report::{facts_json, receipt_json};
+    use watchdog_core::evidence::ReceiptCause;
     let mut kill = record.kill.as_ref().map(|k| kill_json(k, base));
     if let (Some(k), Some(stage)) = (kill.as_mut(), record.stage) {
         k["ladder"] = json!(stage.as_str());
     }
+    let receipt = record.receipt.as_ref();
+    let kill_tree = receipt.filter(|r| r.cause == ReceiptCause::Kill);
+    if let (Some(k), Some(r)) = (kill.as_mut(), kill_tree) {
+        k["tree"] = receipt_json(r, record.kill.as_ref());
+    }
+    let leftovers = receipt
+        .filter(|r| r.cause == ReceiptCause::Leftovers)
+        .map(|r| receipt_json(r, None));
     let subagents = record.tally.subagents();
     let v = json!({
         "outcome": record.outcome.as_str(),
@@ -61,6 +74,8 @@ pub fn record_json(record: &RunRecord, base: Instant) -> Map<String, Value> {
             "unrecovered": subagents.unrecovered().count(),
         },
         "exit": record.exit.map(|e| json!({"code": e.code, "signal": e.signal})),
+        "tree": record.tree.as_ref().map(facts_json),
+        "leftovers_tree": leftovers,
     });
     match v {
         Value::Object(m) => m,
@@ -178,6 +193,26 @@ pub fn kill_detail(kill: &Kill) -> String {
             "it reached the ceiling of {}",
             format_duration(kill.elapsed)
         ),
+        KillKind::Memory => crate::tree_report::memory_detail(kill),
+        KillKind::OutputBlocked => format!(
+            "our stdout took nothing for {} (the reader stopped reading)",
+            format_duration(kill.output_blocked.unwrap_or_default())
+        ),
+    };
+    // An announced API back-off storm was under way: the API failed, not the session.
+    let detail = match &kill.backoff {
+        Some(b) => format!(
+            "{detail}, during an announced API back-off ({} retr{}{})",
+            b.attempts,
+            if b.attempts == 1 { "y" } else { "ies" },
+            match (b.status, &b.error) {
+                (Some(s), Some(e)) => format!(", last {s} {e}"),
+                (Some(s), None) => format!(", last HTTP {s}"),
+                (None, Some(e)) => format!(", last {e}"),
+                (None, None) => String::new(),
+            }
+        ),
+        None => detail,
     };
     // The extension only widens the idle patience.
     let detail = match (kill.kind, kill.extension) {
@@ -185,14 +220,16 @@ pub fn kill_detail(kill: &Kill) -> String {
         _ => detail,
     };
     // What hung: the MCP call in flight, and for how long.
-    match &kill.mcp_call {
+    let detail = match &kill.mcp_call {
         Some(c) => format!(
             "{detail}; in flight: tool {} {}",
             c.tool,
             format_duration(c.outstanding)
         ),
         None => detail,
-    }
+    };
+    // What the process tree said: the process that tells most.
+    detail + &crate::tree_report::kill_clause(kill)
 }
 
 /// `killed <what> (<kind>) after <elapsed>: <detail>.`
@@ -229,6 +266,7 @@ pub fn lines_json(counts: impl IntoIterator<Item = (LineKind, u64)>, overlong: u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use watchdog_core::{McpCall, Signal};
 
     #[test]
@@ -250,6 +288,9 @@ mod tests {
                 tool: "mcp__db__query".into(),
                 outstanding: Duration::from_secs(1860),
             }),
+            output_blocked: None,
+            backoff: None,
+            tree: None,
         };
         assert_eq!(
             kill_detail(&kill),

@@ -240,6 +240,10 @@ fn predict_silent_tail(entries: &[Entry], l: &Limits) -> (KillKind, u64) {
             Signal::Progress => {
                 last_progress = e.t_ms;
                 settled_at = None;
+                // Progress after an announced back-off ends the storm.
+                if e.t_ms >= retry_floor {
+                    retry_floor = 0;
+                }
             }
             Signal::Settle => {
                 last_progress = e.t_ms;
@@ -258,7 +262,7 @@ fn predict_silent_tail(entries: &[Entry], l: &Limits) -> (KillKind, u64) {
             }
         }
         if let Some(delay) = view.retry_delay_ms() {
-            retry_floor = e.t_ms + delay as u64;
+            retry_floor = retry_floor.max(e.t_ms + delay as u64);
         }
         if let Some(w) = v["rate_limit_info"]["unifiedWindows"].as_object() {
             util = w
@@ -280,7 +284,8 @@ fn predict_silent_tail(entries: &[Entry], l: &Limits) -> (KillKind, u64) {
         l.idle()
     };
     let idle = last_line.max(retry_floor) + ms(patience);
-    let np = last_progress + ms(l.no_progress());
+    // Neither clock counts an announced back-off: both start at its end.
+    let np = last_progress.max(retry_floor) + ms(l.no_progress());
     if idle <= np {
         (KillKind::Idle, idle)
     } else {

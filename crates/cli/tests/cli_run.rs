@@ -766,3 +766,21 @@ fn a_recording_replays_every_line_the_live_run_accepted() {
         );
     }
 }
+
+/// `--version` says which documented features the build has (these tests run an
+/// `--all-features` build: every one of them).
+#[test]
+fn version_lists_the_features_compiled_in() {
+    let out = watchdog().arg("--version").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(concat!("agent-watchdog ", env!("CARGO_PKG_VERSION")))
+    );
+    assert_eq!(
+        lines.next(),
+        Some("features: demo, ledger, telemetry, telemetry-grpc")
+    );
+}

@@ -81,6 +81,8 @@ fn every_row_of_the_readme_table_is_what_run_does() {
             "124",
             "125",
             "137",
+            "75",
+            "71",
             "141",
             "74",
             "129 / 130 / 131 / 143",
@@ -113,7 +115,7 @@ fn every_row_of_the_readme_table_is_what_run_does() {
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let (out, _) = run(d, &["--strict"], "exit 1");
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    // 124 / 125 / 137: kills.
+    // 124 / 125 / 137 / 71: kills.
     let quick = ["--extend-factor", "1"];
     for (flags, body, code, kind) in [
         (
@@ -134,12 +136,40 @@ fn every_row_of_the_readme_table_is_what_run_does() {
             137,
             "ceiling",
         ),
+        (
+            // The shell alone holds more than 1 MiB: over the guard from the first sample.
+            vec!["--max-rss", "1M"],
+            format!("{}\nsleep 30", say(INIT)),
+            71,
+            "memory",
+        ),
     ] {
         let flags: Vec<&str> = flags.iter().chain(&quick).copied().collect();
         let (out, s) = run(d, &flags, &body);
         assert_eq!(out.status.code(), Some(code), "{kind}: {}", stderr(&out));
         assert_eq!(s["kill"]["kind"], kind, "{s}");
     }
+    // 75: our stdout took 64 KB, then nothing for the output-blocked bound.
+    let endless = script(
+        d,
+        "endless.sh",
+        &format!(
+            "{}
+exec yes '{}'",
+            say(INIT),
+            ASSISTANT
+        ),
+    );
+    let mut w = watchdog()
+        .args(["run", "--output-blocked", "1s", "--grace", "1s", "--"])
+        .arg(&endless)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut taken = vec![0; 64 * 1024];
+    std::io::Read::read_exact(w.stdout.as_mut().unwrap(), &mut taken).unwrap();
+    assert_eq!(w.wait().unwrap().code(), Some(75));
     // 141 / 74: output errors.
     let chatty = script(
         d,

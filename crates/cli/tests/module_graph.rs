@@ -307,8 +307,10 @@ fn the_cli_files_import_each_other_without_a_cycle() {
 /// (only `main.rs` does).
 #[test]
 fn shared_modules_import_no_command_and_nothing_imports_the_command_line() {
-    const COMMANDS: [&str; 7] = [
+    const COMMANDS: [&str; 9] = [
         "run",
+        "claim",
+        "timeouts",
         "replay",
         "audit",
         "demo",
@@ -374,6 +376,8 @@ fn every_command_owns_its_flags() {
         "audit/args.rs",
         "demo/args.rs",
         "hook/args.rs",
+        "claim/args.rs",
+        "timeouts/args.rs",
     ] {
         assert!(owners.contains(f), "{f} defines no flags: {owners:?}");
     }

@@ -231,7 +231,8 @@ fn fits(converter: &str, kind: ValueKind) -> bool {
             kind,
             ValueKind::Factor | ValueKind::Fraction | ValueKind::NonZeroFraction
         ),
-        "path" => kind == ValueKind::Path,
+        // Written as the text given: a path, or the ledger's URL.
+        "path" => matches!(kind, ValueKind::Path | ValueKind::LedgerUrl),
         "list" => kind == ValueKind::List,
         _ => false,
     }
@@ -247,9 +248,10 @@ fn the_python_helper_is_the_table() {
     for name in &params {
         let o = options::find(name)
             .unwrap_or_else(|| panic!("{PYTHON}: watchdog_env({name}=) is no option of the table"));
+        // The session's environment: the drop-in reads it, and the plugin's hook it loads.
         assert!(
-            o.is_read_by(Reader::DropIn),
-            "{PYTHON}: {name} is not the drop-in's"
+            o.is_read_by(Reader::DropIn) || o.is_read_by(Reader::Hook),
+            "{PYTHON}: {name} is neither the drop-in's nor the hook's"
         );
         // Where the helper writes it: a loop over ("key", value) pairs, or one assignment.
         let pair = body.find(&format!("\", {name})")).map(|at| {

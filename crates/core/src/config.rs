@@ -12,10 +12,12 @@ use std::time::Duration;
 mod mcp;
 pub mod options;
 mod session;
+mod size;
 mod values;
 
 pub use mcp::McpLimits;
 pub use session::SessionConfig;
+pub use size::{format_bytes, ByteSize};
 
 pub use values::{
     format_duration, parse_duration, Factor, Fraction, HumanDuration, IntoValid, InvalidValue,
@@ -67,6 +69,29 @@ pub mod defaults {
     pub const CEILING: Option<PositiveDuration> = None;
     /// [`Limits::warn_at`](super::Limits::warn_at): 0.8.
     pub const WARN_AT: NonZeroFraction = NonZeroFraction::new_const(0.8);
+    /// [`Limits::output_blocked`](super::Limits::output_blocked): 30 min.
+    pub const OUTPUT_BLOCKED: Option<PositiveDuration> = Some(minutes(30));
+    /// [`Limits::max_backoff`](super::Limits::max_backoff): 2 h.
+    pub const MAX_BACKOFF: PositiveDuration = minutes(2 * 60);
+    /// How long a host's output may take no byte once the run is ending (a kill was decided,
+    /// a signal forwarded, the output stopped) before what is left is dropped: 2 s.
+    pub const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
+    /// [`Limits::busy_cap`](super::Limits::busy_cap): 2 h.
+    pub const BUSY_CAP: Duration = Duration::from_secs(2 * 3600);
+    /// [`Limits::max_rss`](super::Limits::max_rss): none.
+    pub const MAX_RSS: Option<super::ByteSize> = None;
+    /// How long the tree's memory stays above [`Limits::max_rss`](super::Limits::max_rss)
+    /// before the kill `memory`: 5 s.
+    pub const MEMORY_HOLD: Duration = Duration::from_secs(5);
+    /// The noise floor of a busy tool's CPU: its processes used at least this fraction of one
+    /// core between two samples of the tree (5 %).
+    pub const BUSY_CPU_FLOOR: f64 = 0.05;
+    /// The noise floor of a busy tool's sockets: at least this many bytes a second moved on
+    /// its TCP connections between two samples (1 KiB/s).
+    pub const BUSY_NET_FLOOR: u64 = 1024;
+    /// A process started this long before a tool call was seen to begin still counts as the
+    /// tool's (the `tool_use` line reaches the host after the tool may have started): 2 s.
+    pub const TOOL_SLACK: Duration = Duration::from_secs(2);
 
     /// [`McpLimits::give_up`](super::McpLimits::give_up): Claude Code's idle limit on a stdio
     /// server's call, 1,800 s.
@@ -94,6 +119,11 @@ pub mod defaults {
     pub const MAX_LINE: usize = 64 << 20;
     /// The supervisor's process-tree rescan period: 1 s.
     pub const TREE_SCAN: Option<Duration> = Some(Duration::from_secs(1));
+    /// The supervisor's process-tree sampling period while a tool call is outstanding or
+    /// the memory guard is on: 1 s.
+    pub const TREE_SAMPLE: Option<Duration> = Some(Duration::from_secs(1));
+    /// The supervisor's process-tree sampling period otherwise (for the peak RSS): 10 s.
+    pub const TREE_SAMPLE_QUIET: Duration = Duration::from_secs(10);
     /// The supervisor's wait for stdout and stderr to close once the tree is gone: 2 s.
     pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
     /// How long past its instant a deadline waits for lines its host may still hold unread
@@ -118,6 +148,10 @@ pub mod defaults {
 /// | `linger` | 11m | after a `result`, no new progress and the stream has not ended → kill `linger` |
 /// | `ceiling` | none | total age → kill `ceiling` |
 /// | `warn_at` | 0.8 | a `Stalling` event when the idle or no-progress clock passes this fraction |
+/// | `output_blocked` | 30m | the host could not hand the output on for this long, without a break → kill `output_blocked` (`None`: never) |
+/// | `max_backoff` | 2h | the most an announced API back-off storm (`system/api_retry`) holds the idle and no-progress clocks |
+/// | `busy_cap` | 2h | while a tool call is outstanding and its processes are busy (CPU or socket bytes above the noise floor), no progress is no hang, for at most this long after the last progress (0: never) |
+/// | `max_rss` | none | the process tree's memory above this for 5 s → kill `memory` |
 /// | `mcp` | [`McpLimits::default`] | while an MCP tool call is outstanding, `no_progress` kills no earlier than where Claude Code itself gives up on that call, plus a margin |
 ///
 /// Every row, checked against `Limits::default()`:
@@ -136,6 +170,10 @@ pub mod defaults {
 /// assert_eq!(d.linger(), min(11));
 /// assert_eq!(d.ceiling(), None);
 /// assert_eq!(d.warn_at(), 0.8);
+/// assert_eq!(d.output_blocked(), Some(min(30)));
+/// assert_eq!(d.max_backoff(), min(120));
+/// assert_eq!(d.busy_cap(), min(120));
+/// assert_eq!(d.max_rss(), None);
 /// assert_eq!(d.mcp(), &McpLimits::default());
 /// ```
 ///
@@ -164,6 +202,10 @@ pub struct Limits {
     linger: PositiveDuration,
     ceiling: Option<PositiveDuration>,
     warn_at: NonZeroFraction,
+    output_blocked: Option<PositiveDuration>,
+    max_backoff: PositiveDuration,
+    busy_cap: Duration,
+    max_rss: Option<ByteSize>,
     mcp: McpLimits,
 }
 
@@ -179,6 +221,10 @@ impl Default for Limits {
             linger: defaults::LINGER,
             ceiling: defaults::CEILING,
             warn_at: defaults::WARN_AT,
+            output_blocked: defaults::OUTPUT_BLOCKED,
+            max_backoff: defaults::MAX_BACKOFF,
+            busy_cap: defaults::BUSY_CAP,
+            max_rss: defaults::MAX_RSS,
             mcp: McpLimits::default(),
         }
     }
@@ -249,6 +295,43 @@ impl Limits {
     /// kill and is not emitted).
     pub fn with_warn_at(mut self, f: impl IntoValid<NonZeroFraction>) -> Result<Self, ConfigError> {
         self.set_warn_at(valid("warn_at", f)?);
+        Ok(self)
+    }
+
+    /// The bound on continuous blocked output ([`Limits::output_blocked`]); zero turns it off.
+    pub fn with_output_blocked(mut self, d: Duration) -> Self {
+        self.set_output_blocked(PositiveDuration::new(d).ok());
+        self
+    }
+    /// The most an announced back-off storm holds the idle and no-progress clocks. Must be > 0
+    /// ([`PositiveDuration`]).
+    pub fn with_max_backoff(
+        mut self,
+        d: impl IntoValid<PositiveDuration>,
+    ) -> Result<Self, ConfigError> {
+        self.set_max_backoff(valid("max_backoff", d)?);
+        Ok(self)
+    }
+    /// How long a busy tool may hold the no-progress kill after the last progress
+    /// ([`Limits::busy_cap`]); zero: evidence never holds it. At most [`MAX_DURATION`].
+    pub fn with_busy_cap(mut self, d: Duration) -> Result<Self, ConfigError> {
+        if d > MAX_DURATION {
+            return Err(ConfigError {
+                option: "busy_cap",
+                allowed: "a duration >= 0, at most 365d",
+                value: format_duration(d),
+            });
+        }
+        self.set_busy_cap(HumanDuration(d));
+        Ok(self)
+    }
+    /// The memory guard ([`Limits::max_rss`]): `None` turns it off; a size must be > 0
+    /// ([`ByteSize`]).
+    pub fn with_max_rss(
+        mut self,
+        bytes: impl IntoValid<Option<ByteSize>>,
+    ) -> Result<Self, ConfigError> {
+        self.set_max_rss(valid("max_rss", bytes)?);
         Ok(self)
     }
 
@@ -324,6 +407,27 @@ impl Limits {
         self.warn_at = f;
         self
     }
+    /// The bound on continuous blocked output, or `None` for none.
+    pub fn set_output_blocked(&mut self, d: Option<PositiveDuration>) -> &mut Self {
+        self.output_blocked = d;
+        self
+    }
+    /// The most an announced back-off storm holds the idle and no-progress clocks.
+    pub fn set_max_backoff(&mut self, d: PositiveDuration) -> &mut Self {
+        self.max_backoff = d;
+        self
+    }
+    /// How long a busy tool may hold the no-progress kill after the last progress (zero:
+    /// never).
+    pub fn set_busy_cap(&mut self, d: HumanDuration) -> &mut Self {
+        self.busy_cap = d.get();
+        self
+    }
+    /// The memory guard, or `None` for none.
+    pub fn set_max_rss(&mut self, bytes: Option<ByteSize>) -> &mut Self {
+        self.max_rss = bytes;
+        self
+    }
     /// Where Claude Code gives up on MCP tool calls by itself.
     pub fn set_mcp(&mut self, mcp: McpLimits) -> &mut Self {
         self.mcp = mcp;
@@ -371,6 +475,31 @@ impl Limits {
     /// Stalling-warning fraction.
     pub fn warn_at(&self) -> f64 {
         self.warn_at.get()
+    }
+    /// The bound on continuous blocked output: when the host has been unable to hand the
+    /// session's output on for this long without a break (its reader stopped reading), the
+    /// session is killed `output_blocked`. `None`: never.
+    pub fn output_blocked(&self) -> Option<Duration> {
+        self.output_blocked.map(PositiveDuration::get)
+    }
+    /// The most an announced back-off storm (`system/api_retry` lines with no progress after
+    /// their delay) holds the idle and no-progress clocks, counted from its first retry.
+    pub fn max_backoff(&self) -> Duration {
+        self.max_backoff.get()
+    }
+    /// How long a busy tool may hold the no-progress kill: while a tool call is outstanding
+    /// and its processes are busy (their CPU time advancing beyond the noise floor, or bytes
+    /// moving on their TCP connections, as the host's samples of the process tree say:
+    /// [`Registry::observe_tree`](crate::Registry::observe_tree)), no progress is no hang, up
+    /// to this long after the last progress. Zero: evidence never holds the kill.
+    pub fn busy_cap(&self) -> Duration {
+        self.busy_cap
+    }
+    /// The memory guard: when the process tree's resident memory stays above this many bytes
+    /// for [`MEMORY_HOLD`](defaults::MEMORY_HOLD), the session is killed `memory`. `None`:
+    /// no guard.
+    pub fn max_rss(&self) -> Option<u64> {
+        self.max_rss.map(ByteSize::get)
     }
     /// The MCP limits.
     pub fn mcp(&self) -> &McpLimits {
@@ -460,6 +589,10 @@ mod default_tables {
             ("linger", dur(l.linger())),
             ("ceiling", opt(l.ceiling())),
             ("warn_at", l.warn_at().to_string()),
+            ("output_blocked", opt(l.output_blocked())),
+            ("max_backoff", dur(l.max_backoff())),
+            ("busy_cap", dur(l.busy_cap())),
+            ("max_rss", l.max_rss().map_or("none".into(), format_bytes)),
             ("mcp", "[`McpLimits::default`]".into()),
         ]
         .into();

@@ -15,6 +15,8 @@
 //!   every host drives: each line is read once, for the deadlines, the facts, the tally and the
 //!   rate limits, and everything that follows from it comes back as events and values.
 //! - [`event`]: kills, extensions, stalling warnings, outcomes.
+//! - [`evidence`]: facts from the child's process tree, sampled by its host: a busy tool is
+//!   not a hung one, the memory guard, what a kill names.
 //! - [`metrics`]: what a host counts as it delivers events (kills, ends, warnings, kill
 //!   lateness), the snapshot, its one Prometheus rendering and the answer to a scrape.
 //! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session
@@ -28,8 +30,9 @@
 //!   the `mcp__<server>__<tool>` naming, the hook timeout, which session it runs.
 //! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
 //! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
-//! - [`idle_policy`]: the npm package's in-process `createWatchdog()` policy (the reference
-//!   TypeScript package's verdicts) with exact deadlines ([`idle_policy::next_check`]).
+//! - [`reference`](mod@reference): the reference TypeScript package's contract (the npm package's
+//!   in-process `createWatchdog()`) as a preset of the registry: its limits, its rule that
+//!   registering starts the clocks, and which messages its `observe()` counts.
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window (the
 //!   registry keeps one, fed by its sessions' lines; a window's reset is one of its deadlines).
 //! - [`warning_filter`]: show a known repeated warning once, count the rest.
@@ -48,9 +51,24 @@
 //!
 //! A human wait ends when the host's `control_response` for every pending request is seen
 //! through [`Registry::observe_input`] (or the CLI cancels it with `control_cancel_request`), or
-//! when a `session_state_changed` reports `running` or `idle` with no request pending. A
-//! `system/api_retry` at `t` with `retry_delay_ms` keeps the idle kill from coming before
-//! `t + retry_delay_ms + patience`.
+//! when a `session_state_changed` reports `running` or `idle` with no request pending.
+//!
+//! **An announced back-off is not a hang.** A `system/api_retry` at `t` with `retry_delay_ms`
+//! begins (or continues) a back-off storm: neither the idle nor the no-progress clock counts the
+//! announced wait; both start afresh at its end (`t + retry_delay_ms`), so the idle kill comes no
+//! earlier than that end plus the patience and the no-progress kill no earlier than that end
+//! plus `no_progress`. Progress after the end ends the storm. A storm holds the clocks at most
+//! `max_backoff` after its first retry; the ceiling always holds. A kill during a storm carries
+//! it ([`Kill::backoff`]) and is never continued.
+//!
+//! **Background work is working, not waiting.** While the last
+//! `system/background_tasks_changed` lists tasks (other than `ambient` ones), or a
+//! `system/task_started` with `is_backgrounded: true` (or a `task_updated` that moved a task to
+//! the background) has not ended (`task_updated` with `completed`, `failed` or `killed`, or its
+//! `task_notification`), a `result` does not settle the session into waiting: the idle and
+//! no-progress clocks run as during a turn, and neither the linger nor the wait for the host
+//! applies. Lines of the tasks (a subagent's lines, `system/task_*`) are their progress and do
+//! not start a new turn; when the last task ends, the waiting rules apply again from then.
 //!
 //! # Deadlines and defaults
 //!
@@ -63,6 +81,9 @@
 //! | `no_progress` | 30m | no progress for this long, keep-alives or not; while an MCP tool call is outstanding, never before the call's start + where Claude Code gives up on it (1,800 s by default) + 30 s ([`McpLimits`]) |
 //! | `linger` | 11m | a `result` came, then no progress, and the stream has not ended; not while the session waits for its host (a stream-json reader whose host input is open, [`SessionConfig::with_host_input`]: from the end of that input) |
 //! | `ceiling` | none | total age (checked first; wins over everything) |
+//! | `output_blocked` | 30m | the host could not hand the output on for this long without a break ([`Registry::output_blocked`]); `None`: never |
+//! | `busy_cap` | 2h | not a kill of its own: while a tool call is outstanding and its processes are busy (the host's samples of the tree, [`evidence`]), the `no_progress` kill waits, at most this long after the last progress |
+//! | `max_rss` | none | the process tree's resident memory above this for 5 s (kill `memory`) |
 //! | `warn_at` | 0.8 | not a kill: one [`Event::Stalling`] per quiet spell when the idle or no-progress clock passes this fraction of its limit |
 //!
 //! Every boundary is inclusive: the kill comes exactly at the deadline, not at a later tick.
@@ -74,7 +95,7 @@
 //! `pre_write`); when the extension is withdrawn (the first write lands, or
 //! [`Registry::set_utilization`] drops below the threshold) a session already past its base idle
 //! is killed at that instant. Ties on one instant go to the first of ceiling, startup, linger,
-//! idle, no_progress. Every option can be set per registry and overridden per session
+//! idle, no_progress, output_blocked. Every option can be set per registry and overridden per session
 //! ([`SessionConfig`]).
 //!
 //! **The MCP floor.** Claude Code aborts an MCP tool call that sent no response or progress
@@ -166,15 +187,18 @@ pub mod claude_code;
 pub mod config;
 mod deadline_queue;
 pub mod event;
+pub mod evidence;
 pub mod facts;
 // The audit crate reads transcripts with json_scan::skim; not an API for users.
 #[doc(hidden)]
 pub mod json_scan;
 pub mod metrics;
 pub mod record;
+pub mod reference;
 pub mod registry;
 pub mod replay;
 mod session;
+pub mod time;
 pub mod view;
 pub mod wall;
 
@@ -182,14 +206,14 @@ pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use claude_code::HEARTBEAT_TICK;
 pub use config::{ConfigError, Limits, McpLimits, SessionConfig};
 pub use event::{
-    Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutstandingMcp, SessionId, StallClock,
+    Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutstandingMcp, SessionId,
+    StallClock,
 };
 pub use facts::{ClaudeSessionId, InvalidClaudeSessionId, ResultFacts};
 pub use record::{ChildExit, LineCounts, RunRecord, Stage};
-pub use registry::{Registry, SessionSnapshot};
+pub use registry::{Registry, SessionSnapshot, TreeWant};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
 
-pub mod idle_policy;
 pub mod rate_limit;
 pub use rate_limit::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
 

@@ -154,6 +154,12 @@ pub struct RunRecord {
     pub lines: LineCounts,
     /// How the process ended, if it was seen to (the host's).
     pub exit: Option<ChildExit>,
+    /// What the samples of the process tree said (the peak memory among them, the samples
+    /// that failed); `None` for a session whose host does not sample its tree.
+    pub tree: Option<crate::evidence::TreeFacts>,
+    /// The host's receipt of the tree it stopped, at a kill or after the child left
+    /// processes running (the host's; [`crate::evidence::Receipt`]).
+    pub receipt: Option<crate::evidence::Receipt>,
 }
 
 impl RunRecord {
@@ -176,6 +182,8 @@ impl RunRecord {
             rate_limits,
             lines: LineCounts::default(),
             exit: None,
+            tree: None,
+            receipt: None,
         }
     }
 

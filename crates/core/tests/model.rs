@@ -102,10 +102,13 @@ struct Model {
     pending_writes: Vec<u8>,
     pending_requests: Vec<u8>,
     state_wait: bool,
+    /// The end of the announced back-offs of the storm under way (0: none; progress at or
+    /// after it ends the storm).
     retry_end: u64,
     /// Unpaused ms since the last line, counted only at or after `retry_end`.
     idle_count: u64,
-    /// Unpaused ms since the last progress (or registration).
+    /// Unpaused ms since the last progress (or registration), counted only at or after
+    /// `retry_end`.
     np_count: u64,
     killed: Option<(u64, KillKind)>,
     ended: bool,
@@ -185,6 +188,9 @@ impl Model {
         if progress {
             self.np_count = 0;
             self.settled_at = None;
+            if t >= self.retry_end {
+                self.retry_end = 0;
+            }
         }
         match act {
             Act::Result if self.settled_at.is_none() => self.settled_at = Some(t),
@@ -197,7 +203,11 @@ impl Model {
                     }
                 }
             }
-            Act::Retry(d) => self.retry_end = self.retry_end.max(t + u64::from(*d)),
+            // An announced back-off: neither clock counts it; both start afresh at its end.
+            Act::Retry(d) => {
+                self.retry_end = self.retry_end.max(t + u64::from(*d));
+                self.np_count = 0;
+            }
             Act::CanUseTool(k) => self.pending_requests.push(*k),
             Act::Cancel(k) if self.pending_requests.contains(k) => {
                 self.pending_requests.retain(|p| p != k);
@@ -214,10 +224,8 @@ impl Model {
 
     /// The millisecond `[t, t+1)` passes.
     fn pass(&mut self, t: u64) {
-        if !self.paused() {
-            if t >= self.retry_end {
-                self.idle_count += 1;
-            }
+        if !self.paused() && t >= self.retry_end {
+            self.idle_count += 1;
             self.np_count += 1;
         }
     }

@@ -12,7 +12,8 @@
 //!   output line unchanged, feeds the policy, and stops the whole process tree with a kill
 //!   ladder (interrupt request, SIGTERM, SIGKILL of every descendant, reap).
 //!   See [`Supervisor`] for what differs between Linux and macOS.
-//! - [`FileLedger`]: the durable, at-most-once recovery ledger.
+//! - [`FileLedger`]: the durable, at-most-once recovery ledger; [`SharedLedger`] the same on a
+//!   Redis or PostgreSQL server for a fleet (cargo features `ledger-redis`, `ledger-postgres`).
 //! - [`Watchdog::metrics`]: what a watchdog counted (kills, ends, warnings, kill lateness),
 //!   rendered for Prometheus by [`Metrics::render_prometheus`]; with the cargo feature
 //!   `prometheus`, `prometheus::serve` answers `GET /metrics` for a long-lived host.
@@ -83,6 +84,7 @@ mod metrics;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 mod regular_file;
+mod shared_ledger;
 mod supervise;
 #[cfg(unix)]
 mod supervisor;
@@ -92,12 +94,13 @@ pub use ledger::{default_state_dir, default_state_dir_from_env, FileLedger, STAT
 pub use line::{AsLine, LineRef};
 pub use metrics::{LatenessHistogram, Metrics};
 pub use regular_file::{open_regular, read_regular, special_kind};
+pub use shared_ledger::{SharedLedger, REQUEST_TIMEOUT_SECS};
 pub use supervise::{supervise, Killed, Supervised};
 #[cfg(unix)]
 pub use supervisor::{
-    forward_signals, keep_out_of_trees, kill_trees_of, Batch, KillCause, KillReport, Line,
-    LineCounts, LineInfo, LineMeta, Output, Report, Signal, SignalForwarder, SpawnError, Stage,
-    StdinWriter, StdoutBatch, StdoutHook, Supervisor, SupervisorConfig, SupervisorHandle,
-    WaitError, TREE_MARKER_VAR,
+    forward_signals, keep_out_of_trees, kill_trees_of, Batch, Facility, KillCause, KillReport,
+    Line, LineCounts, LineInfo, LineMeta, Output, Report, RunPhase, Signal, SignalForwarder,
+    SpawnError, Stage, StdinWriter, StdoutBatch, StdoutHook, Supervisor, SupervisorConfig,
+    SupervisorHandle, WaitError, TREE_MARKER_VAR,
 };
 pub use watchdog::{CallbackError, Session, Watchdog, WatchdogConfig};

@@ -61,10 +61,14 @@ pub(crate) struct RunFacts {
     pub(super) leftovers_killed: usize,
     /// How long the child's output waited for our stdout (a slow reader downstream).
     pub(super) blocked_on_output: Duration,
+    /// Bytes of its output read but never delivered to our stdout.
+    pub(super) output_dropped: u64,
     /// From spawn to the first stdout line, if one came.
     pub(super) first_line: Option<Duration>,
     /// How long after its deadline the kill reached us, if there was one.
     pub(super) kill_late: Option<Duration>,
+    /// The kernel facilities the host refused (each a guarantee that did not hold).
+    pub(super) unavailable: Vec<agent_sdk_watchdog::Facility>,
 }
 
 impl Finished {
@@ -173,15 +177,19 @@ impl Finished {
             events: self.facts.events.to_vec(),
             base: self.facts.start,
             recovery,
-            output_error: self
-                .ours
-                .output_error
-                .as_ref()
-                .map(|e| (e.error.to_string(), e.closed)),
+            output_error: self.ours.output_error.as_ref().map(|e| {
+                let kind = match e.failure {
+                    stdout::Failure::Blocked => "output_blocked",
+                    _ => "output",
+                };
+                (e.error.to_string(), e.closed(), kind)
+            }),
+            output_dropped_bytes: self.facts.output_dropped,
             leftovers_killed: self.facts.leftovers_killed,
             blocked_on_output_ms: ms(self.facts.blocked_on_output),
             first_line_ms: self.facts.first_line.map(ms),
             kill_late_us: self.facts.kill_late.map(|d| d.as_micros() as u64),
+            unavailable: &self.facts.unavailable,
         }
         .to_json()
     }
@@ -191,7 +199,10 @@ impl Ours {
     /// What we did, as far as the exit code cares: an output error wins over a signal.
     fn intervention(&self) -> Option<Intervention> {
         match (&self.output_error, self.interrupted) {
-            (Some(e), _) => Some(Intervention::Output { closed: e.closed }),
+            (Some(e), _) if e.failure == stdout::Failure::Blocked => {
+                Some(Intervention::OutputBlocked)
+            }
+            (Some(e), _) => Some(Intervention::Output { closed: e.closed() }),
             (None, Some(sig)) => Some(Intervention::Signal(sig.number())),
             (None, None) => None,
         }

@@ -1,6 +1,6 @@
 //! What one invocation shares between its runs ([`Host`]), and its wall clock.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::host_signals::UserSignals;
 use super::record::Recorder;
@@ -20,6 +20,62 @@ pub(crate) struct Host {
     pub(super) vanished: vanished::Vanished,
     /// What the runs record as they go (empty with telemetry off).
     pub(crate) telemetry: crate::telemetry::Live,
+}
+
+/// How waiting for our stdout ended ([`Host::drain_stdout`]).
+#[derive(Debug)]
+pub(crate) enum Drained {
+    /// Every byte was delivered (or nothing was to be).
+    Done,
+    /// Writing failed: nothing more is written.
+    Failed(stdout::WriteError),
+    /// The reader took nothing for the bound (or the user signalled us meanwhile): what was
+    /// left is dropped.
+    Abandoned,
+}
+
+impl Host {
+    /// Wait until everything handed to our stdout is delivered, as long as the reader takes
+    /// bytes: once it has taken nothing for `bound` (counted from `since` at the earliest;
+    /// `None`: no bound), or the user signals us, what is left is dropped. A reader that does
+    /// read gets every byte.
+    pub(crate) async fn drain_stdout(
+        &mut self,
+        bound: Option<Duration>,
+        since: Instant,
+    ) -> Drained {
+        loop {
+            self.stdout.flush();
+            if let Some(e) = self.stdout.take_error() {
+                return Drained::Failed(e);
+            }
+            if self.stdout.in_flight() == 0 {
+                return Drained::Done;
+            }
+            let give_up = match (bound, self.stdout.stalled_since()) {
+                (Some(b), Some(stalled)) => stalled.max(since).checked_add(b),
+                _ => None,
+            };
+            let sleep = async {
+                match give_up {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                () = self.stdout.progressed() => {}
+                _ = self.signals.recv() => {
+                    self.stdout.abandon();
+                    return Drained::Abandoned;
+                }
+                () = sleep => {
+                    self.stdout.abandon();
+                    return Drained::Abandoned;
+                }
+            }
+        }
+    }
 }
 
 /// Now, epoch milliseconds.

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use agent_sdk_watchdog::{Batch, LineMeta, Output, StdoutBatch, SupervisorHandle};
+use agent_sdk_watchdog::{Batch, LineMeta, Output, RunPhase, StdoutBatch, SupervisorHandle};
 use serde_json::{json, Value};
 use watchdog_core::capture::Record;
 use watchdog_core::facts::Activity;
@@ -13,10 +13,11 @@ use watchdog_core::{ClaudeSessionId, Event, Kill, LineKind, Signal, StallClock};
 use super::host::{wall_ms, Host};
 use super::record::trim_cr;
 use super::stderr_dedup::StderrDedup;
-use super::stdout::WriteError;
+use super::stdout::{Failure, WriteError};
 use crate::event_log::EventLog;
 use crate::status;
 use crate::verdict::{event_json, killed_clause, ms};
+use watchdog_core::config::defaults::OUTPUT_DRAIN;
 use watchdog_core::config::format_duration;
 
 // The longest stdout line handled as one line (the supervisor's default, and the cap `replay`
@@ -45,28 +46,40 @@ pub(super) struct Live<'h> {
     pub(super) first_line: Option<Instant>,
     /// How long after its deadline the kill event reached this loop.
     pub(super) kill_late: Option<Duration>,
+    /// We forwarded a signal of the user's: the run is being stopped.
+    pub(super) interrupted: bool,
+    /// The run is ending (a kill, or the child's end, [`Live::on_phase`]): since when, how
+    /// long our stdout may then take nothing, and whether it is a stop.
+    pub(super) ending: Option<(Instant, Option<Duration>, bool)>,
 }
 
 impl Live<'_> {
-    /// Write the buffered child stdout.
-    pub(super) async fn flush_stdout(&mut self) {
-        let r = self.host.stdout.flush().await;
-        self.check_write(r);
+    /// Hand the buffered child stdout to our stdout's writer (never waits).
+    pub(super) fn flush_stdout(&mut self) {
+        self.host.stdout.flush();
+    }
+
+    /// Our stdout's writer wrote something or failed: a failure is handled once.
+    pub(super) fn on_stdout_progress(&mut self) {
+        if let Some(e) = self.host.stdout.take_error() {
+            self.on_write_error(e);
+        }
     }
 
     /// The first stdout write error: say it once, stop the child (it would work on, and bill,
     /// for a reader that is gone), keep reading and recording what it prints until it ends.
-    pub(super) fn check_write(&mut self, r: Result<(), WriteError>) {
-        if let Err(e) = r {
-            self.host.status.say(&format!(
-                "{e}; stopping {} and its whole process tree",
-                self.what
-            ));
-            if self.kill.is_none() {
-                self.handle.kill_now();
-            }
-            self.output_error = Some(e);
+    pub(super) fn on_write_error(&mut self, e: WriteError) {
+        if self.output_error.is_some() {
+            return;
         }
+        self.host.status.say(&format!(
+            "{e}; stopping {} and its whole process tree",
+            self.what
+        ));
+        if self.kill.is_none() {
+            self.handle.kill_now();
+        }
+        self.output_error = Some(e);
     }
 
     /// Our reader (or, for the drop-in, our host) went away while nothing was written: the
@@ -76,10 +89,72 @@ impl Live<'_> {
             return;
         }
         self.host.stdout.abandon();
-        self.check_write(Err(WriteError {
-            closed: true,
+        self.on_write_error(WriteError {
+            failure: Failure::Closed,
             error: gone.error(),
-        }));
+        });
+    }
+
+    /// The run reached `phase` (a kill under way, or the child's own exit), learnt even while
+    /// our reader takes nothing (then none of the child's output, the kill event included,
+    /// reaches this loop): from now on our stdout may take nothing for at most `bound`
+    /// before what waits for it is dropped (`None`: no bound).
+    pub(super) fn on_phase(&mut self, phase: RunPhase, output_blocked: Option<Duration>) {
+        if self.ending.is_some() {
+            return;
+        }
+        let stopped = phase == RunPhase::Stopping
+            || self.interrupted
+            || self.output_error.is_some()
+            || self.session_mismatch.is_some();
+        let bound = match phase {
+            RunPhase::Running => return,
+            _ if stopped => Some(OUTPUT_DRAIN),
+            _ => output_blocked,
+        };
+        self.ending = Some((Instant::now(), bound, stopped));
+    }
+
+    /// When what waits for our stdout is dropped, if the run is ending and the reader takes
+    /// nothing.
+    pub(super) fn abandon_at(&self) -> Option<Instant> {
+        let (since, bound, _) = self.ending?;
+        let stalled = self.host.stdout.stalled_since()?;
+        stalled.max(since).checked_add(bound?)
+    }
+
+    /// The reader took nothing for the bound while the run ends: stop forwarding (the rest of
+    /// the child's output is still read and recorded) and say what was dropped. After the
+    /// child's own end this is our output failing (exit 75); after a kill or a stop, the
+    /// stop's own code stands.
+    pub(super) fn abandon_stdout(&mut self) {
+        let Some((_, bound, stopped)) = self.ending else {
+            return;
+        };
+        self.host.stdout.abandon();
+        let bound = format_duration(bound.unwrap_or_default());
+        let dropped = self.host.stdout.dropped();
+        if stopped {
+            self.host.status.say(&format!(
+                "our stdout took nothing for {bound} while {} was being stopped: {dropped} \
+                 bytes of its output were not delivered",
+                self.what
+            ));
+        } else {
+            let e = WriteError {
+                failure: Failure::Blocked,
+                error: std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "our stdout took nothing for {bound} after {} ended (the reader \
+                         stopped reading): {dropped} bytes of its output were not delivered",
+                        self.what
+                    ),
+                ),
+            };
+            self.host.status.say(&e.to_string());
+            self.output_error = Some(e);
+        }
     }
 
     /// Record a line written to the child's stdin (`None`: its stdin was closed).
@@ -102,9 +177,9 @@ impl Live<'_> {
         ms(now.saturating_duration_since(self.start))
     }
 
-    pub(super) async fn on_batch(&mut self, batch: Batch) {
+    pub(super) fn on_batch(&mut self, batch: Batch) {
         match batch {
-            Batch::Stdout(b) => self.on_stdout(b).await,
+            Batch::Stdout(b) => self.on_stdout(b),
             Batch::Output(out) => self.on_output(out),
         }
     }
@@ -112,9 +187,8 @@ impl Live<'_> {
     /// Stdout lines read together: passed on as they are (one write for a large batch) and
     /// recorded. The policy read them already (each line once, in the supervisor); what they
     /// said comes as its events, and the class it gave each line is all this loop looks at.
-    pub(super) async fn on_stdout(&mut self, b: StdoutBatch) {
-        let r = self.host.stdout.push(b.bytes()).await;
-        self.check_write(r);
+    pub(super) fn on_stdout(&mut self, b: StdoutBatch) {
+        self.host.stdout.push(b.bytes());
         let now = b.at();
         self.first_line.get_or_insert(now);
         self.host
@@ -163,6 +237,13 @@ impl Live<'_> {
                 }
             }
             Output::Event(ev) => self.on_event(now, ev),
+            // A sample of the process tree: the capture keeps it, for replay's rules.
+            Output::Tree { at, sample } => {
+                let t = self.t_ms(at);
+                if let Ok(v) = serde_json::to_value(&*sample) {
+                    self.host.recorder.write(t, Record::Tree(v));
+                }
+            }
             // Over-long lines are said when they end (`end_overlong`).
             _ => {}
         }

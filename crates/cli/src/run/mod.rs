@@ -38,13 +38,14 @@ use crate::status::Status;
 use crate::verdict::{kill_sentence, ms};
 use config::{emits_result, program_name};
 use finished::Finished;
-use host::Host;
+use host::{Drained, Host};
 use host_signals::UserSignals;
 use out_file::SummaryTarget;
 use record::Recorder;
 use recovery::{Continuation, Plan};
 use supervise::supervise;
 use watchdog_core::capture::Record;
+use watchdog_core::config::defaults::OUTPUT_DRAIN;
 
 /// Run `run`; returns the exit code.
 pub fn main(args: RunArgs, mode: Mode) -> i32 {
@@ -189,9 +190,15 @@ async fn run(
             ms(final_run.facts.duration),
             final_run.record.num_turns(),
         );
-        if let Err(e) = host.stdout.write_own_line(&line.to_string()).await {
+        let delivered = host.stdout.push_own_line(&line.to_string())
+            && matches!(
+                host.drain_stdout(Some(OUTPUT_DRAIN), std::time::Instant::now())
+                    .await,
+                Drained::Done
+            );
+        if !delivered {
             host.status
-                .say(&format!("{e}; the synthetic result is lost"));
+                .say("our stdout cannot take the synthetic result: it is lost");
         }
     }
     if let Some(msg) = final_run.ending_message(code, cfg.mode) {

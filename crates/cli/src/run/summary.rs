@@ -29,9 +29,13 @@ pub struct Summary<'a> {
     pub base: std::time::Instant,
     /// What recovery did (`run` only): `{trigger, marker, continued_outcome, notice, …}`.
     pub recovery: Option<Value>,
-    /// Our stdout could not be written (the `kill` is then of kind `output`): the error, and
-    /// whether the reader went away.
-    pub output_error: Option<(String, bool)>,
+    /// Our stdout could not be written (the `kill` is then of kind `output`, or
+    /// `output_blocked` when the reader took nothing for the bound after the child ended):
+    /// the error, whether the reader went away, and that kind.
+    pub output_error: Option<(String, bool, &'static str)>,
+    /// Bytes of the child's output read but never delivered to our stdout (its reader went
+    /// away or took nothing for the bound).
+    pub output_dropped_bytes: u64,
     /// Descendants still running when the child exited by itself, then stopped.
     pub leftovers_killed: usize,
     /// Milliseconds the child's output waited for our stdout.
@@ -40,17 +44,23 @@ pub struct Summary<'a> {
     pub first_line_ms: Option<u64>,
     /// Microseconds from the kill's deadline to our seeing it, if there was a kill.
     pub kill_late_us: Option<u64>,
+    /// The kernel facilities the host refused: each a guarantee that did not hold.
+    pub unavailable: &'a [agent_sdk_watchdog::Facility],
 }
 
 impl Summary<'_> {
     /// The JSON object.
     pub fn to_json(&self) -> Value {
         let mut v = record_json(self.record, self.base);
-        if let Some((error, reader_gone)) = &self.output_error {
+        if let Some((error, reader_gone, kind)) = &self.output_error {
             // Our own stop: the run ended because of it, whatever the record says.
-            let mut kill = json!({"kind": "output", "error": error, "reader_gone": reader_gone});
+            let mut kill = json!({"kind": kind, "error": error, "reader_gone": reader_gone});
             if let Some(stage) = self.record.stage {
                 kill["ladder"] = json!(stage.as_str());
+            }
+            // The tree it stopped, as for any kill.
+            if let Some(r) = &self.record.receipt {
+                kill["tree"] = crate::tree_report::receipt_json(r, None);
             }
             v.insert("kill".into(), kill);
         }
@@ -76,7 +86,12 @@ impl Summary<'_> {
             "cpu": crate::cpu::usage_json(),
             "leftovers_killed": self.leftovers_killed,
             "blocked_on_output_ms": self.blocked_on_output_ms,
+            "output_dropped_bytes": self.output_dropped_bytes,
             "first_line_ms": self.first_line_ms,
+            "unavailable": self.unavailable.iter().map(|f| json!({
+                "facility": f.as_str(),
+                "lost": f.lost_guarantee(),
+            })).collect::<Vec<_>>(),
         });
         if let (Value::Object(m), Value::Object(o)) = (&mut v, ours) {
             m.extend(o);

@@ -5,14 +5,15 @@
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use agent_sdk_watchdog::{Supervisor, SupervisorConfig};
+use agent_sdk_watchdog::{RunPhase, Supervisor, SupervisorConfig};
 use watchdog_core::capture::Record;
+use watchdog_core::claude_code::session::RESUME_TURN_VARS;
 use watchdog_core::facts::Activity;
 use watchdog_core::{ClaudeSessionId, RunRecord, SessionConfig};
 
 use super::config::{program_name, RunConfig};
 use super::finished::{Finished, Ours, RunFacts};
-use super::host::{wall_ms, Host};
+use super::host::{wall_ms, Drained, Host};
 use super::host_signals::UserSig;
 use super::live::Live;
 use super::stderr_dedup::StderrDedup;
@@ -39,6 +40,14 @@ impl Interrupts {
     }
 }
 
+/// Sleep until `at` (forever without one).
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Run `argv` under the supervisor to its end. `expect_session`: the session id its
 /// `system/init` must carry (a continuation). `Err` holds the exit code when it cannot start.
 pub(crate) async fn supervise(
@@ -57,6 +66,13 @@ pub(crate) async fn supervise(
     }
     if let Some(dir) = &cfg.cwd {
         cmd.current_dir(dir);
+    }
+    if expect_session.is_some() {
+        // A continuation starts exactly one new user turn, its own prompt, whatever the
+        // inherited environment asks `--resume` to do beside resuming.
+        for (var, _) in RESUME_TURN_VARS {
+            cmd.env_remove(var);
+        }
     }
     // Only the first run reads the host's stdin; a continuation gets /dev/null.
     let host_stdin = host.stdin.take();
@@ -90,6 +106,7 @@ pub(crate) async fn supervise(
             return Err(exit_code::INTERNAL);
         }
     };
+    warn_unavailable(sup.unavailable(), host);
     // The capture's time zero is the policy's: the spawn instant (a later one would record a
     // kill's exit before its own deadline, and a replay would disagree with the live run).
     let start = sup.started();
@@ -126,7 +143,12 @@ pub(crate) async fn supervise(
         session_mismatch: None,
         first_line: None,
         kill_late: None,
+        interrupted: false,
+        ending: None,
     };
+    let mut phase = live.handle.phase();
+    let dropped_before = live.host.stdout.dropped();
+    let output_blocked = cfg.limits.output_blocked();
     let mut signals = Interrupts {
         first: None,
         escalate_at: None,
@@ -137,6 +159,11 @@ pub(crate) async fn supervise(
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        let abandon_at = live.abandon_at();
+        let (room, in_flight) = (
+            live.host.stdout.has_room(),
+            live.host.stdout.in_flight() > 0,
+        );
         tokio::select! {
             biased;
             // What we wrote to the child is recorded before what the child answered to it.
@@ -148,12 +175,28 @@ pub(crate) async fn supervise(
                 live.record_written(note);
             }
             gone = live.host.vanished.gone() => live.on_gone(gone),
-            out = sup.next_batch() => match out {
-                Some(out) => live.on_batch(out).await,
+            // A kill or the child's end, known even while our reader takes nothing.
+            r = phase.changed(), if live.ending.is_none() => match r {
+                Ok(()) => {
+                    let p = *phase.borrow_and_update();
+                    live.on_phase(p, output_blocked);
+                }
+                Err(_) => live.on_phase(RunPhase::Stopping, output_blocked),
+            },
+            // The child's output, while our stdout has room for it: a reader that stops
+            // reading holds the child back, and the kill, the signals and the end still come.
+            out = sup.next_batch(), if room => match out {
+                Some(out) => live.on_batch(out),
                 None => break,
             },
-            // Nothing else is ready: write what the child printed.
-            () = std::future::ready(()), if !live.host.stdout.is_empty() => live.flush_stdout().await,
+            () = live.host.stdout.progressed(), if in_flight => {
+                live.on_stdout_progress();
+            }
+            () = sleep_until_opt(abandon_at), if abandon_at.is_some() => {
+                live.abandon_stdout();
+            }
+            // Nothing else is ready: hand what the child printed to our stdout.
+            () = std::future::ready(()), if !live.host.stdout.is_empty() => live.flush_stdout(),
             sig = live.host.signals.recv() => {
                 if signals.first.is_some() {
                     live.host.status.say(&format!(
@@ -164,6 +207,7 @@ pub(crate) async fn supervise(
                     signals.escalate_at = None;
                 } else {
                     signals.first = Some(sig);
+                    live.interrupted = true;
                     live.handle.signal(sig.to_rustix());
                     live.host.telemetry.signal_forwarded(sig.name());
                     signals.escalate_at = tokio::time::Instant::now().checked_add(signals.grace);
@@ -189,13 +233,26 @@ pub(crate) async fn supervise(
         }
     }
     live.host.status.finish();
-    live.flush_stdout().await;
+    // The child is gone: deliver what waits for our stdout, as long as the reader takes it.
+    if live.ending.is_none() {
+        let p = *phase.borrow();
+        live.on_phase(p, output_blocked);
+    }
+    let (since, bound, _) = live
+        .ending
+        .unwrap_or((Instant::now(), output_blocked, false));
+    match live.host.drain_stdout(bound, since).await {
+        Drained::Done => {}
+        Drained::Failed(e) => live.on_write_error(e),
+        Drained::Abandoned => live.abandon_stdout(),
+    }
     if let Some(n) = live.overlong.take() {
         live.end_overlong(Instant::now(), n);
     }
     // The supervisor's record of the run: the policy's facts, the ladder's stage, the exit,
     // the lines, each decided once by its owner. Lost only if the supervising task was
     // dropped: then nothing is known of the run, and nothing is guessed.
+    let unavailable = sup.unavailable().to_vec();
     let record = match sup.wait().await.ok().and_then(|r| {
         let leftovers = r.leftovers_killed;
         let blocked = r.blocked_on_output;
@@ -213,6 +270,15 @@ pub(crate) async fn supervise(
     let end = Instant::now();
     let exit = record.exit.unwrap_or_default();
     let t = live.t_ms(end);
+    // The receipt of the tree that was stopped, before the exit (replay reads it as the
+    // run's, as it comes).
+    if let Some(v) = record
+        .receipt
+        .as_ref()
+        .and_then(|r| serde_json::to_value(r).ok())
+    {
+        live.host.recorder.write(t, Record::Receipt(v));
+    }
     live.host.recorder.write(
         t,
         Record::Exit {
@@ -237,8 +303,10 @@ pub(crate) async fn supervise(
         ended_wall_ms: wall_ms(),
         leftovers_killed,
         blocked_on_output,
+        output_dropped: live.host.stdout.dropped() - dropped_before,
         first_line: live.first_line.map(|t| t.saturating_duration_since(start)),
         kill_late: live.kill_late,
+        unavailable,
     };
     let finished = Finished::new(record, ours, facts, cfg);
     if live.host.telemetry.is_on() {
@@ -246,4 +314,22 @@ pub(crate) async fn supervise(
         live.host.telemetry.run_ended(&summary);
     }
     Ok(finished)
+}
+
+/// Say once per process (a continuation runs under the same host) which guarantees this host
+/// took away, and that the run is supervised all the same; the summary lists them per run.
+fn warn_unavailable(unavailable: &[agent_sdk_watchdog::Facility], host: &Host) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if unavailable.is_empty() || WARNED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let lost: Vec<String> = unavailable
+        .iter()
+        .map(|f| format!("{f} ({})", f.lost_guarantee()))
+        .collect();
+    host.status.say(&format!(
+        "warning: this host refused {}; supervising without (summary: unavailable)",
+        lost.join("; ")
+    ));
 }

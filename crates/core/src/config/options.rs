@@ -52,6 +52,11 @@ pub enum ValueKind {
     List,
     /// A whole number of milliseconds > 0 (the unit of the `OTEL_*` intervals).
     Milliseconds,
+    /// A size in bytes > 0, with an optional unit ([`ByteSize`](super::ByteSize)).
+    Size,
+    /// A shared ledger's URL ([`LedgerUrl`](crate::recovery::LedgerUrl)); shown without its
+    /// password.
+    LedgerUrl,
 }
 
 /// The words a [`ValueKind::Switch`] reads as on (in any case; clap's boolish words).
@@ -92,6 +97,8 @@ impl ValueKind {
             ValueKind::Path => "a path",
             ValueKind::List => "comma-separated names",
             ValueKind::Milliseconds => "a whole number of milliseconds > 0",
+            ValueKind::Size => super::ByteSize::ALLOWED,
+            ValueKind::LedgerUrl => crate::recovery::LEDGER_URL_ALLOWED,
         }
     }
 
@@ -119,6 +126,15 @@ impl ValueKind {
                 }),
             },
             ValueKind::Path | ValueKind::List => Ok(()),
+            ValueKind::Size => text.parse::<super::ByteSize>().map(drop),
+            ValueKind::LedgerUrl => match crate::recovery::LedgerUrl::parse(text) {
+                Ok(_) => Ok(()),
+                // The error shows the URL without its password.
+                Err(e) => Err(InvalidValue {
+                    allowed: self.range(),
+                    value: format!("{} ({})", e.shown(), e.why()),
+                }),
+            },
             ValueKind::Milliseconds => match text.trim().parse::<u64>() {
                 Ok(n) if n > 0 => Ok(()),
                 _ => Err(InvalidValue {
@@ -323,11 +339,42 @@ options! {
         kind: NonZeroFraction, default: Value("0.8"), read_by: POLICY,
         help: "Fraction of a limit at which a stalling warning is shown",
     }
+    /// `--output-blocked`: the bound on continuous blocked output.
+    OUTPUT_BLOCKED = {
+        name: "output_blocked", flag: Some("output-blocked"), value_name: Some("DURATION"),
+        kind: Duration, default: Value("30m"), read_by: POLICY,
+        help: "Our stdout took nothing for this long without a break (the reader stopped \
+               reading) → kill `output_blocked`; 0 turns it off. The idle and no-progress \
+               clocks stand still while our output waits",
+    }
+    /// `--max-backoff`: the most an announced back-off storm holds the clocks.
+    MAX_BACKOFF = {
+        name: "max_backoff", flag: Some("max-backoff"), value_name: Some("DURATION"),
+        kind: PositiveDuration, default: Value("2h"), read_by: POLICY,
+        help: "An announced API back-off (system/api_retry) is not idleness: the idle and \
+               no-progress clocks start at its end, for at most this long after the first \
+               retry of a storm",
+    }
     /// `--grace`: SIGTERM to SIGKILL (the drop-in caps it at 2 s).
     GRACE = {
         name: "grace", flag: Some("grace"), value_name: Some("DURATION"), kind: Duration,
         default: Value("5s"), read_by: POLICY,
         help: "Time the child gets after SIGTERM before SIGKILL, also after a signal we forwarded",
+    }
+    /// `--busy-cap`: how long a busy tool holds the no-progress kill.
+    BUSY_CAP = {
+        name: "busy_cap", flag: Some("busy-cap"), value_name: Some("DURATION"), kind: Duration,
+        default: Value("2h"), read_by: POLICY,
+        help: "While a tool call is outstanding and its processes use CPU or move bytes on \
+               their sockets, no progress is no hang, for at most this long after the last \
+               progress (0: the process tree never holds the no_progress kill)",
+    }
+    /// `--max-rss`: the memory guard.
+    MAX_RSS = {
+        name: "max_rss", flag: Some("max-rss"), value_name: Some("SIZE"), kind: Size,
+        default: Unset, read_by: POLICY,
+        help: "The process tree's resident memory above SIZE (512M, 2G) for 5s → kill `memory` \
+               (off unless given)",
     }
     /// `--summary`: the summary file.
     SUMMARY = {
@@ -403,6 +450,14 @@ options! {
         read_by: RUN_AND_HOOK,
         help: "Where the continuation markers live",
     }
+    /// `--ledger`: a shared Redis or PostgreSQL ledger for the markers (also the hook's).
+    LEDGER = {
+        name: "ledger", flag: Some("ledger"), value_name: Some("URL"), kind: LedgerUrl,
+        default: Described("the state directory"), read_by: RUN_AND_HOOK,
+        help: "Keep the continuation markers in a shared ledger, redis://… or postgres://… \
+               (every machine that may continue a session must name the same one); shown \
+               without its password",
+    }
     /// The real `claude` the drop-in runs.
     CLAUDE = {
         name: "claude", flag: None, value_name: None, kind: Path,
@@ -448,6 +503,12 @@ mod tests {
             ("high_utilization", defaults::HIGH_UTILIZATION.to_string()),
             ("warn_at", defaults::WARN_AT.to_string()),
             ("grace", HumanDuration(defaults::TERM_GRACE).to_string()),
+            (
+                "output_blocked",
+                defaults::OUTPUT_BLOCKED.map_or("0s".to_owned(), |d| d.to_string()),
+            ),
+            ("max_backoff", defaults::MAX_BACKOFF.to_string()),
+            ("busy_cap", format_duration(defaults::BUSY_CAP)),
             ("max_wait", defaults::MAX_WAIT.to_string()),
             ("reset_margin", format_duration(defaults::RESET_MARGIN)),
             // The CLI's telemetry holds this one (a test there compares).
@@ -462,6 +523,7 @@ mod tests {
                     o.kind.check(v).unwrap();
                 }
                 OptionDefault::Unset if o.name == "ceiling" => assert!(defaults::CEILING.is_none()),
+                OptionDefault::Unset if o.name == "max_rss" => assert!(defaults::MAX_RSS.is_none()),
                 _ => assert!(expected.iter().all(|(n, _)| *n != o.name), "{}", o.name),
             }
         }

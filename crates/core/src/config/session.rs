@@ -16,8 +16,10 @@ use super::Limits;
 pub struct SessionConfig {
     limits: Option<Limits>,
     host_input: bool,
+    from_registration: bool,
     tally: bool,
     live_facts: bool,
+    tree_evidence: bool,
     expect_session: Option<crate::facts::ClaudeSessionId>,
 }
 
@@ -39,6 +41,18 @@ impl SessionConfig {
     /// Whether the child reads its host's messages on an open stdin.
     pub fn host_input(&self) -> bool {
         self.host_input
+    }
+    /// The idle and no-progress clocks run from registration, as if registering were a tool
+    /// boundary (the reference package's rule: a query that never prints is killed at the
+    /// idle patience); the startup clock still waits for the first line. Default false: before
+    /// the first line only the startup limit and the ceiling apply.
+    pub fn with_clocks_from_registration(mut self, on: bool) -> Self {
+        self.from_registration = on;
+        self
+    }
+    /// Whether the idle and no-progress clocks run from registration.
+    pub fn clocks_from_registration(&self) -> bool {
+        self.from_registration
     }
     /// Keep the tally of the session's work ([`Tally`](crate::facts::Tally): its activity,
     /// turns, subagents and their failures), read from the same lines the policy reads, for
@@ -78,6 +92,19 @@ impl SessionConfig {
     /// The session id the session must have, if one was set.
     pub fn expected_session(&self) -> Option<&crate::facts::ClaudeSessionId> {
         self.expect_session.as_ref()
+    }
+    /// The host samples the child's process tree and hands each sample to
+    /// [`Registry::observe_tree`](crate::Registry::observe_tree): the session keeps the tool
+    /// calls outstanding and what the samples said ([`crate::evidence`]: a busy tool is not
+    /// hung, the memory guard). Default false.
+    pub fn with_tree_evidence(mut self, on: bool) -> Self {
+        self.tree_evidence = on;
+        self
+    }
+    /// Whether the host samples the session's process tree
+    /// ([`SessionConfig::with_tree_evidence`]).
+    pub fn tree_evidence(&self) -> bool {
+        self.tree_evidence
     }
     /// The overriding limits, if any.
     pub fn limits(&self) -> Option<&Limits> {

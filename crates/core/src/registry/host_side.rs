@@ -2,7 +2,9 @@
 //! turn, the end of its input) and what it tells the registry itself (a tool boundary from a
 //! hook, time it held the child back, a settle).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::Instant;
 
 use crate::classify::Signal;
 use crate::event::{Event, SessionId};
@@ -35,7 +37,14 @@ impl Registry {
                 };
                 answer(s, c, &rid);
             }
-            Some("user") if s.has(flag::HOST_WAIT) => {
+            // The host's next turn: while it waits for it, or while its background tasks run
+            // after the result (the host need not wait for them).
+            Some("user")
+                if s.has(flag::HOST_WAIT)
+                    || (s.has(flag::SETTLED)
+                        && s.has(flag::BACKGROUND)
+                        && s.has(flag::HOST_INPUT)) =>
+            {
                 s.flags &= !flag::HOST_WAIT;
                 s.note_progress(t);
                 s.drop_past_retry(c);
@@ -242,6 +251,29 @@ impl Registry {
         } else {
             Some(self.holds.end(slot, hold))
         }
+    }
+
+    /// The child has started: a message of it came that the host's own contract does not
+    /// count as a sign of life (the reference package ignores most message types, yet any
+    /// message at all proves the child started). Ends the startup clock and changes no other
+    /// (a session that was not registered with
+    /// [`SessionConfig::with_clocks_from_registration`](crate::SessionConfig::with_clocks_from_registration)
+    /// counts its idle and no-progress clocks from registration from then on). No effect once
+    /// a line was seen, or on an ended session.
+    pub fn note_started(&mut self, now: Instant, id: SessionId) {
+        let t = self.advance(now);
+        let Some(slot) = self.slot_of(id) else {
+            return;
+        };
+        let no_progress = self.policies.get(self.session(slot).limits).ns.no_progress;
+        let (s, c) = self.parts_mut(slot);
+        if s.is_done() || s.has(flag::FIRST_LINE) {
+            return;
+        }
+        s.first_line_floor(c, t, no_progress);
+        s.flags |= flag::FIRST_LINE;
+        self.reschedule(slot);
+        self.run_due(t);
     }
 
     /// Settle the session by hand, as a `result` would (the last result is unchanged).

@@ -41,18 +41,26 @@
 //! deadline. Instants earlier than one already seen are treated as that one (time never runs
 //! backwards inside the registry). After the call, whatever its own effect made due at `now`
 //! (a withdrawn extension, a first line after an exceeded no-progress cap) is processed too,
-//! so `poll_timeout` is always later than the last `now`, or `None`.
+//! so `poll_timeout` is always later than the last `now`, or `None`. The one exception is a
+//! registry whose host does the checking ([`Registry::checked_by_host`]): there only
+//! [`Registry::handle_timeout`] fires anything, and `poll_timeout` may lie in the past until
+//! it is called.
 
 mod holds;
 mod host_side;
+mod mcp_calls;
 mod observe;
 mod policy_table;
 mod queries;
 mod rate_limits;
+mod seed;
 mod timer;
+mod tree;
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::Instant;
 
 use crate::classify::LineKind;
 use crate::config::{Limits, SessionConfig};
@@ -65,6 +73,8 @@ use crate::session::{flag, Cold, Session, Watched, NEVER};
 use policy_table::PolicyTable;
 pub use queries::SessionSnapshot;
 use rate_limits::RateLimits;
+pub(crate) use seed::Seed;
+pub use tree::TreeWant;
 
 /// The registry of supervised sessions.
 #[derive(Debug)]
@@ -87,6 +97,10 @@ pub struct Registry {
     rate: RateLimits,
     /// What hosts hold back: output they cannot hand on, lines they have not read yet.
     holds: holds::Holds,
+    /// What the sessions that sample their process tree keep ([`tree`]).
+    trees: tree::Trees,
+    /// Deadlines fire only in `handle_timeout` ([`Registry::checked_by_host`]).
+    checked_by_host: bool,
     counts: [u64; LineKind::ALL.len()],
 }
 
@@ -101,15 +115,6 @@ fn make_id(slot: u32, generation: u32) -> SessionId {
 fn split_id(id: SessionId) -> (u32, u32) {
     let raw = id.as_u64();
     ((raw & 0xffff_ffff) as u32, (raw >> 32) as u32)
-}
-
-fn ms_to_ns(ms: f64) -> u64 {
-    let ns = ms * 1e6;
-    if ns >= u64::MAX as f64 {
-        NEVER
-    } else {
-        ns as u64
-    }
 }
 
 impl Registry {
@@ -129,6 +134,8 @@ impl Registry {
             utilization: None,
             rate: RateLimits::default(),
             holds: holds::Holds::default(),
+            trees: tree::Trees::default(),
+            checked_by_host: false,
             counts: [0; LineKind::ALL.len()],
         }
     }
@@ -158,14 +165,23 @@ impl Registry {
             .expect("an instant exists once a session is registered")
     }
 
-    /// Move the clock to `now` and process everything due until then. Every call leaves the
-    /// queue settled, so its peek is the exact next event: with nothing due, the queue is not
-    /// asked again (the call's own `run_due` settles it afterwards).
+    /// Move the clock to `now` and process everything due until then (unless the host checks:
+    /// [`Registry::checked_by_host`]). Every call leaves the queue settled, so its peek is the
+    /// exact next event: with nothing due, the queue is not asked again (the call's own
+    /// `run_due` settles it afterwards).
     fn advance(&mut self, now: Instant) -> u64 {
+        if self.checked_by_host {
+            return self.clock(now);
+        }
+        self.check(now)
+    }
+
+    /// Move the clock to `now` and fire everything due until then, in time order.
+    fn check(&mut self, now: Instant) -> u64 {
         let t = self.clock(now);
         self.run_rate_limit_due(t);
         if self.queue.peek().is_some_and(|at| at <= t) {
-            self.run_due(t);
+            self.fire_due(t);
         }
         t
     }
@@ -176,10 +192,41 @@ impl Registry {
         while self.rate.expiry <= t {
             let e = self.rate.expiry;
             if self.queue.peek().is_some_and(|at| at <= e) {
-                self.run_due(e);
+                self.fire_due(e);
             }
             self.rate_limit_expired(e);
         }
+    }
+
+    /// Deadlines fall due only when the host checks ([`Registry::handle_timeout`]); every
+    /// other call notes what it brings (a line, a boundary, a settle, a utilization) at its
+    /// instant, before whatever fell due meanwhile, which then fires at the check only if it
+    /// still holds. For a host whose own check is the contract: the reference package checks
+    /// on its tick, and a message it was handed before its check counts
+    /// ([`crate::reference`]). The host arms its timer at [`Registry::poll_timeout`], so the
+    /// check still comes at the exact deadline when nothing else is going on; then the kill
+    /// is dated at its deadline, as always.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use watchdog_core::{Event, Limits, Registry, SessionConfig};
+    /// let t0 = Instant::now();
+    /// let s = Duration::from_secs;
+    /// let limits = Limits::default().with_idle(s(60)).unwrap().with_extend_factor(1.0).unwrap();
+    /// let mut reg = Registry::new(limits).checked_by_host();
+    /// let id = reg.register(t0, SessionConfig::default());
+    /// reg.tool_boundary(t0, id, None);
+    /// // No check at the deadline (60 s); a boundary at 90 s comes first, and counts.
+    /// reg.tool_boundary(t0 + s(90), id, None);
+    /// reg.handle_timeout(t0 + s(100));
+    /// assert!(reg.kill(id).is_none());
+    /// reg.handle_timeout(t0 + s(150));
+    /// assert_eq!(reg.kill(id).unwrap().at, t0 + s(150));
+    /// ```
+    #[must_use]
+    pub fn checked_by_host(mut self) -> Self {
+        self.checked_by_host = true;
+        self
     }
 
     fn slot_of(&self, id: SessionId) -> Option<u32> {
@@ -224,6 +271,13 @@ impl Registry {
         if config.host_input() {
             self.session_mut(slot).flags |= flag::HOST_INPUT;
         }
+        if config.tree_evidence() {
+            self.session_mut(slot).flags |= flag::TREE;
+            self.trees.start(slot);
+        }
+        if config.clocks_from_registration() {
+            self.session_mut(slot).flags |= flag::FROM_REGISTRATION;
+        }
         if config.tally() || config.expected_session().is_some() {
             let watched = Watched {
                 tally: config.tally().then(|| Tally::new(config.live_facts())),
@@ -266,18 +320,21 @@ impl Registry {
     /// The session's end, as one record: [`end`](Self::end) (the [`Event::Ended`] it emits
     /// included), then everything the registry read from the session's lines, in one
     /// [`RunRecord`]: the outcome, the kill, Claude Code's session id, the last `result`, the
-    /// tally (empty unless kept) and the rate-limit readings. The host adds what only it knows
+    /// tally (empty unless kept), the rate-limit readings and what the samples of its process
+    /// tree said. The host adds what only it knows
     /// (its ladder's stage, the process's exit, the lines it read). `None` for an unknown id.
     pub fn finish(&mut self, now: Instant, id: SessionId) -> Option<RunRecord> {
         let outcome = self.end(now, id)?;
-        Some(RunRecord::observed(
+        let mut record = RunRecord::observed(
             outcome,
             self.kill(id).cloned(),
             self.claude_session_id(id).cloned(),
             self.result(id).cloned(),
             self.tally(id).cloned().unwrap_or_default(),
             self.rate_limits().clone(),
-        ))
+        );
+        record.tree = self.tree_facts(id).cloned();
+        Some(record)
     }
 
     /// The host stops the session's process for a reason of its own (its output failed, its
@@ -310,6 +367,7 @@ impl Registry {
         let c = std::mem::take(&mut self.cold[slot as usize]);
         self.policies.release(s.limits);
         self.holds.forget(slot);
+        self.trees.forget(slot);
         self.queue.remove(slot);
         self.settle_queue(self.now);
         self.len -= 1;

@@ -2,13 +2,37 @@
 //! (a kill, an idle extension noted, a stalling warning) from the anchors and the policy. The
 //! idle deadline: the last line (or the end of an announced back-off) plus the patience, the
 //! extended one before the first write or while utilization is high; the no-progress cap: the
-//! last progress plus the limit, never before an outstanding MCP call's floor; startup before
-//! the first line; linger once settled; the ceiling always; none while a wait or a blocked
-//! output holds the idle and no-progress clocks.
+//! last progress (or the end of an announced back-off) plus the limit, never before an
+//! outstanding MCP call's floor or a busy tool's (the process tree's evidence); startup before
+//! the first line; linger once settled (unless background tasks are outstanding: then the
+//! session still works); the ceiling and the memory guard always; the output-blocked bound
+//! while the host cannot hand the output on; none of idle and no-progress while a wait or a
+//! blocked output holds their clocks.
 
 use crate::event::{ExtendReason, KillKind, StallClock};
 
 use super::{flag, LimitsNs, Session, NEVER};
+
+/// What the host's facts add to a session's deadlines: its blocked output, and the process
+/// tree ([`crate::evidence`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HostDue {
+    /// Since when the host cannot hand the output on ([`NEVER`]: it can).
+    pub blocked_since: u64,
+    /// A busy tool's hold: the no-progress kill comes no earlier (0: none).
+    pub busy_floor: u64,
+    /// When the memory guard kills ([`NEVER`]: not over it).
+    pub memory_at: u64,
+}
+
+impl HostDue {
+    /// Nothing from the host.
+    pub(crate) const NONE: HostDue = HostDue {
+        blocked_since: NEVER,
+        busy_floor: 0,
+        memory_at: NEVER,
+    };
+}
 
 /// A timed event of one session.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,8 +63,10 @@ impl Session {
     /// `high`: the utilization is at or above this session's threshold; `drop_at`: the last
     /// instant the utilization fell below it (an extension withdrawn then kills no earlier
     /// than then).
-    /// `retry_end`: [`Session::retry_end`]; `mcp_floor`: [`Session::mcp_floor`] (the
-    /// no-progress kill comes no earlier).
+    /// `retry_end`: [`Session::retry_end`] (neither clock counts an announced back-off);
+    /// `mcp_floor`: [`Session::mcp_floor`] (the no-progress kill comes no earlier); `host`:
+    /// since when the host cannot hand the output on, a busy tool's hold (the no-progress kill
+    /// comes no earlier, and its warning moves with it) and the memory guard's kill.
     pub(crate) fn next_due(
         &self,
         l: &LimitsNs,
@@ -48,7 +74,13 @@ impl Session {
         drop_at: u64,
         retry_end: u64,
         mcp_floor: u64,
+        host: HostDue,
     ) -> Option<(u64, Due)> {
+        let HostDue {
+            blocked_since,
+            busy_floor,
+            memory_at,
+        } = host;
         if self.is_done() || self.has(flag::STOPPING) {
             return None;
         }
@@ -58,9 +90,21 @@ impl Session {
                 kill = (t, k);
             }
         };
+        if self.has(flag::OUTPUT_BLOCKED) && blocked_since != NEVER {
+            take(
+                blocked_since.saturating_add(l.output_blocked),
+                KillKind::OutputBlocked,
+            );
+        }
+        take(memory_at, KillKind::Memory);
         if !self.has(flag::FIRST_LINE) {
             take(self.started.saturating_add(l.startup), KillKind::Startup);
-        } else if self.has(flag::SETTLED) {
+        }
+        // Before the first line only startup and the ceiling apply, unless the clocks run
+        // from registration.
+        let clocks_run = self.has(flag::FIRST_LINE | flag::FROM_REGISTRATION);
+        if !clocks_run {
+        } else if self.has(flag::SETTLED) && !self.has(flag::BACKGROUND) {
             // Waiting for the host's next message is not a hang: no linger until its input ends.
             if !self.has(flag::HOST_WAIT) {
                 take(self.settled_at.saturating_add(l.linger), KillKind::Linger);
@@ -73,11 +117,10 @@ impl Session {
                 (l.idle, l.warn_idle)
             };
             let base = self.idle_anchor.max(retry_end);
+            let np_base = self.progress_anchor.max(retry_end);
             let idle_kill = base.saturating_add(patience).max(drop_at);
-            let np_kill = self
-                .progress_anchor
-                .saturating_add(l.no_progress)
-                .max(mcp_floor);
+            let np_stream = np_base.saturating_add(l.no_progress);
+            let np_kill = np_stream.max(mcp_floor).max(busy_floor);
             take(idle_kill, KillKind::Idle);
             take(np_kill, KillKind::NoProgress);
             let kill_t = kill.0;
@@ -101,7 +144,13 @@ impl Session {
                 offer(t, Due::Stalling(StallClock::Idle, idle_kill));
             }
             if !self.has(flag::STALL_NP) {
-                let t = self.progress_anchor.saturating_add(l.warn_no_progress);
+                // A busy tool's hold moves the warning with the kill: it comes when the tool
+                // went quiet (or the cap nears), not while it works.
+                let t = if busy_floor > np_stream.max(mcp_floor) {
+                    busy_floor.saturating_sub(l.no_progress - l.warn_no_progress)
+                } else {
+                    np_base.saturating_add(l.warn_no_progress)
+                };
                 offer(t, Due::Stalling(StallClock::NoProgress, np_kill));
             }
             if warn.is_some() {

@@ -23,6 +23,14 @@ pub(crate) struct LimitsNs {
     pub no_progress: u64,
     pub linger: u64,
     pub ceiling: u64,
+    /// The bound on continuous blocked output, or [`NEVER`].
+    pub output_blocked: u64,
+    /// The most an announced back-off storm holds the idle and no-progress clocks.
+    pub max_backoff: u64,
+    /// How long a busy tool may hold the no-progress kill after the last progress (0: never).
+    pub busy_cap: u64,
+    /// The memory guard in bytes, or `u64::MAX` for none.
+    pub max_rss: u64,
     /// `warn_at` × `idle`, × `extended` and × `no_progress`, precomputed.
     pub warn_idle: u64,
     pub warn_extended: u64,
@@ -42,6 +50,10 @@ impl LimitsNs {
             no_progress,
             linger: dur_ns(l.linger()),
             ceiling: l.ceiling().map_or(NEVER, dur_ns),
+            output_blocked: l.output_blocked().map_or(NEVER, dur_ns),
+            max_backoff: dur_ns(l.max_backoff()),
+            busy_cap: dur_ns(l.busy_cap()),
+            max_rss: l.max_rss().unwrap_or(u64::MAX),
             warn_idle: frac_ns(idle, l.warn_at()),
             warn_extended: frac_ns(extended, l.warn_at()),
             warn_no_progress: frac_ns(no_progress, l.warn_at()),

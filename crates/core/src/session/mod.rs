@@ -6,15 +6,18 @@
 //! rare part) and what reads it; `limits`: a policy in nanoseconds; `clocks`: what a line, a
 //! wait or a pause does to the idle and no-progress anchors; `deadlines`: when each deadline
 //! falls due (the idle deadline, its patience and extension, the no-progress cap and its MCP
-//! floor, startup, linger, ceiling, the warnings).
+//! floor, startup, linger, ceiling, the output-blocked bound, the warnings); `work`: what a
+//! session waits on that is not a hang (announced back-offs, background tasks).
 
 mod clocks;
 mod deadlines;
 mod limits;
+mod work;
 
 pub(crate) use crate::facts::PendingMcp;
-pub(crate) use deadlines::Due;
+pub(crate) use deadlines::{Due, HostDue};
 pub(crate) use limits::LimitsNs;
+pub(crate) use work::{is_task_line, Retry, Work};
 
 use std::time::Duration;
 
@@ -24,6 +27,16 @@ use crate::facts::{ClaudeSessionId, ResultFacts};
 
 /// "No such instant".
 pub(crate) const NEVER: u64 = u64::MAX;
+
+/// Milliseconds (a line's number) in saturating nanoseconds.
+pub(crate) fn ms_to_ns(ms: f64) -> u64 {
+    let ns = ms * 1e6;
+    if ns >= u64::MAX as f64 {
+        NEVER
+    } else {
+        ns as u64
+    }
+}
 
 /// A duration in saturating nanoseconds.
 pub(crate) fn dur_ns(d: Duration) -> u64 {
@@ -58,8 +71,8 @@ pub(crate) mod flag {
     pub const CLI_SID: u32 = 1 << 11;
     /// A permission request is unanswered (`Rare::pending_requests` is not empty).
     pub const REQUESTS: u32 = 1 << 12;
-    /// [`Cold::retry_end`](super::Cold::retry_end) may lie after the idle anchor (otherwise
-    /// it is irrelevant and reads as 0).
+    /// An announced back-off storm is under way ([`Work::storm`](super::Work::storm)): its
+    /// end may lie after the clocks' anchors (otherwise it is irrelevant and reads as 0).
     pub const RETRY: u32 = 1 << 13;
     /// A pause moved the idle anchor: the last line is
     /// [`Cold::pause_or_line`](super::Cold::pause_or_line) (otherwise it is the idle anchor).
@@ -90,6 +103,16 @@ pub(crate) mod flag {
     /// The host may hold unread lines of the session (`Registry::input_pending`): a deadline
     /// that falls due waits for them, at most [`INPUT_HOLD`](crate::config::defaults::INPUT_HOLD).
     pub const INPUT_PENDING: u32 = 1 << 23;
+    /// The idle and no-progress clocks run from registration, as if it were a tool boundary
+    /// (`SessionConfig::with_clocks_from_registration`); the startup clock still waits for
+    /// the first line.
+    pub const FROM_REGISTRATION: u32 = 1 << 24;
+    /// Background tasks are outstanding ([`Work::background`](super::Work::background) is
+    /// not empty): after a `result` the session is still working, not waiting.
+    pub const BACKGROUND: u32 = 1 << 25;
+    /// The host samples the session's process tree (`Registry::observe_tree`): its state is
+    /// in the registry's side table of trees.
+    pub const TREE: u32 = 1 << 26;
 }
 
 /// The last `result` of a session, compactly.
@@ -199,12 +222,13 @@ pub(crate) struct Cold {
     pub pause_or_line: u64,
     /// The last progress, real time (valid while `PROGRESS_MOVED`).
     pub last_progress: u64,
-    /// End of the last announced `api_retry` back-off (moved by pauses; valid while `RETRY`).
-    pub retry_end: u64,
     /// Claude Code's session id, read from the lines (`CLI_SID`; see [`crate::facts`]).
     pub cli_session: Option<ClaudeSessionId>,
     /// State that most sessions never need (`RARE`).
     pub rare: Option<Box<Rare>>,
+    /// What the session waits on that is not a hang: an announced back-off storm (`RETRY`),
+    /// background tasks (`BACKGROUND`); allocated on first use.
+    pub work: Option<Box<Work>>,
 }
 
 impl Session {
@@ -339,13 +363,16 @@ impl Session {
         }
     }
 
-    /// The end of the last announced back-off, or 0 when it cannot matter any more.
-    pub(crate) fn retry_end(&self, c: &Cold) -> u64 {
-        if self.has(flag::RETRY) {
-            c.retry_end
-        } else {
-            0
+    /// The end of the announced back-off storm as the clocks count it, or 0 when none is
+    /// under way: the last announced end, but at most `max_backoff` after the storm began.
+    pub(crate) fn retry_end(&self, c: &Cold, max_backoff: u64) -> u64 {
+        if !self.has(flag::RETRY) {
+            return 0;
         }
+        c.work
+            .as_deref()
+            .and_then(|w| w.storm.as_ref())
+            .map_or(0, |st| st.end.min(st.since.saturating_add(max_backoff)))
     }
 
     /// The terminal outcome as of now.

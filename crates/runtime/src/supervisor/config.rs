@@ -75,6 +75,16 @@ pub struct SupervisorConfig {
     /// parent), and is stopped and reaped with the tree. Only for a host that starts no other
     /// processes and supervises one child at a time (like `agent-watchdog run`). Default false.
     pub claim_orphans: bool,
+    /// Sample the child's process tree for its policy at this period while a tool call is
+    /// outstanding or the memory guard is on (every
+    /// [`TREE_SAMPLE_QUIET`](defaults::TREE_SAMPLE_QUIET) otherwise, for the peak memory),
+    /// and read it at every kill for the receipt: a busy tool is not hung, the memory guard,
+    /// what a kill names ([`watchdog_core::evidence`]). The session is registered
+    /// [`with_tree_evidence`](watchdog_core::SessionConfig::with_tree_evidence); each sample
+    /// is also an [`Output::Tree`](super::Output::Tree). A period must be > 0; `None`: no
+    /// sampling. Linux only (elsewhere each sample says the tree cannot be read). Default
+    /// [`TREE_SAMPLE`](defaults::TREE_SAMPLE).
+    pub tree_sample: Option<Duration>,
 }
 
 impl Default for SupervisorConfig {
@@ -94,13 +104,14 @@ impl Default for SupervisorConfig {
             on_stdout_line: None,
             die_with_host: true,
             claim_orphans: false,
+            tree_sample: defaults::TREE_SAMPLE,
         }
     }
 }
 
 impl SupervisorConfig {
     /// The first value no child can be supervised with: a `max_line` of 0 (no line would
-    /// fit), a `tree_scan` period of 0 (the scan would never stop). [`Supervisor::spawn`](super::Supervisor::spawn)
+    /// fit), a `tree_scan` or `tree_sample` period of 0 (the scan would never stop). [`Supervisor::spawn`](super::Supervisor::spawn)
     /// fails with it ([`SpawnError::Config`](super::SpawnError::Config)).
     ///
     /// ```
@@ -122,6 +133,9 @@ impl SupervisorConfig {
         }
         if let Some(every) = self.tree_scan {
             PositiveDuration::new(every).map_err(|e| e.option("tree_scan"))?;
+        }
+        if let Some(every) = self.tree_sample {
+            PositiveDuration::new(every).map_err(|e| e.option("tree_sample"))?;
         }
         Ok(())
     }

@@ -6,7 +6,7 @@ use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
 use super::control::Control;
 use super::report::KillCause;
-use super::shared::Shared;
+use super::shared::{RunPhase, Shared};
 
 /// A cheap, cloneable handle to a running supervisor: stop it or signal it.
 #[derive(Clone)]
@@ -67,6 +67,12 @@ impl SupervisorHandle {
     /// The child's pid.
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+    /// How far the run is ([`RunPhase`]): a kill under way, or the child's own exit, known
+    /// at once even while the caller takes none of the output (a caller whose own reader
+    /// stopped can still end within seconds).
+    pub fn phase(&self) -> tokio::sync::watch::Receiver<RunPhase> {
+        self.shared.phase()
     }
 }
 

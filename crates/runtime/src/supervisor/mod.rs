@@ -2,6 +2,8 @@
 
 mod config;
 mod control;
+mod evidence;
+mod facilities;
 mod handle;
 mod hook;
 mod kill;
@@ -20,10 +22,12 @@ mod woken;
 use tokio::sync::{mpsc, oneshot};
 
 pub use config::SupervisorConfig;
+pub use facilities::Facility;
 pub use handle::{StdinWriter, SupervisorHandle};
 pub use hook::{LineInfo, StdoutHook};
 pub use lines::{Line, LineMeta, StdoutBatch};
 pub use report::{Batch, KillCause, KillReport, LineCounts, Output, Report, Stage, WaitError};
+pub use shared::RunPhase;
 pub use signals::{forward_signals, SignalForwarder};
 pub use start::SpawnError;
 pub use tree::TREE_MARKER_VAR;
@@ -74,6 +78,17 @@ pub use rustix::process::Signal;
 /// child's process group only, so a descendant that left the group (`setsid`) and ignores
 /// SIGTERM can survive. [`Report::tree_known`] says which case applied.
 ///
+/// # Refused facilities
+///
+/// A Linux host may refuse what the guarantees above rest on: the subreaper (qemu-user,
+/// gVisor, old kernels), the parent-death signal (a `prctl` filter), `/proc` (not mounted).
+/// None of them stops a spawn: the child is supervised with what is left (the process group,
+/// and a periodic scan while `/proc` is there), and [`Supervisor::unavailable`] and
+/// [`Report::unavailable`] name each [`Facility`] that was refused.
+///
+/// As a subreaper (or PID 1) with [`SupervisorConfig::claim_orphans`], orphans re-parented to
+/// the host are reaped as they end (on SIGCHLD), not only when the child ends.
+///
 /// # Faults of the host
 ///
 /// - The host dies, even by SIGKILL: on Linux the child gets SIGTERM
@@ -107,6 +122,7 @@ pub struct Supervisor {
     /// A batch being handed out line by line ([`Supervisor::next_output`]), and its next line.
     unbatched: Option<(StdoutBatch, usize)>,
     report: Option<oneshot::Receiver<Report>>,
+    unavailable: Vec<Facility>,
 }
 
 impl Supervisor {
@@ -143,6 +159,7 @@ impl Supervisor {
             output: Some(s.output),
             unbatched: None,
             report: Some(s.report),
+            unavailable: s.unavailable,
         })
     }
 
@@ -192,6 +209,13 @@ impl Supervisor {
         let item = self.output.as_mut()?.recv().await?;
         self.budget.add_permits(read::cost(&item) as usize);
         Some(item)
+    }
+
+    /// The kernel facilities this supervision asked for or needs that the host refused (as
+    /// [`Report::unavailable`] will say): known from the spawn on, so a caller can warn before
+    /// the run ends. Each takes a guarantee away, never the supervision.
+    pub fn unavailable(&self) -> &[Facility] {
+        &self.unavailable
     }
 
     /// A writer to the child's stdin (`None` when [`SupervisorConfig::pipe_stdin`] is false).

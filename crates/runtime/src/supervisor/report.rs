@@ -6,6 +6,7 @@ use std::time::Duration;
 use watchdog_core::{ClaudeSessionId, Event, Kill, Outcome, RunRecord};
 pub use watchdog_core::{LineCounts, Stage};
 
+use super::facilities::Facility;
 use super::lines::{Line, StdoutBatch};
 
 /// The supervising task is gone (its runtime shut down) before it could report; the child
@@ -64,6 +65,15 @@ pub enum Output {
     },
     /// The kill ladder entered a stage.
     Stage(Stage),
+    /// A sample of the child's process tree, as the policy got it
+    /// ([`SupervisorConfig::tree_sample`](super::SupervisorConfig::tree_sample)); a capture
+    /// keeps it so a replay applies it.
+    Tree {
+        /// When it was read (the instant the policy was given).
+        at: std::time::Instant,
+        /// What it says.
+        sample: std::sync::Arc<watchdog_core::evidence::TreeSample>,
+    },
 }
 
 /// What [`Supervisor::next_batch`](super::Supervisor::next_batch) returns, in order.
@@ -111,8 +121,13 @@ pub struct Report {
     /// stdout or stderr stayed open after the tree was gone (held by an unknown process);
     /// output after [`SupervisorConfig::drain_timeout`](super::SupervisorConfig::drain_timeout) was not read.
     pub pipe_left_open: bool,
-    /// Whether the descendants were known (Linux) or only the process group (elsewhere).
+    /// Whether the descendants were known (Linux, with `/proc`) or only the process group
+    /// (elsewhere, or where `/proc` is not mounted).
     pub tree_known: bool,
+    /// The kernel facilities the supervision asked for or needed and this host refused, each
+    /// a guarantee that did not hold for this run ([`Facility::lost_guarantee`]); empty when
+    /// every guarantee held. The run was supervised all the same.
+    pub unavailable: Vec<Facility>,
     /// From spawn to the end.
     pub duration: Duration,
     /// How long the child's output waited because the caller did not take it (a slow reader

@@ -23,6 +23,23 @@ pub(crate) struct Shared {
     /// The stdout reader's marker ([`Policy::input`]), outside the lock: the reader's waker
     /// uses it.
     input: Option<InputMarker>,
+    /// How far the run is ([`RunPhase`]), for a caller that cannot take the output for now.
+    phase: tokio::sync::watch::Sender<RunPhase>,
+}
+
+/// How far a supervised child's run is: what a caller that cannot take the child's output
+/// for now (its own reader stopped) still needs to know, without reading that output first
+/// ([`SupervisorHandle::phase`](super::SupervisorHandle::phase)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunPhase {
+    /// The child runs.
+    Running,
+    /// The kill ladder runs (a kill was decided or asked for): the run ends within the
+    /// ladder's graces.
+    Stopping,
+    /// The child exited by itself.
+    Exited,
 }
 
 pub(crate) struct State {
@@ -49,6 +66,7 @@ impl Shared {
     pub(crate) fn new(policy: Option<Policy>) -> Self {
         Shared {
             input: policy.as_ref().map(|p| p.input().clone()),
+            phase: tokio::sync::watch::Sender::new(RunPhase::Running),
             state: Mutex::new(State {
                 policy,
                 counts: LineCounts::default(),
@@ -66,6 +84,22 @@ impl Shared {
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The run's phase from now on (the first end it reaches stays).
+    pub(crate) fn set_phase(&self, phase: RunPhase) {
+        self.phase.send_if_modified(|p| {
+            let changed = *p == RunPhase::Running && phase != RunPhase::Running;
+            if changed {
+                *p = phase;
+            }
+            changed
+        });
+    }
+
+    /// A receiver of the run's phase.
+    pub(crate) fn phase(&self) -> tokio::sync::watch::Receiver<RunPhase> {
+        self.phase.subscribe()
     }
 
     /// How the stdout reader tells the policy it may hold unread lines (`None` without one).
@@ -192,6 +226,17 @@ impl Shared {
             .and_then(|p| p.with(|reg, id, now| reg.finish(now, id)));
         st.policy = None;
         record
+    }
+
+    /// What the policy wants sampled of the child's process tree now (`None`: nothing, or
+    /// no policy).
+    pub(crate) fn tree_want(&self) -> Option<watchdog_core::TreeWant> {
+        self.with(|reg, id, _| reg.tree_want(id)).flatten()
+    }
+
+    /// A sample of the child's process tree, read at `at`, for the policy's rules.
+    pub(crate) fn observe_tree(&self, at: Instant, sample: &watchdog_core::evidence::TreeSample) {
+        self.with(|reg, id, _| reg.observe_tree(at, id, sample));
     }
 
     /// A reader has to wait for the caller to take output: from `now` on, the idle and

@@ -28,16 +28,21 @@ pub(crate) fn process(pid: i32, sig: Signal) -> std::io::Result<()> {
     }
 }
 
+/// Whether any process is left in the process group `pgid` (one this process may signal).
+pub(crate) fn group_exists(pgid: i32) -> bool {
+    Pid::from_raw(pgid).is_some_and(|p| rustix::process::test_kill_process_group(p).is_ok())
+}
+
 /// Make this process a child subreaper (Linux): orphaned descendants re-parent to it.
 #[cfg(target_os = "linux")]
 pub(crate) fn become_subreaper() -> std::io::Result<()> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(Into::into)
 }
 
-/// Not available off Linux: a no-op.
+/// Not available off Linux.
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn become_subreaper() -> std::io::Result<()> {
-    Ok(())
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 /// Forward the host's SIGINT and SIGTERM to the child's process group; a second signal

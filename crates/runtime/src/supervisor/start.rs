@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use watchdog_core::ConfigError;
 
 use super::config::SupervisorConfig;
+use super::facilities::{self, Facility, InForce};
 use super::handle::{StdinWriter, SupervisorHandle};
 use super::report::{Batch, Report};
 use super::signals;
@@ -34,6 +35,7 @@ pub(crate) struct Started {
     pub(crate) stdin: Option<StdinWriter>,
     pub(crate) output: mpsc::UnboundedReceiver<Batch>,
     pub(crate) report: oneshot::Receiver<Report>,
+    pub(crate) unavailable: Vec<Facility>,
 }
 
 pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, SpawnError> {
@@ -47,8 +49,13 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, 
             });
         }
     }
-    if cfg.become_subreaper {
-        signals::become_subreaper().map_err(SpawnError::Subreaper)?;
+    // A facility the host refuses takes its guarantee away, never the supervision.
+    let mut unavailable = Vec::new();
+    // PID 1 inherits every orphan of its namespace: a subreaper in all but name.
+    let subreaper =
+        cfg.become_subreaper && (signals::become_subreaper().is_ok() || facilities::is_pid_one());
+    if cfg.become_subreaper && !subreaper {
+        unavailable.push(Facility::Subreaper);
     }
     let marker = format!(
         "{}.{}",
@@ -68,11 +75,18 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, 
         .kill_on_drop(true);
     let started = tokio::time::Instant::now();
     let started_wall = crate::clock::wall_ms();
-    let mut child =
+    let (mut child, death_signal) =
         super::spawn::spawn(cmd, cfg.die_with_host).map_err(|source| SpawnError::Program {
             program: program.clone(),
             source,
         })?;
+    if cfg.die_with_host && !death_signal {
+        unavailable.push(Facility::ParentDeathSignal);
+    }
+    let proc_fs = facilities::proc_fs();
+    if !proc_fs {
+        unavailable.push(Facility::ProcFs);
+    }
     let pid = child.id().unwrap_or(0);
     let tree = Tree::new(pid as i32, &marker, cfg.claim_orphans);
 
@@ -81,10 +95,12 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, 
     let host_input = cfg.stream_json_input && cfg.pipe_stdin;
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let (ctrl_tx, ctrl_rx) = mpsc::unbounded_channel();
+    let sampled = cfg.tree_sample.is_some();
     let policy = cfg.policy.clone().map(|s| {
         let open = host_input || s.host_input();
+        let tree = sampled || s.tree_evidence();
         Policy::register(
-            s.with_host_input(open),
+            s.with_host_input(open).with_tree_evidence(tree),
             cfg.watchdog.as_ref(),
             started.into_std(),
             started_wall,
@@ -128,6 +144,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, 
         shared: shared.clone(),
     });
     let watch_shared = shared.clone();
+    let sampler_period = cfg.tree_sample.filter(|_| cfg.policy.is_some());
     let watch = Watch {
         child,
         tree,
@@ -141,6 +158,12 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, 
         pipe,
         readers,
         signalled: None,
+        sampler: super::evidence::Sampler::new(sampler_period),
+        facilities: InForce {
+            subreaper,
+            tree_known: Tree::KNOWN && proc_fs,
+            unavailable: unavailable.clone(),
+        },
     };
     tokio::spawn(watch.run(report_tx));
     Ok(Started {
@@ -155,6 +178,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, 
         stdin,
         output: out_rx,
         report: report_rx,
+        unavailable,
     })
 }
 
@@ -179,9 +203,6 @@ pub enum SpawnError {
         /// The directory.
         cwd: PathBuf,
     },
-    /// Becoming a child subreaper failed.
-    #[error("cannot become a child subreaper: {0}")]
-    Subreaper(#[source] std::io::Error),
     /// Called outside a tokio runtime.
     #[error("Supervisor::spawn needs a tokio runtime")]
     NoRuntime,

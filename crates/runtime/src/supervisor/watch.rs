@@ -10,12 +10,15 @@ use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 
 use super::config::SupervisorConfig;
 use super::control::Control;
+use super::evidence::{LadderLog, Sampler};
+use super::facilities::InForce;
 use super::kill::{self, Exit};
 use super::report::{Batch, KillCause, KillReport, Report, Stage};
-use super::shared::Shared;
+use super::shared::{RunPhase, Shared};
 use super::signals;
 use super::tree::Tree;
 use crate::clock;
+use watchdog_core::evidence::ReceiptCause;
 
 /// The task that owns the child: deadlines, control messages, the ladder, the report.
 pub(super) struct Watch {
@@ -33,6 +36,10 @@ pub(super) struct Watch {
     /// When the first signal was forwarded to the group ([`Control::Signal`]): the grace of
     /// what the child leaves running counts from then.
     pub(super) signalled: Option<tokio::time::Instant>,
+    /// The kernel facilities this child runs with, and those refused.
+    pub(super) facilities: InForce,
+    /// Samples of the process tree for the policy.
+    pub(super) sampler: Sampler,
 }
 
 enum End {
@@ -43,8 +50,17 @@ enum End {
 impl Watch {
     pub(super) async fn run(mut self, report: oneshot::Sender<Report>) {
         let end = self.watch().await;
+        self.shared.set_phase(match end {
+            End::Exited(_) => RunPhase::Exited,
+            End::Kill(..) => RunPhase::Stopping,
+        });
+        // The receipt of what is stopped: the tree when the stop begins, what each stage did.
+        let receipts = self.cfg.tree_sample.is_some()
+            && self.cfg.policy.is_some()
+            && self.facilities.tree_known;
+        let mut log = LadderLog::new(self.started.into_std(), receipts);
         let (status, kill, leftovers) = match end {
-            End::Exited(status) => (status, None, self.clean_leftovers().await),
+            End::Exited(status) => (status, None, self.clean_leftovers(&mut log).await),
             End::Kill(cause, from) => {
                 if matches!(cause, KillCause::Requested) {
                     // Stopped for the caller's reason: no deadline adds a second one while
@@ -59,8 +75,10 @@ impl Watch {
                         pgid: self.pid,
                         stdin: &self.pipe,
                         cfg: &self.cfg,
+                        tree_known: self.facilities.tree_known,
                         out: &self.out,
                         ctrl: &mut self.ctrl,
+                        log: &mut log,
                     },
                     cause,
                     from,
@@ -76,7 +94,9 @@ impl Watch {
         let record = self.shared.end();
         let st = self.shared.lock();
         // The policy's record, with what only the supervisor knows, each fact once.
+        let receipt = log.finish();
         let record = record.map(|mut r| {
+            r.receipt = receipt;
             r.stage = kill.as_ref().map(|k: &KillReport| k.stage);
             r.exit = status.map(child_exit);
             r.lines = st.counts.clone();
@@ -95,7 +115,8 @@ impl Watch {
             hook_panics: st.hook_panics,
             leftovers_killed: leftovers,
             pipe_left_open,
-            tree_known: Tree::KNOWN,
+            tree_known: self.facilities.tree_known,
+            unavailable: std::mem::take(&mut self.facilities.unavailable),
             duration: self.started.elapsed(),
             blocked_on_output: st.blocked_total,
         });
@@ -108,8 +129,19 @@ impl Watch {
         // every descendant that loses its parent re-parents to it, and is found at the kill
         // (walking the tree every second was most of `run`'s CPU next to a claude of a dozen
         // threads).
-        let claims = self.cfg.become_subreaper && self.cfg.claim_orphans;
-        let scan_every = self.cfg.tree_scan.filter(|_| Tree::KNOWN && !claims);
+        let claims = self.facilities.subreaper && self.cfg.claim_orphans;
+        let scan_every = self
+            .cfg
+            .tree_scan
+            .filter(|_| self.facilities.tree_known && !claims);
+        // Orphans re-parented to us are reaped as they end, not at the end of the run: a tool
+        // that leaves hundreds of short-lived background processes would otherwise fill the
+        // process table with zombies (as PID 1 of a container, until fork fails).
+        let mut orphans_end = if claims {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok()
+        } else {
+            None
+        };
         let mut scan = Box::pin(tokio::time::sleep_until(match scan_every {
             Some(every) => tokio::time::Instant::now() + every,
             None => clock::far_future(),
@@ -128,11 +160,20 @@ impl Watch {
                         let _ = signals::group(self.pid, sig);
                     }
                 },
+                Some(()) = async { orphans_end.as_mut()?.recv().await }, if orphans_end.is_some() => {
+                    Tree::reap_orphans();
+                }
                 () = &mut scan, if scan_every.is_some() => {
                     self.tree.scan(false).await;
                     if let Some(every) = scan_every {
                         scan.as_mut().reset(tokio::time::Instant::now() + every);
                     }
+                }
+                () = tokio::time::sleep_until(self.sampler.due()) => {
+                    self.sampler.tick(&mut self.tree, &self.shared).await;
+                }
+                sample = self.sampler.done(), if self.sampler.reading() => {
+                    Sampler::deliver(sample, &self.shared, &self.out);
                 }
             }
         }
@@ -141,17 +182,8 @@ impl Watch {
     /// The child exited by itself: stop whatever it left running (SIGTERM, then SIGKILL
     /// `term_grace` later; after a forwarded signal, what is left of the grace counted from
     /// that signal: a host that signalled us gives the whole tree one grace, not two).
-    async fn clean_leftovers(&mut self) -> usize {
+    async fn clean_leftovers(&mut self, log: &mut LadderLog) -> usize {
         if !self.cfg.kill_leftovers {
-            self.tree.reap();
-            return 0;
-        }
-        let left = self.tree.scan(true).await;
-        if !Tree::KNOWN {
-            let _ = signals::group(self.pid, rustix::process::Signal::KILL);
-            return 0;
-        }
-        if left.is_empty() {
             self.tree.reap();
             return 0;
         }
@@ -159,7 +191,18 @@ impl Watch {
             Some(at) => self.cfg.term_grace.saturating_sub(at.elapsed()),
             None => self.cfg.term_grace,
         };
-        kill::stop_procs(&mut self.tree, self.pid, &left, grace).await;
+        if !self.facilities.tree_known {
+            // Only the process group can be found: what is left in it gets the same grace.
+            kill::stop_group(self.pid, grace).await;
+            return 0;
+        }
+        let left = self.tree.scan(true).await;
+        if left.is_empty() {
+            self.tree.reap();
+            return 0;
+        }
+        log.begin(&mut self.tree, ReceiptCause::Leftovers).await;
+        kill::stop_procs(&mut self.tree, self.pid, &left, grace, log).await;
         left.len()
     }
 
