@@ -1,6 +1,7 @@
 //! The packages as a new user gets them: `pip install claude-agent-sdk agent-sdk-watchdog` or
 //! `npm install @anthropic-ai/claude-agent-sdk agent-sdk-watchdog`, **no other `claude`**, and
-//! the README's snippets as written, against the mock.
+//! the SDK drop-in's snippets as written (`docs/sdk-drop-in.md`, and the README's), against
+//! the mock.
 //!
 //! Run by `scripts/test-packages` only (the target has `test = false` in Cargo.toml, since it
 //! needs what that script installs; `cargo test --test installed_packages` runs it), with:
@@ -52,25 +53,29 @@ fn project() -> PathBuf {
     required("WATCHDOG_PKG_PROJECT")
 }
 
-fn readme() -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
-    fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
+#[path = "common/docs.rs"]
+mod docs;
 
-/// The first ```` ```lang ```` block of the README's "SDK drop-in" section.
-fn readme_snippet(lang: &str) -> String {
-    let text = readme();
-    let start = text
-        .find("\n## SDK drop-in")
-        .expect("README.md has a \"## SDK drop-in\" section");
-    let section = &text[start + 1..];
-    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
-    let fence = format!("\n```{lang}\n");
-    let open = section
-        .find(&fence)
-        .unwrap_or_else(|| panic!("no ```{lang} block in the README's SDK drop-in section"));
-    let body = &section[open + fence.len()..];
-    body[..body.find("\n```").expect("an unclosed block")].to_owned() + "\n"
+const README_DROP_IN: &str = "### SDK drop-in: every `query()` always returns";
+
+/// The SDK drop-in snippets in `lang`, each once: the first block of the guide page
+/// (`docs/sdk-drop-in.md`, which must have one) and the first of the README's "SDK drop-in"
+/// section (if it has one), as (where, code).
+fn drop_in_snippets(lang: &str) -> Vec<(String, String)> {
+    let guide = docs::read(docs::SDK_DROP_IN);
+    let first = docs::blocks(&guide, lang)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("{}: no ```{lang} block", docs::SDK_DROP_IN));
+    let mut out = vec![(docs::SDK_DROP_IN.to_owned(), first)];
+    let readme = docs::read(docs::README);
+    let section = docs::section(docs::README, &readme, README_DROP_IN);
+    if let Some(code) = docs::blocks(section, lang).into_iter().next() {
+        if !out.iter().any(|(_, c)| *c == code) {
+            out.push((docs::README.to_owned(), code));
+        }
+    }
+    out
 }
 
 /// Asserts the environment a new user has: none of our executables or claude on `PATH`.
@@ -111,10 +116,11 @@ impl Run {
 
 /// Runs `script` (a file) with `sdk`'s interpreter against `scenario`, in a fresh session
 /// environment (the mock's `ANTHROPIC_BASE_URL`, a temporary `HOME`), plus `extra` variables
-/// and `path_prefix` before `PATH`.
+/// and `path_prefix` before `PATH`; `args` after the script.
 fn run_script(
     sdk: Sdk,
     script: &Path,
+    args: &[&str],
     server: &BlockingMockServer,
     extra: &[(&str, &str)],
     path_prefix: Option<&Path>,
@@ -128,6 +134,7 @@ fn run_script(
         Sdk::Python => Command::new(python()),
     };
     c.arg(script)
+        .args(args)
         .env_clear()
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&cmd.cwd)
@@ -148,24 +155,27 @@ fn run_script(
     }
 }
 
-/// The README's snippet for `sdk`, written where a user would keep it: in the npm project (so
-/// its imports resolve), or anywhere for Python.
-fn snippet_file(sdk: Sdk, dir: &Path) -> PathBuf {
-    match sdk {
-        Sdk::TypeScript => {
-            let p = project().join("readme_snippet.mjs");
-            fs::write(&p, readme_snippet("ts")).unwrap();
-            p
-        }
-        Sdk::Python => {
-            let p = dir.join("readme_snippet.py");
-            fs::write(&p, readme_snippet("python")).unwrap();
-            p
-        }
-    }
+/// `code` for `sdk`, written where a user would keep it: in the npm project (so its imports
+/// resolve), or anywhere for Python.
+fn snippet_file(sdk: Sdk, code: &str, dir: &Path) -> PathBuf {
+    let p = match sdk {
+        Sdk::TypeScript => project().join("doc_snippet.mjs"),
+        Sdk::Python => dir.join("doc_snippet.py"),
+    };
+    fs::write(&p, code).unwrap();
+    p
 }
 
-fn readme_run(sdk: Sdk, scenario: &str, extra: &[(&str, &str)], path_prefix: Option<&Path>) -> Run {
+/// `file` (a script) run as `sdk`'s user runs it, against the mock's `scenario` (pings
+/// every second).
+fn mock_run(
+    sdk: Sdk,
+    file: &Path,
+    args: &[&str],
+    scenario: &str,
+    extra: &[(&str, &str)],
+    path_prefix: Option<&Path>,
+) -> Run {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let options = ScenarioOptions {
         ping_every: Duration::from_secs(1),
@@ -173,69 +183,100 @@ fn readme_run(sdk: Sdk, scenario: &str, extra: &[(&str, &str)], path_prefix: Opt
     };
     let server =
         BlockingMockServer::start(Scenario::named_with(scenario, &options).unwrap()).unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let script = snippet_file(sdk, tmp.path());
-    let r = run_script(sdk, &script, &server, extra, path_prefix);
+    let r = run_script(sdk, file, args, &server, extra, path_prefix);
     server.shutdown();
-    eprintln!("{sdk:?} README snippet, {scenario}: {:?}", r.took);
+    eprintln!("{sdk:?} {}, {scenario}: {:?}", file.display(), r.took);
     r
 }
 
-fn healthy(sdk: Sdk, path_prefix: Option<&Path>) {
-    let r = readme_run(sdk, "healthy", &[], path_prefix);
-    assert!(r.out.status.success(), "{}", r.report());
+fn snippet_run(
+    sdk: Sdk,
+    (place, code): &(String, String),
+    scenario: &str,
+    extra: &[(&str, &str)],
+    path_prefix: Option<&Path>,
+) -> Run {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = snippet_file(sdk, code, tmp.path());
+    let r = mock_run(sdk, &script, &[], scenario, extra, path_prefix);
+    eprintln!("(the snippet of {place})");
+    r
+}
+
+fn lang(sdk: Sdk) -> &'static str {
+    match sdk {
+        Sdk::TypeScript => "ts",
+        Sdk::Python => "python",
+    }
+}
+
+/// A healthy run of `snippet` ends with the result's text.
+fn succeeds(sdk: Sdk, snippet: &(String, String), path_prefix: Option<&Path>) {
+    let r = snippet_run(sdk, snippet, "healthy", &[], path_prefix);
+    let report = format!("{}: {}", snippet.0, r.report());
+    assert!(r.out.status.success(), "{report}");
     let stderr = String::from_utf8_lossy(&r.out.stderr);
     for warning in ["Warning", "CLAUDE_SDK_"] {
-        assert!(!stderr.contains(warning), "the SDK warned: {}", r.report());
+        assert!(!stderr.contains(warning), "the SDK warned: {report}");
     }
     let last = r.stdout().lines().last().unwrap_or("").to_owned();
-    assert_eq!(last, format!("success: {FINAL_TEXT}"), "{}", r.report());
-    assert!(r.took < Duration::from_secs(120), "{}", r.report());
+    assert_eq!(last, format!("success: {FINAL_TEXT}"), "{report}");
+    assert!(r.took < Duration::from_secs(120), "{report}");
+}
+
+fn healthy(sdk: Sdk, path_prefix: Option<&Path>) {
+    for snippet in drop_in_snippets(lang(sdk)) {
+        succeeds(sdk, &snippet, path_prefix);
+    }
 }
 
 fn ping_only_stall(sdk: Sdk) {
     // The snippet sets `idle` only: the rest of the policy comes from the environment.
-    let r = readme_run(
-        sdk,
-        "ping_only_stall",
-        &[
-            ("AGENT_WATCHDOG_NO_PROGRESS", "12s"),
-            ("AGENT_WATCHDOG_EXTEND_FACTOR", "1"),
-            ("AGENT_WATCHDOG_GRACE", "3s"),
-        ],
-        None,
-    );
-    // The snippet reads the kill through the helper and ends normally.
-    assert!(r.out.status.success(), "{}", r.report());
-    let stdout = r.stdout();
-    let line = stdout.lines().last().unwrap_or("");
-    let prefix = "stopped by the watchdog (no_progress): ";
-    assert!(line.starts_with(prefix), "{}", r.report());
-    assert!(
-        line[prefix.len()..].starts_with("agent-watchdog killed") && line.contains("(no_progress)"),
-        "the reason is our sentence: {}",
-        r.report()
-    );
-    assert!(r.took < Duration::from_secs(90), "{}", r.report());
+    for snippet in drop_in_snippets(lang(sdk)) {
+        let r = snippet_run(
+            sdk,
+            &snippet,
+            "ping_only_stall",
+            &[
+                ("AGENT_WATCHDOG_NO_PROGRESS", "12s"),
+                ("AGENT_WATCHDOG_EXTEND_FACTOR", "1"),
+                ("AGENT_WATCHDOG_GRACE", "3s"),
+            ],
+            None,
+        );
+        let report = format!("{}: {}", snippet.0, r.report());
+        // The snippet reads the kill through the helper and ends normally.
+        assert!(r.out.status.success(), "{report}");
+        let stdout = r.stdout();
+        let line = stdout.lines().last().unwrap_or("");
+        let prefix = "stopped by the watchdog (no_progress): ";
+        assert!(line.starts_with(prefix), "{report}");
+        assert!(
+            line[prefix.len()..].starts_with("agent-watchdog killed")
+                && line.contains("(no_progress)"),
+            "the reason is our sentence: {report}"
+        );
+        assert!(r.took < Duration::from_secs(90), "{report}");
+    }
 }
 
 #[test]
-fn readme_python_snippet_healthy_run_succeeds() {
+fn drop_in_python_snippet_healthy_run_succeeds() {
     healthy(Sdk::Python, None);
 }
 
 #[test]
-fn readme_python_snippet_ping_only_stall_reads_our_result() {
+fn drop_in_python_snippet_ping_only_stall_reads_our_result() {
     ping_only_stall(Sdk::Python);
 }
 
 #[test]
-fn readme_typescript_snippet_healthy_run_succeeds() {
+fn drop_in_typescript_snippet_healthy_run_succeeds() {
     healthy(Sdk::TypeScript, None);
 }
 
 #[test]
-fn readme_typescript_snippet_ping_only_stall_reads_our_result() {
+fn drop_in_typescript_snippet_ping_only_stall_reads_our_result() {
     ping_only_stall(Sdk::TypeScript);
 }
 
