@@ -1,7 +1,8 @@
 //! The packages as a new user gets them: `pip install claude-agent-sdk agent-sdk-watchdog` or
 //! `npm install @anthropic-ai/claude-agent-sdk agent-sdk-watchdog`, **no other `claude`**, and
-//! the SDK drop-in's snippets as written (`docs/sdk-drop-in.md`, and the README's), against
-//! the mock.
+//! the documented snippets as written (the SDK drop-in's of `docs/sdk-drop-in.md` and the
+//! README, the README's in-process Node and Python ones) and the examples
+//! (`examples/node-service/`, `examples/python-worker/`) as a user runs them, against the mock.
 //!
 //! Run by `scripts/test-packages` only (the target has `test = false` in Cargo.toml, since it
 //! needs what that script installs; `cargo test --test installed_packages` runs it), with:
@@ -57,6 +58,8 @@ fn project() -> PathBuf {
 mod docs;
 
 const README_DROP_IN: &str = "### SDK drop-in: every `query()` always returns";
+const README_NODE: &str = "### In-process Node: the reference package's API";
+const README_PYTHON: &str = "### In-process Python";
 
 /// The SDK drop-in snippets in `lang`, each once: the first block of the guide page
 /// (`docs/sdk-drop-in.md`, which must have one) and the first of the README's "SDK drop-in"
@@ -76,6 +79,16 @@ fn drop_in_snippets(lang: &str) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// The first ```` ```lang ```` block of the README's section `heading`.
+fn readme_snippet(heading: &str, lang: &str) -> String {
+    let readme = docs::read(docs::README);
+    let section = docs::section(docs::README, &readme, heading);
+    docs::blocks(section, lang)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("README.md: no ```{lang} block under {heading:?}"))
 }
 
 /// Asserts the environment a new user has: none of our executables or claude on `PATH`.
@@ -278,6 +291,158 @@ fn drop_in_typescript_snippet_healthy_run_succeeds() {
 #[test]
 fn drop_in_typescript_snippet_ping_only_stall_reads_our_result() {
     ping_only_stall(Sdk::TypeScript);
+}
+
+/// The README's in-process Node snippet (the reference API), as written: the SDK's own claude.
+#[test]
+fn readme_in_process_node_snippet_healthy_run_succeeds() {
+    let code = readme_snippet(README_NODE, "js");
+    succeeds(
+        Sdk::TypeScript,
+        &("README.md (Node)".to_owned(), code),
+        None,
+    );
+}
+
+/// The README's in-process Python snippet, as written.
+#[test]
+fn readme_in_process_python_snippet_healthy_run_succeeds() {
+    let code = readme_snippet(README_PYTHON, "python");
+    succeeds(Sdk::Python, &("README.md (Python)".to_owned(), code), None);
+}
+
+/// An example of `examples/`, copied where its user keeps it: `examples/node-service/` into
+/// the npm project (so its imports resolve), `examples/python-worker/` anywhere.
+fn example(sdk: Sdk, dir: &Path) -> PathBuf {
+    let (name, file, into) = match sdk {
+        Sdk::TypeScript => ("node-service", "service.mjs", project().join("examples")),
+        Sdk::Python => ("python-worker", "worker.py", dir.to_path_buf()),
+    };
+    let from = docs::root().join("examples").join(name).join(file);
+    let to = into.join(name);
+    fs::create_dir_all(&to).unwrap();
+    fs::copy(&from, to.join(file)).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    to.join(file)
+}
+
+/// The example's job lines (JSON) and its last line (the watchdog's counts).
+fn example_output(r: &Run) -> (Vec<Value>, String) {
+    let stdout = r.stdout();
+    let jobs = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    (jobs, stdout.lines().last().unwrap_or("").to_owned())
+}
+
+#[test]
+fn node_service_example_runs_a_healthy_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    let service = example(Sdk::TypeScript, tmp.path());
+    let r = mock_run(
+        Sdk::TypeScript,
+        &service,
+        &["Say hello."],
+        "healthy",
+        &[],
+        None,
+    );
+    let (jobs, counts) = example_output(&r);
+    assert!(r.out.status.success(), "{}", r.report());
+    assert_eq!(
+        jobs,
+        [serde_json::json!({"prompt": "Say hello.", "outcome": "success", "result": FINAL_TEXT})],
+        "{}",
+        r.report()
+    );
+    assert_eq!(
+        counts,
+        "watchdog: 1 succeeded, 0 killed idle, 0 at the ceiling",
+        "{}",
+        r.report()
+    );
+}
+
+#[test]
+fn node_service_example_reports_a_stalled_job_killed_idle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let service = example(Sdk::TypeScript, tmp.path());
+    let r = mock_run(
+        Sdk::TypeScript,
+        &service,
+        &["Say hello."],
+        "headers_only_stall",
+        &[("WATCHDOG_IDLE_MS", "1500")],
+        None,
+    );
+    let (jobs, counts) = example_output(&r);
+    assert_eq!(r.out.status.code(), Some(1), "{}", r.report());
+    assert_eq!(jobs.len(), 1, "{}", r.report());
+    assert_eq!(jobs[0]["outcome"], "killed", "{}", r.report());
+    assert_eq!(jobs[0]["kill"], "watchdog_idle", "{}", r.report());
+    // No write yet: the reference's pre-write extension doubles the patience (3 s), and the
+    // kill is not a 30-second tick late.
+    let after = jobs[0]["afterMs"].as_f64().unwrap_or(0.0);
+    assert!((3000.0..30_000.0).contains(&after), "{}", r.report());
+    assert_eq!(
+        counts,
+        "watchdog: 0 succeeded, 1 killed idle, 0 at the ceiling",
+        "{}",
+        r.report()
+    );
+    assert!(r.took < Duration::from_secs(90), "{}", r.report());
+}
+
+#[test]
+fn python_worker_example_runs_a_healthy_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    let worker = example(Sdk::Python, tmp.path());
+    let r = mock_run(Sdk::Python, &worker, &["Say hello."], "healthy", &[], None);
+    let (jobs, counts) = example_output(&r);
+    assert!(r.out.status.success(), "{}", r.report());
+    assert_eq!(
+        jobs,
+        [serde_json::json!({"prompt": "Say hello.", "outcome": "success", "result": FINAL_TEXT})],
+        "{}",
+        r.report()
+    );
+    assert_eq!(
+        counts,
+        "watchdog: 1 succeeded, 0 killed idle, 0 killed without progress",
+        "{}",
+        r.report()
+    );
+}
+
+#[test]
+fn python_worker_example_reports_a_stalled_job_killed_idle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let worker = example(Sdk::Python, tmp.path());
+    let r = mock_run(
+        Sdk::Python,
+        &worker,
+        &["Say hello."],
+        "headers_only_stall",
+        &[("WATCHDOG_IDLE", "1.5s")],
+        None,
+    );
+    let (jobs, counts) = example_output(&r);
+    assert_eq!(r.out.status.code(), Some(1), "{}", r.report());
+    assert_eq!(jobs.len(), 1, "{}", r.report());
+    assert_eq!(jobs[0]["outcome"], "killed", "{}", r.report());
+    assert_eq!(jobs[0]["kill"], "idle", "{}", r.report());
+    assert!(
+        jobs[0]["reason"].as_str().is_some_and(|s| !s.is_empty()),
+        "{}",
+        r.report()
+    );
+    assert_eq!(
+        counts,
+        "watchdog: 0 succeeded, 1 killed idle, 0 killed without progress",
+        "{}",
+        r.report()
+    );
+    assert!(r.took < Duration::from_secs(90), "{}", r.report());
 }
 
 /// A `claude` of another version first on `PATH`: the helpers still run the SDK's own (the
@@ -582,4 +747,33 @@ fn python_packaged_plugin_continues_a_cut_off_subagent_once() {
 #[test]
 fn typescript_packaged_plugin_continues_a_cut_off_subagent_once() {
     subagent_continued_once(Sdk::TypeScript);
+}
+
+/// A bad limit is one line naming the option and the value, exit 2, no query started.
+#[test]
+fn the_examples_say_a_bad_limit_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (sdk, var, said) in [
+        (
+            Sdk::TypeScript,
+            "WATCHDOG_IDLE_MS",
+            "node-service: idleMs must be a number > 0, got NaN",
+        ),
+        (
+            Sdk::Python,
+            "WATCHDOG_IDLE",
+            "python-worker: idle must be a duration such as 90s, 10m, 1h30m or 250ms, at most 365d, got \"soon\"",
+        ),
+    ] {
+        let file = example(sdk, tmp.path());
+        let r = mock_run(sdk, &file, &["Say hello."], "healthy", &[(var, "soon")], None);
+        assert_eq!(r.out.status.code(), Some(2), "{}", r.report());
+        assert_eq!(r.stdout(), "", "{}", r.report());
+        assert_eq!(
+            String::from_utf8_lossy(&r.out.stderr),
+            format!("{said}\n"),
+            "{}",
+            r.report()
+        );
+    }
 }
