@@ -5,7 +5,7 @@
 #
 # The session's stream goes to transcript.jsonl and the watchdog's account of the run to
 # summary.json, both in $OUT_DIR (default: the working directory). The exit code is
-# agent-watchdog's (README "Exit codes"): the job passes it on, so the pipeline fails the way
+# agent-watchdog's (docs/cli.md, "Exit codes"): the job passes it on, so the pipeline fails the way
 # the run did. AGENT_WATCHDOG and CLAUDE name the two programs (default: on PATH); IDLE and
 # NO_PROGRESS the watchdog's limits.
 set -uo pipefail

@@ -1,7 +1,7 @@
 //! The runnable examples in `examples/` as a user runs them: `examples/ci/claude-job.sh` (a CI
 //! job branching on the exit code) with the real Claude Code CLI against the mock Messages
-//! API. (The Node and Python examples run against the installed packages:
-//! `scripts/test-packages`.)
+//! API. (The Node and Python examples run against the installed packages, in
+//! `installed_packages.rs`, from `scripts/test-packages`.)
 //!
 //! Needs the real `claude` (`scripts/install-claude`, or `CLAUDE_BIN`): a missing binary is a
 //! failure that says how to install it, never a skip.

@@ -1,4 +1,4 @@
-//! The exit-code table in the README is the contract: every row is produced here, and the
+//! The exit-code table of `docs/cli.md` is the contract: every row is produced here, and the
 //! table lists exactly these rows. Plus the real CLI in each output mode: no successful run of
 //! any of them exits non-zero under the watchdog, and a failing one keeps claude's own code.
 #![cfg(target_os = "linux")]
@@ -16,21 +16,43 @@ use mock_api::harness::{find_claude, ClaudeRun};
 use mock_api::{BlockingMockServer, Scenario};
 use serde_json::Value;
 
-/// The first column of the README's exit-code table.
-fn readme_rows() -> Vec<String> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .expect("README.md");
-    let table = readme
-        .split("### Exit codes")
-        .nth(1)
-        .expect("an Exit codes section");
-    table
+#[path = "common/docs.rs"]
+mod docs;
+
+/// The first column of the exit-code table of `docs/cli.md`.
+fn table_rows() -> Vec<String> {
+    let text = docs::read(docs::CLI);
+    docs::section(docs::CLI, &text, "## Exit codes")
         .lines()
         .skip_while(|l| !l.starts_with("| code"))
         .skip(2)
         .take_while(|l| l.starts_with('|'))
         .map(|l| l.split('|').nth(1).unwrap_or("").trim().to_string())
         .collect()
+}
+
+/// The README's exit codes in brief name every code of the table (the child's own in words).
+#[test]
+fn the_readme_names_every_code_of_the_table() {
+    let readme = docs::read(docs::README);
+    let brief = docs::section(docs::README, &readme, "## Exit codes");
+    let named: Vec<&str> = brief
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|w| !w.is_empty())
+        .collect();
+    assert!(brief.contains("the child's own code"), "{brief}");
+    for row in table_rows().iter().filter(|r| *r != "the child's own") {
+        for code in row.split(" / ") {
+            assert!(
+                named.contains(&code),
+                "README.md's exit codes do not name {code}"
+            );
+        }
+    }
+    assert!(
+        brief.contains("docs/cli.md#exit-codes"),
+        "the brief links the table"
+    );
 }
 
 fn run(dir: &Path, flags: &[&str], body: &str) -> (Output, Value) {
@@ -69,10 +91,10 @@ fn signalled(dir: &Path, sig: i32) -> Output {
 }
 
 #[test]
-fn every_row_of_the_readme_table_is_what_run_does() {
+fn every_row_of_the_table_is_what_run_does() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let rows = readme_rows();
+    let rows = table_rows();
     assert_eq!(
         rows,
         [
@@ -89,7 +111,7 @@ fn every_row_of_the_readme_table_is_what_run_does() {
             "2",
             "1"
         ],
-        "the README table changed: update this test with it"
+        "the table of docs/cli.md changed: update this test with it"
     );
 
     // The child's own: with a result, without one, and a signal that ended it; kill and

@@ -1,6 +1,8 @@
 //! The packages as a new user gets them: `pip install claude-agent-sdk agent-sdk-watchdog` or
 //! `npm install @anthropic-ai/claude-agent-sdk agent-sdk-watchdog`, **no other `claude`**, and
-//! the README's snippets as written, against the mock.
+//! the documented snippets as written (the SDK drop-in's of `docs/sdk-drop-in.md` and the
+//! README, the README's in-process Node and Python ones) and the examples
+//! (`examples/node-service/`, `examples/python-worker/`) as a user runs them, against the mock.
 //!
 //! Run by `scripts/test-packages` only (the target has `test = false` in Cargo.toml, since it
 //! needs what that script installs; `cargo test --test installed_packages` runs it), with:
@@ -52,25 +54,41 @@ fn project() -> PathBuf {
     required("WATCHDOG_PKG_PROJECT")
 }
 
-fn readme() -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
-    fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+#[path = "common/docs.rs"]
+mod docs;
+
+const README_DROP_IN: &str = "### SDK drop-in: every `query()` always returns";
+const README_NODE: &str = "### In-process Node: the reference package's API";
+const README_PYTHON: &str = "### In-process Python";
+
+/// The SDK drop-in snippets in `lang`, each once: the first block of the guide page
+/// (`docs/sdk-drop-in.md`, which must have one) and the first of the README's "SDK drop-in"
+/// section (if it has one), as (where, code).
+fn drop_in_snippets(lang: &str) -> Vec<(String, String)> {
+    let guide = docs::read(docs::SDK_DROP_IN);
+    let first = docs::blocks(&guide, lang)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("{}: no ```{lang} block", docs::SDK_DROP_IN));
+    let mut out = vec![(docs::SDK_DROP_IN.to_owned(), first)];
+    let readme = docs::read(docs::README);
+    let section = docs::section(docs::README, &readme, README_DROP_IN);
+    if let Some(code) = docs::blocks(section, lang).into_iter().next() {
+        if !out.iter().any(|(_, c)| *c == code) {
+            out.push((docs::README.to_owned(), code));
+        }
+    }
+    out
 }
 
-/// The first ```` ```lang ```` block of the README's "SDK drop-in" section.
-fn readme_snippet(lang: &str) -> String {
-    let text = readme();
-    let start = text
-        .find("\n## SDK drop-in")
-        .expect("README.md has a \"## SDK drop-in\" section");
-    let section = &text[start + 1..];
-    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
-    let fence = format!("\n```{lang}\n");
-    let open = section
-        .find(&fence)
-        .unwrap_or_else(|| panic!("no ```{lang} block in the README's SDK drop-in section"));
-    let body = &section[open + fence.len()..];
-    body[..body.find("\n```").expect("an unclosed block")].to_owned() + "\n"
+/// The first ```` ```lang ```` block of the README's section `heading`.
+fn readme_snippet(heading: &str, lang: &str) -> String {
+    let readme = docs::read(docs::README);
+    let section = docs::section(docs::README, &readme, heading);
+    docs::blocks(section, lang)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("README.md: no ```{lang} block under {heading:?}"))
 }
 
 /// Asserts the environment a new user has: none of our executables or claude on `PATH`.
@@ -111,10 +129,11 @@ impl Run {
 
 /// Runs `script` (a file) with `sdk`'s interpreter against `scenario`, in a fresh session
 /// environment (the mock's `ANTHROPIC_BASE_URL`, a temporary `HOME`), plus `extra` variables
-/// and `path_prefix` before `PATH`.
+/// and `path_prefix` before `PATH`; `args` after the script.
 fn run_script(
     sdk: Sdk,
     script: &Path,
+    args: &[&str],
     server: &BlockingMockServer,
     extra: &[(&str, &str)],
     path_prefix: Option<&Path>,
@@ -128,6 +147,7 @@ fn run_script(
         Sdk::Python => Command::new(python()),
     };
     c.arg(script)
+        .args(args)
         .env_clear()
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&cmd.cwd)
@@ -148,24 +168,27 @@ fn run_script(
     }
 }
 
-/// The README's snippet for `sdk`, written where a user would keep it: in the npm project (so
-/// its imports resolve), or anywhere for Python.
-fn snippet_file(sdk: Sdk, dir: &Path) -> PathBuf {
-    match sdk {
-        Sdk::TypeScript => {
-            let p = project().join("readme_snippet.mjs");
-            fs::write(&p, readme_snippet("ts")).unwrap();
-            p
-        }
-        Sdk::Python => {
-            let p = dir.join("readme_snippet.py");
-            fs::write(&p, readme_snippet("python")).unwrap();
-            p
-        }
-    }
+/// `code` for `sdk`, written where a user would keep it: in the npm project (so its imports
+/// resolve), or anywhere for Python.
+fn snippet_file(sdk: Sdk, code: &str, dir: &Path) -> PathBuf {
+    let p = match sdk {
+        Sdk::TypeScript => project().join("doc_snippet.mjs"),
+        Sdk::Python => dir.join("doc_snippet.py"),
+    };
+    fs::write(&p, code).unwrap();
+    p
 }
 
-fn readme_run(sdk: Sdk, scenario: &str, extra: &[(&str, &str)], path_prefix: Option<&Path>) -> Run {
+/// `file` (a script) run as `sdk`'s user runs it, against the mock's `scenario` (pings
+/// every second).
+fn mock_run(
+    sdk: Sdk,
+    file: &Path,
+    args: &[&str],
+    scenario: &str,
+    extra: &[(&str, &str)],
+    path_prefix: Option<&Path>,
+) -> Run {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let options = ScenarioOptions {
         ping_every: Duration::from_secs(1),
@@ -173,70 +196,253 @@ fn readme_run(sdk: Sdk, scenario: &str, extra: &[(&str, &str)], path_prefix: Opt
     };
     let server =
         BlockingMockServer::start(Scenario::named_with(scenario, &options).unwrap()).unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let script = snippet_file(sdk, tmp.path());
-    let r = run_script(sdk, &script, &server, extra, path_prefix);
+    let r = run_script(sdk, file, args, &server, extra, path_prefix);
     server.shutdown();
-    eprintln!("{sdk:?} README snippet, {scenario}: {:?}", r.took);
+    eprintln!("{sdk:?} {}, {scenario}: {:?}", file.display(), r.took);
     r
 }
 
-fn healthy(sdk: Sdk, path_prefix: Option<&Path>) {
-    let r = readme_run(sdk, "healthy", &[], path_prefix);
-    assert!(r.out.status.success(), "{}", r.report());
+fn snippet_run(
+    sdk: Sdk,
+    (place, code): &(String, String),
+    scenario: &str,
+    extra: &[(&str, &str)],
+    path_prefix: Option<&Path>,
+) -> Run {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = snippet_file(sdk, code, tmp.path());
+    let r = mock_run(sdk, &script, &[], scenario, extra, path_prefix);
+    eprintln!("(the snippet of {place})");
+    r
+}
+
+fn lang(sdk: Sdk) -> &'static str {
+    match sdk {
+        Sdk::TypeScript => "ts",
+        Sdk::Python => "python",
+    }
+}
+
+/// A healthy run of `snippet` ends with the result's text.
+fn succeeds(sdk: Sdk, snippet: &(String, String), path_prefix: Option<&Path>) {
+    let r = snippet_run(sdk, snippet, "healthy", &[], path_prefix);
+    let report = format!("{}: {}", snippet.0, r.report());
+    assert!(r.out.status.success(), "{report}");
     let stderr = String::from_utf8_lossy(&r.out.stderr);
     for warning in ["Warning", "CLAUDE_SDK_"] {
-        assert!(!stderr.contains(warning), "the SDK warned: {}", r.report());
+        assert!(!stderr.contains(warning), "the SDK warned: {report}");
     }
     let last = r.stdout().lines().last().unwrap_or("").to_owned();
-    assert_eq!(last, format!("success: {FINAL_TEXT}"), "{}", r.report());
-    assert!(r.took < Duration::from_secs(120), "{}", r.report());
+    assert_eq!(last, format!("success: {FINAL_TEXT}"), "{report}");
+    assert!(r.took < Duration::from_secs(120), "{report}");
+}
+
+fn healthy(sdk: Sdk, path_prefix: Option<&Path>) {
+    for snippet in drop_in_snippets(lang(sdk)) {
+        succeeds(sdk, &snippet, path_prefix);
+    }
 }
 
 fn ping_only_stall(sdk: Sdk) {
     // The snippet sets `idle` only: the rest of the policy comes from the environment.
-    let r = readme_run(
-        sdk,
-        "ping_only_stall",
-        &[
-            ("AGENT_WATCHDOG_NO_PROGRESS", "12s"),
-            ("AGENT_WATCHDOG_EXTEND_FACTOR", "1"),
-            ("AGENT_WATCHDOG_GRACE", "3s"),
-        ],
+    for snippet in drop_in_snippets(lang(sdk)) {
+        let r = snippet_run(
+            sdk,
+            &snippet,
+            "ping_only_stall",
+            &[
+                ("AGENT_WATCHDOG_NO_PROGRESS", "12s"),
+                ("AGENT_WATCHDOG_EXTEND_FACTOR", "1"),
+                ("AGENT_WATCHDOG_GRACE", "3s"),
+            ],
+            None,
+        );
+        let report = format!("{}: {}", snippet.0, r.report());
+        // The snippet reads the kill through the helper and ends normally.
+        assert!(r.out.status.success(), "{report}");
+        let stdout = r.stdout();
+        let line = stdout.lines().last().unwrap_or("");
+        let prefix = "stopped by the watchdog (no_progress): ";
+        assert!(line.starts_with(prefix), "{report}");
+        assert!(
+            line[prefix.len()..].starts_with("agent-watchdog killed")
+                && line.contains("(no_progress)"),
+            "the reason is our sentence: {report}"
+        );
+        assert!(r.took < Duration::from_secs(90), "{report}");
+    }
+}
+
+#[test]
+fn drop_in_python_snippet_healthy_run_succeeds() {
+    healthy(Sdk::Python, None);
+}
+
+#[test]
+fn drop_in_python_snippet_ping_only_stall_reads_our_result() {
+    ping_only_stall(Sdk::Python);
+}
+
+#[test]
+fn drop_in_typescript_snippet_healthy_run_succeeds() {
+    healthy(Sdk::TypeScript, None);
+}
+
+#[test]
+fn drop_in_typescript_snippet_ping_only_stall_reads_our_result() {
+    ping_only_stall(Sdk::TypeScript);
+}
+
+/// The README's in-process Node snippet (the reference API), as written: the SDK's own claude.
+#[test]
+fn readme_in_process_node_snippet_healthy_run_succeeds() {
+    let code = readme_snippet(README_NODE, "js");
+    succeeds(
+        Sdk::TypeScript,
+        &("README.md (Node)".to_owned(), code),
         None,
     );
-    // The snippet reads the kill through the helper and ends normally.
-    assert!(r.out.status.success(), "{}", r.report());
+}
+
+/// The README's in-process Python snippet, as written.
+#[test]
+fn readme_in_process_python_snippet_healthy_run_succeeds() {
+    let code = readme_snippet(README_PYTHON, "python");
+    succeeds(Sdk::Python, &("README.md (Python)".to_owned(), code), None);
+}
+
+/// An example of `examples/`, copied where its user keeps it: `examples/node-service/` into
+/// the npm project (so its imports resolve), `examples/python-worker/` anywhere.
+fn example(sdk: Sdk, dir: &Path) -> PathBuf {
+    let (name, file, into) = match sdk {
+        Sdk::TypeScript => ("node-service", "service.mjs", project().join("examples")),
+        Sdk::Python => ("python-worker", "worker.py", dir.to_path_buf()),
+    };
+    let from = docs::root().join("examples").join(name).join(file);
+    let to = into.join(name);
+    fs::create_dir_all(&to).unwrap();
+    fs::copy(&from, to.join(file)).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    to.join(file)
+}
+
+/// The example's job lines (JSON) and its last line (the watchdog's counts).
+fn example_output(r: &Run) -> (Vec<Value>, String) {
     let stdout = r.stdout();
-    let line = stdout.lines().last().unwrap_or("");
-    let prefix = "stopped by the watchdog (no_progress): ";
-    assert!(line.starts_with(prefix), "{}", r.report());
-    assert!(
-        line[prefix.len()..].starts_with("agent-watchdog killed") && line.contains("(no_progress)"),
-        "the reason is our sentence: {}",
+    let jobs = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    (jobs, stdout.lines().last().unwrap_or("").to_owned())
+}
+
+#[test]
+fn node_service_example_runs_a_healthy_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    let service = example(Sdk::TypeScript, tmp.path());
+    let r = mock_run(
+        Sdk::TypeScript,
+        &service,
+        &["Say hello."],
+        "healthy",
+        &[],
+        None,
+    );
+    let (jobs, counts) = example_output(&r);
+    assert!(r.out.status.success(), "{}", r.report());
+    assert_eq!(
+        jobs,
+        [serde_json::json!({"prompt": "Say hello.", "outcome": "success", "result": FINAL_TEXT})],
+        "{}",
+        r.report()
+    );
+    assert_eq!(
+        counts,
+        "watchdog: 1 succeeded, 0 killed idle, 0 at the ceiling",
+        "{}",
+        r.report()
+    );
+}
+
+#[test]
+fn node_service_example_reports_a_stalled_job_killed_idle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let service = example(Sdk::TypeScript, tmp.path());
+    let r = mock_run(
+        Sdk::TypeScript,
+        &service,
+        &["Say hello."],
+        "headers_only_stall",
+        &[("WATCHDOG_IDLE_MS", "1500")],
+        None,
+    );
+    let (jobs, counts) = example_output(&r);
+    assert_eq!(r.out.status.code(), Some(1), "{}", r.report());
+    assert_eq!(jobs.len(), 1, "{}", r.report());
+    assert_eq!(jobs[0]["outcome"], "killed", "{}", r.report());
+    assert_eq!(jobs[0]["kill"], "watchdog_idle", "{}", r.report());
+    // No write yet: the reference's pre-write extension doubles the patience (3 s), and the
+    // kill is not a 30-second tick late.
+    let after = jobs[0]["afterMs"].as_f64().unwrap_or(0.0);
+    assert!((3000.0..30_000.0).contains(&after), "{}", r.report());
+    assert_eq!(
+        counts,
+        "watchdog: 0 succeeded, 1 killed idle, 0 at the ceiling",
+        "{}",
         r.report()
     );
     assert!(r.took < Duration::from_secs(90), "{}", r.report());
 }
 
 #[test]
-fn readme_python_snippet_healthy_run_succeeds() {
-    healthy(Sdk::Python, None);
+fn python_worker_example_runs_a_healthy_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    let worker = example(Sdk::Python, tmp.path());
+    let r = mock_run(Sdk::Python, &worker, &["Say hello."], "healthy", &[], None);
+    let (jobs, counts) = example_output(&r);
+    assert!(r.out.status.success(), "{}", r.report());
+    assert_eq!(
+        jobs,
+        [serde_json::json!({"prompt": "Say hello.", "outcome": "success", "result": FINAL_TEXT})],
+        "{}",
+        r.report()
+    );
+    assert_eq!(
+        counts,
+        "watchdog: 1 succeeded, 0 killed idle, 0 killed without progress",
+        "{}",
+        r.report()
+    );
 }
 
 #[test]
-fn readme_python_snippet_ping_only_stall_reads_our_result() {
-    ping_only_stall(Sdk::Python);
-}
-
-#[test]
-fn readme_typescript_snippet_healthy_run_succeeds() {
-    healthy(Sdk::TypeScript, None);
-}
-
-#[test]
-fn readme_typescript_snippet_ping_only_stall_reads_our_result() {
-    ping_only_stall(Sdk::TypeScript);
+fn python_worker_example_reports_a_stalled_job_killed_idle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let worker = example(Sdk::Python, tmp.path());
+    let r = mock_run(
+        Sdk::Python,
+        &worker,
+        &["Say hello."],
+        "headers_only_stall",
+        &[("WATCHDOG_IDLE", "1.5s")],
+        None,
+    );
+    let (jobs, counts) = example_output(&r);
+    assert_eq!(r.out.status.code(), Some(1), "{}", r.report());
+    assert_eq!(jobs.len(), 1, "{}", r.report());
+    assert_eq!(jobs[0]["outcome"], "killed", "{}", r.report());
+    assert_eq!(jobs[0]["kill"], "idle", "{}", r.report());
+    assert!(
+        jobs[0]["reason"].as_str().is_some_and(|s| !s.is_empty()),
+        "{}",
+        r.report()
+    );
+    assert_eq!(
+        counts,
+        "watchdog: 0 succeeded, 1 killed idle, 0 killed without progress",
+        "{}",
+        r.report()
+    );
+    assert!(r.took < Duration::from_secs(90), "{}", r.report());
 }
 
 /// A `claude` of another version first on `PATH`: the helpers still run the SDK's own (the
@@ -541,4 +747,33 @@ fn python_packaged_plugin_continues_a_cut_off_subagent_once() {
 #[test]
 fn typescript_packaged_plugin_continues_a_cut_off_subagent_once() {
     subagent_continued_once(Sdk::TypeScript);
+}
+
+/// A bad limit is one line naming the option and the value, exit 2, no query started.
+#[test]
+fn the_examples_say_a_bad_limit_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (sdk, var, said) in [
+        (
+            Sdk::TypeScript,
+            "WATCHDOG_IDLE_MS",
+            "node-service: idleMs must be a number > 0, got NaN",
+        ),
+        (
+            Sdk::Python,
+            "WATCHDOG_IDLE",
+            "python-worker: idle must be a duration such as 90s, 10m, 1h30m or 250ms, at most 365d, got \"soon\"",
+        ),
+    ] {
+        let file = example(sdk, tmp.path());
+        let r = mock_run(sdk, &file, &["Say hello."], "healthy", &[(var, "soon")], None);
+        assert_eq!(r.out.status.code(), Some(2), "{}", r.report());
+        assert_eq!(r.stdout(), "", "{}", r.report());
+        assert_eq!(
+            String::from_utf8_lossy(&r.out.stderr),
+            format!("{said}\n"),
+            "{}",
+            r.report()
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! The core's option table (`watchdog_core::config::options`) is the one list of options: the
-//! command line is built from it, and the README's tables and the Python and npm helpers must
-//! say what it says. Each failure names the option and the file that differs.
+//! command line is built from it, and the guide's tables (`docs/cli.md`), every variable the
+//! README and the guide name, and the Python and npm helpers must say what it says. Each
+//! failure names the option and the file that differs.
 
 use std::collections::BTreeSet;
 
@@ -9,12 +10,11 @@ use clap::CommandFactory;
 use agent_watchdog::cli::Cli;
 use watchdog_core::config::options::{self, OptionDefault, OptionSpec, Reader, ValueKind};
 
-fn repo_file(rel: &str) -> String {
-    let path = format!("{}/../../{rel}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
+#[path = "common/docs.rs"]
+mod docs;
 
-const README: &str = "README.md";
+use docs::{read as repo_file, CLI};
+
 const PYTHON: &str = "packaging/python/python/agent_sdk_watchdog/__init__.py";
 const NPM_JS: &str = "packaging/npm/agent-sdk-watchdog/index.js";
 const NPM_TYPES: &str = "packaging/npm/agent-sdk-watchdog/index.d.ts";
@@ -106,13 +106,10 @@ fn the_command_line_is_the_table() {
     }
 }
 
-/// The cells of the rows of the README table whose header starts with `header`.
-fn readme_table(text: &str, header: &str) -> Vec<Vec<String>> {
+/// The cells of the rows of the table of `docs/cli.md` whose header starts with `header`.
+fn guide_table(text: &str, header: &str) -> Vec<Vec<String>> {
     let mut lines = text.lines().skip_while(|l| !l.starts_with(header));
-    assert!(
-        lines.next().is_some(),
-        "{README}: no table headed {header:?}"
-    );
+    assert!(lines.next().is_some(), "{CLI}: no table headed {header:?}");
     lines
         .skip(1) // |---|
         .take_while(|l| l.starts_with('|'))
@@ -158,52 +155,65 @@ fn reader_words(o: &OptionSpec) -> BTreeSet<String> {
 }
 
 #[test]
-fn the_readme_tables_are_the_table() {
-    let text = repo_file(README);
-    let rows = readme_table(&text, "| flag | variable | default | read by |");
+fn the_guide_tables_are_the_table() {
+    let text = repo_file(CLI);
+    let rows = guide_table(&text, "| flag | variable | default | read by |");
     for o in options::OPTIONS {
         let row = rows
             .iter()
             .find(|r| unquote(&r[1]) == o.env)
-            .unwrap_or_else(|| panic!("{README}: the options table has no row for {}", o.env));
+            .unwrap_or_else(|| panic!("{CLI}: the options table has no row for {}", o.env));
         let flag = o.flag.map_or("(none)".to_owned(), |f| format!("--{f}"));
-        assert_eq!(unquote(&row[0]), flag, "{README}: the flag of {}", o.env);
+        assert_eq!(unquote(&row[0]), flag, "{CLI}: the flag of {}", o.env);
         assert_eq!(
             unquote(&row[2]),
             o.default_text(),
-            "{README}: the default of {flag} ({})",
+            "{CLI}: the default of {flag} ({})",
             o.env
         );
         assert_eq!(
             readers(&row[3]),
             reader_words(o),
-            "{README}: who reads {}",
+            "{CLI}: who reads {}",
             o.env
         );
     }
     for row in &rows {
-        option_of_env(README, &unquote(&row[1]));
+        option_of_env(CLI, &unquote(&row[1]));
     }
-    assert_eq!(rows.len(), options::OPTIONS.len(), "{README}: a row twice");
+    assert_eq!(rows.len(), options::OPTIONS.len(), "{CLI}: a row twice");
 
     // The policy table states the same defaults.
-    let policy = readme_table(&text, "| flag | default | rule |");
+    let policy = guide_table(&text, "| flag | default | rule |");
     assert!(
         policy.len() >= 10,
-        "{README}: the policy table has {}",
+        "{CLI}: the policy table has {}",
         policy.len()
     );
     for row in policy {
         let flag = unquote(&row[0]);
         let o = options::by_flag(flag.trim_start_matches("--"))
-            .unwrap_or_else(|| panic!("{README}: the policy table names {flag}, no option"));
+            .unwrap_or_else(|| panic!("{CLI}: the policy table names {flag}, no option"));
         assert_eq!(
             unquote(&row[1]),
             o.default_text(),
-            "{README}: the policy table's default of {flag}"
+            "{CLI}: the policy table's default of {flag}"
         );
     }
-    assert!(every_variable_is_an_option(README, &text) >= options::OPTIONS.len());
+    assert!(every_variable_is_an_option(CLI, &text) >= options::OPTIONS.len());
+}
+
+#[test]
+fn every_variable_the_readme_and_the_guide_name_is_an_option() {
+    let pages = docs::pages();
+    assert!(
+        pages.len() >= 10,
+        "the README and the guide: {}",
+        pages.len()
+    );
+    for (file, text) in &pages {
+        every_variable_is_an_option(file, text);
+    }
 }
 
 /// The parameters of the Python function `name` (keyword-only, one a line), in order.
@@ -448,15 +458,18 @@ fn call_arguments(text: &str, call: &str, sep: char, end: char) -> Vec<(String, 
 #[test]
 fn the_documented_helper_calls_name_options_with_valid_values() {
     let extras = ["env", "plugin", "plugins", "from"];
-    let files = [
-        README,
-        "packaging/python/README.md",
-        "packaging/npm/agent-sdk-watchdog/README.md",
-        PYTHON,
-        NPM_TYPES,
-    ];
+    let mut files: Vec<String> = docs::pages().into_iter().map(|(p, _)| p).collect();
+    files.extend(
+        [
+            "packaging/python/README.md",
+            "packaging/npm/agent-sdk-watchdog/README.md",
+            PYTHON,
+            NPM_TYPES,
+        ]
+        .map(String::from),
+    );
     let mut seen = 0;
-    for file in files {
+    for file in &files {
         let text = repo_file(file);
         let calls = [
             call_arguments(&text, "sdk_options(", '=', ')'),

@@ -1,4 +1,4 @@
-//! `run` with telemetry on (README "Telemetry"), against an OTLP receiver on loopback that
+//! `run` with telemetry on (docs/telemetry.md), against an OTLP receiver on loopback that
 //! decodes with the official OpenTelemetry definitions: a kill arrives as our counters and our
 //! `agent_watchdog.kill` event with the session's `session.id`, over `http/protobuf` and
 //! `http/json`; off by default; the child's environment untouched; and a collector that is

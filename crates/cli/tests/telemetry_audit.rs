@@ -1,4 +1,4 @@
-//! `agent-watchdog audit` with telemetry on back-fills past sessions (README "Telemetry"):
+//! `agent-watchdog audit` with telemetry on back-fills past sessions (docs/telemetry.md):
 //! against the loopback OTLP receiver (official OpenTelemetry definitions), an audit over
 //! recordings from `testdata/` gives one `agent_watchdog.kill` event per simulated kill, with
 //! the recording's `session.id`, stamped with when the kill would have happened on the

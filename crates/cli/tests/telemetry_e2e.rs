@@ -5,8 +5,8 @@
 //! `agent_watchdog.kill` event and counters, all with the same `session.id`: the join a fleet
 //! dashboard makes.
 //!
-//! The README's SQL join ("sessions whose last Claude Code event is older than their kill")
-//! then runs, as the README prints it, on DuckDB over the log records received, loaded into a
+//! The SQL join of docs/telemetry.md ("sessions whose last Claude Code event is older than their kill")
+//! then runs, as the guide prints it, on DuckDB over the log records received, loaded into a
 //! table shaped like the collector's ClickHouse exporter's `otel_logs`: it finds this session.
 //!
 //! Needs the real `claude` (`scripts/install-claude`, or `CLAUDE_BIN`), DuckDB
@@ -132,7 +132,7 @@ fn claude_code_telemetry_and_ours_join_by_session_id() {
     );
     assert!(rx.got.lock().unwrap().undecoded.is_empty(), "{what}");
 
-    // The README's join, on the records as a ClickHouse `otel_logs` table would hold them:
+    // The guide's join, on the records as a ClickHouse `otel_logs` table would hold them:
     // `Timestamp` is the record's time, or its observed time when it has none (as the
     // exporter does), `ServiceName` the resource's, `LogAttributes` the attributes as text.
     let records: Vec<Value> = items
@@ -152,7 +152,7 @@ fn claude_code_telemetry_and_ours_join_by_session_id() {
         .filter(|r| r["service"] == "claude-code")
         .count();
     assert!(claude_events > 0, "{what}");
-    let sql = queries::readme_query("sql", "otel_logs");
+    let sql = queries::guide_query("sql", "otel_logs");
     let rows: Vec<Vec<String>> = serde_json::from_str(&queries::run_python(
         "sql_join.py",
         &[&sql],

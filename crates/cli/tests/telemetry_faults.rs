@@ -1,4 +1,4 @@
-//! Telemetry on, and the run's end goes wrong around it (README "Telemetry", "It never hurts
+//! Telemetry on, and the run's end goes wrong around it (docs/telemetry.md, "It never hurts
 //! the run"): a user's SIGTERM or SIGINT arriving during the flush at exit to a slow (5 s)
 //! collector, and our stdout a closed pipe (EPIPE). Each run is compared with the same run with
 //! telemetry off: the same exit code and summary, the flush still bounded, no panic. Time

@@ -1,4 +1,4 @@
-//! `OTEL_EXPORTER_OTLP_PROTOCOL=grpc` (README "Fleet telemetry"). With the cargo feature
+//! `OTEL_EXPORTER_OTLP_PROTOCOL=grpc` (docs/telemetry.md). With the cargo feature
 //! `telemetry-grpc`: a kill arrives over OTLP/gRPC at a receiver on loopback (HTTP/2 from `h2`,
 //! each message decoded with the official OpenTelemetry definitions), and a collector that is
 //! down changes neither the exit code nor the summary. Without the feature (the released

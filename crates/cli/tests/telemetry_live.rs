@@ -1,4 +1,4 @@
-//! A run's telemetry arrives while it runs (README "Fleet telemetry", what is recorded when):
+//! A run's telemetry arrives while it runs (docs/telemetry.md, what is recorded when):
 //! with a short export interval, the loopback receiver (official OpenTelemetry definitions)
 //! holds the quiet spells already ended, the stalling warning, and the gauges of the MCP call
 //! still outstanding, while the child is still running; and once it is over, each point was

@@ -1,4 +1,4 @@
-//! The README's two PromQL queries, run on a real Prometheus engine (`promtool test rules`,
+//! The two PromQL queries of docs/telemetry.md, run on a real Prometheus engine (`promtool test rules`,
 //! from `scripts/install-query-tools`), over series named as the collector's Prometheus
 //! exporter names our instruments: the names come from the instrument table
 //! (`agent_watchdog::telemetry::table`) through the collector's rules, and those rules are
@@ -102,7 +102,7 @@ fn our_prometheus_names_are_the_python_exporters_but_for_the_collectors_ratio() 
         }
     }
     assert_eq!(ours, theirs);
-    // The two differ on one name only, and it is the one the README's table of the runtime's
+    // The two differ on one name only, and it is the one the guide's table of the runtime's
     // endpoint uses too.
     assert_eq!(
         prom_name(metric("agent_watchdog.rate_limit.utilization")),
@@ -203,9 +203,9 @@ fn quantile(q: f64, buckets: &[(f64, f64)]) -> f64 {
 }
 
 #[test]
-fn the_readme_promql_queries_give_kills_per_hour_and_the_p95_spell_per_mcp_tool() {
-    let kills = queries::readme_query("promql", "kill_count");
-    let spells = queries::readme_query("promql", "quiet_spell");
+fn the_guide_promql_queries_give_kills_per_hour_and_the_p95_spell_per_mcp_tool() {
+    let kills = queries::guide_query("promql", "kill_count");
+    let spells = queries::guide_query("promql", "quiet_spell");
     let mut t = Promtest {
         series: Vec::new(),
         checks: Vec::new(),
@@ -250,7 +250,7 @@ fn the_readme_promql_queries_give_kills_per_hour_and_the_p95_spell_per_mcp_tool(
         .push((kills.clone(), "120m".into(), by_kind(&[("idle", 1.0)])));
     t.checks
         .push((kills.clone(), "180m".into(), by_kind(&[("idle", 1.0)])));
-    // Why the README does not use increase(): it counts none of these kills.
+    // Why the guide does not use increase(): it counts none of these kills.
     let naive = format!(
         "sum by (kill_kind) (increase({kill}{{{}=\"run\"}}[1h]))",
         label(SOURCE)

@@ -38,7 +38,7 @@ pub struct ConfigError {
 
 /// Every default, in one place: the `Default` impls of [`Limits`], [`McpLimits`],
 /// [`Recovery`](crate::Recovery) and the runtime's supervisor, the `# Default` tables of
-/// their docs, the command line's help and the README's tables all come from (or are checked
+/// their docs, the command line's help and the guide's tables (docs/cli.md) all come from (or are checked
 /// against) these constants.
 pub mod defaults {
     use std::time::Duration;

@@ -42,8 +42,8 @@ pub(crate) fn default_projects_dir() -> Option<PathBuf> {
 /// Run `audit`: the report goes to `out` (text, or JSON with `--json`), notes to `err`.
 /// Returns the exit code: 0, or 1 when no file could be read. With telemetry switched on
 /// (`AGENT_WATCHDOG_TELEMETRY=1` and the `OTEL_*` variables, as for `run`), every session is
-/// also exported as metrics and events marked `agent_watchdog.source = "audit"` (README
-/// "Telemetry"), with the same bounded flush at the end. A progress bar is drawn on
+/// also exported as metrics and events marked `agent_watchdog.source = "audit"`
+/// (docs/telemetry.md), with the same bounded flush at the end. A progress bar is drawn on
 /// the terminal's stderr (through indicatif) when stderr is a terminal, more than a few files
 /// are scanned, and `--quiet` is not given.
 pub fn run_audit(

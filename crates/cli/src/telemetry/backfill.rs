@@ -1,5 +1,5 @@
 //! What a past session tells the collector when `agent-watchdog audit` runs with telemetry on
-//! (README "Telemetry", back-fill): the same metric and event names as a live run, with
+//! (docs/telemetry.md, "Back-fill"): the same metric and event names as a live run, with
 //! `agent_watchdog.source = "audit"` instead of `"run"`, so a dashboard can be back-filled
 //! and a query can still tell the two apart.
 //!

@@ -186,7 +186,7 @@ impl Config {
                 }
             };
             if endpoint.starts_with("https://") {
-                // The exporters are built without TLS (README "Fleet telemetry").
+                // The exporters are built without TLS (docs/telemetry.md).
                 warnings.push(format!(
                     "OTLP endpoint {endpoint:?}: https is not built in (use a local collector \
                      on http://); {name} off"

@@ -8,7 +8,7 @@ use agent_sdk_watchdog::{LineMeta, SupervisorHandle};
 use serde_json::Value;
 use watchdog_core::Event;
 
-/// The live recording of an invocation's runs (README "Fleet telemetry": what is recorded
+/// The live recording of an invocation's runs (docs/telemetry.md: what is recorded
 /// when).
 pub(crate) struct Live {
     #[cfg(feature = "telemetry")]

@@ -1,5 +1,5 @@
 //! Fleet telemetry: every run's decisions as OpenTelemetry metrics and log events, joined to
-//! Claude Code's own telemetry by `session.id` (README "Telemetry").
+//! Claude Code's own telemetry by `session.id` (docs/telemetry.md).
 //!
 //! Off unless `AGENT_WATCHDOG_TELEMETRY=1` (`config::SWITCH`); when off nothing is built and
 //! nothing runs. When on, the providers are built before the runtime starts; a run records
@@ -27,13 +27,13 @@ mod export;
 mod finished;
 #[cfg(feature = "telemetry")]
 mod gauges;
+#[cfg(all(test, feature = "telemetry"))]
+mod guide_names;
 mod hooks;
 #[cfg(feature = "telemetry")]
 mod instruments;
 #[cfg(feature = "telemetry")]
 mod live;
-#[cfg(all(test, feature = "telemetry"))]
-mod readme_names;
 #[cfg(feature = "telemetry")]
 mod stop;
 pub mod table;
@@ -160,7 +160,7 @@ impl Telemetry {
         let _ = summary;
     }
 
-    /// Back-fill the sessions of an audit (README "Telemetry"): the same names as a live run,
+    /// Back-fill the sessions of an audit (docs/telemetry.md): the same names as a live run,
     /// with `agent_watchdog.source = "audit"`. Only records into the SDK's instruments and
     /// queue: no I/O here. Returns the one line to say when the back-fill was larger than the
     /// telemetry holds (with [`Use::Audit`]), so part of it is dropped or folded.

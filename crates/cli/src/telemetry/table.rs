@@ -1,6 +1,6 @@
-//! Every metric we export: its name, unit, kind and meaning (the README's table says the same,
+//! Every metric we export: its name, unit, kind and meaning (the table of docs/telemetry.md says the same,
 //! and a test holds the two together). Plain data, in every build: the tests that run the
-//! README's queries derive the collector's Prometheus names from it.
+//! the guide's queries derive the collector's Prometheus names from it.
 
 /// What kind of instrument a metric is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,7 +14,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// As the README's table names it.
+    /// As the guide's table names it.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Counter => "counter",
@@ -51,7 +51,7 @@ const fn m(
     }
 }
 
-/// Every metric, in the README's order.
+/// Every metric, in the guide's order.
 pub const METRICS: &[Metric] = &[
     m(
         "agent_watchdog.session.count",

@@ -1,4 +1,4 @@
-//! The README's telemetry queries and the tools that run them (`scripts/install-query-tools`
+//! The telemetry guide's queries (`docs/telemetry.md`) and the tools that run them (`scripts/install-query-tools`
 //! puts them in `.tools/`): promtool for PromQL, DuckDB (in a Python virtualenv) for SQL. A
 //! missing tool is a failure that says how to install it, never a skip.
 #![allow(dead_code)]
@@ -65,19 +65,15 @@ pub fn run_python(script: &str, args: &[&str], stdin: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// The README's "Fleet telemetry" section.
-pub fn telemetry_section() -> String {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let start = readme.find("\n## Fleet telemetry").expect("the section");
-    let body = &readme[start + 1..];
-    let end = body[3..].find("\n## ").map_or(body.len(), |e| e + 3);
-    body[..end].to_owned()
+/// The telemetry guide, `docs/telemetry.md`, which holds the queries.
+pub fn telemetry_guide() -> String {
+    std::fs::read_to_string(root().join("docs/telemetry.md")).expect("docs/telemetry.md")
 }
 
-/// The section's code blocks in language `lang`, verbatim.
-pub fn readme_blocks(lang: &str) -> Vec<String> {
+/// The guide's code blocks in language `lang`, verbatim.
+pub fn guide_blocks(lang: &str) -> Vec<String> {
     let fence = format!("```{lang}\n");
-    telemetry_section()
+    telemetry_guide()
         .split(&fence)
         .skip(1)
         .map(|b| b.split("```").next().unwrap_or("").to_owned())
@@ -85,11 +81,15 @@ pub fn readme_blocks(lang: &str) -> Vec<String> {
 }
 
 /// The one block of language `lang` that contains `word`.
-pub fn readme_query(lang: &str, word: &str) -> String {
-    let found: Vec<String> = readme_blocks(lang)
+pub fn guide_query(lang: &str, word: &str) -> String {
+    let found: Vec<String> = guide_blocks(lang)
         .into_iter()
         .filter(|b| b.contains(word))
         .collect();
-    assert_eq!(found.len(), 1, "the README's {lang} blocks with {word}");
+    assert_eq!(
+        found.len(),
+        1,
+        "docs/telemetry.md: the {lang} blocks with {word}"
+    );
     found.into_iter().next().unwrap()
 }

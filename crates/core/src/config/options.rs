@@ -3,7 +3,7 @@
 //!
 //! The command line builds its flags from it (names, variables, defaults, help), the drop-in
 //! reads its `AGENT_WATCHDOG_*` variables through the same flags, and the tests check the
-//! README's tables and the Python and npm helpers against it. A default is the text the
+//! tables of docs/cli.md and the Python and npm helpers against it. A default is the text the
 //! option's parser reads ([`ValueKind::check`]); the core's tests check that it is the value
 //! of [`defaults`](super::defaults).
 //!

@@ -259,7 +259,7 @@ pub struct Metrics {
     kill_lateness: LatenessHistogram,
 }
 
-/// Every series carries this label, as the CLI's exported points do, so the README's queries
+/// Every series carries this label, as the CLI's exported points do, so the queries of docs/telemetry.md
 /// (which select live runs with it) select these too.
 const SOURCE: &str = "agent_watchdog_source=\"run\"";
 

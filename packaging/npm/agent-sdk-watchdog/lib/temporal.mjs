@@ -1,5 +1,5 @@
 // agent-sdk-watchdog/temporal: one Claude session as a Temporal activity, under the watchdog
-// (README "Fleets", docs/fleets.md). Needs @temporalio/activity and
+// (docs/fleets.md). Needs @temporalio/activity and
 // @anthropic-ai/claude-agent-sdk; the package's main entry never loads this file.
 //
 // The session runs through the drop-in (claude-watchdog as pathToClaudeCodeExecutable, see

@@ -243,7 +243,7 @@ def watchdog_env(
     which refuses a bad value with exit code 2 and a message naming the variable. ``record``
     and ``summary`` name a capture and a summary file; ``claude`` the real ``claude``;
     ``ledger`` the shared ledger (``redis://…``, ``postgres://…``) the subagent plugin's hook
-    keeps its markers in (README "Fleets").
+    keeps its markers in (docs/fleets.md).
     """
     env: Dict[str, str] = {}
     for key, dur in (

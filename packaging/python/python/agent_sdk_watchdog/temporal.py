@@ -1,4 +1,4 @@
-"""One Claude session as a Temporal activity, under the watchdog (README "Fleets").
+"""One Claude session as a Temporal activity, under the watchdog (docs/fleets.md).
 
 Needs ``temporalio`` and ``claude-agent-sdk``; importing ``agent_sdk_watchdog`` never imports
 them (this module is loaded only when you import it)::

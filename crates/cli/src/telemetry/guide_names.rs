@@ -1,14 +1,13 @@
-//! The README's "Fleet telemetry" section against the code: its table lists every metric with
-//! its unit and kind, and every name it uses (metrics, events, attributes, Prometheus labels
-//! in its queries) is one we export.
+//! The telemetry guide (`docs/telemetry.md`) against the code: its table lists every metric
+//! with its unit and kind, and every name it uses (metrics, events, attributes, Prometheus
+//! labels in its queries) is one we export.
 
 use super::table::{METRICS, SOURCE};
 
 #[test]
-fn the_readme_table_lists_every_metric_with_its_unit_and_no_other() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
-    let readme = std::fs::read_to_string(path).unwrap();
-    let cells: Vec<Vec<String>> = readme
+fn the_guide_table_lists_every_metric_with_its_unit_and_no_other() {
+    let guide = telemetry_section();
+    let cells: Vec<Vec<String>> = guide
         .lines()
         .filter(|l| l.starts_with("| `agent_watchdog."))
         .map(|l| {
@@ -61,14 +60,10 @@ fn literals(prefix: &str) -> std::collections::BTreeSet<String> {
     out
 }
 
-/// The README's "Fleet telemetry" section.
+/// The telemetry guide, whole.
 fn telemetry_section() -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
-    let readme = std::fs::read_to_string(path).unwrap();
-    let start = readme.find("\n## Fleet telemetry").expect("the section");
-    let body = &readme[start + 1..];
-    let end = body[3..].find("\n## ").map_or(body.len(), |e| e + 3);
-    body[..end].to_owned()
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/telemetry.md");
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// Every `agent_watchdog.`/`agent_watchdog_` word of `text`.
@@ -94,7 +89,7 @@ fn words(text: &str, prefix: &str) -> std::collections::BTreeSet<String> {
 }
 
 #[test]
-fn every_name_the_readme_section_uses_is_one_we_export() {
+fn every_name_the_guide_uses_is_one_we_export() {
     let section = telemetry_section();
     // The names our recording code uses (the table itself is not a use), and our source
     // attribute (a constant).
@@ -116,7 +111,7 @@ fn every_name_the_readme_section_uses_is_one_we_export() {
     for w in &dotted {
         assert!(
             exported.contains(w),
-            "the README names {w}, which we never export"
+            "docs/telemetry.md names {w}, which we never export"
         );
     }
     // And every event we emit is documented there.
@@ -124,7 +119,7 @@ fn every_name_the_readme_section_uses_is_one_we_export() {
         .iter()
         .filter(|n| !metrics.contains(&n.as_str()) && n.as_str() != SOURCE)
     {
-        assert!(dotted.contains(e), "event {e} is not in the README section");
+        assert!(dotted.contains(e), "event {e} is not in docs/telemetry.md");
     }
     // The attribute keys we set, as Prometheus labels (dots to `_`).
     let mut keys = literals("KeyValue::new(\"");
@@ -156,7 +151,7 @@ fn every_name_the_readme_section_uses_is_one_we_export() {
     for w in &prom {
         assert!(
             known(w),
-            "the README's query names {w}, which we never export"
+            "a query of docs/telemetry.md names {w}, which we never export"
         );
     }
     // The labels the queries group and filter by.
@@ -194,7 +189,7 @@ fn every_name_the_readme_section_uses_is_one_we_export() {
         let key = part.split('\'').next().unwrap_or("");
         assert!(
             keys.contains(key),
-            "the README's query reads the attribute {key}, which we never set"
+            "a query of docs/telemetry.md reads the attribute {key}, which we never set"
         );
         read += 1;
     }
@@ -202,7 +197,7 @@ fn every_name_the_readme_section_uses_is_one_we_export() {
     for l in &used {
         assert!(
             l == "le" || labels.contains(l),
-            "the README's query uses the label {l}, which no attribute of ours gives"
+            "a query of docs/telemetry.md uses the label {l}, which no attribute of ours gives"
         );
     }
 }

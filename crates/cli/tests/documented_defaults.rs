@@ -1,15 +1,13 @@
-//! The README states the defaults of `run`'s flags (its policy table, and `--flag` (default X)
-//! in the text); they must be the ones `--help` shows, which come from the core's
-//! `watchdog_core::config::defaults`.
+//! The documentation states the defaults of `run`'s flags (the policy table of `docs/cli.md`,
+//! and `--flag` (default X) in the text of the README and every guide page); they must be the
+//! ones `--help` shows, which come from the core's `watchdog_core::config::defaults`.
 
 use clap::CommandFactory;
 
 use agent_watchdog::cli::Cli;
 
-fn readme() -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
-    std::fs::read_to_string(path).unwrap()
-}
+#[path = "common/docs.rs"]
+mod docs;
 
 /// The default `run --help` shows for `--name` (`none` when it has none).
 fn help_default(name: &str) -> String {
@@ -18,7 +16,7 @@ fn help_default(name: &str) -> String {
     let arg = run
         .get_arguments()
         .find(|a| a.get_long() == Some(name))
-        .unwrap_or_else(|| panic!("the README names --{name}, which `run` does not have"));
+        .unwrap_or_else(|| panic!("the documentation names --{name}, which `run` does not have"));
     let values: Vec<String> = arg
         .get_default_values()
         .iter()
@@ -33,7 +31,7 @@ fn help_default(name: &str) -> String {
 
 #[test]
 fn the_policy_table_states_the_defaults_of_the_help() {
-    let text = readme();
+    let text = docs::read(docs::CLI);
     let mut rows = 0;
     let mut in_table = false;
     for line in text.lines() {
@@ -53,16 +51,32 @@ fn the_policy_table_states_the_defaults_of_the_help() {
         assert_eq!(
             default,
             help_default(flag),
-            "README: the default of --{flag}"
+            "{}: the default of --{flag}",
+            docs::CLI
         );
         rows += 1;
     }
-    assert!(rows >= 10, "the README's policy table has {rows} rows");
+    assert!(
+        rows >= 10,
+        "the policy table of {} has {rows} rows",
+        docs::CLI
+    );
 }
 
 #[test]
 fn the_text_states_the_defaults_of_the_help() {
-    let text = readme();
+    let mut seen = 0;
+    for (file, text) in docs::pages() {
+        seen += defaults_in_text(&file, &text);
+    }
+    assert!(
+        seen >= 2,
+        "expected --reset-margin and --max-wait, saw {seen}"
+    );
+}
+
+/// Checks every "`--name` (default X" of `text`; how many it saw.
+fn defaults_in_text(file: &str, text: &str) -> usize {
     let mut seen = 0;
     for marker in ["` (default ", "`, default "] {
         for (i, _) in text.match_indices(marker) {
@@ -79,13 +93,10 @@ fn the_text_states_the_defaults_of_the_help() {
             assert_eq!(
                 default,
                 help_default(flag),
-                "README: the default of --{flag}"
+                "{file}: the default of --{flag}"
             );
             seen += 1;
         }
     }
-    assert!(
-        seen >= 2,
-        "expected --reset-margin and --max-wait, saw {seen}"
-    );
+    seen
 }
