@@ -1,6 +1,7 @@
 //! What reading one file gives: a session's timed entries and what was wrong with its lines.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// How an assistant message stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,8 +77,8 @@ impl Ending {
 pub struct ToolUse {
     /// `tool_use` block id.
     pub id: Box<str>,
-    /// Tool name.
-    pub name: Box<str>,
+    /// Tool name (shared with the quiet spells that name it).
+    pub name: Arc<str>,
 }
 
 /// What a timing entry is.

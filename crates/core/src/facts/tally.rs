@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::classify::{Class, LineKind, Signal};
 use crate::facts::live::{LineContext, LiveFacts, LiveNews};
-use crate::facts::spells::{Ending, Step};
+use crate::facts::spells::{PendingTool, ProgressLine, Step};
 use crate::facts::{ResultFacts, Subagents};
 use crate::view::LineView;
 
@@ -180,14 +180,19 @@ impl Tally {
             }
             Step::Progress => {
                 let answered = self.answered.take();
+                let pending = |name| PendingTool {
+                    name,
+                    person_answered: false,
+                };
                 live.spells.progress(
                     cx.now,
-                    Ending {
+                    ProgressLine {
                         waiting_on_person: cx.waiting_on_person,
-                        last_pending: last_pending.as_ref(),
-                        answered: answered.as_ref(),
+                        last_pending: last_pending.as_ref().map(pending),
+                        answered: answered.as_ref().map(pending),
                         settles: class.kind == LineKind::Result && top_level,
                         top_level,
+                        ..ProgressLine::default()
                     },
                 )
             }
