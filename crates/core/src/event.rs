@@ -199,14 +199,57 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// Snake-case name: `success`, `error_result`, `killed`, `no_result`, `incomplete`.
-    pub fn as_str(&self) -> &'static str {
+    /// Which outcome it is, without its facts.
+    pub fn kind(&self) -> OutcomeKind {
         match self {
-            Outcome::Success => "success",
-            Outcome::ErrorResult { .. } => "error_result",
-            Outcome::Killed { .. } => "killed",
-            Outcome::NoResult => "no_result",
-            Outcome::Incomplete => "incomplete",
+            Outcome::Success => OutcomeKind::Success,
+            Outcome::ErrorResult { .. } => OutcomeKind::ErrorResult,
+            Outcome::Killed { .. } => OutcomeKind::Killed,
+            Outcome::NoResult => OutcomeKind::NoResult,
+            Outcome::Incomplete => OutcomeKind::Incomplete,
+        }
+    }
+
+    /// Snake-case name ([`OutcomeKind::as_str`]).
+    pub fn as_str(&self) -> &'static str {
+        self.kind().as_str()
+    }
+}
+
+/// Which [`Outcome`] a session had: the project's one outcome vocabulary (the summary's
+/// `outcome`, the metrics' `outcome` label, the telemetry back-fill's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OutcomeKind {
+    /// [`Outcome::Success`].
+    Success,
+    /// [`Outcome::ErrorResult`].
+    ErrorResult,
+    /// [`Outcome::Killed`].
+    Killed,
+    /// [`Outcome::NoResult`].
+    NoResult,
+    /// [`Outcome::Incomplete`].
+    Incomplete,
+}
+
+impl OutcomeKind {
+    /// Every outcome, in report order.
+    pub const ALL: [OutcomeKind; 5] = [
+        OutcomeKind::Success,
+        OutcomeKind::ErrorResult,
+        OutcomeKind::Killed,
+        OutcomeKind::NoResult,
+        OutcomeKind::Incomplete,
+    ];
+
+    /// Snake-case name: `success`, `error_result`, `killed`, `no_result`, `incomplete`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Success => "success",
+            OutcomeKind::ErrorResult => "error_result",
+            OutcomeKind::Killed => "killed",
+            OutcomeKind::NoResult => "no_result",
+            OutcomeKind::Incomplete => "incomplete",
         }
     }
 }

@@ -206,8 +206,8 @@ pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use claude_code::HEARTBEAT_TICK;
 pub use config::{ConfigError, Limits, McpLimits, SessionConfig};
 pub use event::{
-    Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutstandingMcp, SessionId,
-    StallClock,
+    Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutcomeKind, OutstandingMcp,
+    SessionId, StallClock,
 };
 pub use facts::{ClaudeSessionId, InvalidClaudeSessionId, ResultFacts};
 pub use record::{ChildExit, LineCounts, RunRecord, Stage};

@@ -27,6 +27,7 @@ use opentelemetry::KeyValue;
 use opentelemetry_sdk::logs::SdkLogger;
 use watchdog_audit::Ending;
 use watchdog_audit::{AuditReport, SessionSummary, WouldKill};
+use watchdog_core::OutcomeKind;
 
 use super::instruments::{self, SOURCE};
 
@@ -39,16 +40,12 @@ pub(crate) struct Backfilled {
     pub(crate) events: u64,
 }
 
-/// The outcome a live run would have reported (`Outcome::as_str` of the core).
+/// The outcome a live run would have reported (the core's outcome names).
 fn outcome(ending: Ending, killed: bool) -> &'static str {
     if killed {
-        return "killed";
-    }
-    match ending {
-        Ending::Result => "success",
-        Ending::Error | Ending::MaxTokens => "error_result",
-        Ending::Incomplete => "incomplete",
-        Ending::Interrupted | Ending::NoResult => "no_result",
+        OutcomeKind::Killed.as_str()
+    } else {
+        ending.outcome().as_str()
     }
 }
 
@@ -188,6 +185,8 @@ mod tests {
         assert_eq!(outcome(Ending::MaxTokens, false), "error_result");
         assert_eq!(outcome(Ending::NoResult, false), "no_result");
         assert_eq!(outcome(Ending::Incomplete, false), "incomplete");
+        assert_eq!(outcome(Ending::Interrupted, false), "no_result");
+        assert_eq!(outcome(Ending::Error, false), "error_result");
     }
 
     #[test]
