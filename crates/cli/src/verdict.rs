@@ -4,7 +4,6 @@
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
-use watchdog_core::StallClock;
 use watchdog_core::{Event, Kill, KillKind, LineKind, Outcome, RateLimitMonitor, RunRecord};
 
 use watchdog_core::config::format_duration;
@@ -118,13 +117,6 @@ pub fn outcome_fields(outcome: &Outcome) -> Value {
     }
 }
 
-fn clock_name(c: StallClock) -> &'static str {
-    match c {
-        StallClock::Idle => "idle",
-        StallClock::NoProgress => "no_progress",
-    }
-}
-
 /// One event as JSON, stamped with `t_ms` (milliseconds from `base` to `at`).
 pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
     let t_ms = offset_ms(base, at);
@@ -143,7 +135,7 @@ pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
         } => json!({
             "t_ms": t_ms,
             "event": "stalling",
-            "clock": clock_name(*clock),
+            "clock": clock.as_str(),
             "remaining_ms": ms(*remaining),
         }),
         Event::Settled { .. } => json!({"t_ms": t_ms, "event": "settled"}),

@@ -113,6 +113,19 @@ pub enum StallClock {
     NoProgress,
 }
 
+impl StallClock {
+    /// Both clocks, in report order.
+    pub const ALL: [StallClock; 2] = [StallClock::Idle, StallClock::NoProgress];
+
+    /// Snake-case name: `idle`, `no_progress` (the metrics' and telemetry's `clock` label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StallClock::Idle => "idle",
+            StallClock::NoProgress => "no_progress",
+        }
+    }
+}
+
 /// A kill decision with the facts that explain it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Kill {

@@ -312,10 +312,11 @@ impl Live<'_> {
             Event::Stalling {
                 clock, remaining, ..
             } => {
-                let (what, kind) = match clock {
-                    StallClock::Idle => ("no stdout line", "idle"),
-                    StallClock::NoProgress => ("no progress (keep-alives only)", "no_progress"),
+                let what = match clock {
+                    StallClock::Idle => "no stdout line",
+                    StallClock::NoProgress => "no progress (keep-alives only)",
                 };
+                let kind = clock.as_str();
                 self.host.status.say(&format!(
                     "warning: {what} for a while; it will be stopped ({kind}) in {} unless it \
                      moves",

@@ -27,7 +27,7 @@ use opentelemetry::KeyValue;
 use opentelemetry_sdk::logs::SdkLogger;
 use watchdog_audit::Ending;
 use watchdog_audit::{AuditReport, SessionSummary, WouldKill};
-use watchdog_core::OutcomeKind;
+use watchdog_core::{OutcomeKind, StallClock};
 
 use super::instruments::{self, SOURCE};
 
@@ -132,9 +132,12 @@ fn session(
             if let Some(t) = sp.tool.as_deref() {
                 a.extend(instruments::tool_attrs(t));
             }
-            for (clock, ms) in [("idle", sp.quiet_ms), ("no_progress", sp.ms)] {
+            for (clock, ms) in [
+                (StallClock::Idle, sp.quiet_ms),
+                (StallClock::NoProgress, sp.ms),
+            ] {
                 let mut a = a.clone();
-                a.push(KeyValue::new("clock", clock));
+                a.push(KeyValue::new("clock", clock.as_str()));
                 spells.record(ms as f64 / 1000.0, &a);
             }
         }

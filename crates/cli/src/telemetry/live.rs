@@ -236,19 +236,16 @@ impl Recorder {
             });
             a.extend(cached.iter().cloned());
         }
-        a.push(KeyValue::new("clock", "idle"));
+        a.push(KeyValue::new("clock", StallClock::Idle.as_str()));
         i.spells.record(s.quiet.as_secs_f64(), a);
         if let Some(last) = a.last_mut() {
-            *last = KeyValue::new("clock", "no_progress");
+            *last = KeyValue::new("clock", StallClock::NoProgress.as_str());
         }
         i.spells.record(s.length.as_secs_f64(), a);
     }
 
     fn stalling(&self, clock: StallClock, remaining: Duration, now: Instant) {
-        let clock = match clock {
-            StallClock::Idle => "idle",
-            StallClock::NoProgress => "no_progress",
-        };
+        let clock = clock.as_str();
         if let Some(i) = &self.inst {
             let mut a = self.base();
             a.push(KeyValue::new("clock", clock));

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{clock_name, Metrics, CLOCKS, KINDS, OTHER_OUTCOMES, REASONS, SOURCE};
+use super::{Metrics, CLOCKS, KINDS, OTHER_OUTCOMES, REASONS, SOURCE};
 use crate::event::OutcomeKind;
 
 impl Metrics {
@@ -57,7 +57,7 @@ impl Metrics {
             "Stalling warnings, by clock.",
         );
         for (clock, n) in CLOCKS.iter().zip(self.stalling) {
-            let labels = format!("clock=\"{}\",", clock_name(*clock));
+            let labels = format!("clock=\"{}\",", clock.as_str());
             let name = "agent_watchdog_stalling_warning_count_total";
             sample(o, name, &labels, n as f64);
         }

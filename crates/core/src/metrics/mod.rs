@@ -62,7 +62,7 @@ const OTHER_OUTCOMES: [OutcomeKind; OutcomeKind::ALL.len() - 1] = {
     out
 };
 
-const CLOCKS: [StallClock; 2] = [StallClock::Idle, StallClock::NoProgress];
+const CLOCKS: [StallClock; 2] = StallClock::ALL;
 
 const REASONS: [ExtendReason; 2] = [ExtendReason::HighUtilization, ExtendReason::PreWrite];
 
@@ -94,13 +94,6 @@ fn clock_index(clock: StallClock) -> usize {
     match clock {
         StallClock::Idle => 0,
         StallClock::NoProgress => 1,
-    }
-}
-
-fn clock_name(clock: StallClock) -> &'static str {
-    match clock {
-        StallClock::Idle => "idle",
-        StallClock::NoProgress => "no_progress",
     }
 }
 
@@ -360,7 +353,7 @@ impl Metrics {
             "ended": ended,
             "ended_killed": by(&KINDS, KillKind::as_str, &self.ended_killed),
             "kills": by(&KINDS, KillKind::as_str, &self.kills),
-            "stalling_warnings": by(&CLOCKS, clock_name, &self.stalling),
+            "stalling_warnings": by(&CLOCKS, StallClock::as_str, &self.stalling),
             "extensions": by(&REASONS, ExtendReason::as_str, &self.extensions),
             "kill_lateness": {
                 "count": self.kill_lateness.count,
