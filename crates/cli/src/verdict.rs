@@ -190,6 +190,7 @@ pub fn kill_detail(kill: &Kill) -> String {
             "our stdout took nothing for {} (the reader stopped reading)",
             format_duration(kill.output_blocked.unwrap_or_default())
         ),
+        other => format!("{other} after {}", format_duration(kill.elapsed)),
     };
     // An announced API back-off storm was under way: the API failed, not the session.
     let detail = match &kill.backoff {
@@ -264,26 +265,18 @@ mod tests {
     #[test]
     fn a_kill_names_the_mcp_call_in_flight() {
         let at = Instant::now();
-        let kill = Kill {
-            id: watchdog_core::Registry::new(watchdog_core::Limits::default())
-                .register(at, watchdog_core::SessionConfig::default()),
-            kind: KillKind::NoProgress,
-            at,
-            elapsed: Duration::from_secs(1900),
-            since_progress: Duration::from_secs(1860),
-            since_keepalive: Duration::from_secs(10),
-            since_tool: Duration::from_secs(1860),
-            last_signal: Some(Signal::KeepAlive),
-            utilization: None,
-            extension: None,
-            mcp_call: Some(McpCall {
-                tool: "mcp__db__query".into(),
-                outstanding: Duration::from_secs(1860),
-            }),
-            output_blocked: None,
-            backoff: None,
-            tree: None,
-        };
+        let id = watchdog_core::Registry::new(watchdog_core::Limits::default())
+            .register(at, watchdog_core::SessionConfig::default());
+        let mut kill = Kill::new(id, KillKind::NoProgress, at);
+        kill.elapsed = Duration::from_secs(1900);
+        kill.since_progress = Duration::from_secs(1860);
+        kill.since_keepalive = Duration::from_secs(10);
+        kill.since_tool = Duration::from_secs(1860);
+        kill.last_signal = Some(Signal::KeepAlive);
+        kill.mcp_call = Some(McpCall {
+            tool: "mcp__db__query".into(),
+            outstanding: Duration::from_secs(1860),
+        });
         assert_eq!(
             kill_detail(&kill),
             "no progress for 31m, only keep-alives (last one 10s ago); in flight: tool \

@@ -20,6 +20,7 @@ use crate::view::LineView;
 
 /// The liveness meaning of one line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Signal {
     /// Real work: model output, tool calls and results, session lifecycle.
     Progress,

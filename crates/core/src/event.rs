@@ -33,6 +33,7 @@ impl std::fmt::Display for SessionId {
 /// Why a session was killed. When several deadlines fall on the same instant, the kind
 /// reported is the first of this list in declaration order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum KillKind {
     /// Total age reached the ceiling. Checked first; wins over everything.
     Ceiling,
@@ -87,6 +88,7 @@ impl std::fmt::Display for KillKind {
 
 /// Why idle patience was extended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ExtendReason {
     /// Rate-limit utilization is at or above `high_utilization` (wins when both hold).
     HighUtilization,
@@ -106,6 +108,7 @@ impl ExtendReason {
 
 /// Which clock is running out in a [`Event::Stalling`] warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StallClock {
     /// The idle clock (no line at all).
     Idle,
@@ -128,6 +131,7 @@ impl StallClock {
 
 /// A kill decision with the facts that explain it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Kill {
     /// The killed session.
     pub id: SessionId,
@@ -165,9 +169,34 @@ pub struct Kill {
     pub tree: Option<Box<crate::evidence::TreeEvidence>>,
 }
 
+impl Kill {
+    /// A kill of session `id` for `kind` at `at` with no other facts (zero durations, nothing
+    /// outstanding): for a host that states a kill itself (a test, a replayed record); set the
+    /// facts it knows on the value.
+    pub fn new(id: SessionId, kind: KillKind, at: Instant) -> Kill {
+        Kill {
+            id,
+            kind,
+            at,
+            elapsed: Duration::ZERO,
+            since_progress: Duration::ZERO,
+            since_keepalive: Duration::ZERO,
+            since_tool: Duration::ZERO,
+            last_signal: None,
+            utilization: None,
+            extension: None,
+            mcp_call: None,
+            output_blocked: None,
+            backoff: None,
+            tree: None,
+        }
+    }
+}
+
 /// Announced API retries (`system/api_retry`) with no progress after their back-off: a storm
 /// the session waits out, as it was at a kill.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Backoff {
     /// Retries announced in this storm.
     pub attempts: u32,
@@ -194,6 +223,7 @@ pub use crate::facts::OutstandingMcp;
 
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The last `result` was a success.
     Success,
@@ -232,6 +262,7 @@ impl Outcome {
 /// Which [`Outcome`] a session had: the project's one outcome vocabulary (the summary's
 /// `outcome`, the metrics' `outcome` label, the telemetry back-fill's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum OutcomeKind {
     /// [`Outcome::Success`].
     Success,

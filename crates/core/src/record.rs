@@ -17,6 +17,7 @@ use crate::rate_limit::RateLimitMonitor;
 
 /// How far a host's kill ladder went (the supervisor's; an in-process session has none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Stage {
     /// An `interrupt` control request was written to stdin (and stdin closed).
     Interrupt,
@@ -62,6 +63,7 @@ impl ChildExit {
 /// Stdout lines counted by kind ([`LineKind`]), each line once, and the over-long lines
 /// (counted there only: a line delivered in pieces is not one of its kinds).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LineCounts {
     by_kind: [u64; LineKind::ALL.len()],
     overlong: u64,

@@ -281,6 +281,7 @@ fn event_line(v: &ReplayRun, e: &TimedEvent) -> String {
             match clock {
                 watchdog_core::StallClock::Idle => "idle",
                 watchdog_core::StallClock::NoProgress => "no-progress",
+                other => other.as_str(),
             },
             format_duration(*remaining)
         ),

@@ -315,6 +315,7 @@ impl Live<'_> {
                 let what = match clock {
                     StallClock::Idle => "no stdout line",
                     StallClock::NoProgress => "no progress (keep-alives only)",
+                    _ => "no progress",
                 };
                 let kind = clock.as_str();
                 self.host.status.say(&format!(

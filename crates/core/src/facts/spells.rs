@@ -29,6 +29,7 @@ use crate::classify::{Class, Signal};
 
 /// What a quiet spell was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum SpellKind {
     /// Waiting on the model.
     Model,
@@ -61,6 +62,7 @@ impl SpellKind {
 
 /// One quiet spell that a line ended, as a live session reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct QuietSpell {
     /// What it was.
     pub kind: SpellKind,

@@ -13,6 +13,7 @@ use crate::view::LineView;
 
 /// What the status line shows as the current activity.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Activity {
     /// Nothing printed yet.
     Starting,

@@ -101,6 +101,7 @@ pub use ledger_url::{LedgerBackend, LedgerUrl, LedgerUrlError, LEDGER_URL_ALLOWE
 /// What made a run worth continuing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Trigger {
     /// The CLI gave up on the output token limit (`api_error: "max_output_tokens"`).
     OutputLimit,
