@@ -67,7 +67,7 @@ const CLOCKS: [StallClock; 2] = StallClock::ALL;
 const REASONS: [ExtendReason; 2] = [ExtendReason::HighUtilization, ExtendReason::PreWrite];
 
 /// Upper bounds of the kill-lateness buckets, in seconds: the CLI's OpenTelemetry histogram
-/// `agent_watchdog.kill.lateness` has the same ones, so the two can be summed.
+/// `agent_watchdog.kill.lateness` takes these, so the two can be summed.
 pub const LATENESS_BOUNDS: [f64; 10] = [
     0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0,
 ];
