@@ -4,17 +4,17 @@
 //! Code sessions, when each must be stopped and why. No I/O, no async runtime, no OS clock: every
 //! call takes `now`, and decisions come back as values and events.
 //!
-//! - [`view`]: a borrowed, lenient view of one stream-json line ([`LineView`]).
+//! - `view`: a borrowed, lenient view of one stream-json line ([`LineView`]).
 //! - `json_scan` (not part of the API): the allocation-free JSON walkers under the view (the
 //!   audit crate reads transcripts with its `skim`).
-//! - [`classify`](mod@classify): what a line means for liveness (the classification contract).
+//! - `classify`: what a line means for liveness (the classification contract: [`classify`]).
 //! - [`config`]: validated limits ([`Limits`], [`SessionConfig`]), the value types that hold
 //!   each rule ([`config::PositiveDuration`], …), every default ([`config::defaults`]), and the
 //!   one table of user-facing options the CLI's flags are built from ([`config::options`]).
-//! - [`registry`]: many sessions on one timer, exact deadlines ([`Registry`]). The one observer
+//! - `registry`: many sessions on one timer, exact deadlines ([`Registry`]). The one observer
 //!   every host drives: each line is read once, for the deadlines, the facts, the tally and the
 //!   rate limits, and everything that follows from it comes back as events and values.
-//! - [`event`]: kills, extensions, stalling warnings, outcomes.
+//! - `event`: kills, extensions, stalling warnings, outcomes ([`Event`]).
 //! - [`evidence`]: facts from the child's process tree, sampled by its host: a busy tool is
 //!   not a hung one, the memory guard, what a kill names.
 //! - [`metrics`]: what a host counts as it delivers events (kills, ends, warnings, kill
@@ -22,7 +22,7 @@
 //! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session
 //!   id ([`ClaudeSessionId`]), the last `result`'s fields ([`ResultFacts`]) and the tally of its
 //!   work ([`facts::Tally`]: activity, turns, subagent failures).
-//! - [`record`]: how one run ended, as one value ([`RunRecord`]), from the registry's end
+//! - `record`: how one run ended, as one value ([`RunRecord`]), from the registry's end
 //!   ([`Registry::finish`]) and the host's own facts (its kill ladder, the exit, the lines).
 //! - [`capture`]: the capture format (recordings of runs).
 //! - [`claude_code`]: what Claude Code itself does, as the watchdog applies it: from how a
@@ -182,24 +182,24 @@
 #![warn(missing_docs)]
 
 pub mod capture;
-pub mod classify;
+mod classify;
 pub mod claude_code;
 pub mod config;
 mod deadline_queue;
-pub mod event;
+mod event;
 pub mod evidence;
 pub mod facts;
 // The audit crate reads transcripts with json_scan::skim; not an API for users.
 #[doc(hidden)]
 pub mod json_scan;
 pub mod metrics;
-pub mod record;
+mod record;
 pub mod reference;
-pub mod registry;
+mod registry;
 pub mod replay;
 mod session;
 pub mod time;
-pub mod view;
+mod view;
 pub mod wall;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
