@@ -203,7 +203,6 @@ mod view;
 pub mod wall;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
-pub use claude_code::HEARTBEAT_TICK;
 pub use config::{ConfigError, Limits, McpLimits, SessionConfig};
 pub use event::{
     Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutcomeKind, OutstandingMcp,

@@ -287,7 +287,7 @@ impl Tally {
                 // show it, with the time it has been outstanding.
                 let Some(tool) = view
                     .tool_name()
-                    .filter(|t| crate::claude_code::is_mcp_tool(t))
+                    .filter(|t| crate::claude_code::mcp::is_mcp_tool(t))
                 else {
                     return;
                 };
