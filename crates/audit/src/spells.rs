@@ -44,7 +44,7 @@ use super::transcript::{Ending, Entry, EntryKind, Format, Stop};
 
 /// What a quiet spell was: the core's, whose classifier ([`watchdog_core::facts::spells`])
 /// decides every spell, live or back-filled.
-pub use watchdog_core::facts::SpellKind;
+pub use watchdog_core::facts::spells::SpellKind;
 
 /// One quiet spell.
 #[derive(Debug, Clone, PartialEq, Eq)]

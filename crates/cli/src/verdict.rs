@@ -4,7 +4,9 @@
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
-use watchdog_core::{Event, Kill, KillKind, LineKind, Outcome, RateLimitMonitor, RunRecord};
+use watchdog_core::{
+    rate_limit::RateLimitMonitor, Event, Kill, KillKind, LineKind, Outcome, RunRecord,
+};
 
 use watchdog_core::config::format_duration;
 
@@ -104,7 +106,7 @@ pub fn rate_limits_json(monitor: &RateLimitMonitor) -> Value {
 }
 
 /// The outcome's details: `{"outcome": name}` plus, for an error result, its
-/// [`ResultFacts`](watchdog_core::ResultFacts).
+/// [`ResultFacts`](watchdog_core::facts::ResultFacts).
 pub fn outcome_fields(outcome: &Outcome) -> Value {
     match outcome {
         Outcome::ErrorResult(result) => {

@@ -37,7 +37,7 @@ pub struct ConfigError {
 }
 
 /// Every default, in one place: the `Default` impls of [`Limits`], [`McpLimits`],
-/// [`Recovery`](crate::Recovery) and the runtime's supervisor, the `# Default` tables of
+/// [`Recovery`](crate::recovery::Recovery) and the runtime's supervisor, the `# Default` tables of
 /// their docs, the command line's help and the README's tables all come from (or are checked
 /// against) these constants.
 pub mod defaults {
@@ -99,16 +99,16 @@ pub mod defaults {
     /// [`McpLimits::margin`](super::McpLimits::margin): one heartbeat tick, 30 s.
     pub const MCP_MARGIN: Duration = HEARTBEAT_TICK;
 
-    /// [`Recovery::max_wait`](crate::Recovery::max_wait): 6 h.
+    /// [`Recovery::max_wait`](crate::recovery::Recovery::max_wait): 6 h.
     pub const MAX_WAIT: PositiveDuration = minutes(6 * 60);
-    /// [`Recovery::reset_margin`](crate::Recovery::reset_margin): 30 s.
+    /// [`Recovery::reset_margin`](crate::recovery::Recovery::reset_margin): 30 s.
     pub const RESET_MARGIN: Duration = Duration::from_secs(30);
 
-    /// [`RateLimitConfig::warn_at`](crate::RateLimitConfig::warn_at): 0.85.
+    /// [`RateLimitConfig::warn_at`](crate::rate_limit::RateLimitConfig::warn_at): 0.85.
     pub const RATE_LIMIT_WARN_AT: Fraction = Fraction::new_const(0.85);
-    /// [`RateLimitConfig::hysteresis`](crate::RateLimitConfig::hysteresis): 0.05.
+    /// [`RateLimitConfig::hysteresis`](crate::rate_limit::RateLimitConfig::hysteresis): 0.05.
     pub const RATE_LIMIT_HYSTERESIS: Fraction = Fraction::new_const(0.05);
-    /// [`RateLimitConfig::fallback_window`](crate::RateLimitConfig::fallback_window).
+    /// [`RateLimitConfig::fallback_window`](crate::rate_limit::RateLimitConfig::fallback_window).
     pub const RATE_LIMIT_FALLBACK_WINDOW: &str = "five_hour";
 
     /// The supervisor's wait after the interrupt request before SIGTERM: 2 s.
@@ -644,7 +644,7 @@ mod default_tables {
             &recovery,
         );
 
-        let rl = crate::RateLimitConfig::default();
+        let rl = crate::rate_limit::RateLimitConfig::default();
         let rate_limit: HashMap<&str, String> = [
             ("warn_at", rl.warn_at().to_string()),
             ("hysteresis", rl.hysteresis().to_string()),

@@ -219,7 +219,7 @@ pub struct McpCall {
     pub outstanding: Duration,
 }
 
-pub use crate::facts::OutstandingMcp;
+use crate::facts::OutstandingMcp;
 
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -335,7 +335,7 @@ pub enum Event {
     },
     /// A `rate_limit_event` line of the session changed the registry's rate-limit reading in a
     /// way worth saying (a warning, a rejection, credits required, a recovery): each once, as
-    /// the [`RateLimitMonitor`](crate::RateLimitMonitor) decides.
+    /// the [`RateLimitMonitor`](crate::rate_limit::RateLimitMonitor) decides.
     RateLimit {
         /// The session whose line it was.
         id: SessionId,
@@ -360,7 +360,7 @@ pub enum Event {
         /// The session.
         id: SessionId,
         /// The spells, oldest first.
-        spells: Vec<crate::facts::QuietSpell>,
+        spells: Vec<crate::facts::spells::QuietSpell>,
     },
     /// The MCP calls the session has outstanding changed: all of them now (empty: none).
     /// Only for a session registered with

@@ -20,8 +20,9 @@
 //! - [`metrics`]: what a host counts as it delivers events (kills, ends, warnings, kill
 //!   lateness), the snapshot, its one Prometheus rendering and the answer to a scrape.
 //! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session
-//!   id ([`ClaudeSessionId`]), the last `result`'s fields ([`ResultFacts`]) and the tally of its
-//!   work ([`facts::Tally`]: activity, turns, subagent failures).
+//!   id ([`facts::ClaudeSessionId`]), the last `result`'s fields ([`facts::ResultFacts`]), the
+//!   tally of its work ([`facts::Tally`]: activity, turns, subagent failures) and its quiet
+//!   spells ([`facts::spells`], the one classifier).
 //! - `record`: how one run ended, as one value ([`RunRecord`]), from the registry's end
 //!   ([`Registry::finish`]) and the host's own facts (its kill ladder, the exit, the lines).
 //! - [`capture`]: the capture format (recordings of runs).
@@ -205,19 +206,15 @@ pub mod wall;
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use config::{ConfigError, Limits, McpLimits, SessionConfig};
 pub use event::{
-    Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutcomeKind, OutstandingMcp,
-    SessionId, StallClock,
+    Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutcomeKind, SessionId,
+    StallClock,
 };
-pub use facts::{ClaudeSessionId, InvalidClaudeSessionId, ResultFacts};
 pub use record::{ChildExit, LineCounts, RunRecord, Stage};
 pub use registry::{Registry, SessionSnapshot, TreeWant};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
 
 pub mod rate_limit;
-pub use rate_limit::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
 
 pub mod warning_filter;
-pub use warning_filter::{StderrFilter, WarningDecision, WarningFilter};
 
 pub mod recovery;
-pub use recovery::{Decision, Ledger, Recovery, TerminalFacts};

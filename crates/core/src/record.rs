@@ -198,7 +198,7 @@ impl RunRecord {
             None,
             None,
             Tally::default(),
-            RateLimitMonitor::new(crate::RateLimitConfig::default()),
+            RateLimitMonitor::new(crate::rate_limit::RateLimitConfig::default()),
         )
     }
 

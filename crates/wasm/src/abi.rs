@@ -10,7 +10,7 @@
 
 use serde_json::json;
 use watchdog_core::reference::{self, OBSERVE_TABLE};
-use watchdog_core::{ExtendReason, KillKind, ResultFacts};
+use watchdog_core::{facts::ResultFacts, ExtendReason, KillKind};
 
 use crate::evaluate::{evaluate as evaluate_timeline, Timeline, Verdict};
 use crate::rate_limit::{self, RateLimitCore};

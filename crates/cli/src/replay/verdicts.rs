@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use watchdog_core::capture::{Entry, EntryView, RecordView};
 use watchdog_core::replay::{ExitRecord, Replay, RunVerdict, Step, TimeFaults, TimedEvent};
-use watchdog_core::{ClaudeSessionId, Event, Kill, Limits, Outcome, RunRecord};
+use watchdog_core::{facts::ClaudeSessionId, Event, Kill, Limits, Outcome, RunRecord};
 
 use crate::event_log::EventLog;
 use crate::verdict::{event_json, record_json};

@@ -8,7 +8,7 @@ use agent_sdk_watchdog::{Batch, LineMeta, Output, RunPhase, StdoutBatch, Supervi
 use serde_json::{json, Value};
 use watchdog_core::capture::Record;
 use watchdog_core::facts::Activity;
-use watchdog_core::{ClaudeSessionId, Event, Kill, LineKind, Signal, StallClock};
+use watchdog_core::{facts::ClaudeSessionId, Event, Kill, LineKind, Signal, StallClock};
 
 use super::host::{wall_ms, Host};
 use super::record::trim_cr;

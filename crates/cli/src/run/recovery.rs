@@ -18,7 +18,9 @@ use watchdog_core::recovery::{
     trigger_of, validate_session_id, ChainRole, Claim, Decision, LedgerState, Marker, Notice, Skip,
     Trigger,
 };
-use watchdog_core::{ClaudeSessionId, Ledger, Recovery, TerminalFacts};
+use watchdog_core::{
+    facts::ClaudeSessionId, recovery::Ledger, recovery::Recovery, recovery::TerminalFacts,
+};
 
 use super::continuation::continuation_argv;
 use super::finished::Finished;

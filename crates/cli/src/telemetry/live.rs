@@ -17,7 +17,7 @@ use opentelemetry::metrics::{Meter, ObservableGauge};
 use opentelemetry::{KeyValue, StringValue};
 use opentelemetry_sdk::logs::SdkLogger;
 use serde_json::Value;
-use watchdog_core::facts::{QuietSpell, SpellKind};
+use watchdog_core::facts::spells::{QuietSpell, SpellKind};
 use watchdog_core::{Event, LineKind, StallClock};
 
 use super::gauges::Gauges;

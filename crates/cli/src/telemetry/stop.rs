@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use opentelemetry::KeyValue;
 use serde_json::Value;
-use watchdog_core::facts::SpellKind;
+use watchdog_core::facts::spells::SpellKind;
 use watchdog_core::StallClock;
 
 use super::instruments::Instruments;

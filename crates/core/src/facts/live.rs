@@ -144,7 +144,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::facts::SpellKind;
+    use crate::facts::spells::SpellKind;
     use crate::{Event, Limits, Registry, SessionConfig, SessionId};
 
     const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s1"}"#;

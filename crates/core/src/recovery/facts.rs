@@ -80,7 +80,7 @@ impl TerminalFacts {
     ///
     /// ```
     /// use std::time::Instant;
-    /// use watchdog_core::{Limits, Registry, SessionConfig, TerminalFacts};
+    /// use watchdog_core::{Limits, Registry, SessionConfig, recovery::TerminalFacts};
     /// let t0 = Instant::now();
     /// let mut reg = Registry::new(Limits::default());
     /// let id = reg.register(t0, SessionConfig::default());

@@ -43,7 +43,7 @@
 //!
 //! ```
 //! use watchdog_core::recovery::*;
-//! use watchdog_core::{ClaudeSessionId, Outcome, ResultFacts};
+//! use watchdog_core::{facts::ClaudeSessionId, Outcome, facts::ResultFacts};
 //!
 //! let id = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 //! let cut_off = Outcome::ErrorResult(Box::new(ResultFacts {
@@ -250,7 +250,7 @@ impl Recovery {
     ///
     /// ```
     /// use watchdog_core::config::PositiveDuration;
-    /// use watchdog_core::Recovery;
+    /// use watchdog_core::recovery::Recovery;
     /// let mut r = Recovery::default();
     /// r.set_max_wait("1h".parse::<PositiveDuration>().unwrap());
     /// assert_eq!(r.max_wait().as_secs(), 3600);

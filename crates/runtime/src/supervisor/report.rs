@@ -3,7 +3,7 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use watchdog_core::{ClaudeSessionId, Event, Kill, Outcome, RunRecord};
+use watchdog_core::{facts::ClaudeSessionId, Event, Kill, Outcome, RunRecord};
 pub use watchdog_core::{LineCounts, Stage};
 
 use super::facilities::Facility;
