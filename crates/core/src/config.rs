@@ -9,32 +9,22 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-mod mcp;
+pub(crate) mod mcp;
 pub mod options;
-mod session;
+pub(crate) mod session;
 mod size;
-mod values;
+pub(crate) mod values;
 
-pub use mcp::McpLimits;
-pub use session::SessionConfig;
+// Named from the crate root only.
+pub(crate) use mcp::McpLimits;
+pub(crate) use session::SessionConfig;
 pub use size::{format_bytes, ByteSize};
+pub(crate) use values::ConfigError;
 
 pub use values::{
     format_duration, parse_duration, Factor, Fraction, HumanDuration, IntoValid, InvalidValue,
     NonZeroFraction, PositiveDuration, MAX_DURATION,
 };
-
-/// An invalid policy value: names the option, the allowed range and the value given.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{option} must be {allowed}, got {value}")]
-pub struct ConfigError {
-    /// The option, e.g. `idle`.
-    pub option: &'static str,
-    /// The allowed range, e.g. `a duration > 0`.
-    pub allowed: &'static str,
-    /// The rejected value, rendered.
-    pub value: String,
-}
 
 /// Every default, in one place: the `Default` impls of [`Limits`], [`McpLimits`],
 /// [`Recovery`](crate::recovery::Recovery) and the runtime's supervisor, the `# Default` tables of

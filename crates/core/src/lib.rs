@@ -204,7 +204,10 @@ mod view;
 pub mod wall;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
-pub use config::{ConfigError, Limits, McpLimits, SessionConfig};
+pub use config::mcp::McpLimits;
+pub use config::session::SessionConfig;
+pub use config::values::ConfigError;
+pub use config::Limits;
 pub use event::{
     Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutcomeKind, SessionId,
     StallClock,
