@@ -85,9 +85,10 @@ pub mod defaults {
 
     /// [`McpLimits::give_up`](super::McpLimits::give_up): Claude Code's idle limit on a stdio
     /// server's call, 1,800 s.
-    pub const MCP_GIVE_UP: Option<PositiveDuration> = Some(PositiveDuration::new_const(STDIO_IDLE));
+    pub(crate) const MCP_GIVE_UP: Option<PositiveDuration> =
+        Some(PositiveDuration::new_const(STDIO_IDLE));
     /// [`McpLimits::margin`](super::McpLimits::margin): one heartbeat tick, 30 s.
-    pub const MCP_MARGIN: Duration = HEARTBEAT_TICK;
+    pub(crate) const MCP_MARGIN: Duration = HEARTBEAT_TICK;
 
     /// [`Recovery::max_wait`](crate::recovery::Recovery::max_wait): 6 h.
     pub const MAX_WAIT: PositiveDuration = minutes(6 * 60);
@@ -95,11 +96,11 @@ pub mod defaults {
     pub const RESET_MARGIN: Duration = Duration::from_secs(30);
 
     /// [`RateLimitConfig::warn_at`](crate::rate_limit::RateLimitConfig::warn_at): 0.85.
-    pub const RATE_LIMIT_WARN_AT: Fraction = Fraction::new_const(0.85);
+    pub(crate) const RATE_LIMIT_WARN_AT: Fraction = Fraction::new_const(0.85);
     /// [`RateLimitConfig::hysteresis`](crate::rate_limit::RateLimitConfig::hysteresis): 0.05.
-    pub const RATE_LIMIT_HYSTERESIS: Fraction = Fraction::new_const(0.05);
+    pub(crate) const RATE_LIMIT_HYSTERESIS: Fraction = Fraction::new_const(0.05);
     /// [`RateLimitConfig::fallback_window`](crate::rate_limit::RateLimitConfig::fallback_window).
-    pub const RATE_LIMIT_FALLBACK_WINDOW: &str = "five_hour";
+    pub(crate) const RATE_LIMIT_FALLBACK_WINDOW: &str = "five_hour";
 
     /// The supervisor's wait after the interrupt request before SIGTERM: 2 s.
     pub const INTERRUPT_GRACE: Duration = Duration::from_secs(2);

@@ -96,7 +96,8 @@ pub use ledger::{
     validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, LedgerState, Marker,
     MemoryLedger, MARKER_VERSION,
 };
-pub use ledger_url::{LedgerBackend, LedgerUrl, LedgerUrlError, LEDGER_URL_ALLOWED};
+pub(crate) use ledger_url::LEDGER_URL_ALLOWED;
+pub use ledger_url::{LedgerBackend, LedgerUrl, LedgerUrlError};
 
 /// What made a run worth continuing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
