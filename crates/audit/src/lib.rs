@@ -32,10 +32,6 @@ mod recommendation;
 mod sessions;
 mod summary;
 
-/// A live run's quiet spells are the audit's (a test over the recordings in `testdata/`).
-#[cfg(test)]
-mod live_spells_agree;
-
 use std::borrow::Cow;
 use std::path::PathBuf;
 

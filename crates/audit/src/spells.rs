@@ -5,7 +5,9 @@
 //! Its `quiet_ms` is the longest gap between *any* two entries inside it (keep-alives included):
 //! what the idle clock sees. Without keep-alives the two are equal.
 //!
-//! Its kind is decided by the state when it began and the entry that ended it:
+//! Every spell is the core's classifier's ([`SpellTracker`], the one a live run uses), fed
+//! each entry with what a reader of the whole file knows besides. Its kind is decided by the
+//! state when it began and the entry that ended it:
 //!
 //! | kind | when |
 //! |---|---|
@@ -33,11 +35,16 @@
 //! A person's prompt after a final answer starts a new **run** (in print mode, a new process:
 //! `--resume`/`--continue`). The simulation supervises each run separately.
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use watchdog_core::facts::spells::{asks_a_person, PendingTool, ProgressLine, SpellTracker};
+
 use super::transcript::{Ending, Entry, EntryKind, Format, Stop};
 
-/// What a quiet spell was: the core's, which a live run's spells also use
-/// ([`watchdog_core::facts::spells`]), so that live and back-filled spells are of one kind.
-pub use watchdog_core::facts::SpellKind;
+/// What a quiet spell was: the core's, whose classifier ([`watchdog_core::facts::spells`])
+/// decides every spell, live or back-filled.
+pub use watchdog_core::facts::spells::SpellKind;
 
 /// One quiet spell.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,8 +77,6 @@ pub struct Analysis {
     /// Tool ids whose call waited on a person.
     pub human_tools: Vec<Box<str>>,
 }
-
-const ASK_USER: &str = "AskUserQuestion";
 
 /// Whether an entry is a person's prompt (a queued prompt, or a typed one).
 fn is_human_prompt(k: &EntryKind) -> bool {
@@ -112,8 +117,18 @@ fn settle_ending(k: &EntryKind) -> Option<Ending> {
     }
 }
 
-/// Analyse one session's entries.
-pub fn analyse(format: Format, entries: &[Entry]) -> Analysis {
+/// A pending call `(id, name)`, with whether a person answered its permission.
+fn pending_tool<'e>(human_tools: &[Box<str>], (id, name): (&str, &'e Arc<str>)) -> PendingTool<'e> {
+    PendingTool {
+        name,
+        person_answered: human_tools.iter().any(|h| &**h == id),
+    }
+}
+
+/// Analyse one session's entries: its spells are the core's [`SpellTracker`]'s, fed each
+/// entry in virtual time (one base instant plus the entry's offset) with what a reader of the
+/// whole file knows besides (which calls a person answered, a person's prompt, an interrupt).
+pub fn analyse<'e>(format: Format, entries: &'e [Entry]) -> Analysis {
     let mut a = Analysis::default();
     // Which entries settle: captures have `result` lines; transcripts need a look-ahead.
     let mut settles = vec![None; entries.len()];
@@ -151,7 +166,7 @@ pub fn analyse(format: Format, entries: &[Entry]) -> Analysis {
     for e in entries {
         match &e.kind {
             EntryKind::Assistant { tools, .. } => {
-                for t in tools.iter().filter(|t| &*t.name == ASK_USER) {
+                for t in tools.iter().filter(|t| asks_a_person(&t.name)) {
                     ask_ids.push(&t.id);
                 }
             }
@@ -172,23 +187,21 @@ pub fn analyse(format: Format, entries: &[Entry]) -> Analysis {
     } else {
         first.t
     };
-    let mut last_any = first.t;
-    let mut settled = false;
-    let mut pending: Vec<(&str, &str)> = Vec::new();
+    let base = Instant::now();
+    let at = |t: i64| base + Duration::from_millis((t - first.t).max(0) as u64);
+    let mut spells = SpellTracker::default();
+    let mut pending: Vec<(&str, &'e Arc<str>)> = Vec::new();
     let mut human_wait = false;
-    let mut spell_human = false;
-    let mut last_work: Option<(usize, i64)> = None;
-    let mut quiet = 0u64;
+    let mut last_work: Option<usize> = None;
     let mut ending = Ending::NoResult;
     a.run_starts.push(0);
     for (i, e) in entries.iter().enumerate() {
-        let gap = (e.t - last_any).max(0) as u64;
-        quiet = quiet.max(gap);
-        last_any = e.t;
+        let now = at(e.t);
+        spells.line(now);
         match &e.kind {
             EntryKind::HumanWaitStart => {
                 human_wait = true;
-                spell_human = true;
+                spells.human_wait();
             }
             EntryKind::HumanWaitEnd => human_wait = false,
             _ => {}
@@ -196,73 +209,74 @@ pub fn analyse(format: Format, entries: &[Entry]) -> Analysis {
         if !e.kind.is_progress() {
             continue;
         }
-        if let Some((prev_i, prev_t)) = last_work {
-            let prev_kind = &entries[prev_i].kind;
-            let mut tool = None;
-            let kind = if settled {
-                SpellKind::AfterResult
-            } else if spell_human || human_wait {
-                tool = pending.last().map(|(_, name)| Box::from(*name));
-                SpellKind::Human
-            } else if !pending.is_empty() {
-                let answered = match &e.kind {
-                    EntryKind::ToolResults { ids, .. } => pending
-                        .iter()
-                        .find(|(id, _)| ids.iter().any(|x| &**x == *id)),
-                    _ => None,
-                };
-                let (id, name) = *answered.or(pending.last()).unwrap_or(&("", ""));
-                tool = Some(Box::from(name));
-                if a.human_tools.iter().any(|h| &**h == id) {
-                    SpellKind::Human
-                } else {
-                    SpellKind::Tool
-                }
-            } else if matches!(e.kind, EntryKind::Enqueue)
-                || (is_human_prompt(&e.kind) && !matches!(prev_kind, EntryKind::Enqueue))
-            {
-                SpellKind::Human
-            } else {
-                SpellKind::Model
-            };
-            let interrupted = is_interrupt(&e.kind)
-                || entries[i + 1..]
-                    .iter()
-                    .find(|n| n.kind.is_progress())
-                    .is_some_and(|n| is_interrupt(&n.kind));
+        let tool = |call: &(&str, &'e Arc<str>)| pending_tool(&a.human_tools, *call);
+        let answered = match &e.kind {
+            EntryKind::ToolResults { ids, .. } => pending
+                .iter()
+                .find(|(id, _)| ids.iter().any(|x| &**x == *id)),
+            _ => None,
+        };
+        let after_enqueue =
+            last_work.is_some_and(|p| matches!(entries[p].kind, EntryKind::Enqueue));
+        let interrupted = is_interrupt(&e.kind)
+            || entries[i + 1..]
+                .iter()
+                .find(|n| n.kind.is_progress())
+                .is_some_and(|n| is_interrupt(&n.kind));
+        let was_settled = spells.settled();
+        let spell = spells.progress(
+            now,
+            ProgressLine {
+                waiting_on_person: human_wait,
+                last_pending: pending.last().map(tool),
+                answered: answered.map(tool),
+                by_person: matches!(e.kind, EntryKind::Enqueue)
+                    || (is_human_prompt(&e.kind) && !after_enqueue),
+                interrupted,
+                settles: settles[i].is_some(),
+                // A transcript's `system` entries and a subagent's activity leave a settled
+                // session settled.
+                top_level: matches!(
+                    e.kind,
+                    EntryKind::Assistant { .. }
+                        | EntryKind::ToolResults { .. }
+                        | EntryKind::Prompt { .. }
+                        | EntryKind::Enqueue
+                        | EntryKind::Progress
+                ),
+            },
+        );
+        if let Some(s) = spell {
+            let started = first.t + s.started.duration_since(base).as_millis() as i64;
             a.spells.push(Spell {
-                kind,
-                tool,
-                start_ms: (prev_t - t0).max(0) as u64,
-                ms: (e.t - prev_t).max(0) as u64,
-                quiet_ms: quiet,
-                productive: matches!(kind, SpellKind::Model | SpellKind::Tool) && !interrupted,
+                kind: s.kind,
+                tool: s.tool.map(|t| Box::from(&*t)),
+                start_ms: (started - t0).max(0) as u64,
+                ms: s.length.as_millis() as u64,
+                quiet_ms: s.quiet.as_millis() as u64,
+                productive: s.productive,
             });
         }
         // A person's prompt after a final answer starts a new run.
-        if settled && is_human_prompt(&e.kind) && i > 0 {
+        if was_settled && is_human_prompt(&e.kind) && i > 0 {
             a.run_starts.push(i);
         }
-        // The entry's effect on the state.
+        // The entry's effect on the pending calls and the ending.
         if let Some(end) = settles[i] {
-            settled = true;
             pending.clear();
             ending = end;
             a.settles.push((i, end));
         } else {
             match &e.kind {
                 EntryKind::Assistant { tools, .. } => {
-                    settled = false;
-                    pending.extend(tools.iter().map(|t| (&*t.id, &*t.name)));
+                    pending.extend(tools.iter().map(|t| (&*t.id, &t.name)));
                     ending = Ending::NoResult;
                 }
                 EntryKind::ToolResults { ids, .. } => {
-                    settled = false;
                     pending.retain(|(id, _)| !ids.iter().any(|x| &**x == *id));
                     ending = Ending::NoResult;
                 }
                 EntryKind::Prompt { interrupt, .. } => {
-                    settled = false;
                     if *interrupt {
                         pending.clear();
                         ending = Ending::Interrupted;
@@ -270,16 +284,11 @@ pub fn analyse(format: Format, entries: &[Entry]) -> Analysis {
                         ending = Ending::NoResult;
                     }
                 }
-                EntryKind::Enqueue | EntryKind::Progress => {
-                    settled = false;
-                    ending = Ending::NoResult;
-                }
+                EntryKind::Enqueue | EntryKind::Progress => ending = Ending::NoResult,
                 _ => {}
             }
         }
-        last_work = Some((i, e.t));
-        quiet = 0;
-        spell_human = human_wait;
+        last_work = Some(i);
     }
     a.ending = Some(ending);
     a

@@ -12,7 +12,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use watchdog_core::capture::{Entry, Record, StartFacts};
-use watchdog_core::claude_code::{relevant_env, Invocation, McpSetup};
+use watchdog_core::claude_code::mcp::McpSetup;
+use watchdog_core::claude_code::{relevant_env, Invocation};
 use watchdog_core::Limits;
 
 /// An MCP config larger than this is not read (its servers get the default limits).

@@ -75,6 +75,8 @@ pub fn for_kill(kind: KillKind) -> i32 {
         KillKind::Ceiling => KILLED_CEILING,
         KillKind::OutputBlocked => KILLED_OUTPUT_BLOCKED,
         KillKind::Memory => KILLED_MEMORY,
+        // A kind this build does not know: the code of a watchdog kill after going quiet.
+        _ => KILLED_STALLED,
     }
 }
 
@@ -256,7 +258,7 @@ The summary's `kill` and `interrupted` fields are null when the code is the comm
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
     use watchdog_core::{ChildExit, Kill, Limits, LineKind, Registry, SessionConfig};
 
     /// A record: `outcome`, the child's status (a code, or 128 + N for signal N), stream-json
@@ -286,22 +288,8 @@ mod tests {
         });
         r.kill = kill.map(|kind| {
             let at = Instant::now();
-            Kill {
-                id: Registry::new(Limits::default()).register(at, SessionConfig::default()),
-                kind,
-                at,
-                elapsed: Duration::ZERO,
-                since_progress: Duration::ZERO,
-                since_keepalive: Duration::ZERO,
-                since_tool: Duration::ZERO,
-                last_signal: None,
-                utilization: None,
-                extension: None,
-                mcp_call: None,
-                output_blocked: None,
-                backoff: None,
-                tree: None,
-            }
+            let id = Registry::new(Limits::default()).register(at, SessionConfig::default());
+            Kill::new(id, kind, at)
         });
         r
     }

@@ -261,7 +261,7 @@ impl clap::builder::TypedValueParser for LedgerUrlParser {
 #[cfg(test)]
 mod tests {
     use clap::Parser;
-    use watchdog_core::Recovery;
+    use watchdog_core::recovery::Recovery;
 
     use super::*;
 

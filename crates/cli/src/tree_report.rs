@@ -197,22 +197,14 @@ mod tests {
 
     fn kill(kind: KillKind, tree: TreeEvidence) -> Kill {
         let at = Instant::now();
-        Kill {
-            id: Registry::new(Limits::default()).register(at, SessionConfig::default()),
-            kind,
-            at,
-            elapsed: Duration::from_secs(1860),
-            since_progress: Duration::from_secs(1860),
-            since_keepalive: Duration::from_secs(10),
-            since_tool: Duration::from_secs(1860),
-            last_signal: None,
-            utilization: None,
-            extension: None,
-            mcp_call: None,
-            output_blocked: None,
-            backoff: None,
-            tree: Some(Box::new(tree)),
-        }
+        let id = Registry::new(Limits::default()).register(at, SessionConfig::default());
+        let mut k = Kill::new(id, kind, at);
+        k.elapsed = Duration::from_secs(1860);
+        k.since_progress = Duration::from_secs(1860);
+        k.since_keepalive = Duration::from_secs(10);
+        k.since_tool = Duration::from_secs(1860);
+        k.tree = Some(Box::new(tree));
+        k
     }
 
     fn git_push() -> ProcFacts {
@@ -232,22 +224,16 @@ mod tests {
     }
 
     fn evidence() -> TreeEvidence {
-        TreeEvidence {
-            tool: Some(ToolCall {
-                name: "Bash".into(),
-                outstanding: Duration::from_secs(1800),
-            }),
-            named: Some(git_push()),
-            busy: false,
-            held: Duration::ZERO,
-            capped: false,
-            rss: Some(300 << 20),
-            peak_rss: Some(400 << 20),
-            max_rss: None,
-            over_rss: None,
-            sample_age: Some(Duration::from_millis(400)),
-            unavailable: None,
-        }
+        let mut e = TreeEvidence::default();
+        e.tool = Some(ToolCall {
+            name: "Bash".into(),
+            outstanding: Duration::from_secs(1800),
+        });
+        e.named = Some(git_push());
+        e.rss = Some(300 << 20);
+        e.peak_rss = Some(400 << 20);
+        e.sample_age = Some(Duration::from_millis(400));
+        e
     }
 
     #[test]

@@ -4,8 +4,9 @@
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
-use watchdog_core::StallClock;
-use watchdog_core::{Event, Kill, KillKind, LineKind, Outcome, RateLimitMonitor, RunRecord};
+use watchdog_core::{
+    rate_limit::RateLimitMonitor, Event, Kill, KillKind, LineKind, Outcome, RunRecord,
+};
 
 use watchdog_core::config::format_duration;
 
@@ -105,7 +106,7 @@ pub fn rate_limits_json(monitor: &RateLimitMonitor) -> Value {
 }
 
 /// The outcome's details: `{"outcome": name}` plus, for an error result, its
-/// [`ResultFacts`](watchdog_core::ResultFacts).
+/// [`ResultFacts`](watchdog_core::facts::ResultFacts).
 pub fn outcome_fields(outcome: &Outcome) -> Value {
     match outcome {
         Outcome::ErrorResult(result) => {
@@ -115,13 +116,6 @@ pub fn outcome_fields(outcome: &Outcome) -> Value {
         }
         Outcome::Killed { kind } => json!({"outcome": outcome.as_str(), "kind": kind.as_str()}),
         _ => json!({"outcome": outcome.as_str()}),
-    }
-}
-
-fn clock_name(c: StallClock) -> &'static str {
-    match c {
-        StallClock::Idle => "idle",
-        StallClock::NoProgress => "no_progress",
     }
 }
 
@@ -143,7 +137,7 @@ pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
         } => json!({
             "t_ms": t_ms,
             "event": "stalling",
-            "clock": clock_name(*clock),
+            "clock": clock.as_str(),
             "remaining_ms": ms(*remaining),
         }),
         Event::Settled { .. } => json!({"t_ms": t_ms, "event": "settled"}),
@@ -198,6 +192,7 @@ pub fn kill_detail(kill: &Kill) -> String {
             "our stdout took nothing for {} (the reader stopped reading)",
             format_duration(kill.output_blocked.unwrap_or_default())
         ),
+        other => format!("{other} after {}", format_duration(kill.elapsed)),
     };
     // An announced API back-off storm was under way: the API failed, not the session.
     let detail = match &kill.backoff {
@@ -272,26 +267,18 @@ mod tests {
     #[test]
     fn a_kill_names_the_mcp_call_in_flight() {
         let at = Instant::now();
-        let kill = Kill {
-            id: watchdog_core::Registry::new(watchdog_core::Limits::default())
-                .register(at, watchdog_core::SessionConfig::default()),
-            kind: KillKind::NoProgress,
-            at,
-            elapsed: Duration::from_secs(1900),
-            since_progress: Duration::from_secs(1860),
-            since_keepalive: Duration::from_secs(10),
-            since_tool: Duration::from_secs(1860),
-            last_signal: Some(Signal::KeepAlive),
-            utilization: None,
-            extension: None,
-            mcp_call: Some(McpCall {
-                tool: "mcp__db__query".into(),
-                outstanding: Duration::from_secs(1860),
-            }),
-            output_blocked: None,
-            backoff: None,
-            tree: None,
-        };
+        let id = watchdog_core::Registry::new(watchdog_core::Limits::default())
+            .register(at, watchdog_core::SessionConfig::default());
+        let mut kill = Kill::new(id, KillKind::NoProgress, at);
+        kill.elapsed = Duration::from_secs(1900);
+        kill.since_progress = Duration::from_secs(1860);
+        kill.since_keepalive = Duration::from_secs(10);
+        kill.since_tool = Duration::from_secs(1860);
+        kill.last_signal = Some(Signal::KeepAlive);
+        kill.mcp_call = Some(McpCall {
+            tool: "mcp__db__query".into(),
+            outstanding: Duration::from_secs(1860),
+        });
         assert_eq!(
             kill_detail(&kill),
             "no progress for 31m, only keep-alives (last one 10s ago); in flight: tool \

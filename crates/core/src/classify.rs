@@ -1,25 +1,10 @@
-//! What one stream-json line means for liveness: the classification contract.
-//!
-//! | line | counts as |
-//! |---|---|
-//! | `assistant`, `user`, `system/init`, `system/status`, `system/thinking_tokens`, `system/task_*`, `system/hook_*`, `system/compact_boundary`, `tool_use_summary`, any `stream_event` whose `event.type` is not `ping` and that carries no `abandoned_blocks`; subagent lines alike | [`Signal::Progress`] |
-//! | `stream_event` `ping` or with `abandoned_blocks`, `tool_progress`, `rate_limit_event`, `system/api_retry`, every other `system` subtype, `control_request` / `control_response` / `control_cancel_request` (except a human wait), any unknown `type`, an unparseable line | [`Signal::KeepAlive`] |
-//! | `result` (any subtype) | [`Signal::Settle`] |
-//! | `system/session_state_changed` with `state: "requires_action"`, or a `control_request` whose `request.subtype` is `can_use_tool` | [`Signal::HumanWait`] |
-//!
-//! The classifier is pure and total: every input, including garbage, gets a class.
-//!
-//! **MCP calls.** While an MCP tool call is outstanding Claude Code prints nothing but a
-//! `tool_progress` heartbeat every 30 s (`tool_name` `mcp__<server>__<tool>`, the call's id in
-//! `parent_tool_use_id`): keep-alives, so the no-progress clock runs. Claude Code aborts such a
-//! call by itself (1,800 s without a response for a stdio server by default) and the session
-//! goes on; the registry therefore keeps the no-progress kill from coming before that point
-//! plus a margin (see [`McpLimits`](crate::McpLimits)). The classification itself is unchanged.
+//! What one stream-json line means for liveness: the contract is [`classify`]'s docs.
 
 use crate::view::LineView;
 
 /// The liveness meaning of one line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Signal {
     /// Real work: model output, tool calls and results, session lifecycle.
     Progress,
@@ -152,7 +137,23 @@ impl Class {
     };
 }
 
-/// Classify one parsed line (see the module docs for the table).
+/// Classify one parsed line: what it means for liveness, the classification contract.
+///
+/// | line | counts as |
+/// |---|---|
+/// | `assistant`, `user`, `system/init`, `system/status`, `system/thinking_tokens`, `system/task_*`, `system/hook_*`, `system/compact_boundary`, `tool_use_summary`, any `stream_event` whose `event.type` is not `ping` and that carries no `abandoned_blocks`; subagent lines alike | [`Signal::Progress`] |
+/// | `stream_event` `ping` or with `abandoned_blocks`, `tool_progress`, `rate_limit_event`, `system/api_retry`, every other `system` subtype, `control_request` / `control_response` / `control_cancel_request` (except a human wait), any unknown `type`, an unparseable line | [`Signal::KeepAlive`] |
+/// | `result` (any subtype) | [`Signal::Settle`] |
+/// | `system/session_state_changed` with `state: "requires_action"`, or a `control_request` whose `request.subtype` is `can_use_tool` | [`Signal::HumanWait`] |
+///
+/// The classifier is pure and total: every input, including garbage, gets a class.
+///
+/// **MCP calls.** While an MCP tool call is outstanding Claude Code prints nothing but a
+/// `tool_progress` heartbeat every 30 s (`tool_name` `mcp__<server>__<tool>`, the call's id in
+/// `parent_tool_use_id`): keep-alives, so the no-progress clock runs. Claude Code aborts such a
+/// call by itself (1,800 s without a response for a stdio server by default) and the session
+/// goes on; the registry therefore keeps the no-progress kill from coming before that point
+/// plus a margin (see [`McpLimits`](crate::McpLimits)). The classification itself is unchanged.
 pub fn classify(view: &LineView<'_>) -> Class {
     use LineKind as K;
     use Signal::*;

@@ -9,35 +9,25 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-mod mcp;
+pub(crate) mod mcp;
 pub mod options;
-mod session;
+pub(crate) mod session;
 mod size;
-mod values;
+pub(crate) mod values;
 
-pub use mcp::McpLimits;
-pub use session::SessionConfig;
+// Named from the crate root only.
+pub(crate) use mcp::McpLimits;
+pub(crate) use session::SessionConfig;
 pub use size::{format_bytes, ByteSize};
+pub(crate) use values::ConfigError;
 
 pub use values::{
     format_duration, parse_duration, Factor, Fraction, HumanDuration, IntoValid, InvalidValue,
     NonZeroFraction, PositiveDuration, MAX_DURATION,
 };
 
-/// An invalid policy value: names the option, the allowed range and the value given.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{option} must be {allowed}, got {value}")]
-pub struct ConfigError {
-    /// The option, e.g. `idle`.
-    pub option: &'static str,
-    /// The allowed range, e.g. `a duration > 0`.
-    pub allowed: &'static str,
-    /// The rejected value, rendered.
-    pub value: String,
-}
-
 /// Every default, in one place: the `Default` impls of [`Limits`], [`McpLimits`],
-/// [`Recovery`](crate::Recovery) and the runtime's supervisor, the `# Default` tables of
+/// [`Recovery`](crate::recovery::Recovery) and the runtime's supervisor, the `# Default` tables of
 /// their docs, the command line's help and the guide's tables (docs/cli.md) all come from (or are checked
 /// against) these constants.
 pub mod defaults {
@@ -95,21 +85,22 @@ pub mod defaults {
 
     /// [`McpLimits::give_up`](super::McpLimits::give_up): Claude Code's idle limit on a stdio
     /// server's call, 1,800 s.
-    pub const MCP_GIVE_UP: Option<PositiveDuration> = Some(PositiveDuration::new_const(STDIO_IDLE));
+    pub(crate) const MCP_GIVE_UP: Option<PositiveDuration> =
+        Some(PositiveDuration::new_const(STDIO_IDLE));
     /// [`McpLimits::margin`](super::McpLimits::margin): one heartbeat tick, 30 s.
-    pub const MCP_MARGIN: Duration = HEARTBEAT_TICK;
+    pub(crate) const MCP_MARGIN: Duration = HEARTBEAT_TICK;
 
-    /// [`Recovery::max_wait`](crate::Recovery::max_wait): 6 h.
+    /// [`Recovery::max_wait`](crate::recovery::Recovery::max_wait): 6 h.
     pub const MAX_WAIT: PositiveDuration = minutes(6 * 60);
-    /// [`Recovery::reset_margin`](crate::Recovery::reset_margin): 30 s.
+    /// [`Recovery::reset_margin`](crate::recovery::Recovery::reset_margin): 30 s.
     pub const RESET_MARGIN: Duration = Duration::from_secs(30);
 
-    /// [`RateLimitConfig::warn_at`](crate::RateLimitConfig::warn_at): 0.85.
-    pub const RATE_LIMIT_WARN_AT: Fraction = Fraction::new_const(0.85);
-    /// [`RateLimitConfig::hysteresis`](crate::RateLimitConfig::hysteresis): 0.05.
-    pub const RATE_LIMIT_HYSTERESIS: Fraction = Fraction::new_const(0.05);
-    /// [`RateLimitConfig::fallback_window`](crate::RateLimitConfig::fallback_window).
-    pub const RATE_LIMIT_FALLBACK_WINDOW: &str = "five_hour";
+    /// [`RateLimitConfig::warn_at`](crate::rate_limit::RateLimitConfig::warn_at): 0.85.
+    pub(crate) const RATE_LIMIT_WARN_AT: Fraction = Fraction::new_const(0.85);
+    /// [`RateLimitConfig::hysteresis`](crate::rate_limit::RateLimitConfig::hysteresis): 0.05.
+    pub(crate) const RATE_LIMIT_HYSTERESIS: Fraction = Fraction::new_const(0.05);
+    /// [`RateLimitConfig::fallback_window`](crate::rate_limit::RateLimitConfig::fallback_window).
+    pub(crate) const RATE_LIMIT_FALLBACK_WINDOW: &str = "five_hour";
 
     /// The supervisor's wait after the interrupt request before SIGTERM: 2 s.
     pub const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
@@ -644,7 +635,7 @@ mod default_tables {
             &recovery,
         );
 
-        let rl = crate::RateLimitConfig::default();
+        let rl = crate::rate_limit::RateLimitConfig::default();
         let rate_limit: HashMap<&str, String> = [
             ("warn_at", rl.warn_at().to_string()),
             ("hysteresis", rl.hysteresis().to_string()),

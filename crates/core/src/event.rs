@@ -33,6 +33,7 @@ impl std::fmt::Display for SessionId {
 /// Why a session was killed. When several deadlines fall on the same instant, the kind
 /// reported is the first of this list in declaration order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum KillKind {
     /// Total age reached the ceiling. Checked first; wins over everything.
     Ceiling,
@@ -87,6 +88,7 @@ impl std::fmt::Display for KillKind {
 
 /// Why idle patience was extended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ExtendReason {
     /// Rate-limit utilization is at or above `high_utilization` (wins when both hold).
     HighUtilization,
@@ -106,6 +108,7 @@ impl ExtendReason {
 
 /// Which clock is running out in a [`Event::Stalling`] warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StallClock {
     /// The idle clock (no line at all).
     Idle,
@@ -113,8 +116,22 @@ pub enum StallClock {
     NoProgress,
 }
 
+impl StallClock {
+    /// Both clocks, in report order.
+    pub const ALL: [StallClock; 2] = [StallClock::Idle, StallClock::NoProgress];
+
+    /// Snake-case name: `idle`, `no_progress` (the metrics' and telemetry's `clock` label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StallClock::Idle => "idle",
+            StallClock::NoProgress => "no_progress",
+        }
+    }
+}
+
 /// A kill decision with the facts that explain it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Kill {
     /// The killed session.
     pub id: SessionId,
@@ -152,9 +169,34 @@ pub struct Kill {
     pub tree: Option<Box<crate::evidence::TreeEvidence>>,
 }
 
+impl Kill {
+    /// A kill of session `id` for `kind` at `at` with no other facts (zero durations, nothing
+    /// outstanding): for a host that states a kill itself (a test, a replayed record); set the
+    /// facts it knows on the value.
+    pub fn new(id: SessionId, kind: KillKind, at: Instant) -> Kill {
+        Kill {
+            id,
+            kind,
+            at,
+            elapsed: Duration::ZERO,
+            since_progress: Duration::ZERO,
+            since_keepalive: Duration::ZERO,
+            since_tool: Duration::ZERO,
+            last_signal: None,
+            utilization: None,
+            extension: None,
+            mcp_call: None,
+            output_blocked: None,
+            backoff: None,
+            tree: None,
+        }
+    }
+}
+
 /// Announced API retries (`system/api_retry`) with no progress after their back-off: a storm
 /// the session waits out, as it was at a kill.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Backoff {
     /// Retries announced in this storm.
     pub attempts: u32,
@@ -177,10 +219,11 @@ pub struct McpCall {
     pub outstanding: Duration,
 }
 
-pub use crate::facts::OutstandingMcp;
+use crate::facts::OutstandingMcp;
 
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The last `result` was a success.
     Success,
@@ -199,14 +242,58 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// Snake-case name: `success`, `error_result`, `killed`, `no_result`, `incomplete`.
-    pub fn as_str(&self) -> &'static str {
+    /// Which outcome it is, without its facts.
+    pub fn kind(&self) -> OutcomeKind {
         match self {
-            Outcome::Success => "success",
-            Outcome::ErrorResult { .. } => "error_result",
-            Outcome::Killed { .. } => "killed",
-            Outcome::NoResult => "no_result",
-            Outcome::Incomplete => "incomplete",
+            Outcome::Success => OutcomeKind::Success,
+            Outcome::ErrorResult { .. } => OutcomeKind::ErrorResult,
+            Outcome::Killed { .. } => OutcomeKind::Killed,
+            Outcome::NoResult => OutcomeKind::NoResult,
+            Outcome::Incomplete => OutcomeKind::Incomplete,
+        }
+    }
+
+    /// Snake-case name ([`OutcomeKind::as_str`]).
+    pub fn as_str(&self) -> &'static str {
+        self.kind().as_str()
+    }
+}
+
+/// Which [`Outcome`] a session had: the project's one outcome vocabulary (the summary's
+/// `outcome`, the metrics' `outcome` label, the telemetry back-fill's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum OutcomeKind {
+    /// [`Outcome::Success`].
+    Success,
+    /// [`Outcome::ErrorResult`].
+    ErrorResult,
+    /// [`Outcome::Killed`].
+    Killed,
+    /// [`Outcome::NoResult`].
+    NoResult,
+    /// [`Outcome::Incomplete`].
+    Incomplete,
+}
+
+impl OutcomeKind {
+    /// Every outcome, in report order.
+    pub const ALL: [OutcomeKind; 5] = [
+        OutcomeKind::Success,
+        OutcomeKind::ErrorResult,
+        OutcomeKind::Killed,
+        OutcomeKind::NoResult,
+        OutcomeKind::Incomplete,
+    ];
+
+    /// Snake-case name: `success`, `error_result`, `killed`, `no_result`, `incomplete`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Success => "success",
+            OutcomeKind::ErrorResult => "error_result",
+            OutcomeKind::Killed => "killed",
+            OutcomeKind::NoResult => "no_result",
+            OutcomeKind::Incomplete => "incomplete",
         }
     }
 }
@@ -248,7 +335,7 @@ pub enum Event {
     },
     /// A `rate_limit_event` line of the session changed the registry's rate-limit reading in a
     /// way worth saying (a warning, a rejection, credits required, a recovery): each once, as
-    /// the [`RateLimitMonitor`](crate::RateLimitMonitor) decides.
+    /// the [`RateLimitMonitor`](crate::rate_limit::RateLimitMonitor) decides.
     RateLimit {
         /// The session whose line it was.
         id: SessionId,
@@ -273,7 +360,7 @@ pub enum Event {
         /// The session.
         id: SessionId,
         /// The spells, oldest first.
-        spells: Vec<crate::facts::QuietSpell>,
+        spells: Vec<crate::facts::spells::QuietSpell>,
     },
     /// The MCP calls the session has outstanding changed: all of them now (empty: none).
     /// Only for a session registered with

@@ -4,25 +4,26 @@
 //! Code sessions, when each must be stopped and why. No I/O, no async runtime, no OS clock: every
 //! call takes `now`, and decisions come back as values and events.
 //!
-//! - [`view`]: a borrowed, lenient view of one stream-json line ([`LineView`]).
+//! - `view`: a borrowed, lenient view of one stream-json line ([`LineView`]).
 //! - `json_scan` (not part of the API): the allocation-free JSON walkers under the view (the
 //!   audit crate reads transcripts with its `skim`).
-//! - [`classify`](mod@classify): what a line means for liveness (the classification contract).
+//! - `classify`: what a line means for liveness (the classification contract: [`classify`]).
 //! - [`config`]: validated limits ([`Limits`], [`SessionConfig`]), the value types that hold
 //!   each rule ([`config::PositiveDuration`], …), every default ([`config::defaults`]), and the
 //!   one table of user-facing options the CLI's flags are built from ([`config::options`]).
-//! - [`registry`]: many sessions on one timer, exact deadlines ([`Registry`]). The one observer
+//! - `registry`: many sessions on one timer, exact deadlines ([`Registry`]). The one observer
 //!   every host drives: each line is read once, for the deadlines, the facts, the tally and the
 //!   rate limits, and everything that follows from it comes back as events and values.
-//! - [`event`]: kills, extensions, stalling warnings, outcomes.
+//! - `event`: kills, extensions, stalling warnings, outcomes ([`Event`]).
 //! - [`evidence`]: facts from the child's process tree, sampled by its host: a busy tool is
 //!   not a hung one, the memory guard, what a kill names.
 //! - [`metrics`]: what a host counts as it delivers events (kills, ends, warnings, kill
 //!   lateness), the snapshot, its one Prometheus rendering and the answer to a scrape.
 //! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session
-//!   id ([`ClaudeSessionId`]), the last `result`'s fields ([`ResultFacts`]) and the tally of its
-//!   work ([`facts::Tally`]: activity, turns, subagent failures).
-//! - [`record`]: how one run ended, as one value ([`RunRecord`]), from the registry's end
+//!   id ([`facts::ClaudeSessionId`]), the last `result`'s fields ([`facts::ResultFacts`]), the
+//!   tally of its work ([`facts::Tally`]: activity, turns, subagent failures) and its quiet
+//!   spells ([`facts::spells`], the one classifier).
+//! - `record`: how one run ended, as one value ([`RunRecord`]), from the registry's end
 //!   ([`Registry::finish`]) and the host's own facts (its kill ladder, the exit, the lines).
 //! - [`capture`]: the capture format (recordings of runs).
 //! - [`claude_code`]: what Claude Code itself does, as the watchdog applies it: from how a
@@ -182,43 +183,41 @@
 #![warn(missing_docs)]
 
 pub mod capture;
-pub mod classify;
+mod classify;
 pub mod claude_code;
 pub mod config;
 mod deadline_queue;
-pub mod event;
+mod event;
 pub mod evidence;
 pub mod facts;
 // The audit crate reads transcripts with json_scan::skim; not an API for users.
 #[doc(hidden)]
 pub mod json_scan;
 pub mod metrics;
-pub mod record;
+mod record;
 pub mod reference;
-pub mod registry;
+mod registry;
 pub mod replay;
 mod session;
 pub mod time;
-pub mod view;
+mod view;
 pub mod wall;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
-pub use claude_code::HEARTBEAT_TICK;
-pub use config::{ConfigError, Limits, McpLimits, SessionConfig};
+pub use config::mcp::McpLimits;
+pub use config::session::SessionConfig;
+pub use config::values::ConfigError;
+pub use config::Limits;
 pub use event::{
-    Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutstandingMcp, SessionId,
+    Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutcomeKind, SessionId,
     StallClock,
 };
-pub use facts::{ClaudeSessionId, InvalidClaudeSessionId, ResultFacts};
 pub use record::{ChildExit, LineCounts, RunRecord, Stage};
 pub use registry::{Registry, SessionSnapshot, TreeWant};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
 
 pub mod rate_limit;
-pub use rate_limit::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
 
 pub mod warning_filter;
-pub use warning_filter::{StderrFilter, WarningDecision, WarningFilter};
 
 pub mod recovery;
-pub use recovery::{Decision, Ledger, Recovery, TerminalFacts};

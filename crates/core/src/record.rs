@@ -1,14 +1,4 @@
 //! How one run ended: the one record of it ([`RunRecord`]).
-//!
-//! The observer decides most of it and hands it over at the session's end
-//! ([`Registry::finish`](crate::Registry::finish)): the outcome, the watchdog's kill, Claude
-//! Code's session id, the last `result`, the tally of the work and the rate-limit readings.
-//! The host that ran the process adds what only it knows, each fact once: how far its kill
-//! ladder went ([`RunRecord::stage`]), how the process ended ([`RunRecord::exit`]) and the
-//! stdout lines it read ([`RunRecord::lines`]; the observer sees a piece of an over-long line
-//! as one more keep-alive, the reader knows it is part of one line). The supervisor's report
-//! and replay's verdict carry this value; `run` adds only what it did itself (a forwarded
-//! signal, an output error, a recovery).
 
 use crate::classify::LineKind;
 use crate::event::{Kill, Outcome};
@@ -17,6 +7,7 @@ use crate::rate_limit::RateLimitMonitor;
 
 /// How far a host's kill ladder went (the supervisor's; an in-process session has none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Stage {
     /// An `interrupt` control request was written to stdin (and stdin closed).
     Interrupt,
@@ -62,6 +53,7 @@ impl ChildExit {
 /// Stdout lines counted by kind ([`LineKind`]), each line once, and the over-long lines
 /// (counted there only: a line delivered in pieces is not one of its kinds).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LineCounts {
     by_kind: [u64; LineKind::ALL.len()],
     overlong: u64,
@@ -116,7 +108,17 @@ impl From<[u64; LineKind::ALL.len()]> for LineCounts {
     }
 }
 
-/// How one run ended (see the [module docs](self) for who owns which field).
+/// How one run ended: the one record of it.
+///
+/// The observer decides most of it and hands it over at the session's end
+/// ([`Registry::finish`](crate::Registry::finish)): the outcome, the watchdog's kill, Claude
+/// Code's session id, the last `result`, the tally of the work and the rate-limit readings.
+/// The host that ran the process adds what only it knows, each fact once: how far its kill
+/// ladder went ([`RunRecord::stage`]), how the process ended ([`RunRecord::exit`]) and the
+/// stdout lines it read ([`RunRecord::lines`]; the observer sees a piece of an over-long line
+/// as one more keep-alive, the reader knows it is part of one line). The supervisor's report
+/// and replay's verdict carry this value; `run` adds only what it did itself (a forwarded
+/// signal, an output error, a recovery).
 ///
 /// ```
 /// use std::time::Instant;
@@ -196,7 +198,7 @@ impl RunRecord {
             None,
             None,
             Tally::default(),
-            RateLimitMonitor::new(crate::RateLimitConfig::default()),
+            RateLimitMonitor::new(crate::rate_limit::RateLimitConfig::default()),
         )
     }
 

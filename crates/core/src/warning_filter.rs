@@ -35,6 +35,7 @@ pub const SHADOWED_CODE: &str = "CLAUDE_SDK_CAN_USE_TOOL_SHADOWED";
 
 /// What to do with one warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum WarningDecision {
     /// The first warning of a listed code: show it.
     First,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{lines as l, min, sec, H};
 use watchdog_core::recovery::{trigger_of, Skip, Trigger};
-use watchdog_core::{Event, Kill, KillKind, Limits, SessionId, TerminalFacts};
+use watchdog_core::{recovery::TerminalFacts, Event, Kill, KillKind, Limits, SessionId};
 
 const NS: Duration = Duration::from_nanos(1);
 

@@ -10,7 +10,8 @@ mod common;
 use std::time::Duration;
 
 use common::{lines, sec, H};
-use watchdog_core::{Event, KillKind, Limits, McpLimits, Outcome, HEARTBEAT_TICK};
+use watchdog_core::claude_code::mcp::HEARTBEAT_TICK;
+use watchdog_core::{Event, KillKind, Limits, McpLimits, Outcome};
 
 const CALL: &str = "toolu_mock_mcp_1";
 const TOOL: &str = "mcp__probe__wait";

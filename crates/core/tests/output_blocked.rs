@@ -131,7 +131,7 @@ fn an_output_blocked_kill_is_never_continued() {
     h.r.output_blocked(h.at(sec(5.0)), id, true);
     h.run_until(min(2.0));
     let record = h.r.finish(h.at(min(2.0)), id).unwrap();
-    let facts = watchdog_core::TerminalFacts::from_record(&record, 0);
+    let facts = watchdog_core::recovery::TerminalFacts::from_record(&record, 0);
     assert_eq!(
         watchdog_core::recovery::trigger_of(&facts),
         Err(watchdog_core::recovery::Skip::KillKind(

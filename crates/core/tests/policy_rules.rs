@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::{kill_kinds, lines as l, min, sec, H};
 use watchdog_core::{
-    Event, ExtendReason, KillKind, Limits, LineKind, LineView, Outcome, ResultFacts, SessionId,
-    Signal, StallClock,
+    facts::ResultFacts, Event, ExtendReason, KillKind, Limits, LineKind, LineView, Outcome,
+    SessionId, Signal, StallClock,
 };
 
 const NS: Duration = Duration::from_nanos(1);

@@ -12,7 +12,7 @@ use serde_json::Value;
 use watchdog_core::capture::{Entry, Record};
 use watchdog_core::rate_limit::{RateLimitConfig, RateLimitMonitor};
 use watchdog_core::recovery::*;
-use watchdog_core::{ClaudeSessionId, KillKind, LineView, Outcome, ResultFacts};
+use watchdog_core::{facts::ClaudeSessionId, facts::ResultFacts, KillKind, LineView, Outcome};
 
 /// A session id as the registry hands it over.
 fn sid(id: &str) -> ClaudeSessionId {

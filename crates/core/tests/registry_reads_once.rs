@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use watchdog_core::facts::{Activity, Tally};
 use watchdog_core::rate_limit::RateLimitEvent;
 use watchdog_core::{
-    classify, ClaudeSessionId, Event, KillKind, Limits, LineView, Registry, SessionConfig,
+    classify, facts::ClaudeSessionId, Event, KillKind, Limits, LineView, Registry, SessionConfig,
 };
 
 const MIN: u64 = 60;

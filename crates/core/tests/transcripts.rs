@@ -17,7 +17,7 @@ use common::testdata_dir;
 use serde_json::Value;
 use watchdog_core::capture::{Entry, Record};
 use watchdog_core::{
-    classify, Event, KillKind, Limits, LineKind, LineView, Outcome, Registry, ResultFacts,
+    classify, facts::ResultFacts, Event, KillKind, Limits, LineKind, LineView, Outcome, Registry,
     SessionConfig, Signal,
 };
 

@@ -9,7 +9,9 @@ use pyo3::types::{PyDict, PyString};
 
 use watchdog_core::rate_limit::{Reading, Status};
 use watchdog_core::wall::{format_iso_ms, WallMs};
-use watchdog_core::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
+use watchdog_core::{
+    rate_limit::RateLimitConfig, rate_limit::RateLimitEvent, rate_limit::RateLimitMonitor,
+};
 
 use crate::messages::to_value;
 

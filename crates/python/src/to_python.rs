@@ -49,13 +49,7 @@ impl Inner {
                 } => (
                     "stalling",
                     id,
-                    (
-                        match clock {
-                            watchdog_core::StallClock::Idle => "idle",
-                            watchdog_core::StallClock::NoProgress => "no_progress",
-                        },
-                        remaining.as_secs_f64(),
-                    )
+                    (clock.as_str(), remaining.as_secs_f64())
                         .into_pyobject(py)?
                         .into_any(),
                 )

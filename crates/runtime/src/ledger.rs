@@ -56,7 +56,7 @@ pub use state_dir::{default_state_dir, default_state_dir_from_env, STATE_DIR_NAM
 ///
 /// ```
 /// use watchdog_core::recovery::*;
-/// use watchdog_core::{ClaudeSessionId, Outcome, ResultFacts};
+/// use watchdog_core::{facts::ClaudeSessionId, Outcome, facts::ResultFacts};
 /// use agent_sdk_watchdog::FileLedger;
 ///
 /// let state = tempfile::tempdir().unwrap();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::{default_state_dir, FileLedger};
 use watchdog_core::recovery::*;
-use watchdog_core::{ClaudeSessionId, Outcome, ResultFacts};
+use watchdog_core::{facts::ClaudeSessionId, facts::ResultFacts, Outcome};
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;

@@ -14,7 +14,7 @@ use std::sync::{Arc, Barrier};
 use agent_sdk_watchdog::{FileLedger, SharedLedger};
 use watchdog_core::recovery::subagent::{SubagentKey, SubagentLedger, SubagentMarker};
 use watchdog_core::recovery::*;
-use watchdog_core::{ClaudeSessionId, Outcome, ResultFacts};
+use watchdog_core::{facts::ClaudeSessionId, facts::ResultFacts, Outcome};
 
 const T: u64 = 1_796_030_000_000;
 

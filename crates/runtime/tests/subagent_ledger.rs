@@ -66,7 +66,10 @@ fn one_claim_per_agent_survives_a_reopen_and_sits_beside_the_session_markers() {
         assert_eq!(mode, 0o600);
     }
     // The session-level marker of the same session is untouched.
-    assert_eq!(watchdog_core::Ledger::get(&again, SESSION).unwrap(), None);
+    assert_eq!(
+        watchdog_core::recovery::Ledger::get(&again, SESSION).unwrap(),
+        None
+    );
 }
 
 #[test]

@@ -10,7 +10,7 @@
 
 use serde_json::json;
 use watchdog_core::reference::{self, OBSERVE_TABLE};
-use watchdog_core::{ExtendReason, KillKind, ResultFacts};
+use watchdog_core::{facts::ResultFacts, ExtendReason, KillKind};
 
 use crate::evaluate::{evaluate as evaluate_timeline, Timeline, Verdict};
 use crate::rate_limit::{self, RateLimitCore};
@@ -35,6 +35,8 @@ fn extend_code(reason: ExtendReason) -> i32 {
     match reason {
         ExtendReason::PreWrite => EXTEND_PRE_WRITE,
         ExtendReason::HighUtilization => EXTEND_HIGH_UTILIZATION,
+        // An extension this build does not name: the session lives on (ok).
+        _ => 0,
     }
 }
 

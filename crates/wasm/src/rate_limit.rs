@@ -20,7 +20,7 @@
 use serde_json::{Map, Value};
 use watchdog_core::rate_limit::{Reading, Status};
 use watchdog_core::wall::WallMs;
-use watchdog_core::{RateLimitConfig, RateLimitMonitor};
+use watchdog_core::{rate_limit::RateLimitConfig, rate_limit::RateLimitMonitor};
 
 /// Largest instant JavaScript's `Date` holds, in ms.
 const MAX_DATE_MS: f64 = 8.64e15;

@@ -12,8 +12,8 @@ use std::time::Duration;
 use watchdog_core::metrics::Counters;
 use watchdog_core::reference::{self, OBSERVE_TABLE};
 use watchdog_core::time::Instant;
+use watchdog_core::{facts::ResultFacts, Outcome, Registry, SessionId, Signal};
 use watchdog_core::{Class, ConfigError, Event, ExtendReason, KillKind, Limits, LineKind};
-use watchdog_core::{Outcome, Registry, ResultFacts, SessionId, Signal};
 
 use crate::clock;
 

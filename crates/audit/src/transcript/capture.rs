@@ -2,6 +2,7 @@
 //! [module docs](super)).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use watchdog_core::capture::{CaptureError, EntryView, RecordView};
 use watchdog_core::{classify, LineKind, LineView, Signal};
@@ -90,7 +91,7 @@ fn capture_kind(view: &LineView<'_>) -> EntryKind {
                 .tool_uses()
                 .map(|(id, name)| ToolUse {
                     id: Box::from(&*id),
-                    name: Box::from(&*name),
+                    name: Arc::from(&*name),
                 })
                 .collect(),
             stop: view.stop_reason().map_or(Stop::None, |s| Stop::parse(&s)),

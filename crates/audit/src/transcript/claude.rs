@@ -1,6 +1,8 @@
 //! One line of a Claude Code transcript, skimmed for the few fields the audit reads (see the
 //! [module docs](super)).
 
+use std::sync::Arc;
+
 use watchdog_core::classify_line;
 use watchdog_core::json_scan::skim::{self as json, Val};
 use watchdog_core::wall::parse_iso_ms;
@@ -227,7 +229,10 @@ fn assistant_entry(top: &Top<'_>) -> EntryKind {
         .filter(|b| b.ty.and_then(json::as_str).as_deref() == Some("tool_use"))
         .map(|b| ToolUse {
             id: owned(b.id),
-            name: owned(b.name),
+            name: b
+                .name
+                .and_then(json::as_str)
+                .map_or_else(|| Arc::from(""), |s| Arc::from(&*s)),
         })
         .collect();
     let is_max = |v: Option<&[u8]>| {

@@ -1,6 +1,9 @@
 //! What reading one file gives: a session's timed entries and what was wrong with its lines.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use watchdog_core::OutcomeKind;
 
 /// How an assistant message stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,15 +61,26 @@ impl Ending {
         Ending::Interrupted,
         Ending::NoResult,
     ];
-    /// Snake-case name.
+    /// Snake-case name (`incomplete` and `no_result` are the core's outcome names).
     pub fn as_str(self) -> &'static str {
         match self {
             Ending::Result => "result",
             Ending::Error => "error",
             Ending::MaxTokens => "max_tokens",
-            Ending::Incomplete => "incomplete",
+            Ending::Incomplete => OutcomeKind::Incomplete.as_str(),
             Ending::Interrupted => "interrupted",
-            Ending::NoResult => "no_result",
+            Ending::NoResult => OutcomeKind::NoResult.as_str(),
+        }
+    }
+
+    /// The outcome a live run that ended so would have reported, had the watchdog not killed
+    /// it: an interrupted turn has no `result`, an answer cut at the token limit is an error.
+    pub fn outcome(self) -> OutcomeKind {
+        match self {
+            Ending::Result => OutcomeKind::Success,
+            Ending::Error | Ending::MaxTokens => OutcomeKind::ErrorResult,
+            Ending::Incomplete => OutcomeKind::Incomplete,
+            Ending::Interrupted | Ending::NoResult => OutcomeKind::NoResult,
         }
     }
 }
@@ -76,8 +90,8 @@ impl Ending {
 pub struct ToolUse {
     /// `tool_use` block id.
     pub id: Box<str>,
-    /// Tool name.
-    pub name: Box<str>,
+    /// Tool name (shared with the quiet spells that name it).
+    pub name: Arc<str>,
 }
 
 /// What a timing entry is.

@@ -13,6 +13,7 @@ use serde_json::json;
 use watchdog_core::recovery::{
     validate_session_id, Claim, Ledger, Marker, OutcomeFacts, Skip, Trigger, MARKER_VERSION,
 };
+use watchdog_core::OutcomeKind;
 
 mod args;
 
@@ -58,10 +59,11 @@ fn answer(args: &ClaimArgs, now_ms: u64) -> (serde_json::Value, i32) {
     };
     let original = OutcomeFacts {
         outcome: if args.after_kill.is_some() {
-            "killed"
+            OutcomeKind::Killed
         } else {
-            "incomplete"
+            OutcomeKind::Incomplete
         }
+        .as_str()
         .into(),
         kill_kind: args.after_kill.clone(),
         subtype: None,

@@ -90,6 +90,7 @@ pub fn consider<S: LedgerSource>(
                 Ok(None)
             }
         }
-        SubagentDecision::Nothing(_) => Ok(None),
+        // Nothing, or a decision this build does not know: say nothing.
+        _ => Ok(None),
     }
 }

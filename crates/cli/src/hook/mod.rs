@@ -32,8 +32,8 @@ mod session_files;
 use std::io::{Read, Write};
 
 use crate::ledger_choice::{LedgerChoice, MarkerLedger};
+use watchdog_core::recovery::Recovery;
 use watchdog_core::recovery::Trigger;
-use watchdog_core::Recovery;
 
 use act::{consider, LedgerSource, Said};
 pub use args::HookArgs;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use watchdog_core::capture::{Entry, EntryView, RecordView};
 use watchdog_core::replay::{ExitRecord, Replay, RunVerdict, Step, TimeFaults, TimedEvent};
-use watchdog_core::{ClaudeSessionId, Event, Kill, Limits, Outcome, RunRecord};
+use watchdog_core::{facts::ClaudeSessionId, Event, Kill, Limits, Outcome, RunRecord};
 
 use crate::event_log::EventLog;
 use crate::verdict::{event_json, record_json};
@@ -281,6 +281,7 @@ fn event_line(v: &ReplayRun, e: &TimedEvent) -> String {
             match clock {
                 watchdog_core::StallClock::Idle => "idle",
                 watchdog_core::StallClock::NoProgress => "no-progress",
+                other => other.as_str(),
             },
             format_duration(*remaining)
         ),

@@ -156,6 +156,7 @@ impl Finished {
                     .collect::<Vec<_>>()
                     .join(", ")
             )),
+            other => Some(format!("{what} {status} ({}){ours}", other.as_str())),
         }
     }
 

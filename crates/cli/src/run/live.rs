@@ -8,7 +8,7 @@ use agent_sdk_watchdog::{Batch, LineMeta, Output, RunPhase, StdoutBatch, Supervi
 use serde_json::{json, Value};
 use watchdog_core::capture::Record;
 use watchdog_core::facts::Activity;
-use watchdog_core::{ClaudeSessionId, Event, Kill, LineKind, Signal, StallClock};
+use watchdog_core::{facts::ClaudeSessionId, Event, Kill, LineKind, Signal, StallClock};
 
 use super::host::{wall_ms, Host};
 use super::record::trim_cr;
@@ -312,10 +312,12 @@ impl Live<'_> {
             Event::Stalling {
                 clock, remaining, ..
             } => {
-                let (what, kind) = match clock {
-                    StallClock::Idle => ("no stdout line", "idle"),
-                    StallClock::NoProgress => ("no progress (keep-alives only)", "no_progress"),
+                let what = match clock {
+                    StallClock::Idle => "no stdout line",
+                    StallClock::NoProgress => "no progress (keep-alives only)",
+                    _ => "no progress",
                 };
+                let kind = clock.as_str();
                 self.host.status.say(&format!(
                     "warning: {what} for a while; it will be stopped ({kind}) in {} unless it \
                      moves",

@@ -18,7 +18,9 @@ use watchdog_core::recovery::{
     trigger_of, validate_session_id, ChainRole, Claim, Decision, LedgerState, Marker, Notice, Skip,
     Trigger,
 };
-use watchdog_core::{ClaudeSessionId, Ledger, Recovery, TerminalFacts};
+use watchdog_core::{
+    facts::ClaudeSessionId, recovery::Ledger, recovery::Recovery, recovery::TerminalFacts,
+};
 
 use super::continuation::continuation_argv;
 use super::finished::Finished;
@@ -173,6 +175,8 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
             prompt,
             wait_until,
         } => (*trigger, prompt.clone(), *wait_until),
+        // A decision this build does not know: nothing is done.
+        _ => return Plan::Done(json),
     };
     let argv = match continuation_argv(&first.facts.argv, &sid, &prompt) {
         Ok(a) => a,
@@ -259,8 +263,9 @@ impl Continuation {
             Ok(state) => match self.recovery.decide(&facts, &state) {
                 Decision::Notice(notice) => give_notice(&self.ledger, sid, &notice, host, r),
                 Decision::Nothing(skip) => r["after_continuation"] = json!(skip.to_string()),
-                // A continuation is never continued: with the marker claimed this cannot happen.
-                Decision::Continue { .. } => {}
+                // A continuation is never continued: with the marker claimed this cannot happen
+                // (nor is a decision this build does not know acted on).
+                _ => {}
             },
             Err(e) => host
                 .status

@@ -9,7 +9,7 @@ use agent_sdk_watchdog::{RunPhase, Supervisor, SupervisorConfig};
 use watchdog_core::capture::Record;
 use watchdog_core::claude_code::session::RESUME_TURN_VARS;
 use watchdog_core::facts::Activity;
-use watchdog_core::{ClaudeSessionId, RunRecord, SessionConfig};
+use watchdog_core::{facts::ClaudeSessionId, RunRecord, SessionConfig};
 
 use super::config::{program_name, RunConfig};
 use super::finished::{Finished, Ours, RunFacts};

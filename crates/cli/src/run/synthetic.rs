@@ -4,7 +4,7 @@
 use std::io::Read;
 
 use serde_json::{json, Value};
-use watchdog_core::{ClaudeSessionId, Kill};
+use watchdog_core::{facts::ClaudeSessionId, Kill};
 
 /// A random (version 4) UUID, from the OS's random source; time-based if that is unavailable.
 pub fn uuid_v4() -> String {

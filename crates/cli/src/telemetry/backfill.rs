@@ -27,6 +27,7 @@ use opentelemetry::KeyValue;
 use opentelemetry_sdk::logs::SdkLogger;
 use watchdog_audit::Ending;
 use watchdog_audit::{AuditReport, SessionSummary, WouldKill};
+use watchdog_core::{OutcomeKind, StallClock};
 
 use super::instruments::{self, SOURCE};
 
@@ -39,16 +40,12 @@ pub(crate) struct Backfilled {
     pub(crate) events: u64,
 }
 
-/// The outcome a live run would have reported (`Outcome::as_str` of the core).
+/// The outcome a live run would have reported (the core's outcome names).
 fn outcome(ending: Ending, killed: bool) -> &'static str {
     if killed {
-        return "killed";
-    }
-    match ending {
-        Ending::Result => "success",
-        Ending::Error | Ending::MaxTokens => "error_result",
-        Ending::Incomplete => "incomplete",
-        Ending::Interrupted | Ending::NoResult => "no_result",
+        OutcomeKind::Killed.as_str()
+    } else {
+        ending.outcome().as_str()
     }
 }
 
@@ -135,9 +132,12 @@ fn session(
             if let Some(t) = sp.tool.as_deref() {
                 a.extend(instruments::tool_attrs(t));
             }
-            for (clock, ms) in [("idle", sp.quiet_ms), ("no_progress", sp.ms)] {
+            for (clock, ms) in [
+                (StallClock::Idle, sp.quiet_ms),
+                (StallClock::NoProgress, sp.ms),
+            ] {
                 let mut a = a.clone();
-                a.push(KeyValue::new("clock", clock));
+                a.push(KeyValue::new("clock", clock.as_str()));
                 spells.record(ms as f64 / 1000.0, &a);
             }
         }
@@ -188,6 +188,8 @@ mod tests {
         assert_eq!(outcome(Ending::MaxTokens, false), "error_result");
         assert_eq!(outcome(Ending::NoResult, false), "no_result");
         assert_eq!(outcome(Ending::Incomplete, false), "incomplete");
+        assert_eq!(outcome(Ending::Interrupted, false), "no_result");
+        assert_eq!(outcome(Ending::Error, false), "error_result");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use opentelemetry::metrics::{AsyncInstrument, Meter, ObservableGauge};
 use opentelemetry::KeyValue;
-use watchdog_core::OutstandingMcp;
+use watchdog_core::facts::OutstandingMcp;
 
 use super::instruments::{observable_gauge, tool_attrs, SOURCE};
 

@@ -1,7 +1,8 @@
 //! What a run records while it runs, as each decision is made: every quiet spell as its line
-//! ends it (the core's `Event::QuietSpells`, by `audit`'s definition), every stalling warning,
-//! every signal forwarded, the time to the first line, the gauges (`gauges`), and a kill or an
-//! output error when its ladder ends (`stop`). The run loop calls in at a few points; the
+//! ends it (the core's `Event::QuietSpells`, by the classifier `audit` uses), every stalling
+//! warning, every signal forwarded, the time to the first line, the gauges (`gauges`), and a
+//! kill or an output error when its ladder ends (`stop`; the spell a kill ended is the core's
+//! `Activity::spell`). The run loop calls in at a few points; the
 //! facts come from the core observer (its events, its class of each line), never from reading
 //! the lines again. Off, [`Live`] is empty and each call is one branch; on, a call records into
 //! the SDK's instruments (in memory; the SDK exports on its own threads) and never waits on
@@ -16,7 +17,7 @@ use opentelemetry::metrics::{Meter, ObservableGauge};
 use opentelemetry::{KeyValue, StringValue};
 use opentelemetry_sdk::logs::SdkLogger;
 use serde_json::Value;
-use watchdog_core::facts::{Activity, QuietSpell, SpellKind};
+use watchdog_core::facts::spells::{QuietSpell, SpellKind};
 use watchdog_core::{Event, LineKind, StallClock};
 
 use super::gauges::Gauges;
@@ -138,7 +139,11 @@ impl Live {
             } => r.stalling(*clock, *remaining, now),
             Event::RateLimit { .. } => r.read_rate_limits(handle),
             Event::Killed(_) if r.run.killed.is_none() => {
-                r.run.killed = Some(spell_of(handle.activity().as_ref()));
+                // The spell in progress, as the status line's activity shows it.
+                r.run.killed = Some(handle.activity().map_or((SpellKind::Model, None), |a| {
+                    let (kind, tool) = a.spell();
+                    (kind, tool.map(str::to_owned))
+                }));
             }
             _ => {}
         }
@@ -231,19 +236,16 @@ impl Recorder {
             });
             a.extend(cached.iter().cloned());
         }
-        a.push(KeyValue::new("clock", "idle"));
+        a.push(KeyValue::new("clock", StallClock::Idle.as_str()));
         i.spells.record(s.quiet.as_secs_f64(), a);
         if let Some(last) = a.last_mut() {
-            *last = KeyValue::new("clock", "no_progress");
+            *last = KeyValue::new("clock", StallClock::NoProgress.as_str());
         }
         i.spells.record(s.length.as_secs_f64(), a);
     }
 
     fn stalling(&self, clock: StallClock, remaining: Duration, now: Instant) {
-        let clock = match clock {
-            StallClock::Idle => "idle",
-            StallClock::NoProgress => "no_progress",
-        };
+        let clock = clock.as_str();
         if let Some(i) = &self.inst {
             let mut a = self.base();
             a.push(KeyValue::new("clock", clock));
@@ -277,53 +279,5 @@ impl Recorder {
             .filter_map(|w| Some((w.name.clone(), w.utilization?)))
             .collect();
         self.gauges.set_rate(rate);
-    }
-}
-
-/// The spell in progress, as far as the session's activity tells it (what the status line
-/// shows): after a `result`, waiting on a person, in a tool call (an `AskUserQuestion` call
-/// waits on a person), else on the model.
-fn spell_of(activity: Option<&Activity>) -> KilledSpell {
-    match activity {
-        Some(Activity::Settled) => (SpellKind::AfterResult, None),
-        Some(Activity::HumanWait) => (SpellKind::Human, None),
-        Some(Activity::Tool(t) | Activity::InFlight { tool: t, .. }) => {
-            let kind = if t == "AskUserQuestion" {
-                SpellKind::Human
-            } else {
-                SpellKind::Tool
-            };
-            (kind, Some(t.clone()))
-        }
-        _ => (SpellKind::Model, None),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_killed_spell_follows_the_activity() {
-        let k = |a: Activity| spell_of(Some(&a));
-        assert_eq!(k(Activity::Settled), (SpellKind::AfterResult, None));
-        assert_eq!(k(Activity::HumanWait), (SpellKind::Human, None));
-        assert_eq!(
-            k(Activity::Tool("Bash".into())),
-            (SpellKind::Tool, Some("Bash".into()))
-        );
-        assert_eq!(
-            k(Activity::InFlight {
-                tool: "mcp__db__query".into(),
-                for_secs: 5
-            }),
-            (SpellKind::Tool, Some("mcp__db__query".into()))
-        );
-        assert_eq!(
-            k(Activity::Tool("AskUserQuestion".into())),
-            (SpellKind::Human, Some("AskUserQuestion".into()))
-        );
-        assert_eq!(k(Activity::Thinking), (SpellKind::Model, None));
-        assert_eq!(spell_of(None), (SpellKind::Model, None));
     }
 }

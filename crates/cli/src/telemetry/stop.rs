@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime};
 
 use opentelemetry::KeyValue;
 use serde_json::Value;
-use watchdog_core::facts::SpellKind;
+use watchdog_core::facts::spells::SpellKind;
+use watchdog_core::StallClock;
 
 use super::instruments::Instruments;
 use super::instruments::{emit, tool_attrs};
@@ -143,12 +144,12 @@ pub(super) fn record(
             None => base.extend(mcp_attrs.iter().cloned()),
         }
         for (clock, field) in [
-            ("idle", "since_keepalive_ms"),
-            ("no_progress", "since_progress_ms"),
+            (StallClock::Idle, "since_keepalive_ms"),
+            (StallClock::NoProgress, "since_progress_ms"),
         ] {
             if let Some(secs) = secs_of_ms(&kill[field]) {
                 let mut a = base.clone();
-                a.push(KeyValue::new("clock", clock));
+                a.push(KeyValue::new("clock", clock.as_str()));
                 i.spells.record(secs, &a);
             }
         }

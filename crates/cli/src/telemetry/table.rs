@@ -151,10 +151,9 @@ pub const METRICS: &[Metric] = &[
     ),
 ];
 
-/// Lateness buckets, in seconds: from 100 µs to a second.
-pub const LATENESS: &[f64] = &[
-    0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0,
-];
+/// Lateness buckets, in seconds: from 100 µs to a second, the core's Prometheus ones, so the
+/// two can be summed.
+pub const LATENESS: &[f64] = &watchdog_core::metrics::LATENESS_BOUNDS;
 
 /// Spell, age and duration buckets, in seconds: from a second to a few hours.
 pub const SECONDS: &[f64] = &[

@@ -68,8 +68,8 @@ pub(crate) const MCP_TOOL_PREFIX: &str = "mcp__";
 /// Whether Claude Code's tool name `tool` is an MCP server's tool (`mcp__…`).
 ///
 /// ```
-/// assert!(watchdog_core::claude_code::is_mcp_tool("mcp__db__query"));
-/// assert!(!watchdog_core::claude_code::is_mcp_tool("Bash"));
+/// assert!(watchdog_core::claude_code::mcp::is_mcp_tool("mcp__db__query"));
+/// assert!(!watchdog_core::claude_code::mcp::is_mcp_tool("Bash"));
 /// ```
 pub fn is_mcp_tool(tool: &str) -> bool {
     tool.starts_with(MCP_TOOL_PREFIX)
@@ -79,7 +79,7 @@ pub fn is_mcp_tool(tool: &str) -> bool {
 /// contain `__` itself); `None` for another name, or one without both parts.
 ///
 /// ```
-/// use watchdog_core::claude_code::mcp_tool_parts;
+/// use watchdog_core::claude_code::mcp::mcp_tool_parts;
 /// assert_eq!(mcp_tool_parts("mcp__db__query"), Some(("db", "query")));
 /// assert_eq!(mcp_tool_parts("mcp__db__a__b"), Some(("db", "a__b")));
 /// assert_eq!(mcp_tool_parts("mcp__db"), None);
@@ -93,12 +93,7 @@ pub fn mcp_tool_parts(tool: &str) -> Option<(&str, &str)> {
 
 /// The server part of an MCP tool name `mcp__<server>__<tool>` (or `mcp__<server>`), if
 /// `tool` is one.
-///
-/// ```
-/// assert_eq!(watchdog_core::claude_code::mcp_server_of("mcp__db__query"), Some("db"));
-/// assert_eq!(watchdog_core::claude_code::mcp_server_of("Bash"), None);
-/// ```
-pub fn mcp_server_of(tool: &str) -> Option<&str> {
+pub(crate) fn mcp_server_of(tool: &str) -> Option<&str> {
     if let Some((server, _)) = mcp_tool_parts(tool) {
         return Some(server);
     }
@@ -331,6 +326,12 @@ fn servers_of(v: &Value) -> Vec<McpServer> {
 mod tests {
     use super::*;
     use crate::{Limits, McpLimits};
+
+    #[test]
+    fn the_server_of_a_tool_name() {
+        assert_eq!(mcp_server_of("mcp__db__query"), Some("db"));
+        assert_eq!(mcp_server_of("Bash"), None);
+    }
 
     fn s(x: u64) -> Duration {
         Duration::from_secs(x)

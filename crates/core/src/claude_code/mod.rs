@@ -7,7 +7,7 @@
 //!   ([`Invocation::reads_stream_json_input`]), which session it runs ([`Invocation::session`]).
 //! - [`mcp`]: the MCP rule: the heartbeat tick, where Claude Code gives up on a silent call
 //!   ([`mcp::give_up`]), the variables and `--mcp-config` servers that move it
-//!   ([`McpSetup`]), and the `mcp__<server>__<tool>` naming ([`mcp_tool_parts`]).
+//!   ([`McpSetup`]), and the `mcp__<server>__<tool>` naming ([`mcp::mcp_tool_parts`]).
 //! - [`session`]: the flags that choose a session and which one a command line runs.
 //! - [`PLUGIN_HOOK_TIMEOUT`]: how long Claude Code lets the subagent plugin's hook run.
 //!
@@ -17,7 +17,7 @@
 //! ```
 //! use std::collections::BTreeMap;
 //! use std::time::Duration;
-//! use watchdog_core::claude_code::{Invocation, Session};
+//! use watchdog_core::claude_code::{session::Session, Invocation};
 //!
 //! let env = BTreeMap::from([("MCP_TOOL_TIMEOUT".to_owned(), "45000".to_owned())]);
 //! let config = r#"{"mcpServers":{"web":{"type":"http","url":"http://x"}}}"#;
@@ -40,8 +40,8 @@ use std::time::Duration;
 pub mod mcp;
 pub mod session;
 
-pub use mcp::{is_mcp_tool, mcp_server_of, mcp_tool_parts, McpServer, McpSetup, HEARTBEAT_TICK};
-pub use session::Session;
+use mcp::McpSetup;
+use session::Session;
 
 /// The environment variables whose values change what Claude Code does in a way the watchdog
 /// applies (the MCP limits: `CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT`, `MCP_TOOL_TIMEOUT`,

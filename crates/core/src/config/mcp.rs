@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{defaults, format_duration, valid, ConfigError, Limits, PositiveDuration};
+use crate::claude_code::mcp::{mcp_server_of, HEARTBEAT_TICK};
 use crate::claude_code::mcp::{McpSetup, STARTUP_VAR};
-use crate::claude_code::{mcp_server_of, HEARTBEAT_TICK};
 
 /// Where Claude Code itself gives up on a silent MCP tool call, per server, and the margin the
 /// watchdog leaves it: the MCP part of [`Limits`].

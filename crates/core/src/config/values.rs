@@ -5,7 +5,17 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::ConfigError;
+/// An invalid policy value: names the option, the allowed range and the value given.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{option} must be {allowed}, got {value}")]
+pub struct ConfigError {
+    /// The option, e.g. `idle`.
+    pub option: &'static str,
+    /// The allowed range, e.g. `a duration > 0`.
+    pub allowed: &'static str,
+    /// The rejected value, rendered.
+    pub value: String,
+}
 
 /// A value its rule rejects: what is allowed and what was given. [`InvalidValue::option`]
 /// names the option ([`ConfigError`]).

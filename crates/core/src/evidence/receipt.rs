@@ -21,7 +21,8 @@ pub struct ToolCall {
 
 /// What the process tree said at a kill, as the rule last read it (a session whose host
 /// samples its tree: [`Registry::observe_tree`](crate::Registry::observe_tree)).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct TreeEvidence {
     /// The oldest tool call outstanding, if any.
     pub tool: Option<ToolCall>,
@@ -69,6 +70,7 @@ pub struct TreeFacts {
 /// Why a host stopped a tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ReceiptCause {
     /// The kill ladder ran (the watchdog's kill, a request, a signal).
     Kill,
@@ -79,6 +81,7 @@ pub enum ReceiptCause {
 /// When a process of a receipt was gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Ended {
     /// Before the first stage (it exited between the reading and the ladder).
     Before,

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// What the kernel says a process is doing (Linux's `/proc/<pid>/stat` state letter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ProcState {
     /// On a CPU or ready to run (`R`).
     Running,

@@ -144,7 +144,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::facts::SpellKind;
+    use crate::facts::spells::SpellKind;
     use crate::{Event, Limits, Registry, SessionConfig, SessionId};
 
     const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s1"}"#;
@@ -266,6 +266,28 @@ mod tests {
             br#"{"type":"result","subtype":"success","session_id":"s1"}"#,
         );
         assert_eq!(mcp(events(&mut reg)), vec![vec![]]);
+    }
+
+    #[test]
+    fn a_session_without_live_facts_reports_none() {
+        let t0 = Instant::now();
+        let mut reg = Registry::new(Limits::default());
+        let id = reg.register(t0, SessionConfig::default().with_tally(true));
+        reg.observe_line(t0, id, INIT.as_bytes());
+        reg.observe_line(
+            at(t0, 1),
+            id,
+            br#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"m1","name":"mcp__db__query"}]},"session_id":"s1"}"#,
+        );
+        reg.observe_line(
+            at(t0, 2),
+            id,
+            br#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"m1"}]},"session_id":"s1"}"#,
+        );
+        assert!(events(&mut reg).iter().all(|e| !matches!(
+            e,
+            Event::QuietSpells { .. } | Event::McpCalls { .. } | Event::SessionIdentified { .. }
+        )));
     }
 
     #[test]

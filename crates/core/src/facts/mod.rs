@@ -27,7 +27,6 @@ mod tally;
 
 pub use live::OutstandingMcp;
 pub(crate) use live::{LineContext, LiveNews, PendingMcp};
-pub use spells::{QuietSpell, SpellKind};
 pub use subagents::{SubagentFailure, Subagents};
 pub use tally::{Activity, Tally};
 
@@ -59,7 +58,7 @@ impl ClaudeSessionId {
     /// Check `s` and keep it.
     ///
     /// ```
-    /// use watchdog_core::ClaudeSessionId;
+    /// use watchdog_core::facts::ClaudeSessionId;
     /// let id = ClaudeSessionId::parse("90455ab9-05b5-4ba0-9d10-01a53fd0bcdc").unwrap();
     /// assert_eq!(id.as_str(), "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc");
     /// assert!(ClaudeSessionId::parse("").is_err());

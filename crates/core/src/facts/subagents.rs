@@ -8,6 +8,7 @@ use crate::view::LineView;
 /// failed `task_notification`): one per run of an agent, so a continued agent that fails again
 /// counts twice.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SubagentFailure {
     /// The agent id (`task_id`).
     pub agent_id: String,

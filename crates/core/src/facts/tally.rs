@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use crate::classify::{Class, LineKind, Signal};
 use crate::facts::live::{LineContext, LiveFacts, LiveNews};
-use crate::facts::spells::{Ending, Step};
+use crate::facts::spells::{PendingTool, ProgressLine, Step};
 use crate::facts::{ResultFacts, Subagents};
 use crate::view::LineView;
 
 /// What the status line shows as the current activity.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Activity {
     /// Nothing printed yet.
     Starting,
@@ -180,14 +181,19 @@ impl Tally {
             }
             Step::Progress => {
                 let answered = self.answered.take();
+                let pending = |name| PendingTool {
+                    name,
+                    person_answered: false,
+                };
                 live.spells.progress(
                     cx.now,
-                    Ending {
+                    ProgressLine {
                         waiting_on_person: cx.waiting_on_person,
-                        last_pending: last_pending.as_ref(),
-                        answered: answered.as_ref(),
+                        last_pending: last_pending.as_ref().map(pending),
+                        answered: answered.as_ref().map(pending),
                         settles: class.kind == LineKind::Result && top_level,
                         top_level,
+                        ..ProgressLine::default()
                     },
                 )
             }
@@ -281,7 +287,7 @@ impl Tally {
                 // show it, with the time it has been outstanding.
                 let Some(tool) = view
                     .tool_name()
-                    .filter(|t| crate::claude_code::is_mcp_tool(t))
+                    .filter(|t| crate::claude_code::mcp::is_mcp_tool(t))
                 else {
                     return;
                 };

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::{clock_name, Metrics, CLOCKS, KINDS, OTHER_OUTCOMES, REASONS, SOURCE};
+use super::{Metrics, CLOCKS, KINDS, OTHER_OUTCOMES, REASONS, SOURCE};
+use crate::event::OutcomeKind;
 
 impl Metrics {
     /// The snapshot in the Prometheus text exposition format 0.0.4 (what a scrape of
@@ -29,10 +30,12 @@ impl Metrics {
             "Sessions that ended, by outcome (and kill kind when killed).",
         );
         for (outcome, n) in OTHER_OUTCOMES.iter().zip(self.ended_other) {
-            sample(o, name, &format!("outcome=\"{outcome}\","), n as f64);
+            let labels = format!("outcome=\"{}\",", outcome.as_str());
+            sample(o, name, &labels, n as f64);
         }
+        let killed = OutcomeKind::Killed.as_str();
         for (kind, n) in KINDS.iter().zip(self.ended_killed) {
-            let labels = format!("outcome=\"killed\",kill_kind=\"{}\",", kind.as_str());
+            let labels = format!("outcome=\"{killed}\",kill_kind=\"{}\",", kind.as_str());
             sample(o, name, &labels, n as f64);
         }
 
@@ -54,7 +57,7 @@ impl Metrics {
             "Stalling warnings, by clock.",
         );
         for (clock, n) in CLOCKS.iter().zip(self.stalling) {
-            let labels = format!("clock=\"{}\",", clock_name(*clock));
+            let labels = format!("clock=\"{}\",", clock.as_str());
             let name = "agent_watchdog_stalling_warning_count_total";
             sample(o, name, &labels, n as f64);
         }

@@ -42,20 +42,32 @@ use crate::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use crate::event::{Event, ExtendReason, KillKind, Outcome, StallClock};
+use crate::event::{Event, ExtendReason, KillKind, Outcome, OutcomeKind, StallClock};
 
 /// Every kill kind, in the order the counters keep them.
 const KINDS: [KillKind; KillKind::ALL.len()] = KillKind::ALL;
 
-/// The outcomes other than `killed` (which is counted by kill kind), in counter order.
-const OTHER_OUTCOMES: [&str; 4] = ["success", "error_result", "no_result", "incomplete"];
+/// The outcomes other than `killed` (which is counted by kill kind), in counter order:
+/// [`OutcomeKind::ALL`] without it.
+const OTHER_OUTCOMES: [OutcomeKind; OutcomeKind::ALL.len() - 1] = {
+    let mut out = [OutcomeKind::Success; OutcomeKind::ALL.len() - 1];
+    let (mut i, mut j) = (0, 0);
+    while i < OutcomeKind::ALL.len() {
+        if !matches!(OutcomeKind::ALL[i], OutcomeKind::Killed) {
+            out[j] = OutcomeKind::ALL[i];
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+};
 
-const CLOCKS: [StallClock; 2] = [StallClock::Idle, StallClock::NoProgress];
+const CLOCKS: [StallClock; 2] = StallClock::ALL;
 
 const REASONS: [ExtendReason; 2] = [ExtendReason::HighUtilization, ExtendReason::PreWrite];
 
 /// Upper bounds of the kill-lateness buckets, in seconds: the CLI's OpenTelemetry histogram
-/// `agent_watchdog.kill.lateness` has the same ones, so the two can be summed.
+/// `agent_watchdog.kill.lateness` takes these, so the two can be summed.
 pub const LATENESS_BOUNDS: [f64; 10] = [
     0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0,
 ];
@@ -85,13 +97,6 @@ fn clock_index(clock: StallClock) -> usize {
     }
 }
 
-fn clock_name(clock: StallClock) -> &'static str {
-    match clock {
-        StallClock::Idle => "idle",
-        StallClock::NoProgress => "no_progress",
-    }
-}
-
 fn reason_index(reason: ExtendReason) -> usize {
     match reason {
         ExtendReason::HighUtilization => 0,
@@ -101,13 +106,8 @@ fn reason_index(reason: ExtendReason) -> usize {
 
 /// Index in `OTHER_OUTCOMES`, or `None` for `killed`.
 fn outcome_index(outcome: &Outcome) -> Option<usize> {
-    match outcome {
-        Outcome::Success => Some(0),
-        Outcome::ErrorResult(_) => Some(1),
-        Outcome::NoResult => Some(2),
-        Outcome::Incomplete => Some(3),
-        Outcome::Killed { .. } => None,
-    }
+    let kind = outcome.kind();
+    OTHER_OUTCOMES.iter().position(|k| *k == kind)
 }
 
 /// The live counters of one host, shared by whatever delivers its events (`&self` methods,
@@ -118,7 +118,7 @@ fn outcome_index(outcome: &Outcome) -> Option<usize> {
 pub struct Counters {
     kills: [AtomicU64; KINDS.len()],
     ended_killed: [AtomicU64; KINDS.len()],
-    ended_other: [AtomicU64; 4],
+    ended_other: [AtomicU64; OTHER_OUTCOMES.len()],
     stalling: [AtomicU64; 2],
     extensions: [AtomicU64; 2],
     /// Per bucket (not cumulative); the last one is `+Inf`.
@@ -253,7 +253,7 @@ pub struct Metrics {
     utilization: Option<f64>,
     kills: [u64; KINDS.len()],
     ended_killed: [u64; KINDS.len()],
-    ended_other: [u64; 4],
+    ended_other: [u64; OTHER_OUTCOMES.len()],
     stalling: [u64; 2],
     extensions: [u64; 2],
     kill_lateness: LatenessHistogram,
@@ -274,12 +274,12 @@ impl Metrics {
     /// ends when its host says so (the runtime's `Session::end`, a Python `guard()`ed loop's
     /// end, a Node handle's `unregister()`); one dropped without ending is not counted.
     pub fn ended(&self, outcome: &str) -> u64 {
-        if outcome == "killed" {
+        if outcome == OutcomeKind::Killed.as_str() {
             return self.ended_killed.iter().sum();
         }
         OTHER_OUTCOMES
             .iter()
-            .position(|o| *o == outcome)
+            .position(|o| o.as_str() == outcome)
             .map_or(0, |i| self.ended_other[i])
     }
 
@@ -338,9 +338,10 @@ impl Metrics {
         }
         let mut ended = Map::new();
         for (outcome, n) in OTHER_OUTCOMES.iter().zip(self.ended_other) {
-            ended.insert((*outcome).to_owned(), json!(n));
+            ended.insert(outcome.as_str().to_owned(), json!(n));
         }
-        ended.insert("killed".to_owned(), json!(self.ended("killed")));
+        let killed = OutcomeKind::Killed.as_str();
+        ended.insert(killed.to_owned(), json!(self.ended(killed)));
         let buckets: Vec<Value> = self
             .kill_lateness
             .buckets()
@@ -352,7 +353,7 @@ impl Metrics {
             "ended": ended,
             "ended_killed": by(&KINDS, KillKind::as_str, &self.ended_killed),
             "kills": by(&KINDS, KillKind::as_str, &self.kills),
-            "stalling_warnings": by(&CLOCKS, clock_name, &self.stalling),
+            "stalling_warnings": by(&CLOCKS, StallClock::as_str, &self.stalling),
             "extensions": by(&REASONS, ExtendReason::as_str, &self.extensions),
             "kill_lateness": {
                 "count": self.kill_lateness.count,

@@ -16,6 +16,7 @@ const MS_THRESHOLD: f64 = 1e11;
 
 /// The `status` of a frame or a window.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Status {
     /// `allowed`.
     Allowed,

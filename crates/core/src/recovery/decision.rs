@@ -114,6 +114,7 @@ impl fmt::Display for Skip {
 
 /// A manual way forward, offered in a [`Notice`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ManualOption {
     /// Resume the same session by hand with a narrower prompt.
     ResumeNarrower,
@@ -149,6 +150,7 @@ impl ManualOption {
 
 /// The single notice of a chain whose one continuation also failed.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Notice {
     /// The session.
     pub session_id: String,
@@ -184,6 +186,7 @@ impl fmt::Display for Notice {
 
 /// What to do after a run ended.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Decision {
     /// Continue the same session once with `prompt`, after claiming the marker.
     Continue {

@@ -12,6 +12,7 @@ use crate::wall::WallMs;
 
 /// Which run of a recovery chain a [`TerminalFacts`] describes, as far as its host knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ChainRole {
     /// The host does not say: a marker made before the run ended means a duplicate event;
     /// one made after it, that this run is the continuation.
@@ -79,7 +80,7 @@ impl TerminalFacts {
     ///
     /// ```
     /// use std::time::Instant;
-    /// use watchdog_core::{Limits, Registry, SessionConfig, TerminalFacts};
+    /// use watchdog_core::{Limits, Registry, SessionConfig, recovery::TerminalFacts};
     /// let t0 = Instant::now();
     /// let mut reg = Registry::new(Limits::default());
     /// let id = reg.register(t0, SessionConfig::default());

@@ -162,6 +162,7 @@ pub fn validate_session_id(id: &str) -> Result<(), LedgerError> {
 
 /// What the ledger knows about a session.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum LedgerState {
     /// No marker: the run was the user's own.
     Fresh,

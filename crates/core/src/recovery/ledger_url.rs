@@ -51,7 +51,7 @@ impl LedgerUrlError {
 }
 
 /// What `--ledger` / `AGENT_WATCHDOG_LEDGER` accepts, in words.
-pub const LEDGER_URL_ALLOWED: &str = "a redis://, postgres:// or postgresql:// URL";
+pub(crate) const LEDGER_URL_ALLOWED: &str = "a redis://, postgres:// or postgresql:// URL";
 
 /// The URL of a shared ledger: `redis://[user:password@]host[:port][/db]` or
 /// `postgres://[user:password@]host[:port]/dbname[?…]` (also `postgresql://`).

@@ -43,7 +43,7 @@
 //!
 //! ```
 //! use watchdog_core::recovery::*;
-//! use watchdog_core::{ClaudeSessionId, Outcome, ResultFacts};
+//! use watchdog_core::{facts::ClaudeSessionId, Outcome, facts::ResultFacts};
 //!
 //! let id = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 //! let cut_off = Outcome::ErrorResult(Box::new(ResultFacts {
@@ -96,11 +96,13 @@ pub use ledger::{
     validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, LedgerState, Marker,
     MemoryLedger, MARKER_VERSION,
 };
-pub use ledger_url::{LedgerBackend, LedgerUrl, LedgerUrlError, LEDGER_URL_ALLOWED};
+pub(crate) use ledger_url::LEDGER_URL_ALLOWED;
+pub use ledger_url::{LedgerBackend, LedgerUrl, LedgerUrlError};
 
 /// What made a run worth continuing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Trigger {
     /// The CLI gave up on the output token limit (`api_error: "max_output_tokens"`).
     OutputLimit,
@@ -249,7 +251,7 @@ impl Recovery {
     ///
     /// ```
     /// use watchdog_core::config::PositiveDuration;
-    /// use watchdog_core::Recovery;
+    /// use watchdog_core::recovery::Recovery;
     /// let mut r = Recovery::default();
     /// r.set_max_wait("1h".parse::<PositiveDuration>().unwrap());
     /// assert_eq!(r.max_wait().as_secs(), 3600);

@@ -62,7 +62,7 @@ pub(super) fn read_heartbeat(
 ) {
     let Some(tool) = view
         .tool_name()
-        .filter(|n| crate::claude_code::is_mcp_tool(n))
+        .filter(|n| crate::claude_code::mcp::is_mcp_tool(n))
     else {
         return;
     };

@@ -1,50 +1,4 @@
-//! Many sessions on one timer: the deterministic deadline engine (quinn-proto style).
-//!
-//! Time is a parameter: every call takes `now`. The caller sleeps until [`Registry::poll_timeout`],
-//! calls [`Registry::handle_timeout`], then drains [`Registry::poll_event`].
-//!
-//! # How deadlines are kept
-//!
-//! Each session knows its next timed event (a kill, an `Extended` or a `Stalling`). A hashed
-//! timer wheel with an exact near heap indexes them (`deadline_queue`). A session remembers
-//! where it is filed, so a line that moves its next event later changes nothing but the
-//! session (O(1)); when the wheel reaches the old instant, it asks for the session's true next
-//! event and re-files it there, without waking the host. An event that moves earlier is
-//! re-filed at once (O(1)); an ended or forgotten session leaves the index at once.
-//! `poll_timeout` is therefore the exact next event (a rise of the utilization, which lengthens
-//! patience without revisiting sessions, is the one case of an early wake-up that finds
-//! nothing due), and a call with nothing due is a heap peek.
-//!
-//! # Human waits
-//!
-//! While a permission request is open (see the crate docs for how waits begin and end), the
-//! idle and no-progress clocks stand still: their deadlines move by the paused time. The
-//! ceiling keeps running, and so does the linger (a settled session is waiting on its host,
-//! not on a permission prompt). The startup clock cannot be pending, since a wait begins with a
-//! line.
-//!
-//! # Waiting for the host
-//!
-//! A session registered with [`SessionConfig::with_host_input`] (the child reads the host's
-//! messages on stdin, `--input-format stream-json`, and that input is open) **waits for its
-//! host** from each `result` on: the same wait as a human wait (idle and no-progress stand
-//! still), and the linger does not run either. Only the ceiling does. The wait ends with the
-//! host's next `user` message ([`Registry::observe_input`]: the next turn; every clock starts
-//! afresh, as for progress), with new progress from the child (it went on by itself), or with
-//! the end of the host's input ([`Registry::input_closed`]: the linger runs from then).
-//! Control messages from the host (`control_request`, `control_response`) do not end it.
-//!
-//! # Time
-//!
-//! Every call that takes `now` first processes what was due at or before `now`, so a line that
-//! arrives after a deadline never rescues the session, and a kill is dated at its exact
-//! deadline. Instants earlier than one already seen are treated as that one (time never runs
-//! backwards inside the registry). After the call, whatever its own effect made due at `now`
-//! (a withdrawn extension, a first line after an exceeded no-progress cap) is processed too,
-//! so `poll_timeout` is always later than the last `now`, or `None`. The one exception is a
-//! registry whose host does the checking ([`Registry::checked_by_host`]): there only
-//! [`Registry::handle_timeout`] fires anything, and `poll_timeout` may lie in the past until
-//! it is called.
+//! Many sessions on one timer: the deterministic deadline engine ([`Registry`]).
 
 mod holds;
 mod host_side;
@@ -76,7 +30,54 @@ use rate_limits::RateLimits;
 pub(crate) use seed::Seed;
 pub use tree::TreeWant;
 
-/// The registry of supervised sessions.
+/// The registry of supervised sessions: many sessions on one timer, the deterministic
+/// deadline engine (quinn-proto style).
+///
+/// Time is a parameter: every call takes `now`. The caller sleeps until [`Registry::poll_timeout`],
+/// calls [`Registry::handle_timeout`], then drains [`Registry::poll_event`].
+///
+/// # How deadlines are kept
+///
+/// Each session knows its next timed event (a kill, an `Extended` or a `Stalling`). A hashed
+/// timer wheel with an exact near heap indexes them (`deadline_queue`). A session remembers
+/// where it is filed, so a line that moves its next event later changes nothing but the
+/// session (O(1)); when the wheel reaches the old instant, it asks for the session's true next
+/// event and re-files it there, without waking the host. An event that moves earlier is
+/// re-filed at once (O(1)); an ended or forgotten session leaves the index at once.
+/// `poll_timeout` is therefore the exact next event (a rise of the utilization, which lengthens
+/// patience without revisiting sessions, is the one case of an early wake-up that finds
+/// nothing due), and a call with nothing due is a heap peek.
+///
+/// # Human waits
+///
+/// While a permission request is open (see the crate docs for how waits begin and end), the
+/// idle and no-progress clocks stand still: their deadlines move by the paused time. The
+/// ceiling keeps running, and so does the linger (a settled session is waiting on its host,
+/// not on a permission prompt). The startup clock cannot be pending, since a wait begins with a
+/// line.
+///
+/// # Waiting for the host
+///
+/// A session registered with [`SessionConfig::with_host_input`] (the child reads the host's
+/// messages on stdin, `--input-format stream-json`, and that input is open) **waits for its
+/// host** from each `result` on: the same wait as a human wait (idle and no-progress stand
+/// still), and the linger does not run either. Only the ceiling does. The wait ends with the
+/// host's next `user` message ([`Registry::observe_input`]: the next turn; every clock starts
+/// afresh, as for progress), with new progress from the child (it went on by itself), or with
+/// the end of the host's input ([`Registry::input_closed`]: the linger runs from then).
+/// Control messages from the host (`control_request`, `control_response`) do not end it.
+///
+/// # Time
+///
+/// Every call that takes `now` first processes what was due at or before `now`, so a line that
+/// arrives after a deadline never rescues the session, and a kill is dated at its exact
+/// deadline. Instants earlier than one already seen are treated as that one (time never runs
+/// backwards inside the registry). After the call, whatever its own effect made due at `now`
+/// (a withdrawn extension, a first line after an exceeded no-progress cap) is processed too,
+/// so `poll_timeout` is always later than the last `now`, or `None`. The one exception is a
+/// registry whose host does the checking ([`Registry::checked_by_host`]): there only
+/// [`Registry::handle_timeout`] fires anything, and `poll_timeout` may lie in the past until
+/// it is called.
 #[derive(Debug)]
 pub struct Registry {
     limits: Limits,

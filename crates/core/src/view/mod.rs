@@ -1,11 +1,4 @@
-//! A borrowed, lenient view of one stream-json line.
-//!
-//! [`LineView::parse`] reads the handful of fields the policy needs from one stdout line of the
-//! Claude Code CLI and skips everything else. It borrows from the input: a line without escaped
-//! strings is read without a single allocation. Every field is read leniently: a field of an
-//! unexpected JSON type reads as absent, an unknown `type` is still a view, and only a line that is
-//! not a JSON object at all is an [`Unparseable`] error (which the classifier turns into a
-//! keep-alive, never into a stop).
+//! A borrowed, lenient view of one stream-json line ([`LineView`]).
 
 use std::fmt;
 
@@ -135,6 +128,13 @@ pub struct Unparseable {
 }
 
 /// A borrowed view of one stream-json line: the fields the policy reads, nothing else.
+///
+/// [`LineView::parse`] reads the handful of fields the policy needs from one stdout line of the
+/// Claude Code CLI and skips everything else. It borrows from the input: a line without escaped
+/// strings is read without a single allocation. Every field is read leniently: a field of an
+/// unexpected JSON type reads as absent, an unknown `type` is still a view, and only a line that is
+/// not a JSON object at all is an [`Unparseable`] error (which the classifier turns into a
+/// keep-alive, never into a stop).
 ///
 /// ```
 /// use watchdog_core::LineView;

@@ -61,7 +61,7 @@ impl SupervisorHandle {
     }
     /// A copy of the policy's rate-limit readings (for a status display; `None` without a
     /// policy).
-    pub fn rate_limits(&self) -> Option<watchdog_core::RateLimitMonitor> {
+    pub fn rate_limits(&self) -> Option<watchdog_core::rate_limit::RateLimitMonitor> {
         self.shared.rate_limits()
     }
     /// The child's pid.

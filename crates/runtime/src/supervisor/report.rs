@@ -3,7 +3,7 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use watchdog_core::{ClaudeSessionId, Event, Kill, Outcome, RunRecord};
+use watchdog_core::{facts::ClaudeSessionId, Event, Kill, Outcome, RunRecord};
 pub use watchdog_core::{LineCounts, Stage};
 
 use super::facilities::Facility;
@@ -32,6 +32,7 @@ pub enum KillCause {
 
 /// What the kill ladder did.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct KillReport {
     /// Why.
     pub cause: KillCause,
@@ -87,6 +88,7 @@ pub enum Batch {
 
 /// The end of a supervised run.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Report {
     /// The program, as given.
     pub program: String,

@@ -9,7 +9,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use watchdog_core::facts::Activity;
-use watchdog_core::{classify, Class, LineView, RateLimitMonitor, RunRecord};
+use watchdog_core::{classify, rate_limit::RateLimitMonitor, Class, LineView, RunRecord};
 
 use super::lines::LineMeta;
 use super::policy::Policy;

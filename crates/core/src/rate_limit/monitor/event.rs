@@ -9,6 +9,7 @@ use crate::wall::WallMs;
 
 /// Something a frame changed that a user may want to hear about.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum RateLimitEvent {
     /// A window reached `warn_at` (once; re-armed when it resets or falls below
     /// `warn_at − hysteresis`).

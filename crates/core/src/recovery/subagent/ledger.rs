@@ -57,6 +57,7 @@ pub struct SubagentEntry {
 
 /// What the ledger knows about one subagent.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SubagentState {
     /// Never continued.
     Fresh,

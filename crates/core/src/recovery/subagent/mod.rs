@@ -172,6 +172,7 @@ pub struct SubagentFacts {
 
 /// Why nothing is done for a subagent.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SubagentSkip {
     /// It did not end on the output limit (completed, refused, aborted, running, another API
     /// error, unknown): never recovered automatically.
@@ -214,6 +215,7 @@ impl fmt::Display for SubagentSkip {
 
 /// The single notice for a continued agent that failed again.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SubagentNotice {
     /// Session + agent.
     pub key: SubagentKey,
@@ -261,6 +263,7 @@ impl fmt::Display for SubagentNotice {
 
 /// What to do about one subagent.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SubagentDecision {
     /// Claim the marker, then tell the parent to send `message` to the agent.
     Continue {

@@ -4,6 +4,7 @@ use serde_json::Value;
 
 /// How a subagent's transcript ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SubagentEnd {
     /// A final answer (`end_turn` or `stop_sequence`, no tool call).
     Completed,
