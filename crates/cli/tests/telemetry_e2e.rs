@@ -12,6 +12,11 @@
 //! Needs the real `claude` (`scripts/install-claude`, or `CLAUDE_BIN`), DuckDB
 //! (`scripts/install-query-tools`) and the binary built with the cargo feature `telemetry`:
 //! any of them missing is a failure that says so, never a skip.
+//!
+//! `WATCHDOG_TEST_AGENT_WATCHDOG=PATH` runs another `agent-watchdog` instead of this build's:
+//! `scripts/test-packages` points it at the released binary installed from the wheel, a build
+//! with the default features only (what `cargo install` builds), so the test shows that a
+//! default build exports telemetry.
 
 #[path = "common/otlp.rs"]
 mod otlp;
@@ -27,6 +32,23 @@ use otlp::{Answer, Receiver};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agent-watchdog");
+
+/// The `agent-watchdog` under test: this build's, or `WATCHDOG_TEST_AGENT_WATCHDOG`'s (which
+/// must be an executable file: a wrong path fails, it never falls back).
+fn agent_watchdog() -> std::path::PathBuf {
+    match std::env::var_os("WATCHDOG_TEST_AGENT_WATCHDOG") {
+        None => BIN.into(),
+        Some(p) => {
+            let p = std::path::PathBuf::from(p);
+            assert!(
+                p.is_file(),
+                "WATCHDOG_TEST_AGENT_WATCHDOG={} is not a file",
+                p.display()
+            );
+            p
+        }
+    }
+}
 
 #[test]
 fn claude_code_telemetry_and_ours_join_by_session_id() {
@@ -62,7 +84,7 @@ fn claude_code_telemetry_and_ours_join_by_session_id() {
     let summary = dir.path().join("summary.json");
     let out = cmd
         .behind(
-            Command::new(BIN)
+            Command::new(agent_watchdog())
                 .arg("run")
                 .args([
                     "--idle",
