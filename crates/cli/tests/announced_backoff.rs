@@ -7,7 +7,7 @@
 use std::fs::File;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mock_api::harness::{find_claude, ClaudeRun};
 use mock_api::{BlockingMockServer, Scenario, ScenarioOptions, Turn, FINAL_TEXT};
@@ -152,21 +152,7 @@ fn watch(run: &ClaudeRun, flags: &[&str], budget: Duration) -> (ExitStatus, Stri
         .stderr(File::create(&err_path).unwrap())
         .spawn()
         .unwrap();
-    let t = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t.elapsed() > budget {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "did not finish within {budget:?}:\n{}",
-                std::fs::read_to_string(&err_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = common::wait_within(&mut child, budget, "agent-watchdog run", &err_path);
     let err = std::fs::read_to_string(&err_path).unwrap_or_default();
     let s = serde_json::from_slice(&std::fs::read(&summary).unwrap())
         .unwrap_or_else(|_| panic!("no summary:\n{err}"));

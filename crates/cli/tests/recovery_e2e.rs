@@ -5,10 +5,12 @@
 //! A missing CLI is a failure naming `scripts/install-claude`, never a skip
 //! (`CLAUDE_BIN=/path/to/claude` picks another build). Each run is bounded by a budget.
 
+mod common;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mock_api::harness::{find_claude, ClaudeRun};
 use mock_api::{BlockingMockServer, Matcher, RateLimitHeaders, Scenario, Turn, FINAL_TEXT};
@@ -52,21 +54,7 @@ fn watch(run: &ClaudeRun, flags: &[&str], state: &Path, budget: Duration) -> Wat
         .stderr(File::create(&err_path).unwrap())
         .spawn()
         .unwrap();
-    let t = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t.elapsed() > budget {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "agent-watchdog run did not finish within {budget:?}; stderr:\n{}",
-                std::fs::read_to_string(&err_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = common::wait_within(&mut child, budget, "agent-watchdog run", &err_path);
     let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
     let summary = std::fs::read(&summary)
         .ok()

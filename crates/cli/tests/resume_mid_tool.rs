@@ -9,6 +9,8 @@
 //! changes what `--resume` does (`CLAUDE_CODE_RESUME_INTERRUPTED_TURN=1` and its kin)
 //! inherited. A missing CLI (or `python3` for the MCP server) is a failure, never a skip.
 
+mod common;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -62,21 +64,7 @@ fn watch(run: &ClaudeRun, flags: &[&str], state: &Path, budget: Duration) -> Wat
         .stderr(File::create(&err_path).unwrap())
         .spawn()
         .unwrap();
-    let t = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t.elapsed() > budget {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "agent-watchdog run did not finish within {budget:?}; stderr:\n{}",
-                std::fs::read_to_string(&err_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = common::wait_within(&mut child, budget, "agent-watchdog run", &err_path);
     let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
     let summary = std::fs::read(&summary)
         .ok()

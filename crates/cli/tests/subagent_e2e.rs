@@ -9,11 +9,13 @@
 //! wrapper of your own (e.g. one that logs stdin and stdout), `SUBAGENT_E2E_KEEP=1` keeps the
 //! session directories.
 
+mod common;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mock_api::agents::{PARENT_FINAL, SUB_REPORT};
 use mock_api::harness::{find_claude, ClaudeRun, SessionDirs};
@@ -138,21 +140,7 @@ fn run_claude_env(run: ClaudeRun, state: &Path, env: &[(&str, std::ffi::OsString
         .stderr(File::create(&err_path).unwrap())
         .spawn()
         .unwrap();
-    let t = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t.elapsed() > BUDGET {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "claude did not finish within {BUDGET:?}; stdout so far:\n{}",
-                std::fs::read_to_string(&out_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = common::wait_within(&mut child, BUDGET, "claude", &out_path);
     let stdout = std::fs::read_to_string(&out_path).unwrap();
     Session {
         status,

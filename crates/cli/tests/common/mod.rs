@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// The `agent-watchdog` binary.
@@ -114,5 +114,26 @@ pub fn read_pids(path: &Path, n: usize) -> Vec<i32> {
         }
         assert!(t.elapsed() < Duration::from_secs(20), "no pids in {path:?}");
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits for `child` at most `budget`; past it, kills it and fails the test with `what` and
+/// the file `log` (its stderr or stdout so far).
+pub fn wait_within(child: &mut Child, budget: Duration, what: &str, log: &Path) -> ExitStatus {
+    let t = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if t.elapsed() > budget {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{what} did not finish within {budget:?}; {}:\n{}",
+                log.display(),
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
