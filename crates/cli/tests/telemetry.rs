@@ -296,8 +296,9 @@ fn fault(endpoint: String, flush_ms: u64, slack: Duration) {
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("telemetry")).collect();
     assert_eq!(lines.len(), 1, "{err}");
     // The rest of stderr is the same as without telemetry (numbers aside: a loaded machine
-    // may round a duration differently).
-    let digits = |l: &str| l.replace(|c: char| c.is_ascii_digit(), "N");
+    // may round a duration differently, even across a unit: `999ms` in one run, `1s` in the
+    // other).
+    let digits = |l: &str| numbers_as_n(l);
     let rest: Vec<String> = err
         .lines()
         .filter(|l| !l.contains("telemetry"))
@@ -501,4 +502,44 @@ fn the_console_exporter_writes_to_stderr_and_leaves_stdout_byte_exact() {
     };
     assert_eq!(told(&err).len(), 1, "{err}");
     assert_eq!(told(&err), told(&stderr(&base.out)), "{err}");
+}
+
+/// `line` with each number, and the duration unit right after it (`ms`, `s`, `m`, `h`), as `N`.
+fn numbers_as_n(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(c) = rest.chars().next() {
+        if !c.is_ascii_digit() {
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let after = &rest[end..];
+        let unit = ["ms", "s", "m", "h"]
+            .into_iter()
+            .find(|u| {
+                after.starts_with(u)
+                    && !after[u.len()..].starts_with(|c: char| c.is_ascii_alphabetic())
+            })
+            .map_or(0, str::len);
+        out.push('N');
+        rest = &after[unit..];
+    }
+    out
+}
+
+#[test]
+fn numbers_and_their_units_read_the_same() {
+    assert_eq!(
+        numbers_as_n("asleep 999ms, 0 CPU."),
+        numbers_as_n("asleep 1s, 0 CPU.")
+    );
+    assert_eq!(
+        numbers_as_n("after 2.5s: `sleep 30` (pid 4121)"),
+        "after N: `sleep N` (pid N)"
+    );
+    assert_ne!(numbers_as_n("12 seconds"), numbers_as_n("12 s"));
 }
