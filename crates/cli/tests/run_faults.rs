@@ -325,24 +325,30 @@ fn a_slow_reader_does_not_get_a_healthy_child_killed_and_loses_nothing() {
 #[test]
 fn ctrl_z_then_fg_does_not_kill_a_child_that_kept_printing() {
     let dir = tempfile::tempdir().unwrap();
-    // A line every 250 ms for 4 s, then a result.
+    let done = dir.path().join("done");
+    // A line every 100 ms until told to finish, then a result. The idle limit (3 s) is 30
+    // lines: only the watchdog's stop, never a slow scheduler, can leave it without one.
     let child = script(
         dir.path(),
         "steady.sh",
         &format!(
-            "{}\ni=0\nwhile [ $i -lt 16 ]; do {}; sleep 0.25; i=$((i+1)); done\n{}",
+            "{}\nwhile [ ! -e '{}' ]; do {}; sleep 0.1; done\n{}",
             say(INIT),
+            done.display(),
             say(ASSISTANT),
             say(RESULT_OK)
         ),
     );
-    let mut w = spawn_run(&["--idle", "1s", "--extend-factor", "1"], &child);
+    let mut w = spawn_run(&["--idle", "3s", "--extend-factor", "1"], &child);
     let mut out = BufReader::new(w.stdout.take().unwrap());
     let mut first = String::new();
     out.read_line(&mut first).unwrap();
-    signal(w.id(), 19); // SIGSTOP, as Ctrl-Z would (SIGTSTP)
-    std::thread::sleep(Duration::from_millis(2500));
+    // SIGSTOP, as Ctrl-Z would (SIGTSTP): stopped for longer than the idle limit while the
+    // child keeps printing into the pipe.
+    signal(w.id(), 19);
+    std::thread::sleep(Duration::from_millis(4500));
     signal(w.id(), 18); // SIGCONT
+    std::fs::write(&done, "").unwrap();
     let mut rest = Vec::new();
     out.read_to_end(&mut rest).unwrap();
     let status = wait_exit(&mut w, Duration::from_secs(30));
@@ -350,6 +356,10 @@ fn ctrl_z_then_fg_does_not_kill_a_child_that_kept_printing() {
     w.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(!err.contains("killed"), "{err}");
+    assert!(
+        String::from_utf8_lossy(&rest).contains(r#""type":"result""#),
+        "the result came through"
+    );
 }
 
 #[test]

@@ -150,15 +150,18 @@ fn with_the_subreaper_and_the_death_signal_refused_a_kill_still_reaches_the_tree
 fn without_proc_the_process_group_is_stopped_and_the_summary_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let pids = dir.path().join("pids");
-    // A member of the child's group that ignores SIGTERM and outlives it.
+    // A member of the child's group that ignores SIGTERM and outlives it. It writes its pid
+    // once SIGTERM is ignored, and the child ends only then: a member still starting when the
+    // group is signalled would die of SIGTERM and need no grace.
     let child = script(
         dir.path(),
         "c.sh",
         &format!(
-            "{}\n(trap '' TERM; exec sleep 1000) &\necho $! > {}\n{}\nexit 0",
+            "{}\nsh -c 'trap \"\" TERM; echo $$ > {p}.tmp; mv {p}.tmp {p}; exec sleep 1000' &\n\
+             while [ ! -s {p} ]; do sleep 0.01; done\n{}\nexit 0",
             say(INIT),
-            pids.display(),
-            say(RESULT_OK)
+            say(RESULT_OK),
+            p = pids.display(),
         ),
     );
     let sum = dir.path().join("summary.json");
