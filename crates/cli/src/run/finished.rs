@@ -204,7 +204,7 @@ impl Ours {
                 Some(Intervention::OutputBlocked)
             }
             (Some(e), _) => Some(Intervention::Output { closed: e.closed() }),
-            (None, Some(sig)) => Some(Intervention::Signal(sig.number())),
+            (None, Some(sig)) => Some(Intervention::Signal(sig.signal().number())),
             (None, None) => None,
         }
     }

@@ -208,7 +208,7 @@ pub(crate) async fn supervise(
                 } else {
                     signals.first = Some(sig);
                     live.interrupted = true;
-                    live.handle.signal(sig.to_rustix());
+                    live.handle.signal(sig.signal());
                     live.host.telemetry.signal_forwarded(sig.name());
                     signals.escalate_at = tokio::time::Instant::now().checked_add(signals.grace);
                 }

@@ -7,6 +7,7 @@ use tokio::sync::{mpsc, Mutex as AsyncMutex};
 use super::control::Control;
 use super::report::KillCause;
 use super::shared::{RunPhase, Shared};
+use super::signal::Signal;
 
 /// A cheap, cloneable handle to a running supervisor: stop it or signal it.
 #[derive(Clone)]
@@ -35,19 +36,15 @@ impl SupervisorHandle {
     }
     /// Send SIGINT to the child's process group.
     pub fn interrupt(&self) {
-        let _ = self
-            .ctrl
-            .send(Control::Signal(rustix::process::Signal::INT));
+        self.signal(Signal::Int);
     }
     /// Send SIGTERM to the child's process group.
     pub fn terminate(&self) {
-        let _ = self
-            .ctrl
-            .send(Control::Signal(rustix::process::Signal::TERM));
+        self.signal(Signal::Term);
     }
     /// Send `sig` to the child's process group (no effect once the group is gone).
-    pub fn signal(&self, sig: rustix::process::Signal) {
-        let _ = self.ctrl.send(Control::Signal(sig));
+    pub fn signal(&self, sig: Signal) {
+        let _ = self.ctrl.send(Control::Signal(sig.to_rustix()));
     }
     /// Feed the current rate-limit utilization (0–1, highest window; `None` when unknown):
     /// high utilization extends the idle patience.

@@ -12,6 +12,7 @@ mod policy;
 mod read;
 mod report;
 mod shared;
+mod signal;
 mod signals;
 mod spawn;
 mod start;
@@ -51,8 +52,7 @@ pub fn kill_trees_of(host_pid: u32) -> usize {
     tree::Tree::kill_marked(host_pid)
 }
 
-/// A Unix signal, for [`SupervisorHandle::signal`].
-pub use rustix::process::Signal;
+pub use signal::Signal;
 
 /// A running child under supervision. Dropping it without [`Supervisor::wait`] starts the
 /// kill ladder (finished in the background while the runtime lives).
