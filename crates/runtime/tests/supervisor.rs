@@ -90,6 +90,37 @@ async fn output_is_byte_identical_and_ordered() {
     assert_eq!(report.stderr_lines, 1);
 }
 
+/// Stderr is split as stdout is: the same pieces of an over-long line, the same last line
+/// without its newline, every byte kept, whatever sizes the pipe delivers them in.
+#[tokio::test]
+async fn stderr_is_split_as_stdout_is() {
+    let text = "a\\n\\nbcdefghij\\nxy\\r\\nlast";
+    let sup = Supervisor::spawn(
+        sh(&format!("printf '{text}'; printf '{text}' >&2")),
+        SupervisorConfig {
+            max_line: 4,
+            ..quick()
+        },
+    )
+    .unwrap();
+    let (c, report) = run_all(sup, LIMIT).await;
+    let shape = |lines: &[agent_sdk_watchdog::Line]| -> Vec<(Vec<u8>, bool, bool)> {
+        lines
+            .iter()
+            .map(|l| (l.bytes.clone(), l.newline, l.continues))
+            .collect()
+    };
+    assert_eq!(shape(&c.stderr), shape(&c.stdout));
+    let pieces: Vec<&[u8]> = c.stderr.iter().map(|l| &l.bytes[..]).collect();
+    assert_eq!(
+        pieces,
+        [&b"a"[..], b"", b"bcde", b"fghi", b"j", b"xy\r", b"last"]
+    );
+    assert!(c.stderr[2].continues && c.stderr[3].continues && !c.stderr[4].continues);
+    assert!(!c.stderr[6].newline, "the last line had no newline");
+    assert_eq!(report.stderr_lines, 7);
+}
+
 #[tokio::test]
 async fn exit_code_is_reported() {
     let sup = Supervisor::spawn(sh("exit 7"), quick()).unwrap();

@@ -5,7 +5,6 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use watchdog_core::Class;
 
 /// How many bytes of child output may wait for the caller before the readers stop reading (the
@@ -67,6 +66,15 @@ impl LineMeta {
             piece: false,
             class: Class::UNPARSEABLE,
             top_level: false,
+        }
+    }
+
+    /// The line, copied out of `buf` (the bytes the metadata was found in).
+    pub(crate) fn line_in(&self, buf: &[u8]) -> Line {
+        Line {
+            bytes: buf[self.start..self.start + self.len].to_vec(),
+            newline: self.newline,
+            continues: self.continues,
         }
     }
 }
@@ -168,12 +176,7 @@ impl StdoutBatch {
     }
     /// The `i`th line as an owned [`Line`].
     pub(crate) fn to_line(&self, i: usize) -> Option<Line> {
-        let m = self.lines.get(i)?;
-        Some(Line {
-            bytes: self.line(m).to_vec(),
-            newline: m.newline,
-            continues: m.continues,
-        })
+        Some(self.lines.get(i)?.line_in(&self.bytes))
     }
 }
 
@@ -208,77 +211,37 @@ pub(crate) fn split_lines(
     }
 }
 
-/// Splits an async reader into [`Line`]s of at most `max` (≥ 1) bytes.
-pub(crate) struct LineReader<R> {
-    inner: R,
-    buf: Vec<u8>,
-    max: usize,
-}
-
-impl<R: AsyncBufRead + Unpin> LineReader<R> {
-    pub(crate) fn new(inner: R, max: usize) -> Self {
-        LineReader {
-            inner,
-            buf: Vec::new(),
-            max,
-        }
-    }
-
-    /// The next line, `None` at the end of the stream.
-    pub(crate) async fn next(&mut self) -> std::io::Result<Option<Line>> {
-        loop {
-            let avail = self.inner.fill_buf().await?;
-            if avail.is_empty() {
-                if self.buf.is_empty() {
-                    return Ok(None);
-                }
-                return Ok(Some(self.take(false, false)));
-            }
-            let room = self.max - self.buf.len();
-            let window = &avail[..avail.len().min(room)];
-            if let Some(i) = window.iter().position(|&b| b == b'\n') {
-                self.buf.extend_from_slice(&window[..i]);
-                self.inner.consume(i + 1);
-                return Ok(Some(self.take(true, false)));
-            }
-            let n = window.len();
-            self.buf.extend_from_slice(window);
-            self.inner.consume(n);
-            if self.buf.len() >= self.max {
-                // Exactly `max` bytes so far: a newline right after means the line fits.
-                let next = self.inner.fill_buf().await?;
-                return Ok(Some(match next.first() {
-                    None => self.take(false, false),
-                    Some(b'\n') => {
-                        self.inner.consume(1);
-                        self.take(true, false)
-                    }
-                    Some(_) => self.take(false, true),
-                }));
-            }
-        }
-    }
-
-    fn take(&mut self, newline: bool, continues: bool) -> Line {
-        Line {
-            bytes: std::mem::take(&mut self.buf),
-            newline,
-            continues,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    async fn split(input: &[u8], max: usize) -> Vec<Line> {
-        let mut r = LineReader::new(tokio::io::BufReader::with_capacity(3, input), max);
-        let mut out = Vec::new();
-        while let Some(l) = r.next().await.unwrap() {
-            out.push(l);
+    /// `split_lines` over `input` fed in pieces of `step` bytes, as a pipe delivers it.
+    fn split_fed(input: &[u8], max: usize, step: usize) -> Vec<Line> {
+        let (mut buf, mut out, mut in_long) = (Vec::new(), Vec::new(), false);
+        let mut fed = 0;
+        loop {
+            let end = (fed + step).min(input.len());
+            buf.extend_from_slice(&input[fed..end]);
+            fed = end;
+            let eof = fed == input.len();
+            let mut metas = Vec::new();
+            let used = split_lines(&buf, max, eof, &mut in_long, &mut metas);
+            out.extend(metas.iter().map(|m| m.line_in(&buf)));
+            buf.drain(..used);
+            if eof {
+                assert!(buf.is_empty());
+                return out;
+            }
         }
-        out
+    }
+
+    /// The lines of `input`, the same however the pipe cut it.
+    fn split(input: &[u8], max: usize) -> Vec<Line> {
+        let whole = split_fed(input, max, input.len().max(1));
+        for step in 1..5 {
+            assert_eq!(split_fed(input, max, step), whole, "max {max} step {step}");
+        }
+        whole
     }
 
     fn join(lines: &[Line]) -> Vec<u8> {
@@ -304,11 +267,11 @@ mod tests {
         b"abcdefghij\n\nabcd",
     ];
 
-    #[tokio::test]
-    async fn splits_and_round_trips() {
-        for &input in &INPUTS[..6] {
+    #[test]
+    fn splits_and_round_trips() {
+        for &input in &INPUTS {
             for max in 1..8 {
-                let lines = split(input, max).await;
+                let lines = split(input, max);
                 assert_eq!(join(&lines), input, "max {max}");
                 for l in &lines {
                     assert!(l.bytes.len() <= max);
@@ -317,53 +280,15 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn exact_max_is_not_overlong() {
-        let lines = split(b"abcd\nabcde\n", 4).await;
+    #[test]
+    fn exact_max_is_not_overlong() {
+        let lines = split(b"abcd\nabcde\n", 4);
         assert_eq!(lines[0].bytes, b"abcd");
         assert!(lines[0].newline && !lines[0].continues);
         assert_eq!(lines[1].bytes, b"abcd");
         assert!(lines[1].continues && !lines[1].newline);
         assert_eq!(lines[2].bytes, b"e");
         assert!(lines[2].newline && !lines[2].continues);
-    }
-
-    /// `split_lines` over `input` fed in pieces of `step` bytes.
-    fn split_fed(input: &[u8], max: usize, step: usize) -> Vec<Line> {
-        let (mut buf, mut out, mut in_long) = (Vec::new(), Vec::new(), false);
-        let mut fed = 0;
-        loop {
-            let end = (fed + step).min(input.len());
-            buf.extend_from_slice(&input[fed..end]);
-            fed = end;
-            let eof = fed == input.len();
-            let mut metas = Vec::new();
-            let used = split_lines(&buf, max, eof, &mut in_long, &mut metas);
-            for m in &metas {
-                out.push(Line {
-                    bytes: buf[m.start..m.start + m.len].to_vec(),
-                    newline: m.newline,
-                    continues: m.continues,
-                });
-            }
-            buf.drain(..used);
-            if eof {
-                assert!(buf.is_empty());
-                return out;
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn batches_split_like_lines() {
-        for input in INPUTS {
-            for max in 1..8 {
-                let want = split(input, max).await;
-                for step in 1..5 {
-                    assert_eq!(split_fed(input, max, step), want, "max {max} step {step}");
-                }
-            }
-        }
     }
 
     #[test]
@@ -412,9 +337,9 @@ mod tests {
         assert_eq!(recycle.0.lock().unwrap().len(), Recycle::KEEP);
     }
 
-    #[tokio::test]
-    async fn last_line_without_newline() {
-        let lines = split(b"x\ny", 10).await;
+    #[test]
+    fn last_line_without_newline() {
+        let lines = split(b"x\ny", 10);
         assert_eq!(lines.len(), 2);
         assert!(lines[0].newline);
         assert!(!lines[1].newline);

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use tokio::io::BufReader;
+use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, Semaphore};
 use watchdog_core::LineView;
 
 use super::hook::StdoutHook;
-use super::lines::{split_lines, LineMeta, LineReader, Recycle, StdoutBatch, CHUNK, OUTPUT_BUDGET};
+use super::lines::{split_lines, LineMeta, Recycle, StdoutBatch, CHUNK, OUTPUT_BUDGET};
 use super::report::{Batch, Output};
 use super::shared::Shared;
 use super::woken::{self, Woken};
@@ -177,14 +177,27 @@ fn observe(
 }
 
 pub(super) async fn read_stderr(
-    pipe: tokio::process::ChildStderr,
+    mut pipe: tokio::process::ChildStderr,
     max_line: usize,
     shared: Arc<Shared>,
     queue: Queue,
 ) {
-    let mut reader = LineReader::new(BufReader::with_capacity(16 << 10, pipe), max_line);
-    while let Ok(Some(line)) = reader.next().await {
-        shared.observe_stderr();
-        queue.send(Batch::Output(Output::Stderr(line))).await;
+    // Split as stdout is (one splitter for both pipes); each line is sent on its own.
+    let (mut buf, mut metas, mut in_long) = (Vec::new(), Vec::new(), false);
+    loop {
+        buf.reserve(16 << 10);
+        // A read error ends the pipe as its end would: what was read still counts.
+        let eof = !matches!(pipe.read_buf(&mut buf).await, Ok(n) if n > 0);
+        let used = split_lines(&buf, max_line, eof, &mut in_long, &mut metas);
+        for m in metas.drain(..) {
+            shared.observe_stderr();
+            queue
+                .send(Batch::Output(Output::Stderr(m.line_in(&buf))))
+                .await;
+        }
+        buf.drain(..used);
+        if eof {
+            return;
+        }
     }
 }
