@@ -17,11 +17,7 @@ use super::{make_id, PolicyTable, Registry};
 /// What the deadline queue asks about sessions while it settles.
 struct Filing<'r> {
     slots: &'r mut [Session],
-    cold: &'r [Cold],
-    holds: &'r Holds,
-    trees: &'r Trees,
-    policies: &'r PolicyTable,
-    utilization: Option<f64>,
+    facts: Facts<'r>,
 }
 
 impl Slots for Filing<'_> {
@@ -29,22 +25,10 @@ impl Slots for Filing<'_> {
         let Some(s) = self.slots.get_mut(slot as usize).filter(|s| s.is_live()) else {
             return NEVER;
         };
-        let p = self.policies.get(s.limits);
-        let c = &self.cold[slot as usize];
-        let tree = tree_due(self.trees, slot, s, &p.ns);
-        let t = s
-            .next_due(
-                &p.ns,
-                p.ns.is_high(self.utilization),
-                p.drop_at,
-                s.retry_end(c, p.ns.max_backoff),
-                s.mcp_floor(c),
-                HostDue {
-                    blocked_since: blocked_since(s, slot, self.holds),
-                    ..tree
-                },
-            )
-            .map_or(NEVER, |(t, _)| held(s, slot, self.holds, t));
+        let t = self
+            .facts
+            .next_due(s, slot)
+            .map_or(NEVER, |(t, _)| held(s, slot, self.facts.holds, t));
         s.queued = t;
         s.flags &= !flag::RAISED;
         t
@@ -54,6 +38,36 @@ impl Slots for Filing<'_> {
         self.slots
             .get(slot as usize)
             .is_some_and(|s| s.has(flag::RAISED))
+    }
+}
+
+/// What a session's next event depends on beyond the session itself: the registry's side
+/// tables, borrowed (by the deadline queue while it settles, and by the registry).
+struct Facts<'r> {
+    cold: &'r [Cold],
+    holds: &'r Holds,
+    trees: &'r Trees,
+    policies: &'r PolicyTable,
+    utilization: Option<f64>,
+}
+
+impl Facts<'_> {
+    /// The session's next event and when it is due, before any hold for unread input.
+    fn next_due(&self, s: &Session, slot: u32) -> Option<(u64, Due)> {
+        let p = self.policies.get(s.limits);
+        let c = &self.cold[slot as usize];
+        let tree = tree_due(self.trees, slot, s, &p.ns);
+        s.next_due(
+            &p.ns,
+            p.ns.is_high(self.utilization),
+            p.drop_at,
+            s.retry_end(c, p.ns.max_backoff),
+            s.mcp_floor(c),
+            HostDue {
+                blocked_since: blocked_since(s, slot, self.holds),
+                ..tree
+            },
+        )
     }
 }
 
@@ -87,21 +101,14 @@ impl Registry {
     }
 
     pub(super) fn next_of(&self, slot: u32) -> Option<(u64, Due)> {
-        let s = self.session(slot);
-        let p = self.policies.get(s.limits);
-        let c = &self.cold[slot as usize];
-        let tree = tree_due(&self.trees, slot, s, &p.ns);
-        s.next_due(
-            &p.ns,
-            p.ns.is_high(self.utilization),
-            p.drop_at,
-            s.retry_end(c, p.ns.max_backoff),
-            s.mcp_floor(c),
-            HostDue {
-                blocked_since: blocked_since(s, slot, &self.holds),
-                ..tree
-            },
-        )
+        let facts = Facts {
+            cold: &self.cold,
+            holds: &self.holds,
+            trees: &self.trees,
+            policies: &self.policies,
+            utilization: self.utilization,
+        };
+        facts.next_due(self.session(slot), slot)
     }
 
     /// Note the session's next event in the deadline queue. A later event than where the
@@ -146,11 +153,13 @@ impl Registry {
             now,
             &mut Filing {
                 slots,
-                cold,
-                holds,
-                trees,
-                policies,
-                utilization: *utilization,
+                facts: Facts {
+                    cold,
+                    holds,
+                    trees,
+                    policies,
+                    utilization: *utilization,
+                },
             },
         );
     }
