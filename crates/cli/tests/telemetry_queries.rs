@@ -12,43 +12,11 @@ mod queries;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use agent_watchdog::telemetry::table::{self, Kind, Metric, METRICS, SOURCE};
-
-/// The collector's Prometheus name of metric `m` (its translator's `normalize_name.go`, with
-/// the suffixes on): the name's words joined by `_`; the unit's Prometheus name unless it is a
-/// `{count}` or already a word of the name (`s` → `seconds`; `1` → nothing); `_total` for a
-/// counter; `_ratio` for a gauge of unit `1`. A histogram's series add `_bucket`, `_sum`,
-/// `_count`.
-fn prom_name(m: &Metric) -> String {
-    let mut words: Vec<String> = m
-        .name
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_owned)
-        .collect();
-    let unit = match m.unit {
-        "s" => "seconds",
-        "1" => "",
-        u if u.starts_with('{') => "",
-        u => panic!(
-            "{}: no Prometheus name for the unit {u} in this model",
-            m.name
-        ),
-    };
-    if !unit.is_empty() && !words.iter().any(|w| w == unit) {
-        words.push(unit.to_owned());
-    }
-    match m.kind {
-        Kind::Counter => words.push("total".into()),
-        Kind::Gauge if m.unit == "1" => words.push("ratio".into()),
-        _ => {}
-    }
-    words.join("_")
-}
+use agent_watchdog::telemetry::table::{self, Kind, Metric, SOURCE};
 
 /// The series names of metric `m` in a scrape.
 fn series_names(m: &Metric) -> Vec<String> {
-    let base = prom_name(m);
+    let base = m.prometheus_name();
     match m.kind {
         Kind::Histogram => ["_bucket", "_sum", "_count"]
             .iter()
@@ -70,8 +38,7 @@ fn metric(name: &str) -> &'static Metric {
 
 #[test]
 fn our_prometheus_names_are_the_python_exporters_but_for_the_collectors_ratio() {
-    let input: Vec<serde_json::Value> = METRICS
-        .iter()
+    let input: Vec<serde_json::Value> = table::metrics()
         .map(|m| serde_json::json!({"name": m.name, "unit": m.unit, "kind": m.kind.as_str()}))
         .collect();
     let text = queries::run_python(
@@ -85,7 +52,7 @@ fn our_prometheus_names_are_the_python_exporters_but_for_the_collectors_ratio() 
         .map(|l| l.split(['{', ' ']).next().unwrap().to_owned())
         .collect();
     let mut ours = std::collections::BTreeSet::new();
-    for m in METRICS {
+    for m in table::metrics() {
         for n in series_names(m) {
             // The one rule the two differ on: the collector (and the OpenTelemetry
             // specification) adds `_ratio` to a gauge of unit `1`; the Python exporter does not.
@@ -105,11 +72,11 @@ fn our_prometheus_names_are_the_python_exporters_but_for_the_collectors_ratio() 
     // The two differ on one name only, and it is the one the guide's table of the runtime's
     // endpoint uses too.
     assert_eq!(
-        prom_name(metric("agent_watchdog.rate_limit.utilization")),
+        metric("agent_watchdog.rate_limit.utilization").prometheus_name(),
         "agent_watchdog_rate_limit_utilization_ratio"
     );
     assert_eq!(
-        prom_name(metric("agent_watchdog.cpu.time")),
+        metric("agent_watchdog.cpu.time").prometheus_name(),
         "agent_watchdog_cpu_time_seconds_total"
     );
 }
@@ -213,7 +180,7 @@ fn the_guide_promql_queries_give_kills_per_hour_and_the_p95_spell_per_mcp_tool()
 
     // Kills: one counter series per session (and kind and stage), present from the kill until
     // it goes stale after the run ends. Minutes from 0.
-    let kill = prom_name(metric("agent_watchdog.kill.count"));
+    let kill = metric("agent_watchdog.kill.count").prometheus_name();
     for (sid, source, kind, stage, values) in [
         // killed at 10 min, gone at 25 min
         ("a", "run", "idle", "term", rising(10, 1, 15)),
@@ -262,7 +229,7 @@ fn the_guide_promql_queries_give_kills_per_hour_and_the_p95_spell_per_mcp_tool()
     ));
 
     // Spells: bucket series per session, clock and tool, on our own boundaries.
-    let spell = prom_name(metric("agent_watchdog.quiet_spell.duration"));
+    let spell = metric("agent_watchdog.quiet_spell.duration").prometheus_name();
     let bounds = table::buckets("agent_watchdog.quiet_spell.duration");
     // (session, source, tool, clock, the spells' lengths in seconds)
     let sessions: [(&str, &str, &str, &str, Vec<f64>); 5] = [

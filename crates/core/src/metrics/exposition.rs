@@ -3,6 +3,10 @@
 
 use std::fmt::Write as _;
 
+use super::catalogue::{
+    Metric, EXTENSION_COUNT, KILL_COUNT, KILL_LATENESS, RATE_LIMIT_UTILIZATION, SESSIONS,
+    SESSION_COUNT, STALLING_WARNING_COUNT,
+};
 use super::{Metrics, CLOCKS, KINDS, OTHER_OUTCOMES, REASONS, SOURCE};
 use crate::event::OutcomeKind;
 
@@ -14,72 +18,39 @@ impl Metrics {
     pub fn render_prometheus(&self) -> String {
         let mut out = String::with_capacity(4096);
         let o = &mut out;
-        family(
-            o,
-            "agent_watchdog_sessions",
-            "gauge",
-            "Sessions registered with the watchdog now.",
-        );
-        sample(o, "agent_watchdog_sessions", "", self.sessions as f64);
+        let name = family(o, &SESSIONS);
+        sample(o, &name, "", self.sessions as f64);
 
-        let name = "agent_watchdog_session_count_total";
-        family(
-            o,
-            "agent_watchdog_session_count_total",
-            "counter",
-            "Sessions that ended, by outcome (and kill kind when killed).",
-        );
+        let name = family(o, &SESSION_COUNT);
         for (outcome, n) in OTHER_OUTCOMES.iter().zip(self.ended_other) {
             let labels = format!("outcome=\"{}\",", outcome.as_str());
-            sample(o, name, &labels, n as f64);
+            sample(o, &name, &labels, n as f64);
         }
         let killed = OutcomeKind::Killed.as_str();
         for (kind, n) in KINDS.iter().zip(self.ended_killed) {
             let labels = format!("outcome=\"{killed}\",kill_kind=\"{}\",", kind.as_str());
-            sample(o, name, &labels, n as f64);
+            sample(o, &name, &labels, n as f64);
         }
 
-        family(
-            o,
-            "agent_watchdog_kill_count_total",
-            "counter",
-            "Kills, by kind.",
-        );
+        let name = family(o, &KILL_COUNT);
         for (kind, n) in KINDS.iter().zip(self.kills) {
             let labels = format!("kill_kind=\"{}\",", kind.as_str());
-            sample(o, "agent_watchdog_kill_count_total", &labels, n as f64);
+            sample(o, &name, &labels, n as f64);
         }
 
-        family(
-            o,
-            "agent_watchdog_stalling_warning_count_total",
-            "counter",
-            "Stalling warnings, by clock.",
-        );
+        let name = family(o, &STALLING_WARNING_COUNT);
         for (clock, n) in CLOCKS.iter().zip(self.stalling) {
             let labels = format!("clock=\"{}\",", clock.as_str());
-            let name = "agent_watchdog_stalling_warning_count_total";
-            sample(o, name, &labels, n as f64);
+            sample(o, &name, &labels, n as f64);
         }
 
-        family(
-            o,
-            "agent_watchdog_extension_count_total",
-            "counter",
-            "Idle-patience extensions, by reason.",
-        );
+        let name = family(o, &EXTENSION_COUNT);
         for (reason, n) in REASONS.iter().zip(self.extensions) {
             let labels = format!("reason=\"{}\",", reason.as_str());
-            sample(o, "agent_watchdog_extension_count_total", &labels, n as f64);
+            sample(o, &name, &labels, n as f64);
         }
 
-        let name = "agent_watchdog_kill_lateness_seconds";
-        family(
-            o,
-            name,
-            "histogram",
-            "From a kill's deadline to the watchdog delivering the kill, on the watchdog's clock.",
-        );
+        let name = family(o, &KILL_LATENESS);
         let bucket = format!("{name}_bucket");
         for (le, n) in self.kill_lateness.buckets() {
             let labels = format!("le=\"{}\",", fmt_value(le));
@@ -90,23 +61,21 @@ impl Metrics {
         let count = self.kill_lateness.count as f64;
         sample(o, &format!("{name}_count"), "", count);
 
-        let name = "agent_watchdog_rate_limit_utilization_ratio";
-        family(
-            o,
-            name,
-            "gauge",
-            "The rate-limit utilization last set (0-1, highest window); absent while unknown.",
-        );
+        // Absent while unknown.
+        let name = family(o, &RATE_LIMIT_UTILIZATION);
         if let Some(u) = self.utilization {
-            sample(o, name, "", u);
+            sample(o, &name, "", u);
         }
         out
     }
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
+/// The `# HELP` and `# TYPE` lines of `metric`'s family; returns its name.
+fn family(out: &mut String, metric: &Metric) -> String {
+    let name = metric.prometheus_name();
+    let _ = writeln!(out, "# HELP {name} {}.", metric.description);
+    let _ = writeln!(out, "# TYPE {name} {}", metric.kind.as_str());
+    name
 }
 
 /// One sample line; `labels` is empty or `key="value",` pairs (each ending with a comma).

@@ -6,7 +6,9 @@
 //!
 //! No clock, no I/O, no lock: counting is a relaxed atomic add per event, so the counters can
 //! be shared by every thread that delivers events; the instant a kill is delivered (for its
-//! lateness) is passed in by the host. Only the snapshot and the rendering allocate.
+//! lateness) is passed in by the host. Only the snapshot and the rendering allocate. What each
+//! series is, and its name, is the [`catalogue`]'s (the CLI's OpenTelemetry instruments are
+//! built from the same entries).
 //!
 //! ```
 //! use std::time::{Duration, Instant};
@@ -32,6 +34,7 @@
 //! ));
 //! ```
 
+pub mod catalogue;
 mod exposition;
 pub mod scrape;
 
@@ -66,11 +69,7 @@ const CLOCKS: [StallClock; 2] = StallClock::ALL;
 
 const REASONS: [ExtendReason; 2] = [ExtendReason::HighUtilization, ExtendReason::PreWrite];
 
-/// Upper bounds of the kill-lateness buckets, in seconds: the CLI's OpenTelemetry histogram
-/// `agent_watchdog.kill.lateness` takes these, so the two can be summed.
-pub const LATENESS_BOUNDS: [f64; 10] = [
-    0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0,
-];
+use catalogue::LATENESS_BOUNDS;
 
 /// [`LATENESS_BOUNDS`] in nanoseconds (what the event path compares with).
 const LATENESS_NANOS: [u64; 10] = [
