@@ -3,14 +3,12 @@
 //! Each rule on a value lives in one type ([`PositiveDuration`], [`Factor`], [`Fraction`],
 //! [`NonZeroFraction`]): the builders check with it, and its `FromStr` parses the command
 //! line's flags, so a value is rejected in the same words everywhere ([`InvalidValue`],
-//! [`ConfigError`]). Each default lives in [`defaults`]. Every user-facing option (flag,
-//! variable, type, default, range, help) is one row of [`options::OPTIONS`].
+//! [`ConfigError`]). Each default lives in [`defaults`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) mod mcp;
-pub mod options;
 pub(crate) mod session;
 mod size;
 pub(crate) mod values;

@@ -96,7 +96,6 @@ pub use ledger::{
     validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, LedgerState, Marker,
     MemoryLedger, MARKER_VERSION,
 };
-pub(crate) use ledger_url::LEDGER_URL_ALLOWED;
 pub use ledger_url::{LedgerBackend, LedgerUrl, LedgerUrlError};
 
 /// What made a run worth continuing.
