@@ -8,12 +8,16 @@ use watchdog_core::config::{format_bytes, format_duration};
 use watchdog_core::recovery::Recovery;
 use watchdog_core::Limits;
 
-use super::{OptionDefault, OptionSpec, Reader, ValueKind};
+use super::spec::{OptionDefault, OptionSpec, Reader, ValueKind};
 
 /// A duration as its option's parser reads it (`10m`).
 fn dur(d: Duration) -> Option<String> {
     Some(format_duration(d))
 }
+
+/// The default bound on the telemetry flush at exit (and on each export request):
+/// [`TELEMETRY_FLUSH_MS`]'s typed value, which the telemetry reads.
+pub const TELEMETRY_FLUSH: Duration = Duration::from_secs(2);
 
 /// The core's default limits.
 fn limits() -> Limits {
@@ -268,52 +272,8 @@ options! {
     TELEMETRY_FLUSH_MS = {
         name: "telemetry_flush_ms", flag: None, value_name: None, kind: Milliseconds,
         default: Value(|| {
-            Some(crate::telemetry::config::DEFAULT_FLUSH.as_millis().to_string())
+            Some(TELEMETRY_FLUSH.as_millis().to_string())
         }), read_by: &[Reader::Telemetry],
         help: "The bound on the telemetry flush at exit (and on each export request), in ms",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every rendered default is read back by its option's parser (the rule of its kind).
-    #[test]
-    fn every_rendered_default_is_read_by_its_parser() {
-        let mut rendered = 0;
-        for o in OPTIONS {
-            if let Some(v) = o.default_value() {
-                o.kind
-                    .check(v)
-                    .unwrap_or_else(|e| panic!("{}: {v:?}: {e}", o.name));
-                rendered += 1;
-            }
-        }
-        assert!(rendered >= 13, "{rendered} options have a default value");
-    }
-
-    #[test]
-    fn names_flags_and_variables_are_unique_and_agree() {
-        for (i, o) in OPTIONS.iter().enumerate() {
-            assert!(OPTIONS[..i]
-                .iter()
-                .all(|p| p.name != o.name && p.env != o.env));
-            if let Some(flag) = o.flag {
-                assert_eq!(flag.replace('-', "_"), o.name, "{}", o.name);
-                assert_eq!(super::super::by_flag(flag).map(|p| p.name), Some(o.name));
-            }
-            assert_eq!(
-                o.value_name.is_none(),
-                o.kind == ValueKind::Switch || o.flag.is_none()
-            );
-            assert!(
-                !o.help.ends_with('.') && !o.help.contains('\n'),
-                "{}",
-                o.name
-            );
-            assert_eq!(super::super::find(o.name).map(|p| p.env), Some(o.env));
-            assert_eq!(super::super::by_env(o.env).map(|p| p.name), Some(o.name));
-        }
     }
 }

@@ -12,8 +12,8 @@ use std::time::Duration;
 pub const SWITCH: &str = crate::options::TELEMETRY.env;
 /// The bound on the flush at exit, in milliseconds (default [`DEFAULT_FLUSH`]).
 pub const FLUSH_VAR: &str = crate::options::TELEMETRY_FLUSH_MS.env;
-/// The default bound on the flush at exit.
-pub const DEFAULT_FLUSH: Duration = Duration::from_secs(2);
+/// The default bound on the flush at exit (the option table's).
+pub use crate::options::TELEMETRY_FLUSH as DEFAULT_FLUSH;
 /// The default of `OTEL_METRIC_EXPORT_INTERVAL`.
 pub const DEFAULT_METRIC_INTERVAL: Duration = Duration::from_millis(60_000);
 /// The default of `OTEL_LOGS_EXPORT_INTERVAL`.
