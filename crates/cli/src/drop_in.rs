@@ -125,7 +125,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
 mod tests {
     use std::collections::BTreeSet;
 
-    use watchdog_core::config::options::{Reader, OPTIONS};
+    use crate::options::{Reader, OPTIONS};
 
     use super::EnvPolicy;
 

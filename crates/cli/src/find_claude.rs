@@ -35,9 +35,7 @@ pub fn on_path(path: &OsStr, skip: Option<&Path>) -> Option<PathBuf> {
 /// `PATH` that is not this executable.
 pub fn for_drop_in() -> Result<PathBuf, String> {
     let me = std::env::current_exe().ok();
-    if let Some(p) =
-        std::env::var_os(watchdog_core::config::options::CLAUDE.env).filter(|p| !p.is_empty())
-    {
+    if let Some(p) = std::env::var_os(crate::options::CLAUDE.env).filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
         if me.as_deref().is_some_and(|me| same_file(&p, me)) {
             return Err(format!(

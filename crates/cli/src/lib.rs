@@ -18,6 +18,7 @@ pub(crate) mod guardian;
 pub mod hook;
 pub mod ledger_choice;
 pub(crate) mod millis;
+pub mod options;
 pub mod plugin_dir;
 pub(crate) mod policy_args;
 pub mod replay;

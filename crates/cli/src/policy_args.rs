@@ -6,15 +6,16 @@ use std::time::Duration;
 
 use clap::builder::BoolishValueParser;
 use clap::Args;
-use watchdog_core::config::options::{self, OptionDefault, OptionSpec, ValueKind};
 use watchdog_core::config::{
-    defaults, ByteSize, Factor, Fraction, HumanDuration, NonZeroFraction, PositiveDuration,
+    ByteSize, Factor, Fraction, HumanDuration, NonZeroFraction, PositiveDuration,
 };
 use watchdog_core::recovery::LedgerUrl;
 use watchdog_core::Limits;
 
+use crate::options::{self, OptionDefault, OptionSpec, ValueKind};
+
 /// The prefix of every environment variable the watchdog reads.
-pub use watchdog_core::config::options::ENV_PREFIX;
+pub use crate::options::ENV_PREFIX;
 
 /// One rule for every `AGENT_WATCHDOG_*` variable, in both binaries and every subcommand: an
 /// empty variable is the same as an unset one (`AGENT_WATCHDOG_STRICT=` is not a usage error,
@@ -54,7 +55,7 @@ pub fn env_error_text(e: &clap::Error) -> String {
     }
 }
 
-/// Give every argument that is an option of the core's table ([`options::OPTIONS`], by its
+/// Give every argument that is an option of the table ([`options::OPTIONS`], by its
 /// name) the table's flag, variable, placeholder, default and help; leave other arguments as
 /// they are. Each flag struct applies it (`#[command(mut_args = from_table)]`), so `run`,
 /// `replay`, `audit` and the drop-in all build these arguments from the one table; the value
@@ -70,32 +71,30 @@ pub(crate) fn from_table(arg: clap::Arg) -> clap::Arg {
     if let Some(v) = o.value_name {
         arg = arg.value_name(v);
     }
-    match o.default {
+    match (o.default_value(), o.kind) {
         // A list's default is shown in the help as it is written (comma-separated), not as
         // clap lists several values.
-        OptionDefault::Value(v) if o.kind == ValueKind::List => arg
+        (Some(v), ValueKind::List) => arg
             .value_delimiter(',')
             .default_values(v.split(','))
             .hide_default_value(true)
             .required(false),
-        OptionDefault::Value(v) => arg.default_value(v).required(false),
-        OptionDefault::Unset | OptionDefault::Described(_) => arg,
+        (Some(v), _) => arg.default_value(v).required(false),
+        (None, _) => arg,
     }
 }
 
 /// The help of an option: the table's line, with a default clap does not show itself.
 fn table_help(o: &OptionSpec) -> String {
-    match o.default {
-        OptionDefault::Value(v) if o.kind == ValueKind::List => {
-            format!("{} [default: {v}]", o.help)
-        }
-        OptionDefault::Described(d) => format!("{} [default: {d}]", o.help),
+    match (o.default, o.default_value()) {
+        (_, Some(v)) if o.kind == ValueKind::List => format!("{} [default: {v}]", o.help),
+        (OptionDefault::Described(d), _) => format!("{} [default: {d}]", o.help),
         _ => o.help.to_owned(),
     }
 }
 
 /// Policy flags. Every flag has an `AGENT_WATCHDOG_<NAME>` environment variable; the flag wins.
-/// Names, variables, defaults and help come from the core's option table
+/// Names, variables, defaults and help come from the option table
 /// ([`options::OPTIONS`], [`from_table`]); each value is parsed by its rule in the core
 /// (`watchdog_core::config`). Every duration is at most 365d.
 #[derive(Debug, Clone, Args)]
@@ -146,26 +145,15 @@ pub struct PolicyArgs {
 }
 
 impl Default for PolicyArgs {
-    /// Every flag at its default, as when none is given.
+    /// Every flag at its default, as when none is given and no variable is set: the table's
+    /// defaults, read by the flags' own parsers.
     fn default() -> Self {
-        PolicyArgs {
-            idle: defaults::IDLE,
-            extend_factor: defaults::EXTEND_FACTOR,
-            startup: defaults::STARTUP,
-            no_progress: defaults::NO_PROGRESS,
-            linger: defaults::LINGER,
-            ceiling: defaults::CEILING,
-            write_tools: defaults::WRITE_TOOLS.map(String::from).into(),
-            high_utilization: defaults::HIGH_UTILIZATION,
-            warn_at: defaults::WARN_AT,
-            output_blocked: HumanDuration(
-                defaults::OUTPUT_BLOCKED.map_or(Duration::ZERO, PositiveDuration::get),
-            ),
-            max_backoff: defaults::MAX_BACKOFF,
-            grace: HumanDuration(defaults::TERM_GRACE),
-            busy_cap: HumanDuration(defaults::BUSY_CAP),
-            max_rss: defaults::MAX_RSS,
-        }
+        use clap::{Args as _, FromArgMatches as _};
+        let cmd = Self::augment_args(clap::Command::new("defaults").no_binary_name(true))
+            .mut_args(|a| a.env(None));
+        cmd.try_get_matches_from(std::iter::empty::<&str>())
+            .and_then(|m| Self::from_arg_matches(&m))
+            .expect("the option table's defaults are read by their flags' parsers")
     }
 }
 
@@ -283,7 +271,8 @@ mod tests {
         let f = parse(&[]).unwrap();
         assert_eq!(f.policy.limits(), Limits::default());
         assert_eq!(PolicyArgs::default().limits(), Limits::default());
-        assert_eq!(f.policy.grace(), defaults::TERM_GRACE);
+        let supervisor = agent_sdk_watchdog::SupervisorConfig::default();
+        assert_eq!(f.policy.grace(), supervisor.term_grace);
         let r = Recovery::default();
         assert_eq!(f.recovery.max_wait.get(), r.max_wait());
         assert_eq!(f.recovery.reset_margin.get(), r.reset_margin());
@@ -335,12 +324,12 @@ mod tests {
         );
     }
 
-    /// The core's switch words are the ones clap's parser reads, so the hook (which reads
-    /// them with the core's `parse_switch`) and `run` agree on every value.
+    /// The table's switch words are the ones clap's parser reads, so the hook (which reads
+    /// them with `parse_switch`) and `run` agree on every value.
     #[test]
     fn the_tables_switch_words_are_clap_s() {
+        use crate::options::{parse_switch, SWITCH_OFF, SWITCH_ON};
         use clap::builder::TypedValueParser;
-        use watchdog_core::config::options::{parse_switch, SWITCH_OFF, SWITCH_ON};
         let cmd = clap::Command::new("t");
         let clap_reads = |w: &str| {
             BoolishValueParser::new()

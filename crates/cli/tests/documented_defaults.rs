@@ -1,6 +1,7 @@
 //! The documentation states the defaults of `run`'s flags (the policy table of `docs/cli.md`,
 //! and `--flag` (default X) in the text of the README and every guide page); they must be the
-//! ones `--help` shows, which come from the core's `watchdog_core::config::defaults`.
+//! ones `--help` shows, which the option table renders from the typed defaults
+//! (`agent_watchdog::options`).
 
 use clap::CommandFactory;
 

@@ -1,4 +1,4 @@
-//! The core's option table (`watchdog_core::config::options`) is the one list of options: the
+//! The option table (`agent_watchdog::options`) is the one list of options: the
 //! command line is built from it, and the guide's tables (`docs/cli.md`), every variable the
 //! README and the guide name, and the Python and npm helpers must say what it says. Each
 //! failure names the option and the file that differs.
@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use clap::CommandFactory;
 
 use agent_watchdog::cli::Cli;
-use watchdog_core::config::options::{self, OptionDefault, OptionSpec, Reader, ValueKind};
+use agent_watchdog::options::{self, OptionSpec, Reader, ValueKind};
 
 #[path = "common/docs.rs"]
 mod docs;
@@ -48,10 +48,7 @@ fn every_variable_is_an_option(file: &str, text: &str) -> usize {
 }
 
 fn default_values(o: &OptionSpec) -> String {
-    match o.default {
-        OptionDefault::Value(v) => v.to_owned(),
-        OptionDefault::Unset | OptionDefault::Described(_) => String::new(),
-    }
+    o.default_value().unwrap_or_default().to_owned()
 }
 
 #[test]

@@ -3,14 +3,13 @@
 //! Each rule on a value lives in one type ([`PositiveDuration`], [`Factor`], [`Fraction`],
 //! [`NonZeroFraction`]): the builders check with it, and its `FromStr` parses the command
 //! line's flags, so a value is rejected in the same words everywhere ([`InvalidValue`],
-//! [`ConfigError`]). Each default lives in [`defaults`]. Every user-facing option (flag,
-//! variable, type, default, range, help) is one row of [`options::OPTIONS`].
+//! [`ConfigError`]). Each default lives in [`defaults`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod defaults;
 pub(crate) mod mcp;
-pub mod options;
 pub(crate) mod session;
 mod size;
 pub(crate) mod values;
@@ -26,107 +25,9 @@ pub use values::{
     NonZeroFraction, PositiveDuration, MAX_DURATION,
 };
 
-/// Every default, in one place: the `Default` impls of [`Limits`], [`McpLimits`],
-/// [`Recovery`](crate::recovery::Recovery) and the runtime's supervisor, the `# Default` tables of
-/// their docs, the command line's help and the guide's tables (docs/cli.md) all come from (or are checked
-/// against) these constants.
-pub mod defaults {
-    use std::time::Duration;
-
-    use super::{Factor, Fraction};
-    use super::{NonZeroFraction, PositiveDuration};
-    use crate::claude_code::mcp::{HEARTBEAT_TICK, STDIO_IDLE};
-
-    const fn minutes(m: u64) -> PositiveDuration {
-        PositiveDuration::new_const(Duration::from_secs(m * 60))
-    }
-
-    /// [`Limits::startup`](super::Limits::startup): 3 min.
-    pub const STARTUP: PositiveDuration = minutes(3);
-    /// [`Limits::idle`](super::Limits::idle): 10 min.
-    pub const IDLE: PositiveDuration = minutes(10);
-    /// [`Limits::extend_factor`](super::Limits::extend_factor): 2.
-    pub const EXTEND_FACTOR: Factor = Factor::new_const(2.0);
-    /// [`Limits::high_utilization`](super::Limits::high_utilization): 0.9.
-    pub const HIGH_UTILIZATION: Fraction = Fraction::new_const(0.9);
-    /// [`Limits::write_tools`](super::Limits::write_tools).
-    pub const WRITE_TOOLS: [&str; 4] = ["Write", "Edit", "MultiEdit", "NotebookEdit"];
-    /// [`Limits::no_progress`](super::Limits::no_progress): 30 min.
-    pub const NO_PROGRESS: PositiveDuration = minutes(30);
-    /// [`Limits::linger`](super::Limits::linger): 11 min.
-    pub const LINGER: PositiveDuration = minutes(11);
-    /// [`Limits::ceiling`](super::Limits::ceiling): none.
-    pub const CEILING: Option<PositiveDuration> = None;
-    /// [`Limits::warn_at`](super::Limits::warn_at): 0.8.
-    pub const WARN_AT: NonZeroFraction = NonZeroFraction::new_const(0.8);
-    /// [`Limits::output_blocked`](super::Limits::output_blocked): 30 min.
-    pub const OUTPUT_BLOCKED: Option<PositiveDuration> = Some(minutes(30));
-    /// [`Limits::max_backoff`](super::Limits::max_backoff): 2 h.
-    pub const MAX_BACKOFF: PositiveDuration = minutes(2 * 60);
-    /// How long a host's output may take no byte once the run is ending (a kill was decided,
-    /// a signal forwarded, the output stopped) before what is left is dropped: 2 s.
-    pub const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
-    /// [`Limits::busy_cap`](super::Limits::busy_cap): 2 h.
-    pub const BUSY_CAP: Duration = Duration::from_secs(2 * 3600);
-    /// [`Limits::max_rss`](super::Limits::max_rss): none.
-    pub const MAX_RSS: Option<super::ByteSize> = None;
-    /// How long the tree's memory stays above [`Limits::max_rss`](super::Limits::max_rss)
-    /// before the kill `memory`: 5 s.
-    pub const MEMORY_HOLD: Duration = Duration::from_secs(5);
-    /// The noise floor of a busy tool's CPU: its processes used at least this fraction of one
-    /// core between two samples of the tree (5 %).
-    pub const BUSY_CPU_FLOOR: f64 = 0.05;
-    /// The noise floor of a busy tool's sockets: at least this many bytes a second moved on
-    /// its TCP connections between two samples (1 KiB/s).
-    pub const BUSY_NET_FLOOR: u64 = 1024;
-    /// A process started this long before a tool call was seen to begin still counts as the
-    /// tool's (the `tool_use` line reaches the host after the tool may have started): 2 s.
-    pub const TOOL_SLACK: Duration = Duration::from_secs(2);
-
-    /// [`McpLimits::give_up`](super::McpLimits::give_up): Claude Code's idle limit on a stdio
-    /// server's call, 1,800 s.
-    pub(crate) const MCP_GIVE_UP: Option<PositiveDuration> =
-        Some(PositiveDuration::new_const(STDIO_IDLE));
-    /// [`McpLimits::margin`](super::McpLimits::margin): one heartbeat tick, 30 s.
-    pub(crate) const MCP_MARGIN: Duration = HEARTBEAT_TICK;
-
-    /// [`Recovery::max_wait`](crate::recovery::Recovery::max_wait): 6 h.
-    pub const MAX_WAIT: PositiveDuration = minutes(6 * 60);
-    /// [`Recovery::reset_margin`](crate::recovery::Recovery::reset_margin): 30 s.
-    pub const RESET_MARGIN: Duration = Duration::from_secs(30);
-
-    /// [`RateLimitConfig::warn_at`](crate::rate_limit::RateLimitConfig::warn_at): 0.85.
-    pub(crate) const RATE_LIMIT_WARN_AT: Fraction = Fraction::new_const(0.85);
-    /// [`RateLimitConfig::hysteresis`](crate::rate_limit::RateLimitConfig::hysteresis): 0.05.
-    pub(crate) const RATE_LIMIT_HYSTERESIS: Fraction = Fraction::new_const(0.05);
-    /// [`RateLimitConfig::fallback_window`](crate::rate_limit::RateLimitConfig::fallback_window).
-    pub(crate) const RATE_LIMIT_FALLBACK_WINDOW: &str = "five_hour";
-
-    /// The supervisor's wait after the interrupt request before SIGTERM: 2 s.
-    pub const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
-    /// The supervisor's wait after SIGTERM before SIGKILL (`--grace`): 5 s.
-    pub const TERM_GRACE: Duration = Duration::from_secs(5);
-    /// The supervisor's longest line delivered in one piece: 64 MiB.
-    pub const MAX_LINE: usize = 64 << 20;
-    /// The supervisor's process-tree rescan period: 1 s.
-    pub const TREE_SCAN: Option<Duration> = Some(Duration::from_secs(1));
-    /// The supervisor's process-tree sampling period while a tool call is outstanding or
-    /// the memory guard is on: 1 s.
-    pub const TREE_SAMPLE: Option<Duration> = Some(Duration::from_secs(1));
-    /// The supervisor's process-tree sampling period otherwise (for the peak RSS): 10 s.
-    pub const TREE_SAMPLE_QUIET: Duration = Duration::from_secs(10);
-    /// The supervisor's wait for stdout and stderr to close once the tree is gone: 2 s.
-    pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
-    /// How long past its instant a deadline waits for lines its host may still hold unread
-    /// ([`Registry::input_pending`](crate::Registry::input_pending)): 200 ms.
-    pub const INPUT_HOLD: Duration = Duration::from_millis(200);
-}
-
 /// The liveness policy of a session.
 ///
 /// # Default
-///
-/// The values are the constants of [`defaults`].
 ///
 /// | option | default | rule |
 /// |---|---|---|
@@ -487,8 +388,7 @@ impl Limits {
         self.busy_cap
     }
     /// The memory guard: when the process tree's resident memory stays above this many bytes
-    /// for [`MEMORY_HOLD`](defaults::MEMORY_HOLD), the session is killed `memory`. `None`:
-    /// no guard.
+    /// for 5 s, the session is killed `memory`. `None`: no guard.
     pub fn max_rss(&self) -> Option<u64> {
         self.max_rss.map(ByteSize::get)
     }

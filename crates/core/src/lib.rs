@@ -9,8 +9,8 @@
 //!   audit crate reads transcripts with its `skim`).
 //! - `classify`: what a line means for liveness (the classification contract: [`classify`]).
 //! - [`config`]: validated limits ([`Limits`], [`SessionConfig`]), the value types that hold
-//!   each rule ([`config::PositiveDuration`], …), every default ([`config::defaults`]), and the
-//!   one table of user-facing options the CLI's flags are built from ([`config::options`]).
+//!   each rule ([`config::PositiveDuration`], …); every default is the typed value's
+//!   (`Limits::default()`, `SessionConfig::default()`).
 //! - `registry`: many sessions on one timer, exact deadlines ([`Registry`]). The one observer
 //!   every host drives: each line is read once, for the deadlines, the facts, the tally and the
 //!   rate limits, and everything that follows from it comes back as events and values.
@@ -73,7 +73,7 @@
 //!
 //! # Deadlines and defaults
 //!
-//! The defaults are the constants of [`config::defaults`].
+//! The defaults are [`Limits::default()`](Limits::default)'s (a test checks every row).
 //!
 //! | deadline | default | kill when |
 //! |---|---|---|

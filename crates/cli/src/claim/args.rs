@@ -20,10 +20,10 @@ pub struct ClaimArgs {
     /// the marker (unknown: `incomplete`).
     #[arg(long, value_name = "KIND")]
     pub after_kill: Option<String>,
-    /// [`options::STATE_DIR`](watchdog_core::config::options::STATE_DIR).
+    /// [`options::STATE_DIR`](crate::options::STATE_DIR).
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
-    /// [`options::LEDGER`](watchdog_core::config::options::LEDGER).
+    /// [`options::LEDGER`](crate::options::LEDGER).
     #[arg(long, value_parser = LedgerUrlParser)]
     pub ledger: Option<LedgerUrl>,
 }

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-/// The variable of `--state-dir` (the core's option table).
-pub(crate) const STATE_DIR_VAR: &str = watchdog_core::config::options::STATE_DIR.env;
-/// The variable of `--ledger` (the core's option table).
-pub(crate) const LEDGER_VAR: &str = watchdog_core::config::options::LEDGER.env;
-/// The variable of `--no-recover-output-limit` (the core's option table).
-pub(crate) const NO_RECOVER_VAR: &str = watchdog_core::config::options::NO_RECOVER_OUTPUT_LIMIT.env;
+/// The variable of `--state-dir` (the option table).
+pub(crate) const STATE_DIR_VAR: &str = crate::options::STATE_DIR.env;
+/// The variable of `--ledger` (the option table).
+pub(crate) const LEDGER_VAR: &str = crate::options::LEDGER.env;
+/// The variable of `--no-recover-output-limit` (the option table).
+pub(crate) const NO_RECOVER_VAR: &str = crate::options::NO_RECOVER_OUTPUT_LIMIT.env;
 
 /// Flags of `hook`. Each has the same `AGENT_WATCHDOG_*` environment variable as `run`'s flag,
 /// but read leniently ([`HookArgs::with_env`]): a hook must never fail on its own settings.
@@ -62,7 +62,7 @@ impl HookArgs {
                 let switch = if text.trim().is_empty() {
                     Some(false)
                 } else {
-                    watchdog_core::config::options::parse_switch(&text)
+                    crate::options::parse_switch(&text)
                 };
                 match switch {
                     Some(false) => {}

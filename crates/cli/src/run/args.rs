@@ -9,8 +9,8 @@ use clap::Args;
 
 use crate::policy_args::{PolicyArgs, RecoveryArgs};
 
-/// Flags of `run`; the options among them are built from the core's table
-/// ([`options::OPTIONS`](watchdog_core::config::options::OPTIONS)).
+/// Flags of `run`; the options among them are built from the option table
+/// ([`options::OPTIONS`](crate::options::OPTIONS)).
 #[derive(Debug, Args)]
 #[command(mut_args = crate::policy_args::from_table)]
 pub struct RunArgs {
@@ -20,10 +20,10 @@ pub struct RunArgs {
     /// Summary, capture and strictness (shared with the drop-in).
     #[command(flatten)]
     pub report: ReportArgs,
-    /// [`options::EMIT_RESULT`](watchdog_core::config::options::EMIT_RESULT).
+    /// [`options::EMIT_RESULT`](crate::options::EMIT_RESULT).
     #[arg(long, value_parser = BoolishValueParser::new())]
     pub emit_result: bool,
-    /// [`options::NO_STATUS`](watchdog_core::config::options::NO_STATUS).
+    /// [`options::NO_STATUS`](crate::options::NO_STATUS).
     #[arg(long, value_parser = BoolishValueParser::new())]
     pub no_status: bool,
     /// Recovery flags.
@@ -36,17 +36,17 @@ pub struct RunArgs {
 
 /// What a run reports and how strictly it judges its ending: flags of `run`, and the
 /// `AGENT_WATCHDOG_*` variables the drop-in reads (one parser for both, so a value means the
-/// same in either), built from the core's table ([`options::OPTIONS`](watchdog_core::config::options::OPTIONS)).
+/// same in either), built from the option table ([`options::OPTIONS`](crate::options::OPTIONS)).
 #[derive(Debug, Args)]
 #[command(mut_args = crate::policy_args::from_table)]
 pub struct ReportArgs {
-    /// [`options::SUMMARY`](watchdog_core::config::options::SUMMARY).
+    /// [`options::SUMMARY`](crate::options::SUMMARY).
     #[arg(long)]
     pub summary: Option<PathBuf>,
-    /// [`options::RECORD`](watchdog_core::config::options::RECORD).
+    /// [`options::RECORD`](crate::options::RECORD).
     #[arg(long)]
     pub record: Option<PathBuf>,
-    /// [`options::STRICT`](watchdog_core::config::options::STRICT).
+    /// [`options::STRICT`](crate::options::STRICT).
     #[arg(long, value_parser = BoolishValueParser::new())]
     pub strict: bool,
 }

@@ -13,11 +13,10 @@ use watchdog_core::{facts::ClaudeSessionId, Event, Kill, LineKind, Signal, Stall
 use super::host::{wall_ms, Host};
 use super::record::trim_cr;
 use super::stderr_dedup::StderrDedup;
-use super::stdout::{Failure, WriteError};
+use super::stdout::{Failure, WriteError, OUTPUT_DRAIN};
 use crate::event_log::EventLog;
 use crate::status;
 use crate::verdict::{event_json, killed_clause, ms};
-use watchdog_core::config::defaults::OUTPUT_DRAIN;
 use watchdog_core::config::format_duration;
 
 // The longest stdout line handled as one line (the supervisor's default, and the cap `replay`

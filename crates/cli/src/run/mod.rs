@@ -43,9 +43,9 @@ use host_signals::UserSignals;
 use out_file::SummaryTarget;
 use record::Recorder;
 use recovery::{Continuation, Plan};
+use stdout::OUTPUT_DRAIN;
 use supervise::supervise;
 use watchdog_core::capture::Record;
-use watchdog_core::config::defaults::OUTPUT_DRAIN;
 
 /// Run `run`; returns the exit code.
 pub fn main(args: RunArgs, mode: Mode) -> i32 {

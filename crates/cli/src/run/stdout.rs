@@ -17,7 +17,7 @@ use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Buffered child stdout is handed to the writer at once past this size.
 const FLUSH_AT: usize = 256 * 1024;
@@ -26,6 +26,9 @@ const FLUSH_AT: usize = 256 * 1024;
 const PIECE: usize = 64 * 1024;
 /// While this many bytes wait for the writer, the loop takes no more of the child's output.
 const HIGH_WATER: u64 = 1 << 20;
+/// How long our output may take no byte once the run is ending (a kill was decided, a signal
+/// forwarded, the output stopped) before what is left is dropped.
+pub(super) const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
 /// Why our stdout failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,20 +8,18 @@
 //!
 //! - **Busy is not hung.** While a tool call is outstanding (its `tool_use`, or a
 //!   `tool_progress` heartbeat, until its `tool_result` or the turn's `result`), its
-//!   processes are the child's descendants that started no earlier than the call (less
-//!   [`TOOL_SLACK`](crate::config::defaults::TOOL_SLACK)). When, between two samples, they
-//!   used at least [`BUSY_CPU_FLOOR`](crate::config::defaults::BUSY_CPU_FLOOR) of one core,
-//!   or moved at least [`BUSY_NET_FLOOR`](crate::config::defaults::BUSY_NET_FLOOR) bytes a
-//!   second on their TCP connections, the tool is **busy**: the no-progress kill comes no
-//!   earlier than that sample plus `no_progress`, and never later than the last progress
+//!   processes are the child's descendants that started no earlier than the call, less 2 s
+//!   (the call's line reaches the host after its tool may have started). When, between two
+//!   samples, they used at least 5 % of one core, or moved at least 1 KiB a second on their
+//!   TCP connections, the tool is **busy**: the no-progress kill comes no earlier than that
+//!   sample plus `no_progress`, and never later than the last progress
 //!   plus [`busy_cap`](crate::Limits::busy_cap) (0: evidence never holds it). A tool whose
 //!   processes neither use CPU nor move bytes for the no-progress span is hung, as the
 //!   stream alone says. The idle clock is untouched: Claude Code's heartbeats keep it
 //!   honest.
 //! - **The memory guard.** When the tree's resident memory (every process's, summed) stays
-//!   above [`max_rss`](crate::Limits::max_rss) from one sample on for
-//!   [`MEMORY_HOLD`](crate::config::defaults::MEMORY_HOLD), the session is killed `memory`,
-//!   whatever else holds (a wait, a blocked output, a settled session).
+//!   above [`max_rss`](crate::Limits::max_rss) from one sample on for 5 s, the session is
+//!   killed `memory`, whatever else holds (a wait, a blocked output, a settled session).
 //! - **No evidence, no change.** A sample that could not be read (`fault`) ends any busy
 //!   spell and memory spell: until the next good one the rules are the stream's alone.
 //!

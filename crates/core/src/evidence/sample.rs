@@ -132,10 +132,9 @@ impl TreeSample {
     }
 
     /// Whether `p` belongs to a tool call outstanding for `outstanding_ms`: a descendant of
-    /// the child (not the child itself) that started no earlier than the call, less
-    /// [`TOOL_SLACK`](crate::config::defaults::TOOL_SLACK) (the call's line reaches the host
-    /// after its tool may have started). A process's children start after it, so the tool's
-    /// subtree is exactly these.
+    /// the child (not the child itself) that started no earlier than the call, less 2 s (the
+    /// call's line reaches the host after its tool may have started). A process's children
+    /// start after it, so the tool's subtree is exactly these.
     pub fn in_tool(&self, p: &ProcFacts, outstanding_ms: u64) -> bool {
         let slack = crate::config::defaults::TOOL_SLACK.as_millis() as u64;
         p.pid != self.root && p.age_ms <= outstanding_ms.saturating_add(slack)

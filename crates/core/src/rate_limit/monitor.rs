@@ -25,8 +25,7 @@ pub use event::RateLimitEvent;
 /// | `hysteresis` | 0.05 | the warning re-arms when the window falls below `warn_at − hysteresis` (or resets); in [0, 1] |
 /// | `fallback_window` | `five_hour` | the window a frame is about when it names none (no `rateLimitType`), and the window read when a frame has no utilization of its own |
 ///
-/// The values are the constants of [`config::defaults`](crate::config::defaults); the
-/// fractions follow the rule of [`Fraction`].
+/// The fractions follow the rule of [`Fraction`].
 ///
 /// ```
 /// use watchdog_core::rate_limit::RateLimitConfig;

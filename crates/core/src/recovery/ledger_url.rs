@@ -50,9 +50,6 @@ impl LedgerUrlError {
     }
 }
 
-/// What `--ledger` / `AGENT_WATCHDOG_LEDGER` accepts, in words.
-pub(crate) const LEDGER_URL_ALLOWED: &str = "a redis://, postgres:// or postgresql:// URL";
-
 /// The URL of a shared ledger: `redis://[user:password@]host[:port][/db]` or
 /// `postgres://[user:password@]host[:port]/dbname[?…]` (also `postgresql://`).
 ///
@@ -79,6 +76,9 @@ pub struct LedgerUrl {
 }
 
 impl LedgerUrl {
+    /// What a ledger URL may be, in words (the range `--ledger` states).
+    pub const ALLOWED: &str = "a redis://, postgres:// or postgresql:// URL";
+
     /// Check `text`: a known scheme and a host. Whitespace around it is ignored.
     pub fn parse(text: &str) -> Result<LedgerUrl, LedgerUrlError> {
         let text = text.trim();

@@ -96,7 +96,6 @@ pub use ledger::{
     validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, LedgerState, Marker,
     MemoryLedger, MARKER_VERSION,
 };
-pub(crate) use ledger_url::LEDGER_URL_ALLOWED;
 pub use ledger_url::{LedgerBackend, LedgerUrl, LedgerUrlError};
 
 /// What made a run worth continuing.
@@ -153,8 +152,7 @@ from where it stopped, without recap.";
 /// | `max_wait` | 6h | a reset further away than this is not waited for; > 0 |
 /// | `reset_margin` | 30s | added to the reset time before continuing |
 ///
-/// The values are the constants of [`config::defaults`](crate::config::defaults). Every row,
-/// checked against `Recovery::default()`:
+/// Every row, checked against `Recovery::default()`:
 ///
 /// ```
 /// use std::time::Duration;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::time::Instant;
 
 use crate::classify::LineKind;
+use crate::config::defaults::TOOL_SLACK;
 use crate::event::{KillKind, SessionId};
 use crate::evidence::rule::TreeState;
 use crate::evidence::{TreeEvidence, TreeFacts, TreeSample};
@@ -23,8 +24,7 @@ use super::Registry;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TreeWant {
     /// Since when the oldest outstanding tool call runs: sample at the full rate, and read
-    /// the sockets of the processes started since (less
-    /// [`TOOL_SLACK`](crate::config::defaults::TOOL_SLACK)).
+    /// the sockets of the processes started since, less 2 s ([`TreeWant::tool_age_ms`]).
     pub tool_since: Option<Instant>,
     /// The memory guard is on: sample at the full rate.
     pub memory: bool,
@@ -35,6 +35,15 @@ impl TreeWant {
     /// the memory guard is on); otherwise a sample now and then gives the peak memory.
     pub fn urgent(&self) -> bool {
         self.tool_since.is_some() || self.memory
+    }
+
+    /// At `now`, the age in milliseconds of the oldest process that may be an outstanding
+    /// tool's: how long the oldest call runs, plus 2 s (its line reaches the host after its
+    /// tool may have started); the rule of [`TreeSample::in_tool`]. `None`: no call.
+    pub fn tool_age_ms(&self, now: Instant) -> Option<u64> {
+        let since = self.tool_since?;
+        let age = now.saturating_duration_since(since) + TOOL_SLACK;
+        Some(u64::try_from(age.as_millis()).unwrap_or(u64::MAX))
     }
 }
 

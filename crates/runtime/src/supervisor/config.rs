@@ -2,14 +2,27 @@
 
 use std::time::Duration;
 
-use watchdog_core::config::{defaults, PositiveDuration};
+use watchdog_core::config::{defaults::MAX_LINE, PositiveDuration};
 use watchdog_core::{ConfigError, SessionConfig};
 
 use super::hook::{LineInfo, StdoutHook};
 
+/// [`SupervisorConfig::interrupt_grace`]'s default.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+/// [`SupervisorConfig::term_grace`]'s default (`--grace`).
+const TERM_GRACE: Duration = Duration::from_secs(5);
+/// [`SupervisorConfig::tree_scan`]'s default.
+const TREE_SCAN: Option<Duration> = Some(Duration::from_secs(1));
+/// [`SupervisorConfig::tree_sample`]'s default.
+const TREE_SAMPLE: Option<Duration> = Some(Duration::from_secs(1));
+/// The sampling period of the process tree when [`SupervisorConfig::tree_sample`] is not
+/// wanted at the full rate (for the peak RSS).
+pub(crate) const TREE_SAMPLE_QUIET: Duration = Duration::from_secs(10);
+/// [`SupervisorConfig::drain_timeout`]'s default.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// How to run and stop a supervised child.
 ///
-/// The defaults are the constants of [`watchdog_core::config::defaults`].
 /// [`Supervisor::spawn`](super::Supervisor::spawn) rejects a value no child can be supervised with
 /// ([`SupervisorConfig::check`]); nothing is adjusted silently.
 #[derive(Debug, Clone)]
@@ -30,10 +43,9 @@ pub struct SupervisorConfig {
     /// ([`SessionConfig::with_host_input`](watchdog_core::SessionConfig::with_host_input)).
     /// Default false.
     pub stream_json_input: bool,
-    /// Wait after the interrupt request before SIGTERM. Default
-    /// [`INTERRUPT_GRACE`](defaults::INTERRUPT_GRACE).
+    /// Wait after the interrupt request before SIGTERM. Default 2 s.
     pub interrupt_grace: Duration,
-    /// Wait after SIGTERM before SIGKILL. Default [`TERM_GRACE`](defaults::TERM_GRACE). After
+    /// Wait after SIGTERM before SIGKILL. Default 5 s. After
     /// a signal forwarded with [`SupervisorHandle::signal`](super::SupervisorHandle::signal), what the child leaves running when
     /// it exits gets what is left of this grace, counted from the signal.
     pub term_grace: Duration,
@@ -43,14 +55,13 @@ pub struct SupervisorConfig {
     pub become_subreaper: bool,
     /// Longest line delivered in one piece; longer lines come in pieces of this size
     /// (see [`Line::continues`](super::Line::continues), [`LineMeta::piece`](super::LineMeta::piece)) and count as keep-alives. At least 1;
-    /// default [`MAX_LINE`](defaults::MAX_LINE).
+    /// default [`MAX_LINE`] (64 MiB).
     pub max_line: usize,
     /// Pipe stdin (true, default) or give the child `/dev/null` (for `claude -p "prompt"`,
     /// which otherwise waits for stdin to close).
     pub pipe_stdin: bool,
     /// How often to rescan the process tree while the child runs, so descendants that lose
-    /// their parent stay known. `None` scans only when stopping; a period must be > 0. Default
-    /// [`TREE_SCAN`](defaults::TREE_SCAN). With [`SupervisorConfig::become_subreaper`] and
+    /// their parent stay known. `None` scans only when stopping; a period must be > 0. Default 1 s. With [`SupervisorConfig::become_subreaper`] and
     /// [`SupervisorConfig::claim_orphans`] the tree is not walked in between (such descendants
     /// re-parent to the host and are claimed).
     pub tree_scan: Option<Duration>,
@@ -58,8 +69,7 @@ pub struct SupervisorConfig {
     /// SIGKILL after `term_grace`), so nothing outlives the session. Default true.
     pub kill_leftovers: bool,
     /// After the child and its tree are gone, how long to wait for stdout/stderr to close
-    /// (a process outside the tree may hold them) before giving up. Default
-    /// [`DRAIN_TIMEOUT`](defaults::DRAIN_TIMEOUT).
+    /// (a process outside the tree may hold them) before giving up. Default 2 s.
     pub drain_timeout: Duration,
     /// Run for each stdout line that parsed; see [`SupervisorConfig::on_stdout_line`].
     /// Default `None`.
@@ -76,14 +86,12 @@ pub struct SupervisorConfig {
     /// processes and supervises one child at a time (like `agent-watchdog run`). Default false.
     pub claim_orphans: bool,
     /// Sample the child's process tree for its policy at this period while a tool call is
-    /// outstanding or the memory guard is on (every
-    /// [`TREE_SAMPLE_QUIET`](defaults::TREE_SAMPLE_QUIET) otherwise, for the peak memory),
+    /// outstanding or the memory guard is on (every 10 s otherwise, for the peak memory),
     /// and read it at every kill for the receipt: a busy tool is not hung, the memory guard,
     /// what a kill names ([`watchdog_core::evidence`]). The session is registered
     /// [`with_tree_evidence`](watchdog_core::SessionConfig::with_tree_evidence); each sample
     /// is also an [`Output::Tree`](super::Output::Tree). A period must be > 0; `None`: no
-    /// sampling. Linux only (elsewhere each sample says the tree cannot be read). Default
-    /// [`TREE_SAMPLE`](defaults::TREE_SAMPLE).
+    /// sampling. Linux only (elsewhere each sample says the tree cannot be read). Default 1 s.
     pub tree_sample: Option<Duration>,
 }
 
@@ -93,18 +101,18 @@ impl Default for SupervisorConfig {
             policy: Some(SessionConfig::default()),
             watchdog: None,
             stream_json_input: false,
-            interrupt_grace: defaults::INTERRUPT_GRACE,
-            term_grace: defaults::TERM_GRACE,
+            interrupt_grace: INTERRUPT_GRACE,
+            term_grace: TERM_GRACE,
             become_subreaper: false,
-            max_line: defaults::MAX_LINE,
+            max_line: MAX_LINE,
             pipe_stdin: true,
-            tree_scan: defaults::TREE_SCAN,
+            tree_scan: TREE_SCAN,
             kill_leftovers: true,
-            drain_timeout: defaults::DRAIN_TIMEOUT,
+            drain_timeout: DRAIN_TIMEOUT,
             on_stdout_line: None,
             die_with_host: true,
             claim_orphans: false,
-            tree_sample: defaults::TREE_SAMPLE,
+            tree_sample: TREE_SAMPLE,
         }
     }
 }

@@ -15,9 +15,9 @@ mod read;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::config::TREE_SAMPLE_QUIET;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use watchdog_core::config::defaults::{TOOL_SLACK, TREE_SAMPLE_QUIET};
 use watchdog_core::evidence::TreeSample;
 
 pub(crate) use ladder_log::LadderLog;
@@ -89,10 +89,7 @@ impl Sampler {
         }
         let Some(want) = want else { return };
         // The tool's processes: those started since its call, less the slack.
-        let sockets = Sockets(want.tool_since.map(|since| {
-            let age = now.into_std().saturating_duration_since(since) + TOOL_SLACK;
-            age.as_millis() as u64
-        }));
+        let sockets = Sockets(want.tool_age_ms(now.into_std()));
         let reading = read_tree(tree, false, sockets).await;
         self.pending = Some((now, reading));
         self.last = Some(now);
