@@ -44,8 +44,8 @@ use out_file::SummaryTarget;
 use record::Recorder;
 use recovery::{Continuation, Plan};
 use supervise::supervise;
-use watchdog_core::capture::Record;
 use watchdog_core::config::defaults::OUTPUT_DRAIN;
+use watchdog_host::capture::Record;
 
 /// Run `run`; returns the exit code.
 pub fn main(args: RunArgs, mode: Mode) -> i32 {

@@ -153,7 +153,7 @@ pub const METRICS: &[Metric] = &[
 
 /// Lateness buckets, in seconds: from 100 µs to a second, the core's Prometheus ones, so the
 /// two can be summed.
-pub const LATENESS: &[f64] = &watchdog_core::metrics::LATENESS_BOUNDS;
+pub const LATENESS: &[f64] = &watchdog_host::metrics::LATENESS_BOUNDS;
 
 /// Spell, age and duration buckets, in seconds: from a second to a few hours.
 pub const SECONDS: &[f64] = &[

@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use watchdog_core::metrics::Counters;
+//! use watchdog_host::metrics::Counters;
 //! use watchdog_core::{Event, KillKind, Limits, Registry, SessionConfig};
 //!
 //! let t0 = Instant::now();
@@ -38,11 +38,11 @@ pub mod scrape;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use crate::time::Instant;
+use watchdog_core::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use crate::event::{Event, ExtendReason, KillKind, Outcome, OutcomeKind, StallClock};
+use watchdog_core::{Event, ExtendReason, KillKind, Outcome, OutcomeKind, StallClock};
 
 /// Every kill kind, in the order the counters keep them.
 const KINDS: [KillKind; KillKind::ALL.len()] = KillKind::ALL;
@@ -91,17 +91,11 @@ fn kind_index(kind: KillKind) -> usize {
 }
 
 fn clock_index(clock: StallClock) -> usize {
-    match clock {
-        StallClock::Idle => 0,
-        StallClock::NoProgress => 1,
-    }
+    CLOCKS.iter().position(|c| *c == clock).unwrap_or(0)
 }
 
 fn reason_index(reason: ExtendReason) -> usize {
-    match reason {
-        ExtendReason::HighUtilization => 0,
-        ExtendReason::PreWrite => 1,
-    }
+    REASONS.iter().position(|r| *r == reason).unwrap_or(0)
 }
 
 /// Index in `OTHER_OUTCOMES`, or `None` for `killed`.
@@ -211,7 +205,7 @@ impl Counters {
 }
 
 /// The kill lateness of a [`Metrics`] snapshot: how late each kill was delivered after its
-/// deadline ([`Kill::at`](crate::Kill::at)), on the host's clock.
+/// deadline ([`Kill::at`](watchdog_core::Kill::at)), on the host's clock.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatenessHistogram {
     count: u64,
