@@ -1,5 +1,5 @@
 //! What a [`Watchdog`](crate::Watchdog) counts as it delivers events, and the snapshot of it
-//! ([`Metrics`]) with its Prometheus text rendering: the core's
+//! ([`Metrics`]) with its Prometheus text rendering: watchdog-host's
 //! [`watchdog_host::metrics`], the same counting and rendering the Node and Python
 //! in-process APIs use.
 //!

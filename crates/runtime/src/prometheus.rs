@@ -21,7 +21,7 @@
 //! [`ServeConfig::timeout`] for its whole request head (then it is dropped unanswered) and as
 //! long again for reading the answer; at most [`ServeConfig::max_connections`] are served at
 //! once (more wait in the listen backlog). Nothing is printed, nothing panics on any input.
-//! The answers are the core's ([`watchdog_host::metrics::scrape`]), as the Python API's
+//! The answers are watchdog-host's ([`watchdog_host::metrics::scrape`]), as the Python API's
 //! endpoint's are.
 
 use std::sync::Arc;
