@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use watchdog_benches::{
     agent_watchdog_bin, capture_lines, load_average, measure, median, thread_cpu, Measured,
 };
-use watchdog_core::capture::EntryView;
-use watchdog_core::replay::{Replay, Step};
 use watchdog_core::{Limits, LineView};
+use watchdog_host::capture::EntryView;
+use watchdog_host::replay::{Replay, Step};
 
 const GAP_MS: u64 = 50;
 

@@ -1,7 +1,7 @@
 //! The capture reader on arbitrary bytes: never panics; whatever it reads round-trips.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use watchdog_core::capture::Entry;
+use watchdog_host::capture::Entry;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(Some(entry)) = Entry::parse(data) {

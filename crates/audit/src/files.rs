@@ -1,6 +1,6 @@
 //! Opening the files the audit and `agent-watchdog replay` read: regular files only (a
 //! character device or a FIFO may never end); the lines are read by the core's
-//! [`Lines`](watchdog_core::capture::lines::Lines).
+//! [`Lines`](watchdog_host::capture::lines::Lines).
 
 use std::fs::File;
 use std::io;

@@ -3,7 +3,7 @@
 //! ## Pieces
 //!
 //! Public: [`scan`] (finding the files, reading them on every core), [`files`] (regular files
-//! only; their lines are read by the core's [`watchdog_core::capture::lines`], in bounded
+//! only; their lines are read by the core's [`watchdog_host::capture::lines`], in bounded
 //! memory), the report's types and renderers. Inside: `transcript` (files → timed entries),
 //! `spells` (spell kinds, endings, runs), `stats` (percentiles), `simulate` (the core registry
 //! in virtual time), `recommend` (the ladder), `report` (text and JSON), `svg` (the plot).
@@ -35,8 +35,8 @@ mod summary;
 use std::borrow::Cow;
 use std::path::PathBuf;
 
-use watchdog_core::capture::StartFacts;
 use watchdog_core::Limits;
+use watchdog_host::capture::StartFacts;
 
 pub use report::{
     render_text, AuditReport, Bin, Recommendation, SessionSummary, Settings, Silence, WouldKill,

@@ -2,7 +2,7 @@
 //!
 //! Virtual time is one base [`Instant`] plus each entry's offset. A line whose time equals a
 //! deadline comes too late: the deadline fires first, as in a live run and in `replay` (the
-//! rule of [`watchdog_core::replay`]).
+//! rule of [`watchdog_host::replay`]).
 //!
 //! **Transcripts**: each run (see [`super::spells`]) is one supervised process, registered at its
 //! first entry and ended at its last one (the transcript cannot say how long a dead process was
@@ -14,7 +14,7 @@
 //! request (after the call) and its `control_response` on stdin (before the result), so the
 //! idle clocks pause as they would have. Queued prompts go to stdin and are not fed.
 //!
-//! **Captures** are replayed by the core's one replay ([`watchdog_core::replay::Replay`], the
+//! **Captures** are replayed by the core's one replay ([`watchdog_host::replay::Replay`], the
 //! same as `agent-watchdog replay`), streamed from the file again for every simulation, so
 //! nothing of a capture is held in memory: `line` and `raw` as stdout, `stdin` as input, until
 //! `exit`; without an `exit`, the child is assumed silent forever from its last line, so a
@@ -25,11 +25,11 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use watchdog_core::capture::EntryView;
-use watchdog_core::replay::{ms_since, Replay, Step};
 use watchdog_core::{Event, KillKind, Limits, LineView, Registry, SessionConfig, SessionId};
+use watchdog_host::capture::EntryView;
+use watchdog_host::replay::{ms_since, Replay, Step};
 
-use watchdog_core::capture::lines::{Item, Lines};
+use watchdog_host::capture::lines::{Item, Lines};
 
 use super::spells::{Analysis, Spell};
 use super::transcript::Entry;

@@ -1,9 +1,9 @@
 //! The child's Claude Code as `run`, `replay` and `audit` see it: the core's facts
-//! ([`watchdog_core::claude_code`]: the MCP rule, the `mcp__` naming, the session flags) over
+//! ([`watchdog_core::claude_code::mcp`]: the MCP rule, the `mcp__` naming; [`watchdog_host::claude_code`]: the invocation, the session flags) over
 //! what only a host reads: the environment, the working directory, and the MCP config files a
 //! command line names ([`read_config`]: regular files only).
 //!
-//! Only the variables of [`ENV_VARS`](watchdog_core::claude_code::ENV_VARS) are read, and
+//! Only the variables of [`VARS`](watchdog_core::claude_code::mcp::VARS) are read, and
 //! only they are recorded in a capture's `start` record (never the rest of the environment).
 
 use std::borrow::Cow;
@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use watchdog_core::capture::{Entry, Record, StartFacts};
 use watchdog_core::claude_code::mcp::McpSetup;
-use watchdog_core::claude_code::{relevant_env, Invocation};
 use watchdog_core::Limits;
+use watchdog_host::capture::{Entry, Record, StartFacts};
+use watchdog_host::claude_code::{relevant_env, Invocation};
 
 /// An MCP config larger than this is not read (its servers get the default limits).
 const MAX_CONFIG_BYTES: u64 = 16 << 20;

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use agent_watchdog::replay::{replay_entries, replay_reader, ReplayRun};
 use serde_json::Value;
-use watchdog_core::capture::{Entry, Record};
 use watchdog_core::{classify, KillKind, Limits, LineView, Outcome, Signal};
+use watchdog_host::capture::{Entry, Record};
 
 fn captures_dir() -> PathBuf {
     mock_api::harness::testdata_dir().join("captures")

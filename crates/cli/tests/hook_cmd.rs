@@ -677,13 +677,13 @@ fn plugin_command(event: &str) -> String {
 }
 
 /// Every command hook of the plugin declares the timeout the core states as Claude Code's
-/// bound on the hook ([`PLUGIN_HOOK_TIMEOUT`](watchdog_core::claude_code::PLUGIN_HOOK_TIMEOUT)),
+/// bound on the hook ([`PLUGIN_HOOK_TIMEOUT`](watchdog_host::claude_code::PLUGIN_HOOK_TIMEOUT)),
 /// the one the hook's own limits are sized for.
 #[test]
 fn the_plugin_declares_the_hook_timeout_the_core_states() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../plugin/hooks/hooks.json");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
-    let want = watchdog_core::claude_code::PLUGIN_HOOK_TIMEOUT.as_secs();
+    let want = watchdog_host::claude_code::PLUGIN_HOOK_TIMEOUT.as_secs();
     let mut seen = Vec::new();
     for (event, groups) in v["hooks"].as_object().unwrap() {
         for hook in groups

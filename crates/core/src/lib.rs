@@ -17,19 +17,14 @@
 //! - `event`: kills, extensions, stalling warnings, outcomes ([`Event`]).
 //! - [`evidence`]: facts from the child's process tree, sampled by its host: a busy tool is
 //!   not a hung one, the memory guard, what a kill names.
-//! - [`metrics`]: what a host counts as it delivers events (kills, ends, warnings, kill
-//!   lateness), the snapshot, its one Prometheus rendering and the answer to a scrape.
 //! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session
 //!   id ([`facts::ClaudeSessionId`]), the last `result`'s fields ([`facts::ResultFacts`]), the
 //!   tally of its work ([`facts::Tally`]: activity, turns, subagent failures) and its quiet
 //!   spells ([`facts::spells`], the one classifier).
 //! - `record`: how one run ended, as one value ([`RunRecord`]), from the registry's end
 //!   ([`Registry::finish`]) and the host's own facts (its kill ladder, the exit, the lines).
-//! - [`capture`]: the capture format (recordings of runs).
-//! - [`claude_code`]: what Claude Code itself does, as the watchdog applies it: from how a
-//!   child was started ([`claude_code::Invocation`]: `{argv, env, cwd}`), its MCP limits,
-//!   the `mcp__<server>__<tool>` naming, the hook timeout, which session it runs.
-//! - [`replay`]: a capture replayed in virtual time, streaming (the one replay of the project).
+//! - [`claude_code`]: what Claude Code itself does, as the policy applies it: its MCP limits
+//!   ([`claude_code::mcp`]) and the `mcp__<server>__<tool>` naming.
 //! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
 //! - [`reference`](mod@reference): the reference TypeScript package's contract (the npm package's
 //!   in-process `createWatchdog()`) as a preset of the registry: its limits, its rule that
@@ -39,6 +34,9 @@
 //! - [`warning_filter`]: show a known repeated warning once, count the rest.
 //! - [`recovery`]: the continue-at-most-once decision, and the ledger that makes it durable
 //!   ([`recovery::subagent`]: the same for Claude Code subagents, keyed by session + agent id).
+//!
+//! What a host does around the policy (the capture format and its replay, the fleet metrics
+//! and their Prometheus exposition, how Claude Code was started) is the `watchdog-host` crate.
 //!
 //! # Classification (the contract)
 //!
@@ -182,7 +180,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod capture;
 mod classify;
 pub mod claude_code;
 pub mod config;
@@ -193,11 +190,9 @@ pub mod facts;
 // The audit crate reads transcripts with json_scan::skim; not an API for users.
 #[doc(hidden)]
 pub mod json_scan;
-pub mod metrics;
 mod record;
 pub mod reference;
 mod registry;
-pub mod replay;
 mod session;
 pub mod time;
 mod view;

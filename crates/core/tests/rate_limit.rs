@@ -23,7 +23,6 @@
 mod common;
 
 use serde_json::{json, Value};
-use watchdog_core::capture::{Entry, Record};
 use watchdog_core::rate_limit::{
     percent_half_up, RateLimitConfig, RateLimitEvent, RateLimitMonitor, Reading, Status,
 };
@@ -38,16 +37,7 @@ const NOW: u64 = RESET_MS - 3_600_000;
 
 /// The stdout lines of a capture from the real CLI.
 fn capture_lines(name: &str) -> Vec<(u64, Value)> {
-    let path = common::testdata_dir().join("captures").join(name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    text.lines()
-        .filter_map(|l| Entry::parse(l.as_bytes()).expect("capture line"))
-        .filter_map(|e| match e.record {
-            Record::Line(v) => Some((e.t_ms, v)),
-            _ => None,
-        })
-        .collect()
+    common::capture_stdout(name)
 }
 
 fn monitor() -> RateLimitMonitor {

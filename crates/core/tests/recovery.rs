@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use serde_json::Value;
-use watchdog_core::capture::{Entry, Record};
 use watchdog_core::rate_limit::{RateLimitConfig, RateLimitMonitor};
 use watchdog_core::recovery::*;
 use watchdog_core::{facts::ClaudeSessionId, facts::ResultFacts, KillKind, LineView, Outcome};
@@ -23,15 +22,9 @@ const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
 
 fn capture(name: &str) -> Vec<Value> {
-    let path = common::testdata_dir().join("captures").join(name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    text.lines()
-        .filter_map(|l| Entry::parse(l.as_bytes()).expect("capture line"))
-        .filter_map(|e| match e.record {
-            Record::Line(v) => Some(v),
-            _ => None,
-        })
+    common::capture_stdout(name)
+        .into_iter()
+        .map(|(_, v)| v)
         .collect()
 }
 

@@ -6,8 +6,8 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
-use watchdog_core::metrics::scrape::Request;
 use watchdog_core::Limits;
+use watchdog_host::metrics::scrape::Request;
 
 use crate::options::{seconds, value_error};
 use crate::watchdog_state::Inner;

@@ -4,7 +4,7 @@
 //! callbacks; this module owns the policy: one [`Registry`](watchdog_core::Registry) per watchdog, fed with what the
 //! Python Agent SDK's `query()` yields (its message objects, read here without converting them
 //! in Python), plus the rate-limit monitor, the reading formatter and the warning de-dup's
-//! once-per-category memory, and the fleet metrics (`watchdog_core::metrics`: counted as the
+//! once-per-category memory, and the fleet metrics (`watchdog_host::metrics`: counted as the
 //! events are handed to Python, rendered for Prometheus, the answer to a scrape).
 //!
 //! Time: every call takes `now` as seconds on the caller's clock (a float); the registry sees
@@ -31,7 +31,7 @@ use warning_dedup::WarningDedup;
 /// Where a scrape's request head ends in `data` (just after its blank line), or None.
 #[pyfunction]
 fn head_end(data: &[u8]) -> Option<usize> {
-    watchdog_core::metrics::scrape::head_end(data)
+    watchdog_host::metrics::scrape::head_end(data)
 }
 
 #[pymodule]

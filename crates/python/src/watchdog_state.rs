@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use watchdog_core::metrics::{Counters, Metrics};
 use watchdog_core::{Event, Limits, LineView, Registry, SessionConfig, SessionId};
+use watchdog_host::metrics::{Counters, Metrics};
 
 use crate::messages::{Kinds, LineBuf};
 use crate::options::{seconds, value_error};

@@ -21,7 +21,7 @@
 //! [`ServeConfig::timeout`] for its whole request head (then it is dropped unanswered) and as
 //! long again for reading the answer; at most [`ServeConfig::max_connections`] are served at
 //! once (more wait in the listen backlog). Nothing is printed, nothing panics on any input.
-//! The answers are the core's ([`watchdog_core::metrics::scrape`]), as the Python API's
+//! The answers are watchdog-host's ([`watchdog_host::metrics::scrape`]), as the Python API's
 //! endpoint's are.
 
 use std::sync::Arc;
@@ -31,12 +31,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
-use watchdog_core::metrics::scrape::{head_end, Request};
+use watchdog_host::metrics::scrape::{head_end, Request};
 
 use crate::Watchdog;
 
 /// The content type of the text exposition format 0.0.4.
-pub use watchdog_core::metrics::scrape::CONTENT_TYPE;
+pub use watchdog_host::metrics::scrape::CONTENT_TYPE;
 
 /// Bounds of the [`serve_with`] endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +54,7 @@ impl Default for ServeConfig {
     fn default() -> Self {
         ServeConfig {
             timeout: Duration::from_secs(5),
-            max_head: watchdog_core::metrics::scrape::MAX_HEAD,
+            max_head: watchdog_host::metrics::scrape::MAX_HEAD,
             max_connections: 64,
         }
     }

@@ -4,8 +4,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use watchdog_core::capture::{CaptureError, EntryView, RecordView};
 use watchdog_core::{classify, LineKind, LineView, Signal};
+use watchdog_host::capture::{CaptureError, EntryView, RecordView};
 
 use super::log::{Ending, Entry, EntryKind, SessionLog, Stop, ToolUse};
 
@@ -23,7 +23,7 @@ pub(super) fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
         Err(CaptureError::NotAnObject(_)) => return false,
     };
     let t = match entry.t_ms {
-        Ok(t) if t <= watchdog_core::replay::MAX_T_MS => {
+        Ok(t) if t <= watchdog_host::replay::MAX_T_MS => {
             // After a boundary the next run's `t_ms` starts at 0: continue the timeline.
             log.clamp(
                 i64::try_from(t)
@@ -68,7 +68,7 @@ pub(super) fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
                     .ok()
                     .and_then(|v| {
                         v.get("start")
-                            .map(watchdog_core::capture::StartFacts::from_start_object)
+                            .map(watchdog_host::capture::StartFacts::from_start_object)
                     });
             }
             return true;

@@ -204,7 +204,7 @@ pub struct SessionLog {
     pub(super) run_offset: i64,
     /// What the capture's `start` record says, if it has one: the policy reads the child's
     /// MCP environment from it.
-    pub start: Option<watchdog_core::capture::StartFacts>,
+    pub start: Option<watchdog_host::capture::StartFacts>,
     /// Captures: the wall clock at spawn (epoch ms, the `start` record's `wall_ms`), when
     /// recorded. Transcripts: `None` (their entries' times are epoch ms already).
     pub spawn_wall_ms: Option<u64>,

@@ -25,7 +25,7 @@
 //! # Captures
 //! Our capture format (`t_ms` + `line` / `raw` / `stdin` / `exit` / …) is recognised by the file
 //! name (`*.capture.jsonl`) or by a first object with `t_ms`, and read by the core's capture
-//! reader ([`EntryView`](watchdog_core::capture::EntryView), the one `replay` uses). `line`
+//! reader ([`EntryView`](watchdog_host::capture::EntryView), the one `replay` uses). `line`
 //! records are classified by the core; `raw` ones are keep-alives; a `stdin`
 //! `control_response` ends a human wait. A `boundary` starts the next run, whose `t_ms` from 0
 //! continue the timeline after it; a `t_ms` that goes backwards or is not a whole number of ms
@@ -40,7 +40,7 @@ use std::path::Path;
 
 use watchdog_core::json_scan::skim as json;
 
-use watchdog_core::capture::lines::{Item, Lines};
+use watchdog_host::capture::lines::{Item, Lines};
 
 mod capture;
 mod claude;

@@ -179,7 +179,7 @@ struct Spool {
 
 impl Spool {
     fn from_stdin() -> std::io::Result<Spool> {
-        use watchdog_core::capture::lines::{Item, Lines};
+        use watchdog_host::capture::lines::{Item, Lines};
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());

@@ -19,7 +19,7 @@ const TAIL_BYTES: u64 = 8 << 20;
 const MAX_META_BYTES: u64 = 1 << 20;
 /// A transcript larger than this is not scanned for its failures (the hook then says nothing
 /// about that agent): a hook has
-/// [`PLUGIN_HOOK_TIMEOUT`](watchdog_core::claude_code::PLUGIN_HOOK_TIMEOUT) (30 s).
+/// [`PLUGIN_HOOK_TIMEOUT`](watchdog_host::claude_code::PLUGIN_HOOK_TIMEOUT) (30 s).
 pub const MAX_TRANSCRIPT_BYTES: u64 = 1 << 30;
 
 /// The subagent files of one session.

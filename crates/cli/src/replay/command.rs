@@ -95,10 +95,10 @@ fn with_mcp_rule(
     (&mut reader)
         .take(watchdog_core::config::defaults::MAX_LINE as u64)
         .read_until(b'\n', &mut first)?;
-    let start = watchdog_core::capture::Entry::parse(&first)
+    let start = watchdog_host::capture::Entry::parse(&first)
         .ok()
         .flatten()
-        .filter(|e| matches!(e.record, watchdog_core::capture::Record::Start { .. }));
+        .filter(|e| matches!(e.record, watchdog_host::capture::Record::Start { .. }));
     let limits = crate::claude_code::for_capture(limits.clone(), start.as_slice());
     let replayed = replay_reader(io::Cursor::new(first).chain(reader), limits.clone())?;
     Ok((replayed, limits))

@@ -1,9 +1,9 @@
 //! A capture streamed through the core's virtual-time replay: one verdict per run, and the
 //! report of what the watchdog would have done (the timeline, or JSON).
 //!
-//! The rules are the core's ([`watchdog_core::replay`]): one replay for `replay` and `audit`,
+//! The rules are the core's ([`watchdog_host::replay`]): one replay for `replay` and `audit`,
 //! with the live run's rule at a deadline (a line exactly at a deadline comes too late). This
-//! module reads the file line by line ([`watchdog_core::capture::lines`]: 64 MiB cap, a leading BOM
+//! module reads the file line by line ([`watchdog_host::capture::lines`]: 64 MiB cap, a leading BOM
 //! skipped), tallies each run's stdout lines, keeps a bounded log of its events
 //! ([`crate::event_log`]), and renders the report. Memory does not grow with the capture.
 //!
@@ -14,14 +14,14 @@ use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use watchdog_core::capture::{Entry, EntryView, RecordView};
-use watchdog_core::replay::{ExitRecord, Replay, RunVerdict, Step, TimeFaults, TimedEvent};
 use watchdog_core::{facts::ClaudeSessionId, Event, Kill, Limits, Outcome, RunRecord};
+use watchdog_host::capture::{Entry, EntryView, RecordView};
+use watchdog_host::replay::{ExitRecord, Replay, RunVerdict, Step, TimeFaults, TimedEvent};
 
 use crate::event_log::EventLog;
 use crate::verdict::{event_json, record_json};
-use watchdog_core::capture::lines::{is_blank, Item, Lines};
 use watchdog_core::config::format_duration;
+use watchdog_host::capture::lines::{is_blank, Item, Lines};
 
 /// Unreadable lines listed one by one; the rest are only counted.
 const SKIPPED_LISTED: usize = 10;

@@ -12,7 +12,7 @@
 
 use std::ffi::{OsStr, OsString};
 
-use watchdog_core::claude_code::session::{reads_stream_json_input, SESSION_FLAGS};
+use watchdog_host::claude_code::session::{reads_stream_json_input, SESSION_FLAGS};
 
 /// Why the command cannot be turned into a continuation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -183,7 +183,7 @@ mod tests {
     /// the session its `system/init` names).
     #[test]
     fn the_continuation_runs_the_resumed_session_by_the_cores_rule() {
-        use watchdog_core::claude_code::session::{session_of, Session};
+        use watchdog_host::claude_code::session::{session_of, Session};
         for argv in [
             v(&["claude", "-p", "task"]),
             v(&["claude", "-p", "task", "--continue"]),

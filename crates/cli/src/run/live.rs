@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::{Batch, LineMeta, Output, RunPhase, StdoutBatch, SupervisorHandle};
 use serde_json::{json, Value};
-use watchdog_core::capture::Record;
 use watchdog_core::facts::Activity;
 use watchdog_core::{facts::ClaudeSessionId, Event, Kill, LineKind, Signal, StallClock};
+use watchdog_host::capture::Record;
 
 use super::host::{wall_ms, Host};
 use super::record::trim_cr;

@@ -45,7 +45,7 @@ use record::Recorder;
 use recovery::{Continuation, Plan};
 use stdout::OUTPUT_DRAIN;
 use supervise::supervise;
-use watchdog_core::capture::Record;
+use watchdog_host::capture::Record;
 
 /// Run `run`; returns the exit code.
 pub fn main(args: RunArgs, mode: Mode) -> i32 {

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use watchdog_core::capture::{Entry, Record};
+use watchdog_host::capture::{Entry, Record};
 
 /// A capture being written. Write errors are reported once and stop the recording, never
 /// the run. Times never go backwards in the file: stdout, stderr and stdin are read by

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 /// Whether the command line asks `claude` to read stream-json on stdin.
 /// (The core's rule, which a replay applies to the capture's `start` too.)
 pub(crate) fn has_stream_json_input(argv: &[OsString]) -> bool {
-    watchdog_core::claude_code::session::reads_stream_json_input(
+    watchdog_host::claude_code::session::reads_stream_json_input(
         argv.iter().map(|a| a.to_string_lossy()),
     )
 }

@@ -6,10 +6,10 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::{RunPhase, Supervisor, SupervisorConfig};
-use watchdog_core::capture::Record;
-use watchdog_core::claude_code::session::RESUME_TURN_VARS;
 use watchdog_core::facts::Activity;
 use watchdog_core::{facts::ClaudeSessionId, RunRecord, SessionConfig};
+use watchdog_host::capture::Record;
+use watchdog_host::claude_code::session::RESUME_TURN_VARS;
 
 use super::config::{program_name, RunConfig};
 use super::finished::{Finished, Ours, RunFacts};

@@ -3,8 +3,8 @@
 //! Plain data, in every build: the tests that run the guide's queries derive the collector's
 //! Prometheus names from it.
 
-use watchdog_core::metrics::catalogue::METRICS;
-pub use watchdog_core::metrics::catalogue::{Kind, Metric};
+use watchdog_host::metrics::catalogue::METRICS;
+pub use watchdog_host::metrics::catalogue::{Kind, Metric};
 
 /// Every metric the CLI exports, in the guide's order: the catalogue's (the in-process hosts'
 /// `/metrics` takes its series from the same entries).

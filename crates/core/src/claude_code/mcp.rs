@@ -26,8 +26,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::Invocation;
-
 /// Claude Code's heartbeat tick: while a tool call is outstanding it prints a `tool_progress`
 /// line every 30 s from the start of the call, and it checks an MCP call's idle limit on that
 /// tick.
@@ -52,7 +50,7 @@ pub(crate) const TOOL_VAR: &str = "MCP_TOOL_TIMEOUT";
 /// Claude Code's limit on a server's startup (ms).
 pub(crate) const STARTUP_VAR: &str = "MCP_TIMEOUT";
 /// The variables that change the MCP rule.
-pub(crate) const VARS: [&str; 3] = [IDLE_VAR, TOOL_VAR, STARTUP_VAR];
+pub const VARS: [&str; 3] = [IDLE_VAR, TOOL_VAR, STARTUP_VAR];
 
 const STDIO_IDLE_MS: u64 = STDIO_IDLE.as_millis() as u64;
 const REMOTE_IDLE_MS: u64 = REMOTE_IDLE.as_millis() as u64;
@@ -142,10 +140,10 @@ pub struct McpServer {
 }
 
 /// What a child's Claude Code will use for MCP: the variables of its environment, the servers
-/// of its `--mcp-config` arguments, and what could not be read ([`Invocation::mcp`]).
+/// of its `--mcp-config` arguments, and what could not be read ([`McpSetup::read`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct McpSetup {
-    /// The MCP variables of the child's environment (only [`ENV_VARS`](super::ENV_VARS)).
+    /// The MCP variables of the child's environment (only [`VARS`]).
     pub env: BTreeMap<String, String>,
     /// The servers of the `--mcp-config` arguments that could be read.
     pub servers: Vec<McpServer>,
@@ -164,26 +162,29 @@ fn parse_ms(v: &str) -> Option<u64> {
 }
 
 impl McpSetup {
-    /// Read from an invocation; the config files it names are read with `read`.
-    pub(super) fn of(
-        inv: &Invocation,
+    /// Read from how a child was started: its command line (`argv`, the program first), its
+    /// environment and its working directory; the config files `--mcp-config` names are read
+    /// with `read` (the path joined to `cwd`; `Err` is the problem to report).
+    pub fn read(
+        argv: &[String],
+        env: &BTreeMap<String, String>,
+        cwd: &Path,
         mut read: impl FnMut(&Path) -> Result<String, String>,
     ) -> Self {
         let mut out = McpSetup {
-            env: inv
-                .env()
+            env: env
                 .iter()
                 .filter(|(k, _)| VARS.contains(&k.as_str()))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             ..McpSetup::default()
         };
-        for config in mcp_config_args(inv.argv()) {
+        for config in mcp_config_args(argv) {
             out.has_config = true;
             let text = if config.trim_start().starts_with('{') {
                 config.to_owned()
             } else {
-                match read(&inv.cwd().join(config)) {
+                match read(&cwd.join(config)) {
                     Ok(t) => t,
                     Err(problem) => {
                         out.problems.push(problem);
@@ -343,12 +344,10 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        Invocation::new(
-            argv.iter().copied(),
-            |k| env.get(k).cloned(),
-            "/nonexistent",
-        )
-        .mcp(|p| Err(format!("cannot read the MCP config {}", p.display())))
+        let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
+        McpSetup::read(&argv, &env, Path::new("/nonexistent"), |p| {
+            Err(format!("cannot read the MCP config {}", p.display()))
+        })
     }
 
     #[test]
@@ -433,25 +432,23 @@ mod tests {
     /// JSON is never handed to it; what the reader refuses is one problem each.
     #[test]
     fn config_files_go_through_the_reader_relative_to_the_working_directory() {
-        let inv = Invocation::new(
-            [
-                "claude",
-                "--mcp-config=mcp.json",
-                "not-a-config.json",
-                "--mcp-config",
-                "/abs/other.json",
-                r#"{"mcpServers":{"inline":{"timeout":90000}}}"#,
-                "bad.json",
-                "-p",
-                "x",
-                "--",
-                "--mcp-config=after-the-separator.json",
-            ],
-            |_| None,
-            "/work/dir",
-        );
+        let argv: Vec<String> = [
+            "claude",
+            "--mcp-config=mcp.json",
+            "not-a-config.json",
+            "--mcp-config",
+            "/abs/other.json",
+            r#"{"mcpServers":{"inline":{"timeout":90000}}}"#,
+            "bad.json",
+            "-p",
+            "x",
+            "--",
+            "--mcp-config=after-the-separator.json",
+        ]
+        .map(str::to_owned)
+        .to_vec();
         let mut asked = Vec::new();
-        let setup = inv.mcp(|p| {
+        let setup = McpSetup::read(&argv, &BTreeMap::new(), Path::new("/work/dir"), |p| {
             asked.push(p.to_path_buf());
             match p.file_name().and_then(|n| n.to_str()) {
                 Some("mcp.json") => Ok(r#"{"mcpServers":{"probe":{"timeout":60000}}}"#.into()),
@@ -474,17 +471,18 @@ mod tests {
         assert!(setup.problems[1].starts_with("cannot parse the MCP config bad.json"));
     }
 
-    /// Only the MCP variables are kept, from whatever environment the host has.
+    /// Only the MCP variables are kept, from whatever environment the host hands over.
     #[test]
     fn only_the_mcp_variables_are_kept() {
-        let inv = Invocation::new(
-            ["claude"],
-            |k| Some(format!("{k}-value")).filter(|_| k != TOOL_VAR),
-            "/",
-        );
-        let keys: Vec<&str> = inv.env().keys().map(String::as_str).collect();
+        let env: BTreeMap<String, String> = [IDLE_VAR, STARTUP_VAR, "HOME", "PATH"]
+            .iter()
+            .map(|k| ((*k).to_owned(), format!("{k}-value")))
+            .collect();
+        let setup = McpSetup::read(&["claude".to_owned()], &env, Path::new("/"), |_| {
+            Err(String::new())
+        });
+        let keys: Vec<&str> = setup.env.keys().map(String::as_str).collect();
         assert_eq!(keys, [IDLE_VAR, STARTUP_VAR]);
-        assert_eq!(inv.mcp(|_| Err(String::new())).env, *inv.env());
     }
 
     /// The naming rule, one reading for the policy (the server) and telemetry (both parts).

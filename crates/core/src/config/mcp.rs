@@ -139,11 +139,14 @@ impl McpLimits {
     /// Code applies it, the stdio default for servers the command line does not name.
     ///
     /// ```
+    /// use std::collections::BTreeMap;
+    /// use std::path::Path;
     /// use std::time::Duration;
-    /// use watchdog_core::claude_code::Invocation;
+    /// use watchdog_core::claude_code::mcp::McpSetup;
     /// use watchdog_core::McpLimits;
-    /// let inv = Invocation::new(["claude"], |k| (k == "MCP_TOOL_TIMEOUT").then(|| "20000".into()), "/");
-    /// let m = McpLimits::from_setup(&inv.mcp(|_| Err(String::new())));
+    /// let env = BTreeMap::from([("MCP_TOOL_TIMEOUT".to_owned(), "20000".to_owned())]);
+    /// let setup = McpSetup::read(&["claude".to_owned()], &env, Path::new("/"), |_| Err(String::new()));
+    /// let m = McpLimits::from_setup(&setup);
     /// assert_eq!(m.floor_for_tool("mcp__db__q"), Some(Duration::from_secs(50)));
     /// ```
     pub fn from_setup(setup: &McpSetup) -> McpLimits {

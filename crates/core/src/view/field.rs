@@ -13,11 +13,6 @@ use crate::json_scan;
 pub struct RawJson<'a>(pub(super) &'a str);
 
 impl<'a> RawJson<'a> {
-    /// Raw text that a scan already validated.
-    pub(crate) fn new(text: &'a str) -> Self {
-        RawJson(text)
-    }
-
     /// The JSON text, exactly as it appeared in the line.
     pub fn get(&self) -> &'a str {
         self.0

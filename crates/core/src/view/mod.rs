@@ -213,6 +213,68 @@ impl<'a> LineView<'a> {
         })
     }
 
+    /// Validate `text`, a JSON object that carries a line as its member `inner` (a capture
+    /// entry's `line`), in one pass: every top-level member goes to `member` in order (its key
+    /// unescaped, its value as raw JSON; a member whose key cannot be unescaped is skipped),
+    /// and the view of the last `inner` member is built in the same pass, with no second
+    /// check or any copy. `Ok(None)` when there is no `inner` member or it is not an object.
+    ///
+    /// ```
+    /// use watchdog_core::LineView;
+    /// let entry = r#"{"t_ms":40,"line":{"type":"system","subtype":"init"}}"#;
+    /// let mut keys = Vec::new();
+    /// let view = LineView::parse_envelope(entry, "line", |k, _| keys.push(k.to_owned()));
+    /// assert_eq!(view.unwrap().unwrap().subtype().as_deref(), Some("init"));
+    /// assert_eq!(keys, ["t_ms", "line"]);
+    /// ```
+    pub fn parse_envelope(
+        text: &'a str,
+        inner: &str,
+        mut member: impl FnMut(&str, RawJson<'a>),
+    ) -> Result<Option<Self>, Unparseable> {
+        let mut built: Option<LineBuilder<'a>> = None;
+        let mut built_of: Option<&'a str> = None;
+        let mut last: Option<&'a str> = None;
+        let mut fresh = false;
+        json_scan::members_nested(text, inner, |m| match m {
+            json_scan::Member::InnerStart => {
+                built = Some(LineView::builder());
+                fresh = true;
+            }
+            json_scan::Member::Inner(k, esc, v) => {
+                if let Some(b) = built.as_mut() {
+                    b.member(k, esc, v);
+                }
+            }
+            json_scan::Member::Outer(k, esc, v) => {
+                // The members just built belong to this value (an unescaped `inner`).
+                let built_here = std::mem::take(&mut fresh);
+                let key: std::borrow::Cow<'_, str> = if esc {
+                    match unescape_key(k) {
+                        Some(k) => k,
+                        None => return,
+                    }
+                } else {
+                    k.into()
+                };
+                if key == inner {
+                    last = Some(v);
+                    // Which value the built view belongs to (a later duplicate replaces it).
+                    built_of = built_here.then_some(v);
+                }
+                member(&key, RawJson(v));
+            }
+        })
+        .map_err(|e| Unparseable {
+            reason: e.to_string(),
+        })?;
+        let Some(v) = last else { return Ok(None) };
+        Ok(match (built, built_of) {
+            (Some(b), Some(of)) if std::ptr::eq(of, v) => Some(b.finish(v)),
+            _ => LineView::from_validated(v),
+        })
+    }
+
     /// A view of a line that [`LineView::parse`] accepted before (e.g. a line the supervisor
     /// passed on with its class): its members are skimmed, not validated again, which costs
     /// a fraction of a parse. On any other input it never panics, but which fields it reads

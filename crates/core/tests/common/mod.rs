@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use proptest::prelude::{Just, Strategy};
 use watchdog_core::{
     Class, Event, Kill, KillKind, Limits, LineView, Registry, SessionConfig, SessionId,
 };
@@ -193,4 +194,53 @@ pub fn testdata_dir() -> PathBuf {
         dir.display()
     );
     dir
+}
+
+/// Strings over a JSON-ish alphabet, so many cases are near-valid JSON.
+pub fn jsonish() -> impl Strategy<Value = String> {
+    proptest::collection::vec(
+        proptest::prop_oneof![
+            Just("{".to_string()),
+            Just("}".to_string()),
+            Just("[".to_string()),
+            Just("]".to_string()),
+            Just(":".to_string()),
+            Just(",".to_string()),
+            Just("\"".to_string()),
+            Just("\"type\"".to_string()),
+            Just("\"assistant\"".to_string()),
+            Just("\"stream_event\"".to_string()),
+            Just("\"event\"".to_string()),
+            Just("\"ping\"".to_string()),
+            Just("\\".to_string()),
+            Just("\\n".to_string()),
+            Just("null".to_string()),
+            Just("true".to_string()),
+            Just(" ".to_string()),
+            Just("-".to_string()),
+            Just(".".to_string()),
+            Just("e".to_string()),
+            "[0-9]{1,3}",
+            "[a-z]{1,4}",
+        ],
+        0..40,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+/// The stdout lines of a recording in `testdata/captures/` with their `t_ms`: the `line`
+/// members of its entries, as the capture format (watchdog-host) writes them.
+pub fn capture_stdout(name: &str) -> Vec<(u64, serde_json::Value)> {
+    let path = testdata_dir().join("captures").join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|l| {
+            let mut entry: serde_json::Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("capture line {l}: {e}"));
+            let t_ms = entry["t_ms"].as_u64().expect("capture line with t_ms");
+            Some((t_ms, entry.get_mut("line")?.take()))
+        })
+        .collect()
 }

@@ -57,7 +57,7 @@ export async function serveMetrics(watchdog, options = {}) {
       connectionsCheckingInterval: Math.min(1000, o.timeoutMs),
     },
     (req, res) => {
-      // As the core classifies (watchdog_core::metrics::scrape): the method first, then the path.
+      // As the Rust side classifies (watchdog_host::metrics::scrape): the method first, then the path.
       const path = (req.url ?? '').split('?')[0];
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         answer(res, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });

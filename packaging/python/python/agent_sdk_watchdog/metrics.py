@@ -2,7 +2,7 @@
 
 ``watchdog.metrics()`` is a snapshot (:class:`Metrics`) of what the watchdog counted since it
 was made; ``watchdog.render_prometheus()`` is the same in the Prometheus text exposition format
-0.0.4. Both come from the Rust core (``watchdog_core::metrics``), the counting and rendering
+0.0.4. Both come from the Rust side (``watchdog_host::metrics``), the counting and rendering
 the Rust ``Watchdog`` uses, so the series are the same in every host::
 
     from agent_sdk_watchdog import create_watchdog, serve_metrics

@@ -9,7 +9,7 @@
 //! ([`Request::HeadTooLarge`], which the host decides). Every answer closes its connection.
 //!
 //! ```
-//! use watchdog_core::metrics::scrape::{head_end, Request};
+//! use watchdog_host::metrics::scrape::{head_end, Request};
 //!
 //! let bytes = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
 //! let end = head_end(bytes).unwrap();

@@ -1,11 +1,11 @@
 //! What a replay reports: the verdict of each recorded run, its events at their virtual
 //! times, the exit records, and the times not taken as written.
 
-use crate::time::Instant;
+use watchdog_core::time::Instant;
 
-use crate::classify::Class;
-use crate::event::{Event, Kill, Outcome};
-use crate::record::RunRecord;
+use watchdog_core::Class;
+use watchdog_core::RunRecord;
+use watchdog_core::{Event, Kill, Outcome};
 
 /// Why an entry's `t_ms` was not taken as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,8 +74,8 @@ pub struct RunVerdict {
     pub run: usize,
     /// How it ends, as one record: what the registry read (outcome, kill, session id, last
     /// `result`, tally, rate-limit readings), the recorded exit, and the run's stdout lines by
-    /// kind (a `raw` record counts as [`LineKind::Unparseable`](crate::LineKind::Unparseable)).
-    /// No ladder [`Stage`](crate::Stage): a replay runs none.
+    /// kind (a `raw` record counts as [`LineKind::Unparseable`](watchdog_core::LineKind::Unparseable)).
+    /// No ladder [`Stage`](watchdog_core::Stage): a replay runs none.
     pub record: RunRecord,
     /// The `exit` record, if the run has one (its time; the record has its code and signal).
     pub exit: Option<ExitRecord>,
@@ -108,7 +108,7 @@ impl RunVerdict {
 #[derive(Debug)]
 pub enum Step {
     /// A stdout line was observed, with its class, at this time (ms since the run's spawn).
-    /// [`LineKind::Unparseable`](crate::LineKind::Unparseable) for `raw` records.
+    /// [`LineKind::Unparseable`](watchdog_core::LineKind::Unparseable) for `raw` records.
     Line {
         /// The line's class.
         class: Class,

@@ -5,7 +5,7 @@
 //! series served by a host and the same metric exported by the CLI have one name.
 //!
 //! ```
-//! use watchdog_core::metrics::catalogue::{self, KILL_COUNT, KILL_LATENESS};
+//! use watchdog_host::metrics::catalogue::{self, KILL_COUNT, KILL_LATENESS};
 //! assert_eq!(KILL_COUNT.prometheus_name(), "agent_watchdog_kill_count_total");
 //! assert_eq!(KILL_LATENESS.prometheus_name(), "agent_watchdog_kill_lateness_seconds");
 //! assert!(catalogue::METRICS.iter().all(|m| m.name.starts_with("agent_watchdog.")));

@@ -1,7 +1,7 @@
 //! Replaying a capture in virtual time: what the watchdog would have done with a recording.
 //!
 //! [`Replay`] takes a capture's entries one at a time, each read in place
-//! ([`EntryView::parse`]: the `line` record is the same borrowed [`LineView`](crate::LineView) a live run
+//! ([`EntryView::parse`]: the `line` record is the same borrowed [`LineView`](watchdog_core::LineView) a live run
 //! builds), and drives one [`Registry`] per recorded run in virtual time. Nothing is kept per
 //! entry, so a capture of any length replays in constant memory. It is the one replay of the
 //! project: `agent-watchdog replay` and `audit`'s simulation of captures both use it.
@@ -40,8 +40,8 @@
 //!
 //! ```
 //! use std::time::Instant;
-//! use watchdog_core::capture::EntryView;
-//! use watchdog_core::replay::{Replay, Step};
+//! use watchdog_host::capture::EntryView;
+//! use watchdog_host::replay::{Replay, Step};
 //! use watchdog_core::{Limits, Outcome};
 //!
 //! let capture = br#"{"t_ms":0,"start":{"wall_ms":1,"argv":["claude"],"version":1}}
@@ -62,13 +62,13 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::time::Instant;
+use watchdog_core::time::Instant;
 
 use crate::capture::{BadTime, EntryView, RecordView};
-use crate::config::{Limits, SessionConfig};
-use crate::event::{Event, Kill, Outcome, SessionId};
-use crate::record::{ChildExit, LineCounts, RunRecord};
-use crate::registry::Registry;
+use watchdog_core::Registry;
+use watchdog_core::{ChildExit, LineCounts, RunRecord};
+use watchdog_core::{Event, Kill, Outcome, SessionId};
+use watchdog_core::{Limits, SessionConfig};
 
 /// The largest `t_ms` taken as given (about ten years): no virtual instant can overflow.
 pub const MAX_T_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
@@ -91,7 +91,7 @@ struct Run {
     exit: Option<ExitRecord>,
     after_kill: u64,
     entries: u64,
-    receipt: Option<crate::evidence::Receipt>,
+    receipt: Option<watchdog_core::evidence::Receipt>,
 }
 
 /// A capture being replayed in virtual time (see the module docs for the rules).
@@ -420,7 +420,7 @@ fn session_config() -> SessionConfig {
 
 /// The note a live run records when the child's stdin was closed:
 /// `{"note": "stdin closed"}` (no `type`).
-fn is_stdin_closed_note(view: &crate::LineView<'_>) -> bool {
+fn is_stdin_closed_note(view: &watchdog_core::LineView<'_>) -> bool {
     view.kind().is_none()
         && view
             .member("note")
@@ -439,7 +439,7 @@ pub fn ms_since(base: Instant, at: Instant) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::KillKind;
+    use watchdog_core::KillKind;
 
     fn replay(text: &str, limits: Limits) -> (Vec<RunVerdict>, Vec<TimedEvent>, Replay) {
         let mut r = Replay::new(limits, Instant::now());

@@ -29,9 +29,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use crate::evidence::{Receipt, TreeSample};
-use crate::json_scan::{self, Member};
-use crate::view::{Field, LineBuilder, LineView, RawJson};
+use watchdog_core::evidence::{Receipt, TreeSample};
+use watchdog_core::{Field, LineView, RawJson};
 
 /// Version written in the `start` record.
 pub(crate) const CAPTURE_VERSION: u64 = 1;
@@ -151,11 +150,12 @@ pub struct EntryView<'a> {
 }
 
 /// Read a raw JSON number as whole milliseconds.
-fn time_of(text: &str) -> Option<Result<u64, BadTime>> {
+fn time_of(raw: RawJson<'_>) -> Option<Result<u64, BadTime>> {
+    let text = raw.get();
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         return Some(text.parse::<u64>().map_err(|_| BadTime::TooLarge));
     }
-    let f = Field::Raw(RawJson::new(text)).as_f64()?;
+    let f = Field::Raw(raw).as_f64()?;
     Some(if f < 0.0 {
         Err(BadTime::Negative)
     } else if !f.is_finite() || f >= u64::MAX as f64 {
@@ -182,53 +182,21 @@ impl<'a> EntryView<'a> {
             .map_err(|e| CaptureError::NotAnObject(format!("not UTF-8: {e}")))?;
         // Members by key (the last duplicate wins, as in a `serde_json::Map`); the members of
         // `line` are read in the same pass that validates the capture line.
-        let mut m: [Option<&'a str>; 10] = [None; 10];
+        let mut m: [Option<RawJson<'a>>; 10] = [None; 10];
         const KEYS: [&str; 10] = [
             "t_ms", "line", "raw", "stderr", "stdin", "exit", "start", "boundary", "tree",
             "receipt",
         ];
-        let mut inner: Option<LineBuilder<'a>> = None;
-        let mut inner_of: Option<&'a str> = None;
-        let mut fresh = false;
-        json_scan::members_nested(text, "line", |member| match member {
-            Member::InnerStart => {
-                inner = Some(LineView::builder());
-                fresh = true;
-            }
-            Member::Inner(k, esc, v) => {
-                if let Some(b) = inner.as_mut() {
-                    b.member(k, esc, v);
-                }
-            }
-            Member::Outer(k, esc, v) => {
-                // The members just built belong to this value (an unescaped `line`).
-                let built_here = std::mem::take(&mut fresh);
-                let key: std::borrow::Cow<'_, str> = if esc {
-                    match serde_json::from_str::<String>(&format!("\"{k}\"")) {
-                        Ok(k) => k.into(),
-                        Err(_) => return,
-                    }
-                } else {
-                    k.into()
-                };
-                if let Some(i) = KEYS.iter().position(|x| *x == key) {
-                    m[i] = Some(v);
-                    if i == 1 {
-                        // Which value the built view belongs to (a later duplicate replaces it).
-                        inner_of = built_here.then_some(v);
-                    }
-                }
+        let line = LineView::parse_envelope(text, "line", |key, v| {
+            if let Some(i) = KEYS.iter().position(|x| *x == key) {
+                m[i] = Some(v);
             }
         })
-        .map_err(|e| CaptureError::NotAnObject(e.to_string()))?;
+        .map_err(|e| CaptureError::NotAnObject(e.reason))?;
         let t_ms = m[0].and_then(time_of).ok_or(CaptureError::NoTime)?;
-        let field = |v: &'a str| Field::Raw(RawJson::new(v));
-        let record = if let Some(v) = m[1] {
-            let built = match (inner, inner_of) {
-                (Some(b), Some(of)) if std::ptr::eq(of, v) => Some(b.finish(v)),
-                _ => LineView::from_validated(v),
-            };
-            match built {
+        let field = Field::Raw;
+        let record = if m[1].is_some() {
+            match line {
                 Some(view) => RecordView::Line(view),
                 None => RecordView::Unparseable,
             }
@@ -237,7 +205,7 @@ impl<'a> EntryView<'a> {
         } else if m[3].is_some() {
             RecordView::Stderr
         } else if let Some(v) = m[4] {
-            RecordView::Stdin(LineView::from_validated(v))
+            RecordView::Stdin(LineView::parse_validated(v.get().as_bytes()))
         } else if let Some(v) = m[5] {
             let f = field(v);
             RecordView::Exit {
@@ -248,7 +216,7 @@ impl<'a> EntryView<'a> {
             let wall_ms = field(v)
                 .member("wall_ms")
                 .and_then(|w| match w {
-                    Field::Raw(r) => time_of(r.get()),
+                    Field::Raw(r) => time_of(r),
                     Field::Value(_) => None,
                 })
                 .and_then(Result::ok);
@@ -271,9 +239,9 @@ impl<'a> EntryView<'a> {
         } else if m[7].is_some() {
             RecordView::Boundary
         } else if let Some(v) = m[8] {
-            RecordView::Tree(serde_json::from_str(v).ok().map(Box::new))
+            RecordView::Tree(serde_json::from_str(v.get()).ok().map(Box::new))
         } else if let Some(v) = m[9] {
-            RecordView::Receipt(serde_json::from_str(v).ok().map(Box::new))
+            RecordView::Receipt(serde_json::from_str(v.get()).ok().map(Box::new))
         } else {
             return Ok(None);
         };
@@ -377,7 +345,7 @@ impl StartFacts {
     ///
     /// ```
     /// let v = serde_json::json!({"argv": ["claude", "-p"], "env": {"MCP_TIMEOUT": "9000"}});
-    /// let s = watchdog_core::capture::StartFacts::from_start_object(&v);
+    /// let s = watchdog_host::capture::StartFacts::from_start_object(&v);
     /// assert_eq!(s.argv, ["claude", "-p"]);
     /// assert_eq!(s.env["MCP_TIMEOUT"], "9000");
     /// ```

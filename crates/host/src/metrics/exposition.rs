@@ -8,7 +8,7 @@ use super::catalogue::{
     SESSION_COUNT, STALLING_WARNING_COUNT,
 };
 use super::{Metrics, CLOCKS, KINDS, OTHER_OUTCOMES, REASONS, SOURCE};
-use crate::event::OutcomeKind;
+use watchdog_core::OutcomeKind;
 
 impl Metrics {
     /// The snapshot in the Prometheus text exposition format 0.0.4 (what a scrape of

@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use watchdog_core::metrics::Counters;
+//! use watchdog_host::metrics::Counters;
 //! use watchdog_core::{Event, KillKind, Limits, Registry, SessionConfig};
 //!
 //! let t0 = Instant::now();
@@ -41,11 +41,11 @@ pub mod scrape;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use crate::time::Instant;
+use watchdog_core::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use crate::event::{Event, ExtendReason, KillKind, Outcome, OutcomeKind, StallClock};
+use watchdog_core::{Event, ExtendReason, KillKind, Outcome, OutcomeKind, StallClock};
 
 /// Every kill kind, in the order the counters keep them.
 const KINDS: [KillKind; KillKind::ALL.len()] = KillKind::ALL;
@@ -90,17 +90,11 @@ fn kind_index(kind: KillKind) -> usize {
 }
 
 fn clock_index(clock: StallClock) -> usize {
-    match clock {
-        StallClock::Idle => 0,
-        StallClock::NoProgress => 1,
-    }
+    CLOCKS.iter().position(|c| *c == clock).unwrap_or(0)
 }
 
 fn reason_index(reason: ExtendReason) -> usize {
-    match reason {
-        ExtendReason::HighUtilization => 0,
-        ExtendReason::PreWrite => 1,
-    }
+    REASONS.iter().position(|r| *r == reason).unwrap_or(0)
 }
 
 /// Index in `OTHER_OUTCOMES`, or `None` for `killed`.
@@ -210,7 +204,7 @@ impl Counters {
 }
 
 /// The kill lateness of a [`Metrics`] snapshot: how late each kill was delivered after its
-/// deadline ([`Kill::at`](crate::Kill::at)), on the host's clock.
+/// deadline ([`Kill::at`](watchdog_core::Kill::at)), on the host's clock.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatenessHistogram {
     count: u64,

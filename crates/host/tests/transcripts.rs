@@ -7,6 +7,7 @@
 //! offsets) and must end with the outcome the run really had; a few are replayed again with
 //! small limits to check that the right kill comes at the right instant.
 
+#[path = "../../core/tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeMap;
@@ -15,11 +16,11 @@ use std::time::Duration;
 
 use common::testdata_dir;
 use serde_json::Value;
-use watchdog_core::capture::{Entry, Record};
 use watchdog_core::{
     classify, facts::ResultFacts, Event, KillKind, Limits, LineKind, LineView, Outcome, Registry,
     SessionConfig, Signal,
 };
+use watchdog_host::capture::{Entry, Record};
 
 /// The contract table, over a parsed value.
 fn oracle(v: &Value) -> (Signal, LineKind) {

@@ -2,7 +2,7 @@
 //!
 //! `claude --resume <id>` runs session `<id>` again (the `system/init` of the run names it;
 //! recovery's continuation relies on that and checks it,
-//! [`SessionConfig::with_expected_session`](crate::SessionConfig::with_expected_session)),
+//! [`SessionConfig::with_expected_session`](watchdog_core::SessionConfig::with_expected_session)),
 //! unless `--fork-session` makes it a new one. `--session-id <id>` starts session `<id>`.
 //! `--continue` picks the most recent session of the working directory, which the command line
 //! does not name.
@@ -98,7 +98,7 @@ fn session_flag(arg: &str) -> Option<(&'static str, bool, Option<&str>)> {
 /// Which session `argv` (the program first) runs ([`Session`]).
 ///
 /// ```
-/// use watchdog_core::claude_code::session::{session_of, Session};
+/// use watchdog_host::claude_code::session::{session_of, Session};
 /// assert_eq!(session_of(&["claude", "-p", "go"]), Session::New);
 /// assert_eq!(session_of(&["claude", "-p", "go", "--resume", "s-1"]), Session::Resume("s-1"));
 /// assert_eq!(session_of(&["claude", "--resume=s-1", "-p", "go"]), Session::Resume("s-1"));
@@ -144,7 +144,7 @@ pub fn session_of<S: AsRef<str>>(argv: &[S]) -> Session<'_> {
 /// `start` record and recovery's continuation alike.
 ///
 /// ```
-/// use watchdog_core::claude_code::session::reads_stream_json_input;
+/// use watchdog_host::claude_code::session::reads_stream_json_input;
 /// assert!(reads_stream_json_input(["claude", "-p", "--input-format", "stream-json"]));
 /// assert!(reads_stream_json_input(["claude", "--input-format=stream-json"]));
 /// assert!(!reads_stream_json_input(["claude", "-p", "hi", "--output-format", "stream-json"]));

@@ -1,0 +1,23 @@
+//! # watchdog-host
+//!
+//! Host-side helpers around [`watchdog_core`], the policy: what a host that supervises Claude
+//! Code (the CLI, the runtime, the audit, the language bindings) records, replays, counts and
+//! reads from how a child was started. The policy decides; these modules feed it and report it.
+//!
+//! - [`capture`]: the capture format (recordings of runs), read owned or in place, and split
+//!   into lines from any reader in bounded memory ([`capture::lines`]).
+//! - [`replay`]: a capture replayed in virtual time through the core's
+//!   [`Registry`](watchdog_core::Registry), streaming (the one replay of the project).
+//! - [`metrics`]: what a host counts as it delivers the registry's events (kills, ends,
+//!   warnings, kill lateness), the snapshot, its one Prometheus rendering and the answer to a
+//!   scrape ([`metrics::scrape`]).
+//! - [`claude_code`]: how Claude Code was started ([`claude_code::Invocation`]: `{argv, env,
+//!   cwd}`), which session it runs, the hook timeout. The MCP rule it implies is the policy's
+//!   ([`watchdog_core::claude_code::mcp`]).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod capture;
+pub mod claude_code;
+pub mod metrics;
+pub mod replay;
