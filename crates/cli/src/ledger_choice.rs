@@ -3,11 +3,12 @@
 
 use std::path::PathBuf;
 
+use agent_sdk_watchdog::LedgerUrl;
 use agent_sdk_watchdog::{FileLedger, SharedLedger};
 use watchdog_core::recovery::subagent::{
     SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker,
 };
-use watchdog_core::recovery::{Claim, Ledger, LedgerEntry, LedgerError, LedgerUrl, Marker};
+use watchdog_core::recovery::{Claim, Ledger, LedgerEntry, LedgerError, Marker};
 
 /// Where the markers live, as the flags and variables said.
 #[derive(Debug, Clone, Default)]

@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agent_sdk_watchdog::LedgerUrl;
 use clap::builder::BoolishValueParser;
 use clap::Args;
 use watchdog_core::config::{
     ByteSize, Factor, Fraction, HumanDuration, NonZeroFraction, PositiveDuration,
 };
-use watchdog_core::recovery::LedgerUrl;
 use watchdog_core::Limits;
 
 use crate::options::{self, OptionDefault, OptionSpec, ValueKind};

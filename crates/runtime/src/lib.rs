@@ -94,7 +94,9 @@ pub use ledger::{default_state_dir, default_state_dir_from_env, FileLedger, STAT
 pub use line::{AsLine, LineRef};
 pub use metrics::{LatenessHistogram, Metrics};
 pub use regular_file::{open_regular, read_regular, special_kind};
-pub use shared_ledger::{SharedLedger, REQUEST_TIMEOUT_SECS};
+pub use shared_ledger::{
+    LedgerBackend, LedgerUrl, LedgerUrlError, SharedLedger, REQUEST_TIMEOUT_SECS,
+};
 pub use supervise::{supervise, Killed, Supervised};
 #[cfg(unix)]
 pub use supervisor::{

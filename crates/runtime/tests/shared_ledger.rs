@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Barrier};
 
-use agent_sdk_watchdog::{FileLedger, SharedLedger};
+use agent_sdk_watchdog::{FileLedger, LedgerBackend, LedgerUrl, SharedLedger};
 use watchdog_core::recovery::subagent::{SubagentKey, SubagentLedger, SubagentMarker};
 use watchdog_core::recovery::*;
 use watchdog_core::{facts::ClaudeSessionId, facts::ResultFacts, Outcome};

@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
+use agent_sdk_watchdog::LedgerUrl;
 use clap::Args;
-use watchdog_core::recovery::{LedgerUrl, AFTER_KILL_PROMPT};
+use watchdog_core::recovery::AFTER_KILL_PROMPT;
 
 use crate::policy_args::{from_table, LedgerUrlParser};
 

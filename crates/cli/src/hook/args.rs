@@ -85,7 +85,7 @@ impl HookArgs {
     pub(crate) fn ledger_choice(&self) -> Result<crate::ledger_choice::LedgerChoice, String> {
         let url = match &self.ledger {
             Some(text) => Some(
-                watchdog_core::recovery::LedgerUrl::parse(text)
+                agent_sdk_watchdog::LedgerUrl::parse(text)
                     .map_err(|e| format!("{LEDGER_VAR}/--ledger: {e}: nothing is continued"))?,
             ),
             None => None,

@@ -1,9 +1,9 @@
 //! What an option is: its value's kind and rule, its default, who reads it ([`OptionSpec`]).
 
+use agent_sdk_watchdog::LedgerUrl;
 use watchdog_core::config::{
     parse_duration, ByteSize, Factor, Fraction, InvalidValue, NonZeroFraction, PositiveDuration,
 };
-use watchdog_core::recovery::LedgerUrl;
 
 /// The prefix of every environment variable the watchdog reads.
 pub const ENV_PREFIX: &str = "AGENT_WATCHDOG_";

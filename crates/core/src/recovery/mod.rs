@@ -81,7 +81,6 @@ pub mod subagent;
 mod decision;
 mod facts;
 mod ledger;
-mod ledger_url;
 
 use std::fmt;
 use std::time::Duration;
@@ -96,7 +95,6 @@ pub use ledger::{
     validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, LedgerState, Marker,
     MemoryLedger, MARKER_VERSION,
 };
-pub use ledger_url::{LedgerBackend, LedgerUrl, LedgerUrlError};
 
 /// What made a run worth continuing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

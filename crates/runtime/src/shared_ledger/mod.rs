@@ -6,13 +6,12 @@ mod exec;
 mod postgres_store;
 #[cfg(feature = "ledger-redis")]
 mod redis_store;
+mod url;
 
 use watchdog_core::recovery::subagent::{
     SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker,
 };
-use watchdog_core::recovery::{
-    Claim, Ledger, LedgerBackend, LedgerEntry, LedgerError, LedgerUrl, Marker,
-};
+use watchdog_core::recovery::{Claim, Ledger, LedgerEntry, LedgerError, Marker};
 
 use crate::ledger::records::{
     notice_record, read_marker, read_subagent_marker, session_record_name, subagent_notice_record,
@@ -20,6 +19,7 @@ use crate::ledger::records::{
 };
 use exec::Exec;
 pub use exec::REQUEST_TIMEOUT_SECS;
+pub use url::{LedgerBackend, LedgerUrl, LedgerUrlError};
 
 enum Store {
     /// Keeps the enum inhabited-in-type when no backend is built in.
@@ -114,7 +114,6 @@ impl SharedLedger {
         match url.backend() {
             LedgerBackend::Redis => connect_redis(url).await,
             LedgerBackend::Postgres => connect_postgres(url, exec).await,
-            other => Err(format!("no {other} backend")),
         }
     }
 

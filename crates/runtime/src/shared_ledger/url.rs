@@ -137,7 +137,7 @@ impl LedgerUrl {
     /// `***`: a message may quote what a server or a client library said, never the password.
     ///
     /// ```
-    /// use watchdog_core::recovery::LedgerUrl;
+    /// use agent_sdk_watchdog::LedgerUrl;
     /// let url: LedgerUrl = "redis://u:hunter2@h".parse().unwrap();
     /// assert_eq!(url.scrub("auth hunter2 failed"), "auth *** failed");
     /// ```
