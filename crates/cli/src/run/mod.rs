@@ -181,7 +181,7 @@ async fn run(
     }
 
     // The synthetic result goes after everything the child printed, on a line of its own.
-    if let (true, Some(k)) = (emits_result(&cfg), final_run.kill()) {
+    if let (true, Some(k)) = (emits_result(&cfg), final_run.stopped_by().kill()) {
         let what = program_name(&final_run.facts.argv);
         let line = synthetic::result_line(
             k,

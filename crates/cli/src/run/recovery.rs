@@ -251,7 +251,7 @@ impl Continuation {
         r["continued"] = json!({
             "outcome_detail": outcome_fields(&cont.record.outcome),
             "exit_code": cont.code,
-            "kill": cont.kill().map(|k| k.kind.as_str()),
+            "kill": cont.stopped_by().kill().map(|k| k.kind.as_str()),
             "session_id": cont.record.session_id,
         });
         if let Some(other) = &cont.ours.session_mismatch {

@@ -290,6 +290,7 @@ pub(crate) async fn supervise(
     let suppressed = live.stderr_filter.suppressed_json();
     let ours = Ours {
         output_error: live.output_error,
+        kill_said: live.kill.is_some(),
         interrupted: signals.first,
         session_mismatch: live.session_mismatch,
     };
