@@ -15,6 +15,7 @@ use super::host_signals::UserSig;
 use super::stdout;
 use super::summary::Summary;
 use crate::exit_code::{self, Ending, StoppedBy};
+use crate::run_report::{RecoveryResult, RunReport};
 use crate::verdict::ms;
 
 /// What `run` itself did to a run, beside the watchdog's kill (which is the record's).
@@ -96,6 +97,24 @@ impl Finished {
     /// `result`, the summary and telemetry read.
     pub(crate) fn stopped_by(&self) -> StoppedBy<'_> {
         stopped_by(&self.record, &self.ours)
+    }
+
+    /// The run as its observers read it, with the exit code `exit_code` and what recovery did
+    /// after it.
+    pub(crate) fn report<'a>(
+        &'a self,
+        exit_code: i32,
+        recovery: Option<&'a RecoveryResult>,
+    ) -> RunReport<'a> {
+        RunReport {
+            record: &self.record,
+            stopped: self.stopped_by(),
+            exit_code,
+            duration: self.facts.duration,
+            start: self.facts.start,
+            kill_late: self.facts.kill_late,
+            recovery,
+        }
     }
 
     /// The child's status: its code, or `128 + N` for signal N.

@@ -310,10 +310,9 @@ pub(crate) async fn supervise(
         unavailable,
     };
     let finished = Finished::new(record, ours, facts, cfg);
-    if live.host.telemetry.is_on() {
-        let summary = finished.summary(finished.code, None);
-        live.host.telemetry.run_ended(&summary);
-    }
+    live.host
+        .telemetry
+        .run_ended(&finished.report(finished.code, None));
     Ok(finished)
 }
 
