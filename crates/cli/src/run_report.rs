@@ -10,8 +10,10 @@ use watchdog_core::RunRecord;
 
 use crate::exit_code::StoppedBy;
 
-/// One finished run, as its observers read it.
+/// One finished run, as its observers read it. (Telemetry is its reader: a build without the
+/// `telemetry` feature builds it and reads none of it.)
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "telemetry"), allow(dead_code))]
 pub(crate) struct RunReport<'a> {
     /// The supervisor's record of the run: its outcome, its kill, its session, its lines.
     pub(crate) record: &'a RunRecord,
@@ -30,6 +32,7 @@ pub(crate) struct RunReport<'a> {
     pub(crate) recovery: Option<&'a RecoveryResult>,
 }
 
+#[cfg_attr(not(feature = "telemetry"), allow(dead_code))]
 impl RunReport<'_> {
     /// The Claude Code session id, when the run printed one.
     pub(crate) fn session_id(&self) -> Option<&str> {
@@ -55,6 +58,7 @@ pub(crate) enum RecoveryResult {
     Continued(Trigger),
 }
 
+#[cfg_attr(not(feature = "telemetry"), allow(dead_code))]
 impl RecoveryResult {
     /// `(trigger, result)` as telemetry names them (`unknown` for a trigger not known here);
     /// `None` when recovery had nothing to decide.
