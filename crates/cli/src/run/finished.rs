@@ -233,3 +233,70 @@ fn stopped_by<'a>(record: &'a RunRecord, ours: &Ours) -> StoppedBy<'a> {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+    use watchdog_core::{Kill, KillKind, Limits, Registry, SessionConfig};
+
+    fn killed() -> RunRecord {
+        let at = Instant::now();
+        let id = Registry::new(Limits::default()).register(at, SessionConfig::default());
+        let mut r = RunRecord::unobserved();
+        r.kill = Some(Kill::new(id, KillKind::Idle, at));
+        r
+    }
+
+    fn write_error(failure: stdout::Failure) -> Option<stdout::WriteError> {
+        Some(stdout::WriteError {
+            failure,
+            error: std::io::Error::other("x"),
+        })
+    }
+
+    /// The first stop `run` learnt of wins: named once, for every reader.
+    #[test]
+    fn the_first_stop_run_learnt_of_is_the_stop() {
+        let kind = |r: &RunRecord, ours: &Ours| stopped_by(r, ours).kill_kind();
+        let (kill, none) = (killed(), RunRecord::unobserved());
+        // A write that failed once the kill was said keeps the kill.
+        let after = Ours {
+            output_error: write_error(stdout::Failure::Error),
+            kill_said: true,
+            ..Ours::default()
+        };
+        assert_eq!(kind(&kill, &after), Some("idle"));
+        // A kill decided after our stdout failed (never said) is not the stop.
+        let before = Ours {
+            kill_said: false,
+            ..after
+        };
+        assert_eq!(kind(&kill, &before), Some("output"));
+        let blocked = Ours {
+            output_error: write_error(stdout::Failure::Blocked),
+            ..Ours::default()
+        };
+        assert_eq!(kind(&none, &blocked), Some("output_blocked"));
+        // The watchdog's kill wins over a forwarded signal, which wins over a mismatch.
+        let sig = Ours {
+            interrupted: Some(UserSig::Int),
+            session_mismatch: Some("other".into()),
+            ..Ours::default()
+        };
+        assert!(matches!(stopped_by(&kill, &sig), StoppedBy::Watchdog(_)));
+        assert!(matches!(stopped_by(&none, &sig), StoppedBy::Signal(2)));
+        let mismatch = Ours {
+            session_mismatch: Some("other".into()),
+            ..Ours::default()
+        };
+        assert!(matches!(
+            stopped_by(&none, &mismatch),
+            StoppedBy::SessionMismatch
+        ));
+        assert!(matches!(
+            stopped_by(&none, &Ours::default()),
+            StoppedBy::Child
+        ));
+    }
+}
