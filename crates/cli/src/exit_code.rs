@@ -22,12 +22,16 @@
 //! | 2 | usage error (bad flag or value) |
 //! | 1 | internal error (spawn failed, a file could not be written, a continuation ran another session); with `--emit-result` (always for `claude-watchdog`), any watchdog kill |
 //!
+//! Who stopped the run is one answer ([`StoppedBy`]): the first stop `run` learnt of. A write
+//! that fails once a kill was said keeps the kill's code (and the summary's `kill`); a kill the
+//! watchdog decides after our stdout failed is not the stop.
+//!
 //! A child may itself exit with one of our codes (124, 125, 137, 2, 3…). The summary's `kill`
 //! field (`null` when the watchdog did not stop the child) and `interrupted` field (`null` when
 //! no signal of ours was forwarded) tell them apart: when both are `null`, the exit code is
 //! the child's own.
 
-use watchdog_core::{KillKind, Outcome, RunRecord};
+use watchdog_core::{Kill, KillKind, Outcome, RunRecord};
 
 /// Killed after going quiet: `idle`, `no_progress` or `linger`.
 pub const KILLED_STALLED: i32 = 124;
@@ -80,29 +84,62 @@ pub fn for_kill(kind: KillKind) -> i32 {
     }
 }
 
-/// What `run` itself did to the child (the watchdog's kill is not here: it is the record's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Intervention {
-    /// Our stdout could not be written; `closed`: the reader went away (EPIPE).
+/// Who stopped a run: the one answer its exit code ([`decide`]), its closing line, its
+/// synthetic `result`, its summary's `kill` and its telemetry all read, so they cannot
+/// disagree. The first stop `run` learnt of wins: a write that fails once the watchdog's kill
+/// was said leaves the kill the stop (the output error is a fact beside it); a kill the
+/// watchdog decides after our stdout failed is not said and is not the stop.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum StoppedBy<'a> {
+    /// Nobody: the child ended by itself.
+    Child,
+    /// The watchdog's kill.
+    Watchdog(&'a Kill),
+    /// Our stdout could not be written, before any kill was said: we stopped the child.
     Output {
         /// The reader went away (EPIPE) rather than another write error.
         closed: bool,
     },
-    /// We forwarded signal number `signo` we received (SIGHUP, SIGINT, SIGQUIT, SIGTERM).
-    Signal(i32),
     /// After the child ended by itself, our stdout took nothing for the output-blocked bound:
     /// the rest of its output was dropped.
     OutputBlocked,
+    /// We forwarded the user's signal number `signo` (SIGHUP, SIGINT, SIGQUIT, SIGTERM) and
+    /// the child ended after it.
+    Signal(i32),
+    /// A continuation ran another session than the one it resumed: we stopped it.
+    SessionMismatch,
 }
 
-/// Everything the exit code depends on: the run's record and what we did.
+impl<'a> StoppedBy<'a> {
+    /// The watchdog's kill, when it is the stop.
+    pub fn kill(&self) -> Option<&'a Kill> {
+        match self {
+            StoppedBy::Watchdog(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The summary's `kill.kind` for this stop: the kill's kind, `output` or `output_blocked`
+    /// for our own stop; `None` when nothing was killed.
+    pub fn kill_kind(&self) -> Option<&'static str> {
+        match self {
+            StoppedBy::Watchdog(k) => Some(k.kind.as_str()),
+            StoppedBy::Output { .. } => Some("output"),
+            StoppedBy::OutputBlocked => Some(KillKind::OutputBlocked.as_str()),
+            _ => None,
+        }
+    }
+}
+
+/// Everything the exit code depends on: the run's record and who stopped it.
 #[derive(Debug, Clone, Copy)]
 pub struct Ending<'a> {
-    /// How the run ended: its outcome, the watchdog's kill, the child's exit, the lines it
-    /// printed (a stream-json child is held to its `result`).
+    /// How the run ended: its outcome, the child's exit, the lines it printed (a stream-json
+    /// child is held to its `result`).
     pub record: &'a RunRecord,
-    /// What we did to the child, if anything (an output error wins over a forwarded signal).
-    pub ours: Option<Intervention>,
+    /// Who stopped the run.
+    pub stopped: StoppedBy<'a>,
     /// `--strict`: every ending without a usable `result` exits [`NO_RESULT`].
     pub strict: bool,
     /// `--emit-result` (always for `claude-watchdog`): a kill exits 1, after the synthetic
@@ -113,7 +150,7 @@ pub struct Ending<'a> {
 /// The exit code of a run: the one place it is decided.
 ///
 /// ```
-/// use agent_watchdog::exit_code::{decide, Ending};
+/// use agent_watchdog::exit_code::{decide, Ending, StoppedBy};
 /// use watchdog_core::{ChildExit, LineKind, Outcome, RunRecord};
 /// let ended = |outcome, code| {
 ///     let mut r = RunRecord::unobserved();
@@ -122,7 +159,9 @@ pub struct Ending<'a> {
 ///     r.lines.add(LineKind::System); // it printed stream-json
 ///     r
 /// };
-/// let decide_for = |r: &RunRecord| decide(&Ending { record: r, ours: None, strict: false, emit_result: false });
+/// let decide_for = |r: &RunRecord| {
+///     decide(&Ending { record: r, stopped: StoppedBy::Child, strict: false, emit_result: false })
+/// };
 /// // The child ended by itself: its own code, with or without a result.
 /// assert_eq!(decide_for(&ended(Outcome::Success, 0)), 0);
 /// assert_eq!(decide_for(&ended(Outcome::NoResult, 7)), 7);
@@ -133,22 +172,16 @@ pub struct Ending<'a> {
 /// A kill is the record's: the watchdog's kill exits with its kind's code (124 for `idle`).
 pub fn decide(e: &Ending<'_>) -> i32 {
     let r = e.record;
-    match e.ours {
-        Some(Intervention::Output { closed: true }) => return OUTPUT_CLOSED,
-        Some(Intervention::Output { closed: false }) => return OUTPUT_ERROR,
-        Some(Intervention::OutputBlocked) => return KILLED_OUTPUT_BLOCKED,
-        Some(Intervention::Signal(_)) | None => {}
-    }
-    if let Some(kill) = &r.kill {
-        return if e.emit_result {
-            INTERNAL
-        } else {
-            for_kill(kill.kind)
-        };
-    }
     let has_result = matches!(r.outcome, Outcome::Success | Outcome::ErrorResult(_));
-    if let (Some(Intervention::Signal(signo)), false) = (e.ours, has_result) {
-        return 128 + signo;
+    match e.stopped {
+        StoppedBy::Output { closed: true } => return OUTPUT_CLOSED,
+        StoppedBy::Output { closed: false } => return OUTPUT_ERROR,
+        StoppedBy::OutputBlocked => return KILLED_OUTPUT_BLOCKED,
+        StoppedBy::Watchdog(_) if e.emit_result => return INTERNAL,
+        StoppedBy::Watchdog(kill) => return for_kill(kill.kind),
+        // With a result the child finished its work: its own code.
+        StoppedBy::Signal(signo) if !has_result => return 128 + signo,
+        StoppedBy::Signal(_) | StoppedBy::SessionMismatch | StoppedBy::Child => {}
     }
     let Some(child) = r.exit.and_then(|x| x.status()) else {
         return INTERNAL;
@@ -297,7 +330,10 @@ mod tests {
     fn ending(r: &RunRecord) -> Ending<'_> {
         Ending {
             record: r,
-            ours: None,
+            stopped: r
+                .kill
+                .as_ref()
+                .map_or(StoppedBy::Child, StoppedBy::Watchdog),
             strict: false,
             emit_result: false,
         }
@@ -360,7 +396,7 @@ mod tests {
     }
 
     #[test]
-    fn interventions_have_their_own_codes() {
+    fn each_stop_has_its_code() {
         let killed = Outcome::Killed {
             kind: KillKind::Startup,
         };
@@ -377,7 +413,7 @@ mod tests {
         for (closed, code) in [(true, 141), (false, 74)] {
             let r = record(&Outcome::Success, Some(0), true, None);
             let out = Ending {
-                ours: Some(Intervention::Output { closed }),
+                stopped: StoppedBy::Output { closed },
                 ..ending(&r)
             };
             assert_eq!(decide(&out), code);
@@ -385,14 +421,14 @@ mod tests {
         for signo in [1, 2, 3, 15] {
             let r = record(&Outcome::NoResult, Some(128 + 9), true, None);
             let sig = Ending {
-                ours: Some(Intervention::Signal(signo)),
+                stopped: StoppedBy::Signal(signo),
                 ..ending(&r)
             };
             assert_eq!(decide(&sig), 128 + signo);
             // With a result the child finished its work: its own code.
             let r = record(&Outcome::Success, Some(0), true, None);
             let done = Ending {
-                ours: Some(Intervention::Signal(signo)),
+                stopped: StoppedBy::Signal(signo),
                 ..ending(&r)
             };
             assert_eq!(decide(&done), 0);

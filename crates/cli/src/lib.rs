@@ -23,6 +23,7 @@ pub mod plugin_dir;
 pub(crate) mod policy_args;
 pub mod replay;
 pub mod run;
+pub(crate) mod run_report;
 pub(crate) mod status;
 pub mod timeouts;
 // Public for the tests only: they derive the Prometheus names from the instrument table.

@@ -399,6 +399,42 @@ fn a_full_disk_stops_the_child_and_exits_74() {
     assert_eq!(s["exit_code"], 74, "{s}");
 }
 
+/// A write that fails while the watchdog's kill is under way (the child prints on SIGTERM to a
+/// full disk) does not change who stopped the run: the line said live, the exit code and the
+/// summary's `outcome` and `kill.kind` all name the watchdog's kill, and the summary keeps the
+/// output error beside it.
+#[test]
+fn a_write_that_fails_after_a_kill_keeps_the_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = script(
+        dir.path(),
+        "c.sh",
+        &format!(
+            "trap '{}; exit 0' TERM\nwhile :; do sleep 0.05; done",
+            say(ASSISTANT)
+        ),
+    );
+    let summary = dir.path().join("s.json");
+    let out = watchdog()
+        .args(["run", "--grace", "5s", "--startup", "1s", "--summary"])
+        .arg(&summary)
+        .arg("--")
+        .arg(&child)
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(err.contains("(startup)"), "the kill is said live: {err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    let s: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(s["exit_code"], 125, "{s}");
+    assert_eq!(s["outcome"], "killed", "{s}");
+    assert_eq!(s["kill"]["kind"], "startup", "{s}");
+    assert_eq!(s["output_error"]["kind"], "output", "{s}");
+    assert_eq!(s["output_error"]["reader_gone"], false, "{s}");
+}
+
 #[test]
 fn a_reader_that_went_away_stops_the_child_and_exits_141() {
     let dir = tempfile::tempdir().unwrap();

@@ -196,6 +196,56 @@ fn exports_a_kill(protocol: &str) {
     assert!(!stderr(&r.out).contains("telemetry"), "{}", stderr(&r.out));
 }
 
+/// A write that fails during a kill's grace (the child prints on SIGTERM to a full disk) is
+/// exported as what stopped the run: the kill, as the exit code and the summary say, not an
+/// output error.
+#[test]
+fn a_write_that_fails_after_a_kill_is_exported_as_the_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = script(
+        dir.path(),
+        "child.sh",
+        &format!(
+            "trap '{}; exit 0' TERM\nwhile :; do sleep 0.05; done",
+            say(INIT)
+        ),
+    );
+    let rx = Receiver::start(Answer::Ok);
+    let summary = dir.path().join("s.json");
+    let out = clean_watchdog()
+        .envs(telemetry_env(&rx.endpoint(), "http/json"))
+        .args(["run", "--startup", "1s", "--grace", "5s", "--summary"])
+        .arg(&summary)
+        .arg("--")
+        .arg(&child)
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_built_with_telemetry(&out);
+    let err = stderr(&out);
+    assert!(err.contains("(startup)"), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    let s: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(s["kill"]["kind"], "startup", "{s}");
+    let items = rx.items();
+    let what = rx.describe();
+    let kills = find(&items, "metrics", "agent_watchdog.kill.count");
+    assert_eq!(kills.len(), 1, "{what}");
+    assert_eq!(kills[0].attr("kill.kind"), Some("startup"), "{what}");
+    assert!(
+        find(&items, "metrics", "agent_watchdog.output_error.count").is_empty(),
+        "{what}"
+    );
+    let sessions = find(&items, "metrics", "agent_watchdog.session.count");
+    assert_eq!(sessions.len(), 1, "{what}");
+    assert_eq!(sessions[0].attr("kill.kind"), Some("startup"), "{what}");
+    assert_eq!(sessions[0].attr("outcome"), Some("killed"), "{what}");
+    let end = find(&items, "logs", "agent_watchdog.session_end");
+    assert_eq!(end.len(), 1, "{what}");
+    assert_eq!(end[0].attr("exit_code"), Some("125"), "{what}");
+}
+
 #[test]
 fn a_kill_is_exported_over_http_protobuf() {
     exports_a_kill("http/protobuf");

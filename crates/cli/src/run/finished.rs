@@ -8,20 +8,25 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use watchdog_core::{Kill, Outcome, RunRecord};
+use watchdog_core::{Outcome, RunRecord};
 
 use super::config::{emits_result, program_name, Mode, RunConfig};
 use super::host_signals::UserSig;
 use super::stdout;
 use super::summary::Summary;
-use crate::exit_code::{self, Ending, Intervention};
+use crate::exit_code::{self, Ending, StoppedBy};
+use crate::run_report::{RecoveryResult, RunReport};
 use crate::verdict::ms;
 
 /// What `run` itself did to a run, beside the watchdog's kill (which is the record's).
 #[derive(Debug, Default)]
 pub(crate) struct Ours {
-    /// Our stdout could not be written: we stopped the child.
+    /// Our stdout could not be written: we stopped the child, unless the watchdog's kill was
+    /// said first (`kill_said`).
     pub(crate) output_error: Option<stdout::WriteError>,
+    /// The watchdog's kill was said live, before any output error (a kill that comes after
+    /// one is not said).
+    pub(crate) kill_said: bool,
     /// The user's signal we forwarded, if one came.
     pub(crate) interrupted: Option<UserSig>,
     /// The `system/init` session id when it differed from the one expected (a continuation
@@ -35,7 +40,7 @@ pub(crate) struct Finished {
     pub(crate) record: RunRecord,
     /// What we did to it.
     pub(crate) ours: Ours,
-    /// Our exit code for this run ([`exit_code::decide`] of the two above), decided once.
+    /// Our exit code for this run ([`exit_code::decide`] of who stopped it), decided once.
     pub(crate) code: i32,
     /// What `run` saw of it: the command line, the times, stderr, the events.
     pub(crate) facts: RunFacts,
@@ -76,7 +81,7 @@ impl Finished {
     pub(super) fn new(record: RunRecord, ours: Ours, facts: RunFacts, cfg: &RunConfig) -> Self {
         let code = exit_code::decide(&Ending {
             record: &record,
-            ours: ours.intervention(),
+            stopped: stopped_by(&record, &ours),
             strict: cfg.strict,
             emit_result: emits_result(cfg),
         });
@@ -88,11 +93,27 @@ impl Finished {
         }
     }
 
-    /// The watchdog's kill, unless our own stop (an output error) is why the run ended.
-    pub(crate) fn kill(&self) -> Option<&Kill> {
-        match &self.ours.output_error {
-            Some(_) => None,
-            None => self.record.kill.as_ref(),
+    /// Who stopped the run: the one answer the exit code, the closing line, the synthetic
+    /// `result`, the summary and telemetry read.
+    pub(crate) fn stopped_by(&self) -> StoppedBy<'_> {
+        stopped_by(&self.record, &self.ours)
+    }
+
+    /// The run as its observers read it, with the exit code `exit_code` and what recovery did
+    /// after it.
+    pub(crate) fn report<'a>(
+        &'a self,
+        exit_code: i32,
+        recovery: Option<&'a RecoveryResult>,
+    ) -> RunReport<'a> {
+        RunReport {
+            record: &self.record,
+            stopped: self.stopped_by(),
+            exit_code,
+            duration: self.facts.duration,
+            start: self.facts.start,
+            kill_late: self.facts.kill_late,
+            recovery,
         }
     }
 
@@ -106,12 +127,7 @@ impl Finished {
     /// plain-text run that exited 0 (the hint said what to add), and in `claude-watchdog`
     /// whenever the code is the child's own (it is as transparent as `claude`).
     pub(super) fn ending_message(&self, code: i32, mode: Mode) -> Option<String> {
-        let ours = &self.ours;
-        if self.kill().is_some()
-            || ours.output_error.is_some()
-            || ours.interrupted.is_some()
-            || ours.session_mismatch.is_some()
-        {
+        if !matches!(self.stopped_by(), StoppedBy::Child) {
             return None;
         }
         let own = Some(code) == self.child_status();
@@ -170,6 +186,7 @@ impl Finished {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
             record: &self.record,
+            stopped: self.stopped_by(),
             exit_code,
             duration_ms: ms(self.facts.duration),
             stderr: self.facts.stderr,
@@ -196,16 +213,90 @@ impl Finished {
     }
 }
 
-impl Ours {
-    /// What we did, as far as the exit code cares: an output error wins over a signal.
-    fn intervention(&self) -> Option<Intervention> {
-        match (&self.output_error, self.interrupted) {
-            (Some(e), _) if e.failure == stdout::Failure::Blocked => {
-                Some(Intervention::OutputBlocked)
-            }
-            (Some(e), _) => Some(Intervention::Output { closed: e.closed() }),
-            (None, Some(sig)) => Some(Intervention::Signal(sig.signal().number())),
-            (None, None) => None,
-        }
+/// Who stopped the run `record` tells of, given what `run` did to it: the first stop `run`
+/// learnt of (see [`StoppedBy`]). Our output error wins unless the watchdog's kill was said
+/// before it; the watchdog's kill wins over a forwarded signal, which wins over a session
+/// mismatch.
+fn stopped_by<'a>(record: &'a RunRecord, ours: &Ours) -> StoppedBy<'a> {
+    match (&ours.output_error, record.kill.as_ref()) {
+        // A write that failed once the kill was said does not change who stopped the run.
+        (Some(_), Some(kill)) if ours.kill_said => StoppedBy::Watchdog(kill),
+        (Some(e), _) => match e.failure {
+            stdout::Failure::Blocked => StoppedBy::OutputBlocked,
+            _ => StoppedBy::Output { closed: e.closed() },
+        },
+        (None, Some(kill)) => StoppedBy::Watchdog(kill),
+        (None, None) => match (ours.interrupted, &ours.session_mismatch) {
+            (Some(sig), _) => StoppedBy::Signal(sig.signal().number()),
+            (None, Some(_)) => StoppedBy::SessionMismatch,
+            (None, None) => StoppedBy::Child,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+    use watchdog_core::{Kill, KillKind, Limits, Registry, SessionConfig};
+
+    fn killed() -> RunRecord {
+        let at = Instant::now();
+        let id = Registry::new(Limits::default()).register(at, SessionConfig::default());
+        let mut r = RunRecord::unobserved();
+        r.kill = Some(Kill::new(id, KillKind::Idle, at));
+        r
+    }
+
+    fn write_error(failure: stdout::Failure) -> Option<stdout::WriteError> {
+        Some(stdout::WriteError {
+            failure,
+            error: std::io::Error::other("x"),
+        })
+    }
+
+    /// The first stop `run` learnt of wins: named once, for every reader.
+    #[test]
+    fn the_first_stop_run_learnt_of_is_the_stop() {
+        let kind = |r: &RunRecord, ours: &Ours| stopped_by(r, ours).kill_kind();
+        let (kill, none) = (killed(), RunRecord::unobserved());
+        // A write that failed once the kill was said keeps the kill.
+        let after = Ours {
+            output_error: write_error(stdout::Failure::Error),
+            kill_said: true,
+            ..Ours::default()
+        };
+        assert_eq!(kind(&kill, &after), Some("idle"));
+        // A kill decided after our stdout failed (never said) is not the stop.
+        let before = Ours {
+            kill_said: false,
+            ..after
+        };
+        assert_eq!(kind(&kill, &before), Some("output"));
+        let blocked = Ours {
+            output_error: write_error(stdout::Failure::Blocked),
+            ..Ours::default()
+        };
+        assert_eq!(kind(&none, &blocked), Some("output_blocked"));
+        // The watchdog's kill wins over a forwarded signal, which wins over a mismatch.
+        let sig = Ours {
+            interrupted: Some(UserSig::Int),
+            session_mismatch: Some("other".into()),
+            ..Ours::default()
+        };
+        assert!(matches!(stopped_by(&kill, &sig), StoppedBy::Watchdog(_)));
+        assert!(matches!(stopped_by(&none, &sig), StoppedBy::Signal(2)));
+        let mismatch = Ours {
+            session_mismatch: Some("other".into()),
+            ..Ours::default()
+        };
+        assert!(matches!(
+            stopped_by(&none, &mismatch),
+            StoppedBy::SessionMismatch
+        ));
+        assert!(matches!(
+            stopped_by(&none, &Ours::default()),
+            StoppedBy::Child
+        ));
     }
 }

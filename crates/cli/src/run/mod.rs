@@ -34,6 +34,7 @@ pub use config::Mode;
 pub(crate) use config::RunConfig;
 
 use crate::exit_code::{self, RecoveryEnd};
+use crate::run_report::RecoveryResult;
 use crate::status::Status;
 use crate::verdict::{kill_sentence, ms};
 use config::{emits_result, program_name};
@@ -158,13 +159,14 @@ async fn run(
         Ok(f) => f,
         Err(code) => return code,
     };
-    let (last, recovery_json, end) = match recovery.filter(|_| cfg.mode == Mode::Run) {
+    let (last, recovery, end) = match recovery.filter(|_| cfg.mode == Mode::Run) {
         Some(settings) => match recovery::plan(&settings, &first, &host) {
-            Plan::Done(json) => (None, Some(json), RecoveryEnd::NotContinued),
+            Plan::Done(result, json) => (None, Some((result, json)), RecoveryEnd::NotContinued),
             Plan::Continue(c) => continue_once(&cfg, *c, &first, &mut host).await,
         },
         None => (None, None, RecoveryEnd::NotContinued),
     };
+    let (recovery_result, recovery_json) = recovery.unzip();
     let code = exit_code::after_recovery(first.code, end);
     let final_run = last.as_ref().unwrap_or(&first);
     // Subagent failures are said even when the session succeeded (the exit code is kept).
@@ -181,7 +183,7 @@ async fn run(
     }
 
     // The synthetic result goes after everything the child printed, on a line of its own.
-    if let (true, Some(k)) = (emits_result(&cfg), final_run.kill()) {
+    if let (true, Some(k)) = (emits_result(&cfg), final_run.stopped_by().kill()) {
         let what = program_name(&final_run.facts.argv);
         let line = synthetic::result_line(
             k,
@@ -204,8 +206,7 @@ async fn run(
     if let Some(msg) = final_run.ending_message(code, cfg.mode) {
         host.status.say(&msg);
     }
-    let wanted = summary_target.is_some() || telemetry.is_on();
-    let summary = wanted.then(|| {
+    let summary = summary_target.is_some().then(|| {
         let mut summary = first.summary(code, recovery_json);
         // Which run each top-level fact belongs to: the first's facts, and the exit code of
         // the last run (none when recovery ended the chain itself: an aborted wait, a
@@ -231,12 +232,10 @@ async fn run(
         }
         summary
     });
-    if let Some(s) = &summary {
-        telemetry.record_run(s);
-        // A continuation is a run of its own (its kill, its outcome), under the same session id.
-        if let Some(cont) = s["runs"].get(1) {
-            telemetry.record_run(cont);
-        }
+    telemetry.record_run(&first.report(code, recovery_result.as_ref()));
+    // A continuation is a run of its own (its kill, its outcome), under the same session id.
+    if let Some(cont) = &last {
+        telemetry.record_run(&cont.report(cont.code, None));
     }
     if let (Some((path, target)), Some(s)) = (summary_target, summary) {
         let text = format!("{s}\n");
@@ -251,19 +250,23 @@ async fn run(
 
 /// Carry out the continuation recovery planned: wait for the reset first (the user's signal
 /// aborts it), mark the boundary in the capture, run the continuation through the same
-/// supervised path, and conclude. Returns the continued run, the summary's `recovery` object,
-/// and what it means for the exit code.
+/// supervised path, and conclude. Returns the continued run, what recovery did (and the
+/// summary's `recovery` object), and what it means for the exit code.
 async fn continue_once(
     cfg: &RunConfig,
     c: Continuation,
     first: &Finished,
     host: &mut Host,
-) -> (Option<Finished>, Option<Value>, RecoveryEnd) {
+) -> (
+    Option<Finished>,
+    Option<(RecoveryResult, Value)>,
+    RecoveryEnd,
+) {
     if let Some(until) = c.wait_until {
         let sid = c.expected.as_str().to_owned();
         if let Err(sig) = recovery::wait_for(until, &sid, cfg.status, host).await {
-            let json = c.aborted(sig, host);
-            return (None, Some(json), RecoveryEnd::Aborted(sig.exit_code()));
+            let done = c.aborted(sig, host);
+            return (None, Some(done), RecoveryEnd::Aborted(sig.exit_code()));
         }
     }
     let boundary = c.boundary(host);
@@ -272,12 +275,12 @@ async fn continue_once(
     match supervise(cfg, &c.argv, host, Some(&c.expected)).await {
         Err(code) => (None, Some(c.could_not_start()), RecoveryEnd::Aborted(code)),
         Ok(cont) => {
-            let json = c.conclude(&cont, host);
+            let done = c.conclude(&cont, host);
             let end = RecoveryEnd::Continued {
                 code: cont.code,
                 other_session: cont.ours.session_mismatch.is_some(),
             };
-            (Some(cont), Some(json), end)
+            (Some(cont), Some(done), end)
         }
     }
 }

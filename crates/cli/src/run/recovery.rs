@@ -28,6 +28,7 @@ use super::host::{wall_ms, Host};
 use super::host_signals::UserSig;
 use crate::ledger_choice::{LedgerChoice, MarkerLedger};
 use crate::policy_args::RecoveryArgs;
+use crate::run_report::RecoveryResult;
 use crate::verdict::outcome_fields;
 use watchdog_core::config::format_duration;
 
@@ -80,9 +81,9 @@ fn worth_saying(skip: &Skip) -> bool {
 
 /// What recovery decided after the first run: the plan `run` carries out.
 pub(crate) enum Plan {
-    /// Nothing more runs; the summary's `recovery` object says why (a skip, the notice given,
-    /// a marker that could not be claimed).
-    Done(Value),
+    /// Nothing more runs: what recovery did, and the summary's `recovery` object saying why
+    /// (a skip, the notice given, a marker that could not be claimed).
+    Done(RecoveryResult, Value),
     /// Continue the session once: the marker is claimed.
     Continue(Box<Continuation>),
 }
@@ -115,7 +116,7 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
         Ok(t) if settings.recovery.is_enabled(t) => {}
         Ok(t) => {
             json["skipped"] = json!(Skip::Disabled(t).to_string());
-            return Plan::Done(json);
+            return Plan::Done(RecoveryResult::NotNeeded, json);
         }
         Err(skip) => {
             // A kill during a back-off storm is said when a kill would have been continued.
@@ -126,7 +127,7 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
                     .say(&format!("recovery: not continuing: {skip}"));
             }
             json["skipped"] = json!(skip.to_string());
-            return Plan::Done(json);
+            return Plan::Done(RecoveryResult::NotNeeded, json);
         }
     }
     // The ledger keys markers by UUID: a session id of another shape is not resumed.
@@ -139,14 +140,14 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
         host.status
             .say(&format!("recovery: not continuing: {skip}"));
         json["skipped"] = json!(skip.to_string());
-        return Plan::Done(json);
+        return Plan::Done(RecoveryResult::NotNeeded, json);
     };
     let sid = expected.as_str().to_owned();
     let fail = |mut json: Value, why: String| {
         host.status
             .say(&format!("recovery: not continuing session {sid}: {why}"));
         json["error"] = json!(why);
-        Plan::Done(json)
+        Plan::Done(RecoveryResult::Error(None), json)
     };
     let ledger = match settings.ledger.open() {
         Ok(l) => l,
@@ -164,11 +165,15 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
                     .say(&format!("recovery: not continuing: {skip}"));
             }
             json["skipped"] = json!(skip.to_string());
-            return Plan::Done(json);
+            return Plan::Done(RecoveryResult::NotNeeded, json);
         }
         Decision::Notice(notice) => {
-            give_notice(&ledger, &sid, notice, host, &mut json);
-            return Plan::Done(json);
+            let result = if give_notice(&ledger, &sid, notice, host, &mut json) {
+                RecoveryResult::Notice(None)
+            } else {
+                RecoveryResult::NotNeeded
+            };
+            return Plan::Done(result, json);
         }
         Decision::Continue {
             trigger,
@@ -176,7 +181,7 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
             wait_until,
         } => (*trigger, prompt.clone(), *wait_until),
         // A decision this build does not know: nothing is done.
-        _ => return Plan::Done(json),
+        _ => return Plan::Done(RecoveryResult::NotNeeded, json),
     };
     let argv = match continuation_argv(&first.facts.argv, &sid, &prompt) {
         Ok(a) => a,
@@ -215,14 +220,14 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
 
 impl Continuation {
     /// The user's signal aborted the wait: nothing was continued.
-    pub(crate) fn aborted(mut self, sig: UserSig, host: &Host) -> Value {
+    pub(crate) fn aborted(mut self, sig: UserSig, host: &Host) -> (RecoveryResult, Value) {
         host.status.say(&format!(
             "recovery: the wait was aborted ({}); session {} is not continued",
             sig.name(),
             self.sid
         ));
         self.json["aborted_wait"] = json!(true);
-        self.json
+        (RecoveryResult::NotContinued(self.trigger), self.json)
     }
 
     /// What the capture records where the continuation begins; says it begins.
@@ -239,29 +244,32 @@ impl Continuation {
     }
 
     /// The continuation could not be started.
-    pub(crate) fn could_not_start(mut self) -> Value {
+    pub(crate) fn could_not_start(mut self) -> (RecoveryResult, Value) {
         self.json["error"] = json!("the continuation could not start");
-        self.json
+        (RecoveryResult::Error(Some(self.trigger)), self.json)
     }
 
     /// The continuation ran: its outcome, and the single notice if it hit a trigger again.
-    pub(crate) fn conclude(mut self, cont: &Finished, host: &Host) -> Value {
+    pub(crate) fn conclude(mut self, cont: &Finished, host: &Host) -> (RecoveryResult, Value) {
+        let done = RecoveryResult::Continued(self.trigger);
         let (sid, r) = (&self.sid, &mut self.json);
         r["continued_outcome"] = json!(cont.record.outcome.as_str());
         r["continued"] = json!({
             "outcome_detail": outcome_fields(&cont.record.outcome),
             "exit_code": cont.code,
-            "kill": cont.kill().map(|k| k.kind.as_str()),
+            "kill": cont.stopped_by().kill().map(|k| k.kind.as_str()),
             "session_id": cont.record.session_id,
         });
         if let Some(other) = &cont.ours.session_mismatch {
             r["error"] = json!(format!("the continuation ran session {other:?}, not {sid}"));
-            return self.json;
+            return (done, self.json);
         }
         let facts = facts_of(cont, ChainRole::Continuation);
         match self.ledger.get(sid).map(LedgerState::from) {
             Ok(state) => match self.recovery.decide(&facts, &state) {
-                Decision::Notice(notice) => give_notice(&self.ledger, sid, &notice, host, r),
+                Decision::Notice(notice) => {
+                    give_notice(&self.ledger, sid, &notice, host, r);
+                }
                 Decision::Nothing(skip) => r["after_continuation"] = json!(skip.to_string()),
                 // A continuation is never continued: with the marker claimed this cannot happen
                 // (nor is a decision this build does not know acted on).
@@ -271,18 +279,19 @@ impl Continuation {
                 .status
                 .say(&format!("recovery: cannot read the marker of {sid}: {e}")),
         }
-        self.json
+        (done, self.json)
     }
 }
 
-/// Record the notice and, the first time only, show it (each line prefixed).
+/// Record the notice and, the first time only, show it (each line prefixed); whether it was
+/// given now.
 fn give_notice(
     ledger: &MarkerLedger,
     sid: &str,
     notice: &Notice,
     host: &Host,
     json_out: &mut Value,
-) {
+) -> bool {
     match ledger.record_notice(sid) {
         Ok(true) => {
             let text = notice.to_string();
@@ -298,11 +307,17 @@ fn give_notice(
                 "options": notice.options.iter().map(|o| o.describe(sid)).collect::<Vec<_>>(),
                 "text": text,
             });
+            true
         }
-        Ok(false) => json_out["skipped"] = json!(Skip::AlreadyNoticed.to_string()),
-        Err(e) => host
-            .status
-            .say(&format!("recovery: cannot record the notice of {sid}: {e}")),
+        Ok(false) => {
+            json_out["skipped"] = json!(Skip::AlreadyNoticed.to_string());
+            false
+        }
+        Err(e) => {
+            host.status
+                .say(&format!("recovery: cannot record the notice of {sid}: {e}"));
+            false
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 use watchdog_core::RunRecord;
 
+use crate::exit_code::StoppedBy;
 use crate::verdict::record_json;
 
 /// Everything the summary reports.
@@ -13,6 +14,8 @@ pub struct Summary<'a> {
     pub argv: Vec<String>,
     /// How the run ended: the supervisor's record.
     pub record: &'a RunRecord,
+    /// Who stopped it: the summary's `kill` is this stop's.
+    pub stopped: StoppedBy<'a>,
     /// Our exit code.
     pub exit_code: i32,
     /// Milliseconds from spawn to the end.
@@ -29,9 +32,10 @@ pub struct Summary<'a> {
     pub base: std::time::Instant,
     /// What recovery did (`run` only): `{trigger, marker, continued_outcome, notice, …}`.
     pub recovery: Option<Value>,
-    /// Our stdout could not be written (the `kill` is then of kind `output`, or
-    /// `output_blocked` when the reader took nothing for the bound after the child ended):
-    /// the error, whether the reader went away, and that kind.
+    /// Our stdout could not be written: the error, whether the reader went away, and its kind
+    /// (`output`, or `output_blocked` when the reader took nothing for the bound after the
+    /// child ended). When it stopped the run the `kill` is of that kind; the summary's
+    /// `output_error` says it either way.
     pub output_error: Option<(String, bool, &'static str)>,
     /// Bytes of the child's output read but never delivered to our stdout (its reader went
     /// away or took nothing for the bound).
@@ -52,18 +56,31 @@ impl Summary<'_> {
     /// The JSON object.
     pub fn to_json(&self) -> Value {
         let mut v = record_json(self.record, self.base);
-        if let Some((error, reader_gone, kind)) = &self.output_error {
+        let output_error = self.output_error.as_ref().map(|(error, reader_gone, kind)| {
+            json!({"kind": kind, "error": error, "reader_gone": reader_gone})
+        });
+        match self.stopped {
+            // The watchdog's kill: the record's, as `record_json` renders it.
+            StoppedBy::Watchdog(_) => {}
             // Our own stop: the run ended because of it, whatever the record says.
-            let mut kill = json!({"kind": kind, "error": error, "reader_gone": reader_gone});
-            if let Some(stage) = self.record.stage {
-                kill["ladder"] = json!(stage.as_str());
+            StoppedBy::Output { .. } | StoppedBy::OutputBlocked => {
+                let mut kill = output_error.clone().unwrap_or_else(|| json!({}));
+                kill["kind"] = json!(self.stopped.kill_kind());
+                if let Some(stage) = self.record.stage {
+                    kill["ladder"] = json!(stage.as_str());
+                }
+                // The tree it stopped, as for any kill.
+                if let Some(r) = &self.record.receipt {
+                    kill["tree"] = crate::tree_report::receipt_json(r, None);
+                }
+                v.insert("kill".into(), kill);
             }
-            // The tree it stopped, as for any kill.
-            if let Some(r) = &self.record.receipt {
-                kill["tree"] = crate::tree_report::receipt_json(r, None);
+            // Nothing was killed.
+            _ => {
+                v.insert("kill".into(), Value::Null);
             }
-            v.insert("kill".into(), kill);
         }
+        v.insert("output_error".into(), output_error.unwrap_or(Value::Null));
         if let (Some(k), Some(late)) = (
             v.get_mut("kill").filter(|k| k.is_object()),
             self.kill_late_us,

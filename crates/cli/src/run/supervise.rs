@@ -290,6 +290,7 @@ pub(crate) async fn supervise(
     let suppressed = live.stderr_filter.suppressed_json();
     let ours = Ours {
         output_error: live.output_error,
+        kill_said: live.kill.is_some(),
         interrupted: signals.first,
         session_mismatch: live.session_mismatch,
     };
@@ -309,10 +310,9 @@ pub(crate) async fn supervise(
         unavailable,
     };
     let finished = Finished::new(record, ours, facts, cfg);
-    if live.host.telemetry.is_on() {
-        let summary = finished.summary(finished.code, None);
-        live.host.telemetry.run_ended(&summary);
-    }
+    live.host
+        .telemetry
+        .run_ended(&finished.report(finished.code, None));
     Ok(finished)
 }
 

@@ -5,8 +5,9 @@
 use std::time::Instant;
 
 use agent_sdk_watchdog::{LineMeta, SupervisorHandle};
-use serde_json::Value;
 use watchdog_core::Event;
+
+use crate::run_report::RunReport;
 
 /// The live recording of an invocation's runs (docs/telemetry.md: what is recorded
 /// when).
@@ -81,11 +82,11 @@ impl Live {
         let _ = name;
     }
 
-    /// The run ended, its ladder too; `summary`: the run's own summary.
-    pub(crate) fn run_ended(&mut self, summary: &Value) {
+    /// The run ended, its ladder too: `run`, before recovery.
+    pub(crate) fn run_ended(&mut self, run: &RunReport<'_>) {
         #[cfg(feature = "telemetry")]
-        self.inner.run_ended(summary);
+        self.inner.run_ended(run);
         #[cfg(not(feature = "telemetry"))]
-        let _ = summary;
+        let _ = run;
     }
 }

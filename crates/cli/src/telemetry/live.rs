@@ -16,9 +16,10 @@ use agent_sdk_watchdog::{LineMeta, SupervisorHandle};
 use opentelemetry::metrics::{Meter, ObservableGauge};
 use opentelemetry::{KeyValue, StringValue};
 use opentelemetry_sdk::logs::SdkLogger;
-use serde_json::Value;
 use watchdog_core::facts::spells::{QuietSpell, SpellKind};
 use watchdog_core::{Event, LineKind, StallClock};
+
+use crate::run_report::RunReport;
 
 use super::gauges::Gauges;
 use super::instruments::{emit, tool_attrs, Instruments, SOURCE};
@@ -172,29 +173,32 @@ impl Live {
         }
     }
 
-    /// The run ended (its kill ladder too); `summary`: the run's own summary. Records a kill
-    /// or an output error, and leaves the gauges at the run's last readings with no MCP call
+    /// The run ended (its kill ladder too): `run`, before recovery. Records a kill or an
+    /// output error, and leaves the gauges at the run's last readings with no MCP call
     /// outstanding.
-    pub(crate) fn run_ended(&mut self, summary: &Value) {
+    pub(crate) fn run_ended(&mut self, run: &RunReport<'_>) {
         let Some(r) = &mut self.on else { return };
-        if let Some(sid) = summary["session_id"].as_str() {
+        if let Some(sid) = run.session_id() {
             r.run.session = Arc::from(sid);
         }
         super::stop::record(
             r.inst.as_ref(),
             r.logger.as_ref(),
-            summary,
+            run,
             &r.run.session,
             r.run.killed.as_ref(),
             SystemTime::now(),
         );
         r.gauges.set_session(&r.run.session);
         r.gauges.set_mcp(&[]);
-        if let Some(windows) = summary["rate_limits"].as_object() {
+        let rates = &run.record.rate_limits;
+        if rates.latest().is_some() || rates.windows().next().is_some() {
             r.gauges.set_rate(
-                windows
-                    .iter()
-                    .filter_map(|(w, v)| Some((w.clone(), v["utilization"].as_f64()?)))
+                rates
+                    .windows()
+                    .filter_map(|w| {
+                        Some((w.name.clone(), w.utilization.filter(|u| u.is_finite())?))
+                    })
                     .collect(),
             );
         }

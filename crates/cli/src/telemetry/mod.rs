@@ -4,8 +4,8 @@
 //! Off unless `AGENT_WATCHDOG_TELEMETRY=1` (`config::SWITCH`); when off nothing is built and
 //! nothing runs. When on, the providers are built before the runtime starts; a run records
 //! each decision as the run loop handles it (`live`: spells, warnings, signals, the gauges; a
-//! kill when its ladder ends) and, once it is over, how it ended from its summary
-//! (`Telemetry::record_run`); the SDK exports on its own threads, and the flush at exit waits
+//! kill when its ladder ends) and, once it is over, how it ended (`Telemetry::record_run`),
+//! both read from the typed end of the run (`crate::run_report`), never from its summary; the SDK exports on its own threads, and the flush at exit waits
 //! at most the bound (`config::DEFAULT_FLUSH`). A collector that is down, slow or failing
 //! costs one stderr line and never the exit code or the summary.
 //!
@@ -40,7 +40,7 @@ pub mod table;
 
 pub(crate) use hooks::Live;
 
-use serde_json::Value;
+use crate::run_report::RunReport;
 
 /// What the telemetry is for: its bounds differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,21 +143,20 @@ impl Telemetry {
         Live::off()
     }
 
-    /// Record how one finished run ended, from its summary (the `--summary` JSON); what it
-    /// decided while it ran was recorded then ([`Telemetry::live`]). Only records into the
-    /// SDK's instruments and queue: no I/O here.
-    pub(crate) fn record_run(&self, summary: &Value) {
+    /// Record how one finished run ended; what it decided while it ran was recorded then
+    /// ([`Telemetry::live`]). Only records into the SDK's instruments and queue: no I/O here.
+    pub(crate) fn record_run(&self, run: &RunReport<'_>) {
         #[cfg(feature = "telemetry")]
         if let Some(on) = &self.inner {
             finished::record_run(
                 on.meter.as_ref(),
                 on.logger.as_ref(),
-                summary,
+                run,
                 std::time::SystemTime::now(),
             );
         }
         #[cfg(not(feature = "telemetry"))]
-        let _ = summary;
+        let _ = run;
     }
 
     /// Back-fill the sessions of an audit (docs/telemetry.md): the same names as a live run,
