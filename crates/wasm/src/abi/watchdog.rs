@@ -153,7 +153,7 @@ fn field(bytes: &[u8], len: i32) -> (Option<String>, &[u8]) {
 }
 
 /// A tick at `now` with the utilization read (`NaN`: unknown); returns how many records it
-/// left at [`records_ptr`].
+/// left at [`records_ptr`](super::records_ptr).
 #[no_mangle]
 pub extern "C" fn wd_tick(w: u32, now: f64, utilization: f64) -> u32 {
     with(|s| {
