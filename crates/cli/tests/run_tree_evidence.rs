@@ -42,8 +42,11 @@ struct Run {
     capture: std::path::PathBuf,
 }
 
-/// The policy of these tests: `--no-progress 3s --busy-cap 8s`.
-const POLICY: &[&str] = &["--no-progress", "3s", "--busy-cap", "8s"];
+/// The policy of these tests: `--no-progress 3500ms --busy-cap 8500ms`. The tree is sampled
+/// every second from the tool's start, which is when the no-progress clock starts too: a
+/// deadline on a whole second would fall on a sample, and which of the two came first (live,
+/// and to the millisecond in the capture) would be a coin toss that replay cannot repeat.
+const POLICY: &[&str] = &["--no-progress", "3500ms", "--busy-cap", "8500ms"];
 
 fn run(dir: &Path, flags: &[&str], child: &Path) -> Run {
     let summary = dir.join("summary.json");
