@@ -59,7 +59,7 @@ impl LedgerUrlError {
 /// for the client that connects.
 ///
 /// ```
-/// use watchdog_core::recovery::{LedgerBackend, LedgerUrl};
+/// use agent_sdk_watchdog::{LedgerBackend, LedgerUrl};
 /// let url: LedgerUrl = "redis://fleet:s3cret@10.0.0.7:6379/2".parse().unwrap();
 /// assert_eq!(url.backend(), LedgerBackend::Redis);
 /// assert_eq!(url.to_string(), "redis://fleet:***@10.0.0.7:6379/2");
