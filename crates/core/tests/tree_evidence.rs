@@ -8,40 +8,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::lines::{tool_result, tool_use, INIT, PING, RESULT_OK, TOOL_PROGRESS};
+use common::tree::{limits, proc, ROOT};
 use common::{min, sec};
-use watchdog_core::evidence::{ProcFacts, ProcState, TreeSample};
+use watchdog_core::evidence::{ProcState, TreeSample};
 use watchdog_core::{Event, Kill, KillKind, Limits, Registry, SessionConfig, SessionId};
-
-const ROOT: u32 = 100;
-
-fn limits() -> Limits {
-    Limits::default()
-        .with_idle(min(10.0))
-        .unwrap()
-        .with_extend_factor(1.0)
-        .unwrap()
-        .with_no_progress(min(30.0))
-        .unwrap()
-        .with_busy_cap(min(120.0))
-        .unwrap()
-}
-
-/// One process: `pid`, started `age` before the sample, `cpu` used so far.
-fn proc(pid: u32, cmd: &str, state: ProcState, cpu: Duration, age: Duration) -> ProcFacts {
-    ProcFacts {
-        pid,
-        start: u64::from(pid) * 7,
-        ppid: ROOT,
-        pgid: pid,
-        cmd: cmd.into(),
-        state,
-        cpu_ms: cpu.as_millis() as u64,
-        rss: 50 << 20,
-        age_ms: age.as_millis() as u64,
-        tcp: 0,
-        net: None,
-    }
-}
 
 /// A session on a fresh registry, a tool call `Bash` begun at `t0`.
 struct Run {

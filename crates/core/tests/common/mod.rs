@@ -244,3 +244,45 @@ pub fn capture_stdout(name: &str) -> Vec<(u64, serde_json::Value)> {
         })
         .collect()
 }
+
+/// Process-tree fixtures: a tool's processes under the child `tree::ROOT`.
+pub mod tree {
+    use std::time::Duration;
+
+    use watchdog_core::evidence::{ProcFacts, ProcState};
+    use watchdog_core::Limits;
+
+    use super::min;
+
+    /// The child's pid.
+    pub const ROOT: u32 = 100;
+
+    pub fn limits() -> Limits {
+        Limits::default()
+            .with_idle(min(10.0))
+            .unwrap()
+            .with_extend_factor(1.0)
+            .unwrap()
+            .with_no_progress(min(30.0))
+            .unwrap()
+            .with_busy_cap(min(120.0))
+            .unwrap()
+    }
+
+    /// One process: `pid`, started `age` before the sample, `cpu` used so far.
+    pub fn proc(pid: u32, cmd: &str, state: ProcState, cpu: Duration, age: Duration) -> ProcFacts {
+        ProcFacts {
+            pid,
+            start: u64::from(pid) * 7,
+            ppid: ROOT,
+            pgid: pid,
+            cmd: cmd.into(),
+            state,
+            cpu_ms: cpu.as_millis() as u64,
+            rss: 50 << 20,
+            age_ms: age.as_millis() as u64,
+            tcp: 0,
+            net: None,
+        }
+    }
+}
