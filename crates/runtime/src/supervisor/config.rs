@@ -68,8 +68,10 @@ pub struct SupervisorConfig {
     /// When the child exits by itself, stop the descendants it left running (SIGTERM, then
     /// SIGKILL after `term_grace`), so nothing outlives the session. Default true.
     pub kill_leftovers: bool,
-    /// After the child and its tree are gone, how long to wait for stdout/stderr to close
-    /// (a process outside the tree may hold them) before giving up. Default 2 s.
+    /// After the child and its tree are gone, how long stdout/stderr may stay open (a process
+    /// outside the tree may hold them) before the readers stop reading. It counts once the
+    /// readers have read what was written before: output the caller is still taking is never
+    /// cut off. Default 2 s.
     pub drain_timeout: Duration,
     /// Run for each stdout line that parsed; see [`SupervisorConfig::on_stdout_line`].
     /// Default `None`.

@@ -2,6 +2,7 @@
 
 mod config;
 mod control;
+mod drain;
 mod evidence;
 mod facilities;
 mod handle;

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, Semaphore};
 use watchdog_core::LineView;
 
+use super::drain::ReaderState;
 use super::hook::StdoutHook;
 use super::lines::{split_lines, LineMeta, Recycle, StdoutBatch, CHUNK, OUTPUT_BUDGET};
 use super::report::{Batch, Output};
@@ -98,6 +98,7 @@ pub(super) async fn read_stdout(
     shared: Arc<Shared>,
     hook: Option<StdoutHook>,
     queue: Queue,
+    state: Arc<ReaderState>,
 ) {
     enlarge_pipe(&pipe);
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
@@ -109,7 +110,7 @@ pub(super) async fn read_stdout(
             buf.reserve(CHUNK);
         }
         // A read error ends the stream like its end does (what was read still goes out).
-        let read = woken::read_buf(&mut pipe, &mut buf, woken.as_ref()).await;
+        let read = woken::read_buf(&mut pipe, &mut buf, woken.as_ref(), &state).await;
         let eof = !matches!(read, Ok(n) if n > 0);
         let mut lines = Vec::new();
         let used = split_lines(&buf, max_line, eof, &mut in_long, &mut lines);
@@ -181,13 +182,15 @@ pub(super) async fn read_stderr(
     max_line: usize,
     shared: Arc<Shared>,
     queue: Queue,
+    state: Arc<ReaderState>,
 ) {
     // Split as stdout is (one splitter for both pipes); each line is sent on its own.
     let (mut buf, mut metas, mut in_long) = (Vec::new(), Vec::new(), false);
     loop {
         buf.reserve(16 << 10);
         // A read error ends the pipe as its end would: what was read still counts.
-        let eof = !matches!(pipe.read_buf(&mut buf).await, Ok(n) if n > 0);
+        let read = woken::read_buf(&mut pipe, &mut buf, None, &state).await;
+        let eof = !matches!(read, Ok(n) if n > 0);
         let used = split_lines(&buf, max_line, eof, &mut in_long, &mut metas);
         for m in metas.drain(..) {
             shared.observe_stderr();

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex, Semaphore};
 
+use super::drain::Readers;
 use super::lines::OUTPUT_BUDGET;
 use super::policy::Policy;
 use super::read::{read_stderr, read_stdout, Queue};
@@ -113,31 +114,24 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, 
     let (report_tx, report_rx) = oneshot::channel();
     let pipe = Arc::new(AsyncMutex::new(child.stdin.take()));
 
-    let mut readers = Vec::new();
+    let mut readers = Readers::default();
     if let Some(stdout) = child.stdout.take() {
-        readers.push(tokio::spawn(read_stdout(
-            stdout,
-            cfg.max_line,
-            shared.clone(),
-            cfg.on_stdout_line.clone(),
-            Queue {
-                out: out_tx.clone(),
-                budget: budget.clone(),
-                shared: shared.clone(),
-            },
-        )));
+        let queue = Queue {
+            out: out_tx.clone(),
+            budget: budget.clone(),
+            shared: shared.clone(),
+        };
+        let (shared, hook) = (shared.clone(), cfg.on_stdout_line.clone());
+        readers.spawn(|state| read_stdout(stdout, cfg.max_line, shared, hook, queue, state));
     }
     if let Some(stderr) = child.stderr.take() {
-        readers.push(tokio::spawn(read_stderr(
-            stderr,
-            cfg.max_line,
-            shared.clone(),
-            Queue {
-                out: out_tx.clone(),
-                budget: budget.clone(),
-                shared: shared.clone(),
-            },
-        )));
+        let queue = Queue {
+            out: out_tx.clone(),
+            budget: budget.clone(),
+            shared: shared.clone(),
+        };
+        let shared = shared.clone();
+        readers.spawn(|state| read_stderr(stderr, cfg.max_line, shared, queue, state));
     }
     let stdin = cfg.pipe_stdin.then(|| StdinWriter {
         pipe: pipe.clone(),

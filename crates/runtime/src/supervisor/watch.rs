@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 
 use super::config::SupervisorConfig;
 use super::control::Control;
+use super::drain::Readers;
 use super::evidence::{LadderLog, Sampler};
 use super::facilities::InForce;
 use super::kill::{self, Exit};
@@ -32,7 +33,7 @@ pub(super) struct Watch {
     pub(super) out: mpsc::UnboundedSender<Batch>,
     pub(super) ctrl: mpsc::UnboundedReceiver<Control>,
     pub(super) pipe: Arc<AsyncMutex<Option<ChildStdin>>>,
-    pub(super) readers: Vec<tokio::task::JoinHandle<()>>,
+    pub(super) readers: Readers,
     /// When the first signal was forwarded to the group ([`Control::Signal`]): the grace of
     /// what the child leaves running counts from then.
     pub(super) signalled: Option<tokio::time::Instant>,
@@ -206,22 +207,10 @@ impl Watch {
         left.len()
     }
 
-    /// Wait for both pipes to close, at most `drain_timeout`; true if they did not.
+    /// Wait for both pipes to close ([`Readers::drain`]); true if one was left open.
     async fn drain(&mut self) -> bool {
         let readers = std::mem::take(&mut self.readers);
-        let aborts: Vec<_> = readers.iter().map(|r| r.abort_handle()).collect();
-        let all = async {
-            for r in readers {
-                let _ = r.await;
-            }
-        };
-        match tokio::time::timeout(self.cfg.drain_timeout, all).await {
-            Ok(()) => false,
-            Err(_) => {
-                aborts.iter().for_each(|a| a.abort());
-                true
-            }
-        }
+        readers.drain(self.cfg.drain_timeout).await
     }
 }
 

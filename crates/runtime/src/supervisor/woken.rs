@@ -1,4 +1,6 @@
-//! The stdout read that tells the policy when lines may wait unread: its waker marks the
+//! The read of both pipes ([`read_buf`]). It tells the end's wait when the pipe was found
+//! empty ([`ReaderState`]), ends when the reader is told to stop, and for stdout tells the
+//! policy when lines may wait unread: its waker marks the
 //! session's input pending the moment the runtime learns the pipe is readable (tokio wakes a
 //! readable pipe's task before it runs the timers of the same turn), and the mark is lifted
 //! when the read finds the pipe empty again. A deadline that falls due in between waits for
@@ -11,6 +13,7 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::drain::ReaderState;
 use crate::watchdog::InputMarker;
 
 /// The waker the pipe's reads register: marks, then wakes the reader task.
@@ -58,29 +61,41 @@ impl Wake for Woken {
     }
 }
 
-/// `pipe.read_buf(buf)`, its readiness registered through `woken` (plainly without one).
+/// `pipe.read_buf(buf)`, the one read of both pipes: its readiness registered through `woken`
+/// (stdout's, when the policy wants it), what it found told to the end's wait (`state`), and
+/// `Ok(0)`, as at the pipe's end, once the reader is told to stop reading.
 pub(super) async fn read_buf<R: AsyncRead + Unpin>(
     pipe: &mut R,
     buf: &mut Vec<u8>,
     woken: Option<&Arc<Woken>>,
+    state: &ReaderState,
 ) -> std::io::Result<usize> {
-    let Some(woken) = woken else {
-        return pipe.read_buf(buf).await;
-    };
     let mut read = std::pin::pin!(pipe.read_buf(buf));
-    std::future::poll_fn(|cx| {
-        woken.remember(cx.waker());
-        let waker = Waker::from(woken.clone());
-        match read.as_mut().poll(&mut Context::from_waker(&waker)) {
-            Poll::Pending => {
-                // Nothing waits in the pipe: what was read is fed already.
-                woken.drained();
-                Poll::Pending
-            }
-            ready => ready,
+    let mut cut = std::pin::pin!(state.cut());
+    let read = std::future::poll_fn(|cx| {
+        if cut.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Ok(0));
         }
+        let polled = match woken {
+            Some(woken) => {
+                woken.remember(cx.waker());
+                let waker = Waker::from(woken.clone());
+                read.as_mut().poll(&mut Context::from_waker(&waker))
+            }
+            None => read.as_mut().poll(cx),
+        };
+        if polled.is_pending() {
+            // Nothing waits in the pipe: what was read is fed already.
+            if let Some(woken) = woken {
+                woken.drained();
+            }
+            state.found_empty();
+        }
+        polled
     })
-    .await
+    .await;
+    state.read(*read.as_ref().unwrap_or(&0));
+    read
 }
 
 #[cfg(test)]
@@ -118,13 +133,16 @@ mod tests {
         let marker = session.input_marker();
         let woken = Woken::new(marker.clone());
         let (mut child, mut pipe) = tokio::io::duplex(64);
+        let state = Arc::new(ReaderState::default());
         let reader = {
-            let woken = woken.clone();
+            let (woken, state) = (woken.clone(), state.clone());
             tokio::spawn(async move {
                 let mut buf = Vec::with_capacity(64);
-                let n = read_buf(&mut pipe, &mut buf, Some(&woken)).await.unwrap();
+                let n = read_buf(&mut pipe, &mut buf, Some(&woken), &state)
+                    .await
+                    .unwrap();
                 // Fed, then the next read finds nothing and lifts the mark.
-                let more = read_buf(&mut pipe, &mut buf, Some(&woken));
+                let more = read_buf(&mut pipe, &mut buf, Some(&woken), &state);
                 let _ = tokio::time::timeout(Duration::from_millis(1), more).await;
                 n
             })
@@ -138,6 +156,42 @@ mod tests {
         );
         assert_eq!(reader.await.unwrap(), 2);
         assert!(!marker.pending.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(
+            state.caught_up(),
+            "the empty pipe is told to the end's wait"
+        );
+    }
+
+    /// A reader told to stop reading gets the pipe's end at once, with or without the policy's
+    /// waker, even with bytes waiting: what it holds then goes out as a last line.
+    #[tokio::test(start_paused = true)]
+    async fn a_cut_read_ends_like_the_pipe_s_end() {
+        for with_waker in [true, false] {
+            let watchdog = watchdog();
+            let session = watchdog.register(SessionConfig::default());
+            let woken = Woken::new(session.input_marker());
+            let (mut child, mut pipe) = tokio::io::duplex(64);
+            let state = ReaderState::default();
+            let mut buf = Vec::with_capacity(64);
+            let woken = with_waker.then_some(&woken);
+            child.write_all(b"partial").await.unwrap();
+            assert_eq!(
+                read_buf(&mut pipe, &mut buf, woken, &state).await.unwrap(),
+                7
+            );
+            assert!(!state.caught_up());
+            let pending = read_buf(&mut pipe, &mut buf, woken, &state);
+            let waited = tokio::time::timeout(Duration::from_secs(1), pending).await;
+            assert!(waited.is_err(), "an open, empty pipe waits");
+            assert!(state.caught_up());
+            child.write_all(b" more").await.unwrap();
+            state.cut_now();
+            assert_eq!(
+                read_buf(&mut pipe, &mut buf, woken, &state).await.unwrap(),
+                0
+            );
+            assert_eq!(buf, b"partial", "with_waker: {with_waker}");
+        }
     }
 
     /// The cell applies the mark at its next call, the timer's included: an overdue deadline
