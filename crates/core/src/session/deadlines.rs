@@ -44,20 +44,6 @@ pub(crate) enum Due {
 }
 
 impl Session {
-    /// The extension of idle patience that holds now, if any. With `extend_factor` 1 there is
-    /// never one: patience is the same either way.
-    pub(crate) fn extension(&self, l: &LimitsNs, high: bool) -> Option<ExtendReason> {
-        if l.extended <= l.idle {
-            None
-        } else if high {
-            Some(ExtendReason::HighUtilization)
-        } else if !self.has(flag::WROTE) {
-            Some(ExtendReason::PreWrite)
-        } else {
-            None
-        }
-    }
-
     /// The earliest timed event of this session, with its instant.
     ///
     /// `high`: the utilization is at or above this session's threshold; `drop_at`: the last

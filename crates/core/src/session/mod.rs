@@ -11,6 +11,7 @@
 
 mod clocks;
 mod deadlines;
+mod extension;
 mod limits;
 mod work;
 
