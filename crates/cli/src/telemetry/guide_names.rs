@@ -36,7 +36,7 @@ fn literals(prefix: &str) -> std::collections::BTreeSet<String> {
         include_str!("finished.rs"),
         include_str!("live.rs"),
         include_str!("gauges.rs"),
-        include_str!("stop.rs"),
+        include_str!("kill.rs"),
     ];
     let mut out = std::collections::BTreeSet::new();
     for src in sources {

@@ -1,5 +1,5 @@
-//! A run we stopped, recorded when its kill ladder ended (the child gone, seconds after the
-//! decision at most: the graces), so that the points carry how far the ladder went: a kill
+//! The kill event: a run we stopped, recorded when its kill ladder ended (the child gone,
+//! seconds after the decision at most: the graces), so that the points carry how far the ladder went: a kill
 //! (`agent_watchdog.kill.count`, `.kill.lateness`, the quiet spell it ended, the age of the
 //! MCP call it found outstanding, the `agent_watchdog.kill` event) or an output error
 //! (`agent_watchdog.output_error.count` and event). Read from the typed end of the run (who

@@ -23,7 +23,7 @@ use crate::run_report::RunReport;
 
 use super::gauges::Gauges;
 use super::instruments::{emit, tool_attrs, Instruments, SOURCE};
-use super::stop::KilledSpell;
+use super::kill::KilledSpell;
 
 /// The live recording of an invocation's runs: empty when telemetry is off.
 pub(crate) struct Live {
@@ -181,7 +181,7 @@ impl Live {
         if let Some(sid) = run.session_id() {
             r.run.session = Arc::from(sid);
         }
-        super::stop::record(
+        super::kill::record(
             r.inst.as_ref(),
             r.logger.as_ref(),
             run,

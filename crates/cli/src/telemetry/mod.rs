@@ -33,9 +33,9 @@ mod hooks;
 #[cfg(feature = "telemetry")]
 mod instruments;
 #[cfg(feature = "telemetry")]
-mod live;
+mod kill;
 #[cfg(feature = "telemetry")]
-mod stop;
+mod live;
 pub mod table;
 
 pub(crate) use hooks::Live;
