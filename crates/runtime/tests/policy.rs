@@ -73,7 +73,7 @@ async fn heartbeats_alone_end_in_a_no_progress_kill() {
     let sup = Supervisor::spawn(sh(&script), policy(limits)).unwrap();
     let (_, report) = run_all(sup, LIMIT).await;
     assert_eq!(killed_kind(&report), Some(KillKind::NoProgress));
-    assert!(report.counts.get(LineKind::ToolProgress) > 3);
+    assert!(report.counts().get(LineKind::ToolProgress) > 3);
 }
 
 #[tokio::test]
@@ -103,7 +103,7 @@ async fn a_result_just_before_exit_is_seen() {
     let sup = Supervisor::spawn(sh(&script), policy(small())).unwrap();
     let (c, report) = run_all(sup, LIMIT).await;
     assert_eq!(report.outcome().cloned(), Some(Outcome::Success));
-    assert_eq!(report.counts.get(LineKind::Result), 1);
+    assert_eq!(report.counts().get(LineKind::Result), 1);
     assert!(!c.stdout.last().unwrap().newline);
     // The end event comes after every line.
     assert!(matches!(

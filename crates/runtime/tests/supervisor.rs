@@ -147,10 +147,10 @@ echo 'not json'"#;
     let (_, report) = run_all(sup, LIMIT).await;
     use watchdog_core::LineKind;
     assert_eq!(report.session_id().map(|s| s.as_str()), Some("abc"));
-    assert_eq!(report.counts.get(LineKind::System), 1);
-    assert_eq!(report.counts.get(LineKind::Ping), 1);
-    assert_eq!(report.counts.get(LineKind::Unparseable), 1);
-    assert_eq!(report.counts.total(), 3);
+    assert_eq!(report.counts().get(LineKind::System), 1);
+    assert_eq!(report.counts().get(LineKind::Ping), 1);
+    assert_eq!(report.counts().get(LineKind::Unparseable), 1);
+    assert_eq!(report.counts().total(), 3);
 }
 
 #[tokio::test]
@@ -377,9 +377,9 @@ async fn a_hundred_mib_line_is_delivered_intact() {
     assert_eq!(c.stdout[2].bytes, b"after");
     assert!(c.other.iter().any(|o| matches!(o, Output::Overlong { .. })));
     // Counted once, as over-long; not as two unparseable lines.
-    assert_eq!(report.overlong_lines, 1);
-    assert_eq!(report.counts.get(LineKind::Unparseable), 1);
-    assert_eq!(report.counts.total(), 1);
+    assert_eq!(report.counts().overlong(), 1);
+    assert_eq!(report.counts().get(LineKind::Unparseable), 1);
+    assert_eq!(report.counts().total(), 1);
     drop(c);
     // A larger max_line: one piece.
     let cfg = SupervisorConfig {
@@ -391,7 +391,7 @@ async fn a_hundred_mib_line_is_delivered_intact() {
     assert_eq!(c.stdout.len(), 2);
     assert_eq!(c.stdout[0].bytes.len(), N);
     assert!(c.stdout[0].newline && !c.stdout[0].continues);
-    assert_eq!(report.overlong_lines, 0);
+    assert_eq!(report.counts().overlong(), 0);
 }
 
 #[tokio::test]

@@ -106,15 +106,12 @@ pub struct Report {
     /// The child's exit status (`code()` or, on Unix, `signal()`); `None` if it could not
     /// be reaped.
     pub status: Option<ExitStatus>,
-    /// Stdout lines by kind, each line once. An over-long line is not here: it is counted once
-    /// in [`Report::overlong_lines`].
-    pub counts: LineCounts,
+    /// The line counts when there is no record (no policy); see [`Report::counts`].
+    pub(super) unrecorded_counts: LineCounts,
     /// Stdout lines (pieces of over-long lines count once each).
     pub stdout_lines: u64,
     /// Stderr lines.
     pub stderr_lines: u64,
-    /// Over-long stdout lines.
-    pub overlong_lines: u64,
     /// Calls of the [`SupervisorConfig::on_stdout_line`](super::SupervisorConfig::on_stdout_line)
     /// hook that panicked (each was caught; the lines were still delivered).
     pub hook_panics: u64,
@@ -141,6 +138,15 @@ impl Report {
     /// How the session ended by the core's rules (the record's; `None` without a policy).
     pub fn outcome(&self) -> Option<&Outcome> {
         self.record.as_ref().map(|r| &r.outcome)
+    }
+
+    /// Stdout lines by kind, each line once; an over-long line counts once, as over-long
+    /// ([`LineCounts::overlong`]). The record's [`RunRecord::lines`] when there is a record.
+    pub fn counts(&self) -> &LineCounts {
+        match &self.record {
+            Some(r) => &r.lines,
+            None => &self.unrecorded_counts,
+        }
     }
 
     /// Claude Code's session id, as the policy read it (the record's; the last

@@ -48,7 +48,6 @@ pub(crate) struct State {
     pub(crate) counts: LineCounts,
     pub(crate) stdout_lines: u64,
     pub(crate) stderr_lines: u64,
-    pub(crate) overlong_lines: u64,
     /// Calls of the stdout hook that panicked.
     pub(crate) hook_panics: u64,
     /// An over-long stdout line is being read (a piece that continues was seen).
@@ -72,7 +71,6 @@ impl Shared {
                 counts: LineCounts::default(),
                 stdout_lines: 0,
                 stderr_lines: 0,
-                overlong_lines: 0,
                 hook_panics: 0,
                 in_long: false,
                 blocked_readers: 0,
@@ -149,12 +147,11 @@ impl Shared {
             if let Some(view) = view {
                 m.top_level = view.parent_tool_use_id().is_none();
             }
-            // An over-long line is counted once, in `overlong_lines`, not once per piece.
+            // An over-long line is counted once, as over-long, not once per piece.
             if !m.piece {
                 st.counts.add(m.class.kind);
             }
         }
-        st.overlong_lines += overlong as u64;
         for _ in 0..overlong {
             st.counts.add_overlong();
         }

@@ -93,14 +93,16 @@ impl Watch {
         let pipe_left_open = self.drain().await;
         // The end's events reach the output here, before the report.
         let record = self.shared.end();
-        let st = self.shared.lock();
-        // The policy's record, with what only the supervisor knows, each fact once.
+        let mut st = self.shared.lock();
+        // The policy's record, with what only the supervisor knows, each fact once: the line
+        // counts are the record's when there is one, the report's own without a policy.
         let receipt = log.finish();
+        let mut counts = std::mem::take(&mut st.counts);
         let record = record.map(|mut r| {
             r.receipt = receipt;
             r.stage = kill.as_ref().map(|k: &KillReport| k.stage);
             r.exit = status.map(child_exit);
-            r.lines = st.counts.clone();
+            r.lines = std::mem::take(&mut counts);
             r
         });
         let _ = report.send(Report {
@@ -109,10 +111,9 @@ impl Watch {
             record,
             kill,
             status,
-            counts: st.counts.clone(),
+            unrecorded_counts: counts,
             stdout_lines: st.stdout_lines,
             stderr_lines: st.stderr_lines,
-            overlong_lines: st.overlong_lines,
             hook_panics: st.hook_panics,
             leftovers_killed: leftovers,
             pipe_left_open,
