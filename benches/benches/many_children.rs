@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::{Supervisor, SupervisorConfig, Watchdog, WatchdogConfig};
 use watchdog_benches::{load_average, median, rss_kb};
+use watchdog_core::config::PositiveDuration;
 use watchdog_core::{Limits, SessionConfig};
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -102,7 +103,7 @@ fn main() {
                 pipe_stdin: false,
                 term_grace: Duration::from_secs(1),
                 // One tree scan per child per 10 s: the host's own load stays the timer's.
-                tree_scan: Some(Duration::from_secs(10)),
+                tree_scan: PositiveDuration::new(Duration::from_secs(10)).ok(),
                 ..SupervisorConfig::default()
             };
             let mut sup = Supervisor::spawn(cmd, config).expect("spawn ticker");

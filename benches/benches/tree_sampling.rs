@@ -18,6 +18,7 @@
 use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::{Output, Supervisor, SupervisorConfig};
+use watchdog_core::config::PositiveDuration;
 use watchdog_core::{Limits, SessionConfig};
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -68,7 +69,7 @@ async fn one(period: Option<Duration>, secs: u64) -> (Duration, u64) {
         .unwrap();
     let config = SupervisorConfig {
         policy: Some(SessionConfig::default().with_limits(limits)),
-        tree_sample: period,
+        tree_sample: period.and_then(|p| PositiveDuration::new(p).ok()),
         term_grace: Duration::from_millis(200),
         interrupt_grace: Duration::from_millis(200),
         ..SupervisorConfig::default()

@@ -53,7 +53,7 @@ async fn the_hook_sees_each_parsed_line_once_in_order_before_its_batch() {
     std::fs::write(&file, &text).unwrap();
     // The 106-byte line is over the maximum: pieces, never shown to the hook.
     let (cfg, seen) = recording(SupervisorConfig {
-        max_line: 100,
+        max_line: std::num::NonZeroUsize::new(100).unwrap(),
         ..quick()
     });
     let mut sup = Supervisor::spawn(sh(&format!("cat {}", file.display())), cfg).unwrap();

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use agent_sdk_watchdog::{Output, Report, Supervisor, SupervisorConfig};
 use common::run_all;
+use watchdog_core::config::PositiveDuration;
 use watchdog_core::evidence::{Ended, ProcState, ReceiptCause, TreeEvidence};
 use watchdog_core::{Kill, KillKind, Limits, SessionConfig};
 
@@ -58,7 +59,7 @@ fn config(limits: Limits) -> SupervisorConfig {
         interrupt_grace: Duration::from_millis(300),
         term_grace: Duration::from_millis(300),
         drain_timeout: Duration::from_secs(2),
-        tree_sample: Some(Duration::from_millis(200)),
+        tree_sample: PositiveDuration::new(Duration::from_millis(200)).ok(),
         ..SupervisorConfig::default()
     }
 }

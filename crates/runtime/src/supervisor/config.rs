@@ -1,9 +1,11 @@
-//! How to run and stop a supervised child: [`SupervisorConfig`], its defaults and its check.
+//! How to run and stop a supervised child: [`SupervisorConfig`] and its defaults. Every value
+//! its types allow can be supervised with: there is nothing to check at spawn.
 
+use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use watchdog_core::config::{defaults::MAX_LINE, PositiveDuration};
-use watchdog_core::{ConfigError, SessionConfig};
+use watchdog_core::SessionConfig;
 
 use super::hook::{LineInfo, StdoutHook};
 
@@ -12,9 +14,9 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// [`SupervisorConfig::term_grace`]'s default (`--grace`).
 const TERM_GRACE: Duration = Duration::from_secs(5);
 /// [`SupervisorConfig::tree_scan`]'s default.
-const TREE_SCAN: Option<Duration> = Some(Duration::from_secs(1));
+const TREE_SCAN: Duration = Duration::from_secs(1);
 /// [`SupervisorConfig::tree_sample`]'s default.
-const TREE_SAMPLE: Option<Duration> = Some(Duration::from_secs(1));
+const TREE_SAMPLE: Duration = Duration::from_secs(1);
 /// The sampling period of the process tree when [`SupervisorConfig::tree_sample`] is not
 /// wanted at the full rate (for the peak RSS).
 pub(crate) const TREE_SAMPLE_QUIET: Duration = Duration::from_secs(10);
@@ -23,8 +25,8 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How to run and stop a supervised child.
 ///
-/// [`Supervisor::spawn`](super::Supervisor::spawn) rejects a value no child can be supervised with
-/// ([`SupervisorConfig::check`]); nothing is adjusted silently.
+/// Every value the fields' types allow can be supervised with (a line of at least one byte, tree
+/// periods above zero): nothing is checked at spawn, nothing adjusted silently.
 #[derive(Debug, Clone)]
 pub struct SupervisorConfig {
     /// The liveness policy, or `None` to only supervise (explicit kills, signals, tree
@@ -54,17 +56,18 @@ pub struct SupervisorConfig {
     /// it and must be reaped by it. Default false.
     pub become_subreaper: bool,
     /// Longest line delivered in one piece; longer lines come in pieces of this size
-    /// (see [`Line::continues`](super::Line::continues), [`LineMeta::piece`](super::LineMeta::piece)) and count as keep-alives. At least 1;
-    /// default [`MAX_LINE`] (64 MiB).
-    pub max_line: usize,
+    /// (see [`Line::continues`](super::Line::continues),
+    /// [`LineMeta::piece`](super::LineMeta::piece)) and count as keep-alives. At least 1 by
+    /// its type; default [`MAX_LINE`] (64 MiB).
+    pub max_line: NonZeroUsize,
     /// Pipe stdin (true, default) or give the child `/dev/null` (for `claude -p "prompt"`,
     /// which otherwise waits for stdin to close).
     pub pipe_stdin: bool,
     /// How often to rescan the process tree while the child runs, so descendants that lose
-    /// their parent stay known. `None` scans only when stopping; a period must be > 0. Default 1 s. With [`SupervisorConfig::become_subreaper`] and
+    /// their parent stay known. `None` scans only when stopping; a period is > 0 by its type. Default 1 s. With [`SupervisorConfig::become_subreaper`] and
     /// [`SupervisorConfig::claim_orphans`] the tree is not walked in between (such descendants
     /// re-parent to the host and are claimed).
-    pub tree_scan: Option<Duration>,
+    pub tree_scan: Option<PositiveDuration>,
     /// When the child exits by itself, stop the descendants it left running (SIGTERM, then
     /// SIGKILL after `term_grace`), so nothing outlives the session. Default true.
     pub kill_leftovers: bool,
@@ -92,9 +95,9 @@ pub struct SupervisorConfig {
     /// and read it at every kill for the receipt: a busy tool is not hung, the memory guard,
     /// what a kill names ([`watchdog_core::evidence`]). The session is registered
     /// [`with_tree_evidence`](watchdog_core::SessionConfig::with_tree_evidence); each sample
-    /// is also an [`Output::Tree`](super::Output::Tree). A period must be > 0; `None`: no
+    /// is also an [`Output::Tree`](super::Output::Tree). A period is > 0 by its type; `None`: no
     /// sampling. Linux only (elsewhere each sample says the tree cannot be read). Default 1 s.
-    pub tree_sample: Option<Duration>,
+    pub tree_sample: Option<PositiveDuration>,
 }
 
 impl Default for SupervisorConfig {
@@ -106,72 +109,20 @@ impl Default for SupervisorConfig {
             interrupt_grace: INTERRUPT_GRACE,
             term_grace: TERM_GRACE,
             become_subreaper: false,
-            max_line: MAX_LINE,
+            max_line: NonZeroUsize::new(MAX_LINE).expect("MAX_LINE > 0"),
             pipe_stdin: true,
-            tree_scan: TREE_SCAN,
+            tree_scan: PositiveDuration::new(TREE_SCAN).ok(),
             kill_leftovers: true,
             drain_timeout: DRAIN_TIMEOUT,
             on_stdout_line: None,
             die_with_host: true,
             claim_orphans: false,
-            tree_sample: TREE_SAMPLE,
+            tree_sample: PositiveDuration::new(TREE_SAMPLE).ok(),
         }
     }
 }
 
 impl SupervisorConfig {
-    /// The first value no child can be supervised with: a `max_line` of 0 (no line would
-    /// fit), a `tree_scan` or `tree_sample` period of 0 (the scan would never stop). [`Supervisor::spawn`](super::Supervisor::spawn)
-    /// fails with it ([`SpawnError::Config`](super::SpawnError::Config)).
-    ///
-    /// ```
-    /// use agent_sdk_watchdog::SupervisorConfig;
-    /// let config = SupervisorConfig { max_line: 0, ..SupervisorConfig::default() };
-    /// assert_eq!(
-    ///     config.check().unwrap_err().to_string(),
-    ///     "max_line must be a size >= 1 byte, got 0"
-    /// );
-    /// assert!(SupervisorConfig::default().check().is_ok());
-    /// ```
-    pub fn check(&self) -> Result<(), ConfigError> {
-        if self.max_line == 0 {
-            return Err(ConfigError {
-                option: "max_line",
-                allowed: "a size >= 1 byte",
-                value: "0".into(),
-            });
-        }
-        if let Some(every) = self.tree_scan {
-            PositiveDuration::new(every).map_err(|e| e.option("tree_scan"))?;
-        }
-        if let Some(every) = self.tree_sample {
-            PositiveDuration::new(every).map_err(|e| e.option("tree_sample"))?;
-        }
-        Ok(())
-    }
-
-    /// The longest line delivered in one piece ([`SupervisorConfig::max_line`]); at least 1 by
-    /// its type, so [`SupervisorConfig::check`] has nothing to reject.
-    ///
-    /// ```
-    /// use std::num::NonZeroUsize;
-    /// use agent_sdk_watchdog::SupervisorConfig;
-    /// let config = SupervisorConfig::default().with_max_line(NonZeroUsize::new(1 << 20).unwrap());
-    /// assert_eq!(config.max_line, 1 << 20);
-    /// assert!(config.check().is_ok());
-    /// ```
-    pub fn with_max_line(mut self, max: std::num::NonZeroUsize) -> Self {
-        self.max_line = max.get();
-        self
-    }
-
-    /// The period of the tree rescan ([`SupervisorConfig::tree_scan`]), or `None` to scan only
-    /// when stopping; > 0 by its type.
-    pub fn with_tree_scan(mut self, every: Option<PositiveDuration>) -> Self {
-        self.tree_scan = every.map(PositiveDuration::get);
-        self
-    }
-
     /// Run `hook` on the stdout reader for every complete stdout line that parsed (not for
     /// pieces of over-long lines, nor for unparseable lines), in stream order, with the view
     /// the supervisor built for the policy and what it made of the line ([`LineInfo`]), so the

@@ -142,14 +142,12 @@ impl Supervisor {
 
     /// Start `command` in its own process group with piped stdio and supervise it.
     ///
-    /// Fails at once, naming the program, when it cannot be started, and before starting it
-    /// when `config` holds an invalid value ([`SupervisorConfig::check`]). Must be called
-    /// inside a tokio runtime.
+    /// Fails at once, naming the program, when it cannot be started. Must be called inside a
+    /// tokio runtime.
     pub fn spawn(
         command: impl Into<tokio::process::Command>,
         config: SupervisorConfig,
     ) -> Result<Supervisor, SpawnError> {
-        config.check().map_err(SpawnError::Config)?;
         let s = start::spawn(command.into(), config)?;
         Ok(Supervisor {
             handle: s.handle,

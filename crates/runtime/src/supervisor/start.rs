@@ -17,7 +17,7 @@ use super::tree::{Tree, TREE_MARKER_VAR};
 use super::watch::Watch;
 use std::path::PathBuf;
 
-use watchdog_core::ConfigError;
+use watchdog_core::config::PositiveDuration;
 
 use super::config::SupervisorConfig;
 use super::facilities::{self, Facility, InForce};
@@ -122,7 +122,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, 
             shared: shared.clone(),
         };
         let (shared, hook) = (shared.clone(), cfg.on_stdout_line.clone());
-        readers.spawn(|state| read_stdout(stdout, cfg.max_line, shared, hook, queue, state));
+        readers.spawn(|state| read_stdout(stdout, cfg.max_line.get(), shared, hook, queue, state));
     }
     if let Some(stderr) = child.stderr.take() {
         let queue = Queue {
@@ -131,14 +131,17 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, 
             shared: shared.clone(),
         };
         let shared = shared.clone();
-        readers.spawn(|state| read_stderr(stderr, cfg.max_line, shared, queue, state));
+        readers.spawn(|state| read_stderr(stderr, cfg.max_line.get(), shared, queue, state));
     }
     let stdin = cfg.pipe_stdin.then(|| StdinWriter {
         pipe: pipe.clone(),
         shared: shared.clone(),
     });
     let watch_shared = shared.clone();
-    let sampler_period = cfg.tree_sample.filter(|_| cfg.policy.is_some());
+    let sampler_period = cfg
+        .tree_sample
+        .map(PositiveDuration::get)
+        .filter(|_| cfg.policy.is_some());
     let watch = Watch {
         child,
         tree,
@@ -200,8 +203,4 @@ pub enum SpawnError {
     /// Called outside a tokio runtime.
     #[error("Supervisor::spawn needs a tokio runtime")]
     NoRuntime,
-    /// The config holds a value no child can be supervised with
-    /// ([`SupervisorConfig::check`]).
-    #[error("invalid supervisor config: {0}")]
-    Config(#[source] ConfigError),
 }

@@ -19,6 +19,7 @@ use super::shared::{RunPhase, Shared};
 use super::signals;
 use super::tree::Tree;
 use crate::clock;
+use watchdog_core::config::PositiveDuration;
 use watchdog_core::evidence::ReceiptCause;
 
 /// The task that owns the child: deadlines, control messages, the ladder, the report.
@@ -135,6 +136,7 @@ impl Watch {
         let scan_every = self
             .cfg
             .tree_scan
+            .map(PositiveDuration::get)
             .filter(|_| self.facilities.tree_known && !claims);
         // Orphans re-parented to us are reaped as they end, not at the end of the run: a tool
         // that leaves hundreds of short-lived background processes would otherwise fill the
