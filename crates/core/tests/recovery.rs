@@ -801,3 +801,59 @@ proptest! {
         }
     }
 }
+
+/// Before the ledger is read: a run with no trigger, a trigger turned off or no session id to
+/// resume is decided without it, as `decide` decides it on a fresh ledger; a continuable run
+/// names its trigger and session. Only skips where a trigger was seen are told to the user.
+#[test]
+fn what_needs_no_ledger_is_decided_before_it_and_told_when_it_matters() {
+    let idle = Outcome::Killed {
+        kind: KillKind::Idle,
+    };
+    let r = all_on();
+    assert_eq!(
+        r.before_ledger(&facts(max_tokens())),
+        Ok((Trigger::OutputLimit, sid(ID)))
+    );
+    let cases = [
+        (
+            r.clone(),
+            TerminalFacts::new(max_tokens(), T),
+            Skip::NoSessionId,
+        ),
+        (r.clone(), facts(Outcome::Success), Skip::NotATrigger),
+        (
+            Recovery::default().with_trigger(Trigger::OutputLimit, false),
+            facts(max_tokens()),
+            Skip::Disabled(Trigger::OutputLimit),
+        ),
+        (
+            Recovery::default(),
+            facts(idle),
+            Skip::Disabled(Trigger::AfterKill),
+        ),
+    ];
+    for (recovery, f, skip) in cases {
+        assert_eq!(recovery.before_ledger(&f), Err(skip.clone()));
+        assert_eq!(fresh(&recovery, &f), Decision::Nothing(skip));
+    }
+    // Told: a trigger seen but not acted on. Not told: nothing to continue, or turned off.
+    assert!(r.worth_saying(&Skip::NoSessionId));
+    assert!(r.worth_saying(&Skip::ResetUnknown));
+    assert!(r.worth_saying(&Skip::ContinuedElsewhere));
+    assert!(!r.worth_saying(&Skip::NotATrigger));
+    assert!(!r.worth_saying(&Skip::Disabled(Trigger::AfterKill)));
+    let storm = Skip::DuringBackoff {
+        attempts: 3,
+        status: Some(529),
+        error: None,
+    };
+    assert!(
+        r.worth_saying(&storm),
+        "kills are continued: the storm is why not"
+    );
+    assert!(
+        !Recovery::default().worth_saying(&storm),
+        "kills are not continued anyway"
+    );
+}

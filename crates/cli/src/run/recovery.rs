@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use watchdog_core::recovery::{
-    trigger_of, validate_session_id, ChainRole, Claim, Decision, LedgerState, Marker, Notice, Skip,
-    Trigger,
+    ChainRole, Claim, Decision, LedgerState, Marker, Notice, Skip, Trigger,
 };
 use watchdog_core::{
     facts::ClaudeSessionId, recovery::Ledger, recovery::Recovery, recovery::TerminalFacts,
@@ -67,18 +66,6 @@ pub(crate) fn facts_of(run: &Finished, role: ChainRole) -> TerminalFacts {
         .with_user_interrupt(run.ours.interrupted.is_some())
 }
 
-/// Skips worth telling the user about: a trigger was seen, but nothing will be done.
-fn worth_saying(skip: &Skip) -> bool {
-    matches!(
-        skip,
-        Skip::ResetUnknown
-            | Skip::WaitTooLong { .. }
-            | Skip::CreditsRequired
-            | Skip::NoSessionId
-            | Skip::ContinuedElsewhere
-    )
-}
-
 /// What recovery decided after the first run: the plan `run` carries out.
 pub(crate) enum Plan {
     /// Nothing more runs: what recovery did, and the summary's `recovery` object saying why
@@ -111,36 +98,20 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
     let mut json =
         json!({"trigger": null, "marker": null, "continued_outcome": null, "notice": null});
     let facts = facts_of(first, ChainRole::First);
-    // Only a run that shows an enabled trigger touches the ledger.
-    match trigger_of(&facts) {
-        Ok(t) if settings.recovery.is_enabled(t) => {}
-        Ok(t) => {
-            json["skipped"] = json!(Skip::Disabled(t).to_string());
-            return Plan::Done(RecoveryResult::NotNeeded, json);
+    let say = |skip: &Skip| {
+        if settings.recovery.worth_saying(skip) {
+            host.status
+                .say(&format!("recovery: not continuing: {skip}"));
         }
+    };
+    // Only a run that shows an enabled trigger and a session to resume touches the ledger.
+    let expected = match settings.recovery.before_ledger(&facts) {
+        Ok((_, expected)) => expected,
         Err(skip) => {
-            // A kill during a back-off storm is said when a kill would have been continued.
-            let during_backoff = matches!(skip, Skip::DuringBackoff { .. })
-                && settings.recovery.is_enabled(Trigger::AfterKill);
-            if worth_saying(&skip) || during_backoff {
-                host.status
-                    .say(&format!("recovery: not continuing: {skip}"));
-            }
+            say(&skip);
             json["skipped"] = json!(skip.to_string());
             return Plan::Done(RecoveryResult::NotNeeded, json);
         }
-    }
-    // The ledger keys markers by UUID: a session id of another shape is not resumed.
-    let Some(expected) = facts
-        .session_id
-        .clone()
-        .filter(|id| validate_session_id(id.as_str()).is_ok())
-    else {
-        let skip = Skip::NoSessionId;
-        host.status
-            .say(&format!("recovery: not continuing: {skip}"));
-        json["skipped"] = json!(skip.to_string());
-        return Plan::Done(RecoveryResult::NotNeeded, json);
     };
     let sid = expected.as_str().to_owned();
     let fail = |mut json: Value, why: String| {
@@ -160,10 +131,7 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
     let decision = settings.recovery.decide(&facts, &state);
     let (trigger, prompt, wait_until) = match &decision {
         Decision::Nothing(skip) => {
-            if worth_saying(skip) {
-                host.status
-                    .say(&format!("recovery: not continuing: {skip}"));
-            }
+            say(skip);
             json["skipped"] = json!(skip.to_string());
             return Plan::Done(RecoveryResult::NotNeeded, json);
         }

@@ -263,6 +263,36 @@ pub fn trigger_of(facts: &TerminalFacts) -> Result<Trigger, Skip> {
 }
 
 impl Recovery {
+    /// What is decided before the ledger is read: the skip when the run is not continued
+    /// whatever the ledger holds (no trigger, the trigger turned off, no session id that can
+    /// be resumed safely), else the trigger and the session to read the ledger for. A host
+    /// reads the ledger (and asks [`Recovery::decide`]) only for an `Ok`.
+    pub fn before_ledger(&self, facts: &TerminalFacts) -> Result<(Trigger, ClaudeSessionId), Skip> {
+        let trigger = trigger_of(facts)?;
+        if !self.is_enabled(trigger) {
+            return Err(Skip::Disabled(trigger));
+        }
+        match &facts.session_id {
+            Some(id) if validate_session_id(id.as_str()).is_ok() => Ok((trigger, id.clone())),
+            _ => Err(Skip::NoSessionId),
+        }
+    }
+
+    /// Whether a host tells its user about `skip`: a trigger was seen but nothing will be done
+    /// (no reset time, a wait too long, credits needed, no session id, continued by another
+    /// run), or a kill came during an API back-off when kills are continued.
+    pub fn worth_saying(&self, skip: &Skip) -> bool {
+        match skip {
+            Skip::ResetUnknown
+            | Skip::WaitTooLong { .. }
+            | Skip::CreditsRequired
+            | Skip::NoSessionId
+            | Skip::ContinuedElsewhere => true,
+            Skip::DuringBackoff { .. } => self.is_enabled(Trigger::AfterKill),
+            _ => false,
+        }
+    }
+
     /// Decide what to do after a run ended. Pure: the same inputs give the same decision.
     pub fn decide(&self, facts: &TerminalFacts, state: &LedgerState) -> Decision {
         match state {
@@ -288,20 +318,10 @@ impl Recovery {
                 _ => Decision::Nothing(Skip::ContinuationEnded),
             },
             LedgerState::Fresh => {
-                let trigger = match trigger_of(facts) {
-                    Ok(t) => t,
+                let trigger = match self.before_ledger(facts) {
+                    Ok((trigger, _)) => trigger,
                     Err(skip) => return Decision::Nothing(skip),
                 };
-                if !self.is_enabled(trigger) {
-                    return Decision::Nothing(Skip::Disabled(trigger));
-                }
-                let valid_id = matches!(
-                    facts.session_id.as_ref().map(ClaudeSessionId::as_str),
-                    Some(id) if validate_session_id(id).is_ok()
-                );
-                if !valid_id {
-                    return Decision::Nothing(Skip::NoSessionId);
-                }
                 let wait_until = match (trigger, facts.rate_limit_resets_at_ms) {
                     (Trigger::RateLimitWait, Some(reset)) => {
                         let margin = self.reset_margin.as_millis().min(u64::MAX as u128) as u64;
