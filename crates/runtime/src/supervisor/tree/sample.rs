@@ -198,7 +198,11 @@ mod tests {
     #[test]
     fn the_cpu_of_a_reaped_child_is_its_parent_s() {
         let mut sh = std::process::Command::new("sh")
-            .args(["-c", "python3 -c 'import time\nt = time.time()\nwhile time.time() - t < 0.3: pass'; exec sleep 30"])
+            // 0.3 s of its own CPU, however loaded the machine (not 0.3 s of wall time).
+            .args([
+                "-c",
+                "python3 -c 'import time\nwhile time.process_time() < 0.3: pass'; exec sleep 30",
+            ])
             .spawn()
             .unwrap();
         let pid = sh.id() as i32;
