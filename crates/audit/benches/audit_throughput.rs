@@ -464,7 +464,7 @@ fn main() {
         audit.0,
         audit.1,
         report.sessions_scanned,
-        report.lines
+        report.read.lines
     );
     if !only_audit {
         println!(

@@ -44,7 +44,7 @@ pub use report::{
 pub use spells::{Spell, SpellKind};
 pub use stats::Distribution;
 pub use svg::render_svg;
-pub use transcript::Ending;
+pub use transcript::{Ending, ReadCounts};
 
 use scan::Discovery;
 use sessions::build_sessions;

@@ -14,7 +14,7 @@ use crate::simulate::SimKill;
 use crate::spells::SpellKind;
 use crate::stats::Distribution;
 use crate::svg;
-use crate::transcript::Ending;
+use crate::transcript::{Ending, ReadCounts};
 
 pub(crate) fn summarise(
     sessions: &[Session],
@@ -40,12 +40,7 @@ pub(crate) fn summarise(
         subagent_sessions: 0,
         files_skipped: skipped.len() as u64,
         skipped: skipped.into_iter().map(|s| (s.file, s.reason)).collect(),
-        bytes: 0,
-        lines: 0,
-        bad_lines: 0,
-        truncated_lines: 0,
-        untimed_entries: 0,
-        clock_jumps: 0,
+        read: ReadCounts::default(),
         quiet_spells: Vec::new(),
         tools: Vec::new(),
         longest_productive_silences: Vec::new(),
@@ -66,12 +61,7 @@ pub(crate) fn summarise(
     for (s, ks) in sessions.iter().zip(kills) {
         let l = &s.log;
         r.subagent_sessions += u64::from(l.subagent);
-        r.bytes += l.bytes;
-        r.lines += l.lines;
-        r.bad_lines += l.bad_lines;
-        r.truncated_lines += l.truncated_lines;
-        r.untimed_entries += l.untimed_entries;
-        r.clock_jumps += l.clock_jumps;
+        r.read += l.read;
         if let Some(e) = s.analysis.ending {
             if let Some(i) = Ending::ALL.iter().position(|x| *x == e) {
                 outcomes[i] += 1;

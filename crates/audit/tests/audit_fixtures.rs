@@ -199,13 +199,13 @@ fn every_figure_of_the_fixture_folder() {
     assert_eq!(r.subagent_sessions, 2);
     assert_eq!(r.files_skipped, 1);
     assert!(r.skipped[0].0.ends_with("gone.jsonl"), "{:?}", r.skipped);
-    assert_eq!(r.bytes, tree_bytes(&root));
+    assert_eq!(r.read.bytes, tree_bytes(&root));
     // 6+4+2+4+4+4+4+2 JSON lines, plus B's non-JSON and truncated lines.
-    assert_eq!(r.lines, 6 + 5 + 2 + 4 + 4 + 4 + 4 + 2);
-    assert_eq!(r.bad_lines, 2);
-    assert_eq!(r.truncated_lines, 1);
-    assert_eq!(r.untimed_entries, 1);
-    assert_eq!(r.clock_jumps, 1);
+    assert_eq!(r.read.lines, 6 + 5 + 2 + 4 + 4 + 4 + 4 + 2);
+    assert_eq!(r.read.bad_lines, 2);
+    assert_eq!(r.read.truncated_lines, 1);
+    assert_eq!(r.read.untimed_entries, 1);
+    assert_eq!(r.read.clock_jumps, 1);
 
     // Model spells: A 100, 2000, 3000; B 1000; C 4000; D 1000, 1000; E 0, 1000; F 1000, 1000;
     // orphan 500.

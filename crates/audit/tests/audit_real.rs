@@ -11,7 +11,10 @@ fn the_real_transcripts_give_sensible_values() {
     let r = audit_paths(&[dir], &Limits::default());
     assert_eq!(r.sessions_scanned, 2);
     assert_eq!(r.files_skipped, 0);
-    assert_eq!((r.bad_lines, r.untimed_entries, r.clock_jumps), (0, 0, 0));
+    assert_eq!(
+        (r.read.bad_lines, r.read.untimed_entries, r.read.clock_jumps),
+        (0, 0, 0)
+    );
     // The tool session ran `sleep 75` in Bash.
     let bash = r.tools.iter().find(|(t, _)| t == "Bash").unwrap().1;
     assert_eq!(bash.count, 1);
@@ -56,7 +59,7 @@ fn the_real_captures_are_read_and_replayed() {
     let r = audit_paths(&[dir], &Limits::default());
     assert_eq!(r.sessions_scanned, n);
     assert_eq!(r.files_skipped, 0);
-    assert_eq!(r.bad_lines, 0);
+    assert_eq!(r.read.bad_lines, 0);
     // The Bash call of the tool capture is split by the CLI's progress lines: under 76 s.
     let tool = r
         .quiet_spells

@@ -103,7 +103,7 @@ fn garbage_huge_lines_and_empty_files_never_panic() {
     assert_eq!(r.files_skipped, 0);
     // The huge line was read: the session has its three entries.
     let _ = render_text(&r);
-    assert!(r.bytes > 12 << 20);
+    assert!(r.read.bytes > 12 << 20);
     let _ = render_svg(&r);
 }
 
@@ -121,7 +121,10 @@ fn bookkeeping_lines_are_read_up_to_their_type() {
     ];
     fs::write(&p, lines.join("\n")).unwrap();
     let r = audit_paths(&[p], &Limits::default());
-    assert_eq!((r.lines, r.bad_lines, r.truncated_lines), (4, 1, 1));
+    assert_eq!(
+        (r.read.lines, r.read.bad_lines, r.read.truncated_lines),
+        (4, 1, 1)
+    );
     assert_eq!(r.sessions[0].session_id, "s");
     assert_eq!(r.sessions[0].longest_productive_ms, Some(5_000));
 }

@@ -31,6 +31,11 @@ impl Request {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The target's path (without its query).
+    pub fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or("")
+    }
+
     /// Whether the connection may serve another request afterwards.
     pub fn keep_alive(&self) -> bool {
         let conn = self.header("connection").map(|v| v.to_ascii_lowercase());

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::spells::SpellKind;
 use crate::stats::Distribution;
-use crate::transcript::Ending;
+use crate::transcript::{Ending, ReadCounts};
 
 /// One long productive silence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,18 +119,8 @@ pub struct AuditReport {
     pub files_skipped: u64,
     /// Which, and why.
     pub skipped: Vec<(PathBuf, String)>,
-    /// Bytes read.
-    pub bytes: u64,
-    /// Lines read.
-    pub lines: u64,
-    /// Lines that were not one JSON object.
-    pub bad_lines: u64,
-    /// Of those, truncated last lines.
-    pub truncated_lines: u64,
-    /// Timing entries without a timestamp.
-    pub untimed_entries: u64,
-    /// Timestamps that went backwards.
-    pub clock_jumps: u64,
+    /// What reading the sessions counted, summed over them.
+    pub read: ReadCounts,
     /// Quiet spells by kind, in [`SpellKind::ALL`] order.
     pub quiet_spells: Vec<(SpellKind, Distribution)>,
     /// Tool spells by tool name, longest first.

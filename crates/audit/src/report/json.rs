@@ -39,12 +39,12 @@ impl AuditReport {
             "skipped": self.skipped.iter().map(|(f, why)| json!({
                 "file": f.display().to_string(), "reason": why,
             })).collect::<Vec<_>>(),
-            "bytes": self.bytes,
-            "lines": self.lines,
-            "bad_lines": self.bad_lines,
-            "truncated_lines": self.truncated_lines,
-            "untimed_entries": self.untimed_entries,
-            "clock_jumps": self.clock_jumps,
+            "bytes": self.read.bytes,
+            "lines": self.read.lines,
+            "bad_lines": self.read.bad_lines,
+            "truncated_lines": self.read.truncated_lines,
+            "untimed_entries": self.read.untimed_entries,
+            "clock_jumps": self.read.clock_jumps,
             "quiet_spells": spells,
             "tool_spells": tools,
             "longest_productive_silences": self.longest_productive_silences.iter().map(|x| json!({

@@ -26,25 +26,25 @@ fn write_text(r: &AuditReport, out: &mut String) -> fmt::Result {
         r.sessions_scanned,
         if r.sessions_scanned == 1 { "" } else { "s" },
         r.subagent_sessions,
-        fmt_bytes(r.bytes),
-        r.lines,
+        fmt_bytes(r.read.bytes),
+        r.read.lines,
         r.files_skipped,
         if r.files_skipped == 1 { "" } else { "s" },
     )?;
     for (f, why) in &r.skipped {
         writeln!(out, "  skipped {}: {why}", f.display())?;
     }
-    if r.bad_lines + r.untimed_entries + r.clock_jumps > 0 {
+    if r.read.bad_lines + r.read.untimed_entries + r.read.clock_jumps > 0 {
         writeln!(
             out,
             "  {} line{} not JSON ({} truncated), {} entr{} without timestamp, {} clock jump{} backwards",
-            r.bad_lines,
-            if r.bad_lines == 1 { "" } else { "s" },
-            r.truncated_lines,
-            r.untimed_entries,
-            if r.untimed_entries == 1 { "y" } else { "ies" },
-            r.clock_jumps,
-            if r.clock_jumps == 1 { "" } else { "s" },
+            r.read.bad_lines,
+            if r.read.bad_lines == 1 { "" } else { "s" },
+            r.read.truncated_lines,
+            r.read.untimed_entries,
+            if r.read.untimed_entries == 1 { "y" } else { "ies" },
+            r.read.clock_jumps,
+            if r.read.clock_jumps == 1 { "" } else { "s" },
         )?;
     }
     writeln!(out)?;

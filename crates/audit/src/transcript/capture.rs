@@ -17,7 +17,7 @@ pub(super) fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
         Ok(Some(e)) => e,
         Ok(None) => return true,
         Err(CaptureError::NoTime) => {
-            log.untimed_entries += 1;
+            log.read.untimed_entries += 1;
             return true;
         }
         Err(CaptureError::NotAnObject(_)) => return false,
@@ -32,7 +32,7 @@ pub(super) fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
             )
         }
         _ => {
-            log.clock_jumps += 1;
+            log.read.clock_jumps += 1;
             log.last_t().unwrap_or(log.run_offset)
         }
     };

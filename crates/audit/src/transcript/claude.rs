@@ -117,7 +117,7 @@ pub(super) fn transcript_line(log: &mut SessionLog, line: &[u8]) -> bool {
         .and_then(json::as_str)
         .and_then(|s| parse_iso_ms(&s))
     else {
-        log.untimed_entries += 1;
+        log.read.untimed_entries += 1;
         return true;
     };
     log.push(t, kind);

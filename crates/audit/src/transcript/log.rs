@@ -174,6 +174,34 @@ pub enum Format {
     Capture,
 }
 
+/// What reading counted: of one file, or summed over the files of an audit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCounts {
+    /// Bytes read.
+    pub bytes: u64,
+    /// Lines read (non-empty).
+    pub lines: u64,
+    /// Lines that were not one JSON object (including truncated ones).
+    pub bad_lines: u64,
+    /// Of those, a last line without its newline.
+    pub truncated_lines: u64,
+    /// Timing entries without a usable timestamp.
+    pub untimed_entries: u64,
+    /// Timestamps earlier than the previous one (clamped: time never goes backwards).
+    pub clock_jumps: u64,
+}
+
+impl std::ops::AddAssign for ReadCounts {
+    fn add_assign(&mut self, o: ReadCounts) {
+        self.bytes += o.bytes;
+        self.lines += o.lines;
+        self.bad_lines += o.bad_lines;
+        self.truncated_lines += o.truncated_lines;
+        self.untimed_entries += o.untimed_entries;
+        self.clock_jumps += o.clock_jumps;
+    }
+}
+
 /// One file, read.
 #[derive(Debug, Clone)]
 pub struct SessionLog {
@@ -185,18 +213,8 @@ pub struct SessionLog {
     pub session_id: Option<String>,
     /// A subagent transcript (`isSidechain: true`, or under a `subagents` folder).
     pub subagent: bool,
-    /// Bytes read.
-    pub bytes: u64,
-    /// Lines read (non-empty).
-    pub lines: u64,
-    /// Lines that were not one JSON object (including truncated ones).
-    pub bad_lines: u64,
-    /// Of those, a last line without its newline.
-    pub truncated_lines: u64,
-    /// Timing entries without a usable timestamp.
-    pub untimed_entries: u64,
-    /// Timestamps earlier than the previous one.
-    pub clock_jumps: u64,
+    /// What reading it counted.
+    pub read: ReadCounts,
     /// Timing entries in order.
     pub entries: Vec<Entry>,
     /// Captures: where the current run's `t_ms` starts on this timeline (the time of the last
@@ -218,12 +236,7 @@ impl SessionLog {
             format,
             session_id: None,
             subagent,
-            bytes: 0,
-            lines: 0,
-            bad_lines: 0,
-            truncated_lines: 0,
-            untimed_entries: 0,
-            clock_jumps: 0,
+            read: ReadCounts::default(),
             entries: Vec::new(),
             run_offset: 0,
             start: None,
@@ -244,7 +257,7 @@ impl SessionLog {
     pub(super) fn clamp(&mut self, t: i64) -> i64 {
         match self.last_t() {
             Some(prev) if t < prev => {
-                self.clock_jumps += 1;
+                self.read.clock_jumps += 1;
                 prev
             }
             _ => t,

@@ -50,7 +50,7 @@ use capture::capture_line;
 use claude::transcript_line;
 #[cfg(test)]
 pub use log::ToolUse;
-pub use log::{Ending, Entry, EntryKind, Format, SessionLog, Stop};
+pub use log::{Ending, Entry, EntryKind, Format, ReadCounts, SessionLog, Stop};
 
 /// Whether a file name looks like one of our captures.
 pub fn is_capture_name(path: &Path) -> bool {
@@ -87,8 +87,8 @@ pub fn read_session_from(
         match item {
             Item::Line { line, newline, .. } => reader.line(line, newline),
             Item::Overlong(..) => {
-                reader.log.lines += 1;
-                reader.log.bad_lines += 1;
+                reader.log.read.lines += 1;
+                reader.log.read.bad_lines += 1;
             }
         }
         if lines.bytes > seen {
@@ -96,7 +96,7 @@ pub fn read_session_from(
             seen = lines.bytes;
         }
     }
-    reader.log.bytes = lines.bytes;
+    reader.log.read.bytes = lines.bytes;
     READ_BUFFER.with(|b| *b.borrow_mut() = lines.into_buffer());
     Ok(reader.log)
 }
@@ -117,7 +117,7 @@ impl LineReader {
             return;
         }
         let log = &mut self.log;
-        log.lines += 1;
+        log.read.lines += 1;
         if !self.format_known {
             self.format_known = true;
             if looks_like_capture(line) {
@@ -129,9 +129,9 @@ impl LineReader {
             Format::Capture => capture_line(log, line),
         };
         if !ok {
-            log.bad_lines += 1;
+            log.read.bad_lines += 1;
             if !has_newline {
-                log.truncated_lines += 1;
+                log.read.truncated_lines += 1;
             }
         }
     }

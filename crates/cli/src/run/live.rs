@@ -190,9 +190,11 @@ impl Live<'_> {
         self.host.stdout.push(b.bytes());
         let now = b.at();
         self.first_line.get_or_insert(now);
-        self.host
-            .telemetry
-            .stdout(self.start, now, b.lines(), &self.handle);
+        self.host.telemetry.stdout(
+            now.saturating_duration_since(self.start),
+            b.lines(),
+            &self.handle,
+        );
         for m in b.lines() {
             let bytes = b.line(m);
             if m.piece {

@@ -156,33 +156,34 @@ impl Exporter {
         let mut grpc_runtime: Option<GrpcRuntime> = None;
         #[cfg(feature = "telemetry-grpc")]
         let mut left_out = std::collections::BTreeSet::new();
+        // The OTLP exporter of signal `$s` from `$builder` (the metric or the log exporter's
+        // builder: their types share no trait that builds, hence a macro): gRPC on the
+        // runtime, or HTTP. Returns from `start` when it cannot be built.
+        macro_rules! otlp_exporter {
+            ($builder:expr, $what:literal, $s:expr) => {
+                match $s.protocol {
+                    #[cfg(feature = "telemetry-grpc")]
+                    Protocol::Grpc => {
+                        let rt = grpc_rt(&mut grpc_runtime)?;
+                        // tonic's channel spawns its worker on the runtime entered.
+                        let _entered = rt.enter();
+                        grpc($builder.with_tonic(), $s, cfg, &mut left_out).build()
+                    }
+                    _ => http($builder.with_http(), $s, cfg).build(),
+                }
+                .map_err(|e| format!("{} exporter: {e}", $what))?
+            };
+        }
         let meters = match &cfg.metrics {
             Some(s) => {
                 let builder = SdkMeterProvider::builder().with_resource(resource.clone());
                 let builder = match s.kind {
                     Kind::Otlp => {
-                        let exporter = match s.protocol {
-                            #[cfg(feature = "telemetry-grpc")]
-                            Protocol::Grpc => {
-                                let rt = grpc_rt(&mut grpc_runtime)?;
-                                // tonic's channel spawns its worker on the runtime entered.
-                                let _entered = rt.enter();
-                                grpc(
-                                    opentelemetry_otlp::MetricExporter::builder().with_tonic(),
-                                    s,
-                                    cfg,
-                                    &mut left_out,
-                                )
-                                .build()
-                            }
-                            _ => http(
-                                opentelemetry_otlp::MetricExporter::builder().with_http(),
-                                s,
-                                cfg,
-                            )
-                            .build(),
-                        }
-                        .map_err(|e| format!("metrics exporter: {e}"))?;
+                        let exporter = otlp_exporter!(
+                            opentelemetry_otlp::MetricExporter::builder(),
+                            "metrics",
+                            s
+                        );
                         builder.with_reader(
                             PeriodicReader::builder(exporter)
                                 .with_interval(s.interval)
@@ -207,27 +208,8 @@ impl Exporter {
                     .build();
                 let processor = match s.kind {
                     Kind::Otlp => {
-                        let exporter = match s.protocol {
-                            #[cfg(feature = "telemetry-grpc")]
-                            Protocol::Grpc => {
-                                let rt = grpc_rt(&mut grpc_runtime)?;
-                                let _entered = rt.enter();
-                                grpc(
-                                    opentelemetry_otlp::LogExporter::builder().with_tonic(),
-                                    s,
-                                    cfg,
-                                    &mut left_out,
-                                )
-                                .build()
-                            }
-                            _ => http(
-                                opentelemetry_otlp::LogExporter::builder().with_http(),
-                                s,
-                                cfg,
-                            )
-                            .build(),
-                        }
-                        .map_err(|e| format!("logs exporter: {e}"))?;
+                        let exporter =
+                            otlp_exporter!(opentelemetry_otlp::LogExporter::builder(), "logs", s);
                         BatchLogProcessor::builder(exporter)
                             .with_batch_config(batch)
                             .build()

@@ -2,7 +2,7 @@
 //! `telemetry` and the switch on they record (`live`); otherwise each is one branch and does
 //! nothing.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::{LineMeta, SupervisorHandle};
 use watchdog_core::Event;
@@ -42,36 +42,32 @@ impl Live {
         let _ = session;
     }
 
-    /// Stdout lines read together at `at`, as the policy classed them (run spawned at
-    /// `start`).
+    /// Stdout lines read together `since_spawn` after the run spawned, as the policy classed
+    /// them.
     pub(crate) fn stdout(
         &mut self,
-        start: Instant,
-        at: Instant,
+        since_spawn: Duration,
         lines: &[LineMeta],
         handle: &SupervisorHandle,
     ) {
         #[cfg(feature = "telemetry")]
-        self.inner.stdout(start, at, lines, handle);
+        self.inner.stdout(since_spawn, lines, handle);
         #[cfg(not(feature = "telemetry"))]
-        let _ = (start, at, lines, handle);
+        let _ = (since_spawn, lines, handle);
     }
 
     /// A policy event the run loop handles at `now`; true for the events only telemetry reads
     /// (the run loop then leaves them alone).
     pub(crate) fn event(&mut self, ev: &Event, now: Instant, handle: &SupervisorHandle) -> bool {
         #[cfg(feature = "telemetry")]
-        return self.inner.event(ev, now, handle);
+        self.inner.event(ev, now, handle);
         #[cfg(not(feature = "telemetry"))]
-        {
-            let _ = (now, handle);
-            matches!(
-                ev,
-                Event::QuietSpells { .. }
-                    | Event::McpCalls { .. }
-                    | Event::SessionIdentified { .. }
-            )
-        }
+        let _ = (now, handle);
+        // The live facts, in every build.
+        matches!(
+            ev,
+            Event::QuietSpells { .. } | Event::McpCalls { .. } | Event::SessionIdentified { .. }
+        )
     }
 
     /// The user's signal `name` was forwarded to the child.

@@ -90,13 +90,12 @@ impl Live {
         }
     }
 
-    /// Stdout lines read together at `at` (the run spawned at `start`), with the class the
+    /// Stdout lines read together `since_spawn` after the run spawned, with the class the
     /// policy gave each: the first line's time, and the rate-limit readings when a
     /// `rate_limit_event` line came.
     pub(crate) fn stdout(
         &mut self,
-        start: Instant,
-        at: Instant,
+        since_spawn: Duration,
         lines: &[LineMeta],
         handle: &SupervisorHandle,
     ) {
@@ -104,8 +103,7 @@ impl Live {
         if !r.run.first_line {
             r.run.first_line = true;
             if let Some(i) = &r.inst {
-                let secs = at.saturating_duration_since(start).as_secs_f64();
-                i.first_line.record(secs, &r.base());
+                i.first_line.record(since_spawn.as_secs_f64(), &r.base());
             }
         }
         if lines.iter().any(|m| m.class.kind == LineKind::RateLimit) {
@@ -113,16 +111,9 @@ impl Live {
         }
     }
 
-    /// An event of the policy, handled by the run loop at `now`. Returns true for the events
-    /// only telemetry reads (the live facts), which the run loop then leaves alone.
-    pub(crate) fn event(&mut self, ev: &Event, now: Instant, handle: &SupervisorHandle) -> bool {
-        let live_fact = matches!(
-            ev,
-            Event::QuietSpells { .. } | Event::McpCalls { .. } | Event::SessionIdentified { .. }
-        );
-        let Some(r) = &mut self.on else {
-            return live_fact;
-        };
+    /// An event of the policy, handled by the run loop at `now`.
+    pub(crate) fn event(&mut self, ev: &Event, now: Instant, handle: &SupervisorHandle) {
+        let Some(r) = &mut self.on else { return };
         match ev {
             Event::QuietSpells { spells, .. } if r.run.killed.is_none() => {
                 // After a kill, the lines are the child's shutdown: the kill ended the spell.
@@ -148,7 +139,6 @@ impl Live {
             }
             _ => {}
         }
-        live_fact
     }
 
     /// The user's signal `name` was forwarded to the child.

@@ -106,11 +106,27 @@ impl Registry {
         class: Class,
         waited: bool,
     ) {
-        self.feed_policy(now, slot, line, class, waited);
+        self.counts[class.kind.index()] += 1;
+        // A line that waited is noted before what came due at `now`; nothing due: as plain.
+        let (t, due_after) = if waited {
+            let t = self.clock(now);
+            (t, self.queue.peek().is_some_and(|at| at <= t))
+        } else {
+            (self.advance(now), false)
+        };
         let Some(slot) = slot else {
+            if due_after {
+                self.run_due(t);
+            }
             return;
         };
         let id = make_id(slot, self.session(slot).generation);
+        // The queue was settled with nothing due at `t`; unless this line changed it (or it
+        // waited past something due, which runs now), it still is.
+        let changed = !self.session(slot).is_done() && self.feed_policy(slot, id, t, line, class);
+        if changed || due_after {
+            self.run_due(t);
+        }
         if self.session(slot).has(flag::WATCHED) {
             self.watch_line(slot, id, line, class);
         }
@@ -171,35 +187,16 @@ impl Registry {
         }
     }
 
+    /// What the line at `t` does to the deadlines of the live session `id` (in `slot`).
+    /// Returns whether its deadline queue changed (what is due then runs).
     fn feed_policy(
         &mut self,
-        now: Instant,
-        slot: Option<u32>,
+        slot: u32,
+        id: SessionId,
+        t: u64,
         line: Option<&LineView<'_>>,
         class: Class,
-        waited: bool,
-    ) {
-        self.counts[class.kind.index()] += 1;
-        // A line that waited is noted before what came due at `now`; nothing due: as plain.
-        let (t, due_after) = if waited {
-            let t = self.clock(now);
-            (t, self.queue.peek().is_some_and(|at| at <= t))
-        } else {
-            (self.advance(now), false)
-        };
-        let Some(slot) = slot else {
-            if due_after {
-                self.run_due(t);
-            }
-            return;
-        };
-        let id = make_id(slot, self.session(slot).generation);
-        if self.session(slot).is_done() {
-            if due_after {
-                self.run_due(t);
-            }
-            return;
-        }
+    ) -> bool {
         let policy = self.session(slot).limits;
         let mut settled_now = false;
         {
@@ -290,11 +287,7 @@ impl Registry {
         if settled_now {
             self.events.push_back(Event::Settled { id });
         }
-        // The queue was settled with nothing due at `t`; unless this line changed it (or it
-        // waited past something due, which runs now), it still is.
-        if self.reschedule(slot) || due_after {
-            self.run_due(t);
-        }
+        self.reschedule(slot)
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufRead, AsyncWrite, BufReader};
+use tokio::io::{AsyncWrite, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
@@ -77,7 +77,12 @@ async fn serve_conn(stream: TcpStream, shared: Arc<Shared>) {
             Err(ReadError::Closed | ReadError::Io) => return,
         }
         let keep_alive = req.keep_alive();
-        match route(&shared, req, &mut rd, &mut wr, keep_alive).await {
+        let served = if req.method == "POST" && req.path() == "/v1/messages" {
+            messages(&shared, req, &mut rd, &mut wr, keep_alive).await
+        } else {
+            route(&shared, req, &mut wr, keep_alive).await
+        };
+        match served {
             Ok(()) if keep_alive => {}
             _ => return,
         }
@@ -109,23 +114,16 @@ pub(super) async fn error_response<W: AsyncWrite + Unpin>(
     .await
 }
 
-async fn route<R, W>(
+/// The side endpoints (every request but `POST /v1/messages`).
+async fn route<W: AsyncWrite + Unpin>(
     shared: &Shared,
     req: Request,
-    rd: &mut R,
     wr: &mut W,
     keep_alive: bool,
-) -> Result<(), Gone>
-where
-    R: AsyncBufRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let path = req.target.split('?').next().unwrap_or("").to_string();
+) -> Result<(), Gone> {
+    let path = req.path().to_string();
     let head_only = req.method == "HEAD";
     let body_json: Option<Value> = serde_json::from_slice(&req.body).ok();
-    if req.method == "POST" && path == "/v1/messages" {
-        return messages(shared, req, body_json, rd, wr, keep_alive).await;
-    }
     let answer = match (req.method.as_str(), path.as_str()) {
         ("POST", "/v1/messages/count_tokens") => Some(json!({"input_tokens": 100})),
         ("GET" | "HEAD", "/v1/models") => {

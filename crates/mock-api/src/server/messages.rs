@@ -22,7 +22,6 @@ fn now_epoch_secs() -> u64 {
 pub(super) async fn messages<R, W>(
     shared: &Shared,
     req: Request,
-    body: Option<Value>,
     rd: &mut R,
     wr: &mut W,
     keep_alive: bool,
@@ -31,6 +30,7 @@ where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let body: Option<Value> = serde_json::from_slice(&req.body).ok();
     let Some(body) = body.filter(Value::is_object) else {
         shared.record(&req, None);
         error_response(

@@ -1,23 +1,25 @@
 // Types of agent-sdk-watchdog/temporal (lib/temporal.mjs): one Claude session as a Temporal
 // activity, under the watchdog.
 import type { ApplicationFailure } from '@temporalio/activity';
+import type { Duration, WatchdogPolicy } from '../index.js';
 
-/** A duration: `'90s'`, `'10m'`, `'1h30m'`, or a number of seconds. */
-export type Duration = string | number;
+export type { Duration };
 
-/** The watchdog policy of the session (the fields of watchdogOptions()'s policy). */
-export interface SessionPolicy {
-  idle?: Duration;
-  noProgress?: Duration;
-  startup?: Duration;
-  linger?: Duration;
-  ceiling?: Duration;
-  grace?: Duration;
-  extendFactor?: number;
-  highUtilization?: number;
-  warnAt?: number;
-  writeTools?: string[];
-}
+/** The watchdog policy of the session: these fields of watchdogOptions()'s policy (the
+ * activity names the real `claude` itself; a session has no capture, summary or ledger). */
+export type SessionPolicy = Pick<
+  WatchdogPolicy,
+  | 'idle'
+  | 'noProgress'
+  | 'startup'
+  | 'linger'
+  | 'ceiling'
+  | 'grace'
+  | 'extendFactor'
+  | 'highUtilization'
+  | 'warnAt'
+  | 'writeTools'
+>;
 
 /** What each heartbeat carries, and what a retried attempt reads back. */
 export interface ProgressDetails {
