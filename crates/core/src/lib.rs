@@ -26,9 +26,6 @@
 //! - [`claude_code`]: what Claude Code itself does, as the policy applies it: its MCP limits
 //!   ([`claude_code::mcp`]) and the `mcp__<server>__<tool>` naming.
 //! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
-//! - [`reference`](mod@reference): the reference TypeScript package's contract (the npm package's
-//!   in-process `createWatchdog()`) as a preset of the registry: its limits, its rule that
-//!   registering starts the clocks, and which messages its `observe()` counts.
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window (the
 //!   registry keeps one, fed by its sessions' lines; a window's reset is one of its deadlines).
 //! - [`warning_filter`]: show a known repeated warning once, count the rest.
@@ -191,7 +188,6 @@ pub mod facts;
 #[doc(hidden)]
 pub mod json_scan;
 mod record;
-pub mod reference;
 mod registry;
 mod session;
 pub mod time;
@@ -208,7 +204,7 @@ pub use event::{
     StallClock,
 };
 pub use record::{ChildExit, LineCounts, RunRecord, Stage};
-pub use registry::{Registry, SessionSnapshot, TreeWant};
+pub use registry::{Registry, Seed, SessionSnapshot, TreeWant};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
 
 pub mod rate_limit;

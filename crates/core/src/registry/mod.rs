@@ -27,7 +27,7 @@ use crate::session::{flag, Cold, Session, Watched, NEVER};
 use policy_table::PolicyTable;
 pub use queries::SessionSnapshot;
 use rate_limits::RateLimits;
-pub(crate) use seed::Seed;
+pub use seed::Seed;
 pub use tree::TreeWant;
 
 /// The registry of supervised sessions: many sessions on one timer, the deterministic
