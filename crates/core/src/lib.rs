@@ -28,12 +28,12 @@
 //! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window (the
 //!   registry keeps one, fed by its sessions' lines; a window's reset is one of its deadlines).
-//! - [`warning_filter`]: show a known repeated warning once, count the rest.
 //! - [`recovery`]: the continue-at-most-once decision, and the ledger that makes it durable
 //!   ([`recovery::subagent`]: the same for Claude Code subagents, keyed by session + agent id).
 //!
 //! What a host does around the policy (the capture format and its replay, the fleet metrics
-//! and their Prometheus exposition, how Claude Code was started) is the `watchdog-host` crate.
+//! and their Prometheus exposition, how Claude Code was started, warning de-dup) is the
+//! `watchdog-host` crate.
 //!
 //! # Classification (the contract)
 //!
@@ -208,7 +208,5 @@ pub use registry::{Registry, Seed, SessionSnapshot, TreeWant};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
 
 pub mod rate_limit;
-
-pub mod warning_filter;
 
 pub mod recovery;
