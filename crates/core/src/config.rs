@@ -3,18 +3,21 @@
 //! Each rule on a value lives in one type ([`PositiveDuration`], [`Factor`], [`Fraction`],
 //! [`NonZeroFraction`]): the builders check with it, and its `FromStr` parses the command
 //! line's flags, so a value is rejected in the same words everywhere ([`InvalidValue`],
-//! [`ConfigError`]). Each default lives in [`defaults`].
+//! [`ConfigError`]). Each default lives in one place, read through its typed value
+//! (`Limits::default()`); public are only the bounds a host applies itself ([`MAX_LINE`],
+//! [`INPUT_HOLD`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-pub mod defaults;
+pub(crate) mod defaults;
 pub(crate) mod mcp;
 pub(crate) mod session;
 mod size;
 pub(crate) mod values;
 
 // Named from the crate root only.
+pub use defaults::{INPUT_HOLD, MAX_LINE};
 pub(crate) use mcp::McpLimits;
 pub(crate) use session::SessionConfig;
 pub use size::{format_bytes, ByteSize};

@@ -20,7 +20,7 @@
 //! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session
 //!   id ([`facts::ClaudeSessionId`]), the last `result`'s fields ([`facts::ResultFacts`]), the
 //!   tally of its work ([`facts::Tally`]: activity, turns, subagent failures) and its quiet
-//!   spells ([`facts::spells`], the one classifier).
+//!   spells ([`facts::SpellTracker`], the one classifier).
 //! - `record`: how one run ended, as one value ([`RunRecord`]), from the registry's end
 //!   ([`Registry::finish`]) and the host's own facts (its kill ladder, the exit, the lines).
 //! - [`claude_code`]: what Claude Code itself does, as the policy applies it: its MCP limits
@@ -190,7 +190,7 @@ pub mod json_scan;
 mod record;
 mod registry;
 mod session;
-pub mod time;
+mod time;
 mod view;
 pub mod wall;
 
@@ -206,6 +206,17 @@ pub use event::{
 pub use record::{ChildExit, LineCounts, RunRecord, Stage};
 pub use registry::{Registry, Seed, SessionSnapshot, TreeWant};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
+
+/// The instant every call of the core takes.
+///
+/// On every target with an OS clock this is [`std::time::Instant`] itself, so hosts pass the
+/// instants they read and nothing changes for them. On bare WebAssembly
+/// (`wasm32-unknown-unknown`, the one core of the in-process Node API) std's `Instant` cannot
+/// be made at all (`Instant::now` panics and there is no other constructor), so there it is a
+/// point on the host's own clock, made from the host's number with `Instant::from_origin`,
+/// with the same arithmetic. The core never reads a clock itself either way: time is a
+/// parameter.
+pub use time::Instant;
 
 pub mod rate_limit;
 

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use watchdog_core::time::Instant;
+use watchdog_core::Instant;
 
 /// Where the host's zero lies on the core's clock, in nanoseconds (2^62, about 146 years).
 const ORIGIN: u64 = 1 << 62;

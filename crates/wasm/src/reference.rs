@@ -29,7 +29,7 @@
 use std::time::Duration;
 
 use watchdog_core::config::{NonZeroFraction, PositiveDuration};
-use watchdog_core::time::Instant;
+use watchdog_core::Instant;
 use watchdog_core::{Class, LineKind, Signal};
 use watchdog_core::{Event, ExtendReason, KillKind, Limits, Registry, Seed, SessionConfig};
 

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::reference::{self, OBSERVE_TABLE};
-use watchdog_core::time::Instant;
+use watchdog_core::Instant;
 use watchdog_core::{facts::ResultFacts, Outcome, Registry, SessionId, Signal};
 use watchdog_core::{Class, ConfigError, Event, ExtendReason, KillKind, Limits, LineKind};
 use watchdog_host::metrics::Counters;

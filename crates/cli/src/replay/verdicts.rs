@@ -178,7 +178,7 @@ pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> 
             Item::Overlong(n, len) => {
                 let why = format!(
                     "line of {len} bytes, longer than {} MiB",
-                    watchdog_core::config::defaults::MAX_LINE >> 20
+                    watchdog_core::config::MAX_LINE >> 20
                 );
                 skip(&mut out, n, why);
                 continue;

@@ -21,7 +21,7 @@ use watchdog_core::config::format_duration;
 
 // The longest stdout line handled as one line (the supervisor's default, and the cap `replay`
 // and `audit` read captures with); longer ones come in pieces.
-use watchdog_core::config::defaults::MAX_LINE;
+use watchdog_core::config::MAX_LINE;
 
 /// What a run shows and keeps while it runs.
 pub(super) struct Live<'h> {

@@ -119,7 +119,7 @@ impl Default for Tally {
 
 impl Tally {
     /// A tally that also keeps what the session reports while it runs (`live`: quiet spells,
-    /// MCP calls, the session id; see [`crate::facts::spells`]).
+    /// MCP calls, the session id; see [`crate::facts`]).
     pub(crate) fn new(live: bool) -> Tally {
         Tally {
             live: live.then(Box::default),

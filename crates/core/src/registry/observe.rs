@@ -70,9 +70,9 @@ impl Registry {
     }
 
     /// Feed one message the host classified itself, by a contract of its own (the in-process
-    /// Node API keeps the reference package's: the wasm crate's `reference` preset). It counts as a line of
-    /// that class with no content: its signal moves the clocks, its kind is counted, but no
-    /// tool id, result or session id is read from it (feed a line for those).
+    /// Node API keeps the reference package's: the wasm crate's `reference` preset). It counts
+    /// as a line of that class with no content: its signal moves the clocks, its kind is
+    /// counted, but no tool id, result or session id is read from it (feed a line for those).
     ///
     /// ```
     /// use std::time::{Duration, Instant};

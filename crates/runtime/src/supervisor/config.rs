@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use watchdog_core::config::{defaults::MAX_LINE, PositiveDuration};
+use watchdog_core::config::{PositiveDuration, MAX_LINE};
 use watchdog_core::{ConfigError, SessionConfig};
 
 use super::hook::{LineInfo, StdoutHook};
