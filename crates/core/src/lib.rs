@@ -23,8 +23,9 @@
 //!   spells ([`facts::SpellTracker`], the one classifier).
 //! - `record`: how one run ended, as one value ([`RunRecord`]), from the registry's end
 //!   ([`Registry::finish`]) and the host's own facts (its kill ladder, the exit, the lines).
-//! - [`claude_code`]: what Claude Code itself does, as the policy applies it: its MCP limits
-//!   ([`claude_code::mcp`]) and the `mcp__<server>__<tool>` naming.
+//! - [`mcp`]: what Claude Code itself does about MCP servers, as the policy applies it: where
+//!   it gives up on a silent call ([`mcp::give_up`]), the variables and `--mcp-config` servers
+//!   that move it ([`mcp::McpSetup`]), and the `mcp__<server>__<tool>` naming.
 //! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window (the
 //!   registry keeps one, fed by its sessions' lines; a window's reset is one of its deadlines).
@@ -178,7 +179,6 @@
 #![warn(missing_docs)]
 
 mod classify;
-pub mod claude_code;
 pub mod config;
 mod deadline_queue;
 mod event;
@@ -187,6 +187,7 @@ pub mod facts;
 // The audit crate reads transcripts with json_scan::skim; not an API for users.
 #[doc(hidden)]
 pub mod json_scan;
+pub mod mcp;
 mod record;
 mod registry;
 mod session;

@@ -71,7 +71,7 @@ fn write_text(r: &AuditReport, out: &mut String) -> fmt::Result {
     // The eight slowest tools, and every MCP tool (where sessions hang most often).
     let mut mcp = false;
     for (i, (t, d)) in r.tools.iter().enumerate() {
-        let is_mcp = watchdog_core::claude_code::mcp::is_mcp_tool(t);
+        let is_mcp = watchdog_core::mcp::is_mcp_tool(t);
         mcp |= is_mcp;
         if i < 8 || is_mcp {
             row(out, &format!("  tool {t}"), d)?;

@@ -1,13 +1,13 @@
 //! [`McpLimits`], the MCP part of [`Limits`]: the floor an MCP call sets on the no-progress
 //! kill, built from what Claude Code will do ([`McpSetup`], the facts of
-//! [`claude_code::mcp`](crate::claude_code::mcp)).
+//! [`mcp`](crate::mcp)).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::{defaults, format_duration, valid, ConfigError, Limits, PositiveDuration};
-use crate::claude_code::mcp::{mcp_server_of, HEARTBEAT_TICK};
-use crate::claude_code::mcp::{McpSetup, STARTUP_VAR};
+use crate::mcp::{mcp_server_of, HEARTBEAT_TICK};
+use crate::mcp::{McpSetup, STARTUP_VAR};
 
 /// Where Claude Code itself gives up on a silent MCP tool call, per server, and the margin the
 /// watchdog leaves it: the MCP part of [`Limits`].
@@ -18,7 +18,7 @@ use crate::claude_code::mcp::{McpSetup, STARTUP_VAR};
 /// plus its server's give-up time plus the margin. A server with no give-up time (Claude Code
 /// never aborts its calls by itself, e.g. `CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT=0`) sets no floor.
 /// The give-up times come from what the child will use ([`McpLimits::from_setup`]; the rule
-/// is [`claude_code::mcp`](crate::claude_code::mcp)).
+/// is [`mcp`](crate::mcp)).
 ///
 /// # Default
 ///
@@ -142,7 +142,7 @@ impl McpLimits {
     /// use std::collections::BTreeMap;
     /// use std::path::Path;
     /// use std::time::Duration;
-    /// use watchdog_core::claude_code::mcp::McpSetup;
+    /// use watchdog_core::mcp::McpSetup;
     /// use watchdog_core::McpLimits;
     /// let env = BTreeMap::from([("MCP_TOOL_TIMEOUT".to_owned(), "20000".to_owned())]);
     /// let setup = McpSetup::read(&["claude".to_owned()], &env, Path::new("/"), |_| Err(String::new()));

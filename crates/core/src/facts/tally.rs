@@ -285,10 +285,7 @@ impl Tally {
             LineKind::ToolProgress => {
                 // An MCP call's heartbeat (its own tool_use may be a subagent's, unseen here):
                 // show it, with the time it has been outstanding.
-                let Some(tool) = view
-                    .tool_name()
-                    .filter(|t| crate::claude_code::mcp::is_mcp_tool(t))
-                else {
+                let Some(tool) = view.tool_name().filter(|t| crate::mcp::is_mcp_tool(t)) else {
                     return;
                 };
                 if !matches!(&self.activity, Activity::Tool(t) if *t == *tool) {

@@ -344,7 +344,7 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
     view.for_each_block(|b| match b {
         ContentBlock::ToolUse { id, name } => {
             s.last_tool = t;
-            if crate::claude_code::mcp::is_mcp_tool(&name) {
+            if crate::mcp::is_mcp_tool(&name) {
                 begin_mcp(s, c, &id, &name, t, limits.mcp());
             }
             if !s.has(flag::WROTE) && limits.is_write_tool(&name) {
