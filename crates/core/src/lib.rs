@@ -26,7 +26,8 @@
 //! - [`mcp`]: what Claude Code itself does about MCP servers, as the policy applies it: where
 //!   it gives up on a silent call ([`mcp::give_up`]), the variables and `--mcp-config` servers
 //!   that move it ([`mcp::McpSetup`]), and the `mcp__<server>__<tool>` naming.
-//! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
+//! - wall-clock time ([`WallMs`]): UTC calendar dates, ISO-8601 both ways, by hand
+//!   ([`format_iso_ms`], [`parse_iso_ms`]).
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window (the
 //!   registry keeps one, fed by its sessions' lines; a window's reset is one of its deadlines).
 //! - [`recovery`]: the continue-at-most-once decision, and the ledger that makes it durable
@@ -193,7 +194,7 @@ mod registry;
 mod session;
 mod time;
 mod view;
-pub mod wall;
+mod wall;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
 pub use config::mcp::McpLimits;
@@ -207,6 +208,7 @@ pub use event::{
 pub use record::{ChildExit, LineCounts, RunRecord, Stage};
 pub use registry::{Registry, Seed, SessionSnapshot, TreeWant};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
+pub use wall::{format_iso_ms, parse_iso_ms, WallMs};
 
 /// The instant every call of the core takes.
 ///

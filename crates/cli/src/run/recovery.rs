@@ -331,7 +331,7 @@ pub(crate) async fn wait_for(
 ) -> Result<(), UserSig> {
     let tty = status && std::io::stderr().is_terminal();
     let left = |now: u64| Duration::from_millis(until_ms.saturating_sub(now));
-    let iso = watchdog_core::wall::format_iso_ms(until_ms);
+    let iso = watchdog_core::format_iso_ms(until_ms);
     if !tty {
         host.status.say(&format!(
             "recovery: rate limited; waiting {} (until {iso}) to continue session {sid}; \
