@@ -5,10 +5,8 @@ use std::path::PathBuf;
 
 use agent_sdk_watchdog::LedgerUrl;
 use agent_sdk_watchdog::{FileLedger, SharedLedger};
-use watchdog_core::recovery::subagent::{
-    SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker,
-};
 use watchdog_core::recovery::{Claim, Ledger, LedgerEntry, LedgerError, Marker};
+use watchdog_core::recovery::{SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker};
 
 /// Where the markers live, as the flags and variables said.
 #[derive(Debug, Clone, Default)]

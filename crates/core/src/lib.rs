@@ -31,7 +31,7 @@
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window (the
 //!   registry keeps one, fed by its sessions' lines; a window's reset is one of its deadlines).
 //! - [`recovery`]: the continue-at-most-once decision, and the ledger that makes it durable
-//!   ([`recovery::subagent`]: the same for Claude Code subagents, keyed by session + agent id).
+//!   ([`recovery::SubagentDecision`]: the same for Claude Code subagents, keyed by session + agent id).
 //!
 //! What a host does around the policy (the capture format and its replay, the fleet metrics
 //! and their Prometheus exposition, how Claude Code was started, warning de-dup) is the

@@ -2,7 +2,7 @@
 //! agent once; a later failure gets one notice; everything else is never recovered; and how the
 //! recorded transcripts of the real CLI (testdata/subagents) end.
 
-use watchdog_core::recovery::subagent::*;
+use watchdog_core::recovery::*;
 use watchdog_core::recovery::{Claim, Recovery, Trigger};
 
 const SESSION: &str = "b042aa30-1f9b-40da-b416-11c34370df5c";

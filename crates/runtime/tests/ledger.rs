@@ -12,7 +12,10 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::{default_state_dir, FileLedger};
-use watchdog_core::recovery::*;
+use watchdog_core::recovery::{
+    Claim, Decision, Ledger, LedgerError, LedgerState, Marker, Notice, Recovery, Skip,
+    TerminalFacts, Trigger, OUTPUT_LIMIT_PROMPT,
+};
 use watchdog_core::{facts::ClaudeSessionId, facts::ResultFacts, Outcome};
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";

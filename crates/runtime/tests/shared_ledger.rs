@@ -12,8 +12,8 @@ use std::process::Command;
 use std::sync::{Arc, Barrier};
 
 use agent_sdk_watchdog::{FileLedger, LedgerBackend, LedgerUrl, SharedLedger};
-use watchdog_core::recovery::subagent::{SubagentKey, SubagentLedger, SubagentMarker};
 use watchdog_core::recovery::*;
+use watchdog_core::recovery::{SubagentKey, SubagentLedger, SubagentMarker};
 use watchdog_core::{facts::ClaudeSessionId, facts::ResultFacts, Outcome};
 
 const T: u64 = 1_796_030_000_000;

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Barrier};
 
 use agent_sdk_watchdog::FileLedger;
-use watchdog_core::recovery::subagent::*;
+use watchdog_core::recovery::*;
 use watchdog_core::recovery::{Claim, LedgerError, Recovery};
 
 const SESSION: &str = "b042aa30-1f9b-40da-b416-11c34370df5c";

@@ -1,7 +1,7 @@
 //! One subagent, one decision: read how it ended, ask the ledger, claim, and say what the parent
 //! must hear (the continuation instruction or the single notice), or nothing.
 
-use watchdog_core::recovery::subagent::{
+use watchdog_core::recovery::{
     continue_instruction, SubagentDecision, SubagentFacts, SubagentKey, SubagentLedger,
     SubagentMarker, SubagentState,
 };

@@ -3,10 +3,8 @@
 
 use std::path::PathBuf;
 
-use watchdog_core::recovery::subagent::{
-    SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker,
-};
 use watchdog_core::recovery::{Claim, LedgerError};
+use watchdog_core::recovery::{SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker};
 
 use super::durable_files::{
     create_exclusive, create_private_dir, exists, read_small, sync_dir, unavailable,

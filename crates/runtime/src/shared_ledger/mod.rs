@@ -8,10 +8,8 @@ mod postgres_store;
 mod redis_store;
 mod url;
 
-use watchdog_core::recovery::subagent::{
-    SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker,
-};
 use watchdog_core::recovery::{Claim, Ledger, LedgerEntry, LedgerError, Marker};
+use watchdog_core::recovery::{SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker};
 
 use crate::ledger::records::{
     notice_record, read_marker, read_subagent_marker, session_record_name, subagent_notice_record,

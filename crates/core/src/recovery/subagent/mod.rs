@@ -1,71 +1,4 @@
-//! The subagent trigger: continue a Claude Code subagent cut off by the output token limit
-//! **once**, then stop (the `dsh-subagent-watchdog` contract on Claude Code).
-//!
-//! Pure and sans-IO, like the rest of [`recovery`](super). A host (the `agent-watchdog hook`
-//! command, or any Rust program) reads how a subagent ended from its transcript
-//! ([`SubagentEnd::from_transcript`]), asks the durable ledger what it knows about that agent
-//! ([`SubagentState`], keyed by [`SubagentKey`]: session id + agent id), and gets a
-//! [`SubagentDecision`] from [`Recovery::decide_subagent`]:
-//!
-//! | how the agent ended | ledger | decision |
-//! |---|---|---|
-//! | the output limit ([`SubagentEnd::OutputLimit`]), a continuable type | no marker | **continue once**: claim the marker, then tell the parent to `SendMessage` that agent |
-//! | the output limit, one-shot type (`Explore`, `Plan`) or unknown type | no marker | nothing ([`SubagentSkip::OneShot`], [`SubagentSkip::TypeUnknown`]) |
-//! | the same failure the marker was made for (a duplicate event, a restart, `--resume`; failures are told apart by their ordinal, [`TranscriptEnd::failure_id`]) | marker | nothing ([`SubagentSkip::Duplicate`]) |
-//! | a later output-limit or API error failure | marker | **one notice** with the facts and the manual options |
-//! | completed, refused, aborted, running, another API error, unknown | no marker | nothing ([`SubagentSkip::NotATrigger`]) |
-//! | completed, or anything that is not a failure | marker | nothing ([`SubagentSkip::ContinuationEnded`]) |
-//! | anything | notice given | nothing ([`SubagentSkip::AlreadyNoticed`]) |
-//!
-//! The output-limit trigger of the policy ([`Trigger::OutputLimit`]) switches this one too: a
-//! policy with it off never continues a subagent ([`SubagentSkip::Disabled`]).
-//!
-//! # The host's protocol
-//!
-//! 1. `state = SubagentState::from(ledger.get(&key)?)`; `decision = recovery.decide_subagent(&facts, &state)`.
-//! 2. On [`SubagentDecision::Continue`]: [`SubagentMarker::for_continue`], then
-//!    `ledger.try_claim(&key, &marker)`; only on [`Claim::Won`] tell the parent.
-//! 3. On [`SubagentDecision::Notice`]: `ledger.record_notice(&key)`; show the notice only when it
-//!    returns `Ok(true)`.
-//!
-//! Any error means: do nothing (fail closed).
-//!
-//! ```
-//! use watchdog_core::recovery::subagent::*;
-//! use watchdog_core::recovery::{Claim, Recovery};
-//!
-//! let session = "b042aa30-1f9b-40da-b416-11c34370df5c";
-//! let key = SubagentKey::new(session, "a02f401cf8728967a").unwrap();
-//! let ledger = MemorySubagentLedger::default();
-//! let recovery = Recovery::default();
-//! let cut_off = |failure: &str| SubagentFacts {
-//!     key: key.clone(),
-//!     agent_type: Some("general-purpose".into()),
-//!     end: SubagentEnd::OutputLimit,
-//!     failure_id: Some(failure.into()),
-//!     error: None,
-//!     seen_at_ms: 1_000,
-//! };
-//!
-//! // First cut-off: continue once.
-//! let facts = cut_off("failure-1");
-//! let decision = recovery.decide_subagent(&facts, &ledger.get(&key).unwrap().into());
-//! assert!(matches!(decision, SubagentDecision::Continue { .. }));
-//! let marker = SubagentMarker::for_continue(&facts, &decision).unwrap();
-//! assert_eq!(ledger.try_claim(&key, &marker).unwrap(), Claim::Won);
-//!
-//! // The same failure seen again (Stop after PostToolUseFailure, a resume): nothing.
-//! let again = recovery.decide_subagent(&facts, &ledger.get(&key).unwrap().into());
-//! assert_eq!(again, SubagentDecision::Nothing(SubagentSkip::Duplicate));
-//!
-//! // The continued agent is cut off again: one notice, then nothing.
-//! let second = cut_off("failure-2");
-//! let decision = recovery.decide_subagent(&second, &ledger.get(&key).unwrap().into());
-//! assert!(matches!(decision, SubagentDecision::Notice(_)));
-//! assert!(ledger.record_notice(&key).unwrap());
-//! let decision = recovery.decide_subagent(&second, &ledger.get(&key).unwrap().into());
-//! assert_eq!(decision, SubagentDecision::Nothing(SubagentSkip::AlreadyNoticed));
-//! ```
+//! The subagent trigger (described in [`crate::recovery`]).
 
 mod ledger;
 mod transcript;
@@ -96,7 +29,7 @@ pub const SUBAGENT_MARKER_VERSION: u32 = 1;
 /// letters, digits, `-` or `_`, so it is safe in a file name.
 ///
 /// ```
-/// use watchdog_core::recovery::subagent::validate_agent_id;
+/// use watchdog_core::recovery::validate_agent_id;
 /// assert!(validate_agent_id("a02f401cf8728967a").is_ok());
 /// assert!(validate_agent_id("../x").is_err());
 /// assert!(validate_agent_id("").is_err());
