@@ -43,7 +43,7 @@ pub use state_dir::{default_state_dir, default_state_dir_from_env, STATE_DIR_NAM
 ///     subagents/noticed/<session-id>.<agent-id>.json     its single notice
 /// ```
 ///
-/// Subagent markers ([`SubagentLedger`]) follow the same rules, keyed by session id + agent id
+/// Subagent markers (`Ledger<SubagentKey, SubagentMarker>`) follow the same rules, keyed by session id + agent id
 /// ([`SubagentKey`], both validated before any path is built); their directories are created
 /// on first use.
 ///
@@ -89,7 +89,6 @@ pub use state_dir::{default_state_dir, default_state_dir_from_env, STATE_DIR_NAM
 /// [`Ledger`]: watchdog_core::recovery::Ledger
 /// [`Ledger::try_claim`]: watchdog_core::recovery::Ledger::try_claim
 /// [`SubagentKey`]: watchdog_core::recovery::SubagentKey
-/// [`SubagentLedger`]: watchdog_core::recovery::SubagentLedger
 #[derive(Debug, Clone)]
 pub struct FileLedger {
     dir: PathBuf,

@@ -168,7 +168,7 @@ fn one_uuid_has_one_marker_whatever_its_case() {
     let upper = ID.to_ascii_uppercase();
     assert_eq!(
         ledger
-            .try_claim(&upper, &marker(&cut_off(&upper), "upper"))
+            .try_claim(upper.as_str(), &marker(&cut_off(&upper), "upper"))
             .unwrap(),
         Claim::Won
     );
@@ -233,7 +233,7 @@ fn sixteen_threads_racing_on_one_session_exactly_one_wins_and_its_marker_is_kept
                     let ledger = FileLedger::open(dir).unwrap();
                     let m = marker(&cut_off(&id), &format!("thread {i}"));
                     barrier.wait();
-                    (i, ledger.try_claim(&id, &m).unwrap())
+                    (i, ledger.try_claim(id.as_str(), &m).unwrap())
                 })
             })
             .collect();
@@ -246,7 +246,7 @@ fn sixteen_threads_racing_on_one_session_exactly_one_wins_and_its_marker_is_kept
         assert_eq!(winners.len(), 1, "round {round}: {winners:?}");
         let stored = FileLedger::open(tmp.path())
             .unwrap()
-            .get(&id)
+            .get(id.as_str())
             .unwrap()
             .unwrap();
         assert!(stored
@@ -317,7 +317,7 @@ fn racer_process() {
         }
     }
     for (n, (id, m)) in markers.iter().enumerate() {
-        let claim = ledger.try_claim(id, m).unwrap();
+        let claim = ledger.try_claim(id.as_str(), m).unwrap();
         println!("\nracer-result {n} {tag} {claim:?}");
     }
     if std::env::var_os(RACER_HANG).is_some() {
@@ -387,7 +387,7 @@ fn four_processes_racing_on_one_session_exactly_one_wins_and_its_marker_is_kept(
     let ledger = FileLedger::open(&state).unwrap();
     for (n, w) in winners.iter().enumerate() {
         assert_eq!(w.len(), 1, "session {n}: winners {w:?}");
-        let stored = ledger.get(&race_session(n as u32)).unwrap().unwrap();
+        let stored = ledger.get(race_session(n as u32).as_str()).unwrap().unwrap();
         assert!(
             stored.marker.prompt.ends_with(&format!("[{}]", w[0])),
             "{stored:?}"
@@ -428,12 +428,12 @@ fn a_process_killed_right_after_claiming_never_gets_a_second_continuation() {
     let rerun = FileLedger::open(&state).unwrap();
     assert_eq!(
         rerun
-            .try_claim(&id, &marker(&cut_off(&id), "rerun"))
+            .try_claim(id.as_str(), &marker(&cut_off(&id), "rerun"))
             .unwrap(),
         Claim::AlreadyClaimed
     );
     assert_eq!(continuation(&r, &rerun, &cut_off(&id)), None);
-    let stored = rerun.get(&id).unwrap().unwrap();
+    let stored = rerun.get(id.as_str()).unwrap().unwrap();
     assert!(stored.marker.prompt.ends_with("[killed]"));
 }
 

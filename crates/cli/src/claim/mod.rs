@@ -85,7 +85,7 @@ fn answer(args: &ClaimArgs, now_ms: u64) -> (serde_json::Value, i32) {
         prompt: args.prompt.clone(),
         wait_until_ms: None,
     };
-    match ledger.try_claim(&sid, &marker) {
+    match ledger.try_claim(sid.as_str(), &marker) {
         Ok(Claim::Won) => (
             json!({"claimed": true, "session_id": sid, "marker": ledger.marker_place(&sid)}),
             0,

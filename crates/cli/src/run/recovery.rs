@@ -153,7 +153,7 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
         Ok(l) => l,
         Err(e) => return fail(json, e),
     };
-    let state = match ledger.get(&sid) {
+    let state = match ledger.get(sid.as_str()) {
         Ok(e) => LedgerState::from(e),
         Err(e) => return fail(json, e.to_string()),
     };
@@ -191,7 +191,7 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
         return fail(json, "no marker can be made".into());
     };
     let marker_place = ledger.marker_place(&sid);
-    match ledger.try_claim(&sid, &marker) {
+    match ledger.try_claim(sid.as_str(), &marker) {
         Ok(Claim::Won) => {}
         Ok(Claim::AlreadyClaimed) => {
             return fail(
@@ -265,7 +265,7 @@ impl Continuation {
             return (done, self.json);
         }
         let facts = facts_of(cont, ChainRole::Continuation);
-        match self.ledger.get(sid).map(LedgerState::from) {
+        match self.ledger.get(sid.as_str()).map(LedgerState::from) {
             Ok(state) => match self.recovery.decide(&facts, &state) {
                 Decision::Notice(notice) => {
                     give_notice(&self.ledger, sid, &notice, host, r);

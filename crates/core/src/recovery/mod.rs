@@ -84,8 +84,8 @@
 //! Pure and sans-IO, like the rest of this module. A host (the `agent-watchdog hook`
 //! command, or any Rust program) reads how a subagent ended from its transcript
 //! ([`SubagentEnd::from_transcript`]), asks the durable ledger what it knows about that agent
-//! ([`SubagentState`], keyed by [`SubagentKey`]: session id + agent id), and gets a
-//! [`SubagentDecision`] from [`Recovery::decide_subagent`]:
+//! ([`LedgerState`]`<`[`SubagentMarker`]`>`, keyed by [`SubagentKey`]: session id + agent id),
+//! and gets a [`SubagentDecision`] from [`Recovery::decide_subagent`]:
 //!
 //! | how the agent ended | ledger | decision |
 //! |---|---|---|
@@ -102,7 +102,7 @@
 //!
 //! # The host's protocol
 //!
-//! 1. `state = SubagentState::from(ledger.get(&key)?)`; `decision = recovery.decide_subagent(&facts, &state)`.
+//! 1. `state = LedgerState::from(ledger.get(&key)?)`; `decision = recovery.decide_subagent(&facts, &state)`.
 //! 2. On [`SubagentDecision::Continue`]: [`SubagentMarker::for_continue`], then
 //!    `ledger.try_claim(&key, &marker)`; only on [`Claim::Won`] tell the parent.
 //! 3. On [`SubagentDecision::Notice`]: `ledger.record_notice(&key)`; show the notice only when it
@@ -115,7 +115,7 @@
 //!
 //! let session = "b042aa30-1f9b-40da-b416-11c34370df5c";
 //! let key = SubagentKey::new(session, "a02f401cf8728967a").unwrap();
-//! let ledger = MemorySubagentLedger::default();
+//! let ledger = MemoryLedger::<SubagentKey, SubagentMarker>::default();
 //! let recovery = Recovery::default();
 //! let cut_off = |failure: &str| SubagentFacts {
 //!     key: key.clone(),
@@ -166,10 +166,9 @@ pub use ledger::{
     MemoryLedger, MARKER_VERSION,
 };
 pub use subagent::{
-    continue_instruction, validate_agent_id, MemorySubagentLedger, SubagentDecision, SubagentEnd,
-    SubagentEntry, SubagentFacts, SubagentKey, SubagentLedger, SubagentMarker, SubagentNotice,
-    SubagentSkip, SubagentState, TranscriptEnd, ONE_SHOT_AGENT_TYPES, SUBAGENT_CONTINUE_MESSAGE,
-    SUBAGENT_MARKER_VERSION,
+    continue_instruction, validate_agent_id, SubagentDecision, SubagentEnd, SubagentFacts,
+    SubagentKey, SubagentMarker, SubagentNotice, SubagentSkip, TranscriptEnd, ONE_SHOT_AGENT_TYPES,
+    SUBAGENT_CONTINUE_MESSAGE, SUBAGENT_MARKER_VERSION,
 };
 
 /// What made a run worth continuing.

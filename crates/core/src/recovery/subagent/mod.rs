@@ -5,12 +5,10 @@ mod transcript;
 
 use std::fmt;
 
-use super::{validate_session_id, Claim, LedgerError, Recovery, Trigger};
+use super::{validate_session_id, LedgerError, LedgerState, Recovery, Trigger};
 use crate::wall::WallMs;
 
-pub use ledger::{
-    MemorySubagentLedger, SubagentEntry, SubagentLedger, SubagentMarker, SubagentState,
-};
+pub use ledger::SubagentMarker;
 pub use transcript::{SubagentEnd, TranscriptEnd};
 
 /// Agent types Claude Code runs once and never lets the parent message again
@@ -204,7 +202,7 @@ pub enum SubagentDecision {
         message: String,
     },
     /// The continued agent failed again: give this once (after
-    /// [`SubagentLedger::record_notice`]).
+    /// [`Ledger::record_notice`](crate::recovery::Ledger::record_notice)).
     Notice(Box<SubagentNotice>),
     /// Do nothing, for this reason.
     Nothing(SubagentSkip),
@@ -215,11 +213,11 @@ impl Recovery {
     pub fn decide_subagent(
         &self,
         facts: &SubagentFacts,
-        state: &SubagentState,
+        state: &LedgerState<SubagentMarker>,
     ) -> SubagentDecision {
         match state {
-            SubagentState::Noticed(_) => SubagentDecision::Nothing(SubagentSkip::AlreadyNoticed),
-            SubagentState::Continued(marker) => {
+            LedgerState::Noticed(_) => SubagentDecision::Nothing(SubagentSkip::AlreadyNoticed),
+            LedgerState::Continued(marker) => {
                 let same = match (&facts.failure_id, &marker.failure_id) {
                     (Some(now), Some(then)) => now == then,
                     // Without ids a later failure cannot be told from the first: stay silent.
@@ -239,7 +237,7 @@ impl Recovery {
                     }))
                 }
             }
-            SubagentState::Fresh => {
+            LedgerState::Fresh => {
                 if facts.end != SubagentEnd::OutputLimit {
                     return SubagentDecision::Nothing(SubagentSkip::NotATrigger(
                         facts.end.as_str(),
