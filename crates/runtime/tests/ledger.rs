@@ -387,7 +387,10 @@ fn four_processes_racing_on_one_session_exactly_one_wins_and_its_marker_is_kept(
     let ledger = FileLedger::open(&state).unwrap();
     for (n, w) in winners.iter().enumerate() {
         assert_eq!(w.len(), 1, "session {n}: winners {w:?}");
-        let stored = ledger.get(race_session(n as u32).as_str()).unwrap().unwrap();
+        let stored = ledger
+            .get(race_session(n as u32).as_str())
+            .unwrap()
+            .unwrap();
         assert!(
             stored.marker.prompt.ends_with(&format!("[{}]", w[0])),
             "{stored:?}"

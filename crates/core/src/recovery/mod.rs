@@ -166,9 +166,9 @@ pub use ledger::{
     MemoryLedger, MARKER_VERSION,
 };
 pub use subagent::{
-    continue_instruction, validate_agent_id, SubagentDecision, SubagentEnd, SubagentFacts,
-    SubagentKey, SubagentMarker, SubagentNotice, SubagentSkip, TranscriptEnd, ONE_SHOT_AGENT_TYPES,
-    SUBAGENT_CONTINUE_MESSAGE, SUBAGENT_MARKER_VERSION,
+    continue_instruction, SubagentDecision, SubagentEnd, SubagentFacts, SubagentKey,
+    SubagentMarker, SubagentNotice, SubagentSkip, TranscriptEnd, ONE_SHOT_AGENT_TYPES,
+    SUBAGENT_CONTINUE_MESSAGE,
 };
 
 /// What made a run worth continuing.

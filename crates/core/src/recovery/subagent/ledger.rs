@@ -9,7 +9,7 @@ use crate::wall::WallMs;
 /// The durable record that a subagent was continued, written before the parent is told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubagentMarker {
-    /// Format version ([`SUBAGENT_MARKER_VERSION`](super::SUBAGENT_MARKER_VERSION)).
+    /// Format version (1).
     pub version: u32,
     /// The session.
     pub session_id: String,

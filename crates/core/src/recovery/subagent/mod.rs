@@ -21,18 +21,11 @@ finishing. Continue the unfinished task from where you stopped, in smaller piece
 recap.";
 
 /// Format version of [`SubagentMarker`].
-pub const SUBAGENT_MARKER_VERSION: u32 = 1;
+pub(crate) const SUBAGENT_MARKER_VERSION: u32 = 1;
 
 /// Check that `id` is a plausible Claude Code agent id (`a` + 16 hex digits today): 1 to 64 ASCII
 /// letters, digits, `-` or `_`, so it is safe in a file name.
-///
-/// ```
-/// use watchdog_core::recovery::validate_agent_id;
-/// assert!(validate_agent_id("a02f401cf8728967a").is_ok());
-/// assert!(validate_agent_id("../x").is_err());
-/// assert!(validate_agent_id("").is_err());
-/// ```
-pub fn validate_agent_id(id: &str) -> Result<(), LedgerError> {
+pub(crate) fn validate_agent_id(id: &str) -> Result<(), LedgerError> {
     let ok = (1..=64).contains(&id.len())
         && id
             .bytes()
@@ -55,7 +48,8 @@ pub struct SubagentKey {
 }
 
 impl SubagentKey {
-    /// A key, if both ids are valid ([`validate_session_id`], [`validate_agent_id`]).
+    /// A key, if both ids are valid ([`validate_session_id`]; an agent id is 1 to 64 ASCII letters,
+    /// digits, `-` or `_`).
     pub fn new(session_id: &str, agent_id: &str) -> Result<SubagentKey, LedgerError> {
         validate_session_id(session_id)?;
         validate_agent_id(agent_id)?;
@@ -296,5 +290,18 @@ impl SubagentMarker {
             created_at_ms: facts.seen_at_ms,
             message: message.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_ids_are_safe_in_a_file_name() {
+        assert!(validate_agent_id("a02f401cf8728967a").is_ok());
+        assert!(validate_agent_id("../x").is_err());
+        assert!(validate_agent_id("").is_err());
+        assert!(validate_agent_id(&"a".repeat(65)).is_err());
     }
 }
