@@ -23,9 +23,10 @@ pub(crate) use session::SessionConfig;
 pub use size::{format_bytes, ByteSize};
 pub(crate) use values::ConfigError;
 
+pub(crate) use values::format_duration;
 pub use values::{
-    format_duration, parse_duration, Factor, Fraction, HumanDuration, IntoValid, InvalidValue,
-    NonZeroFraction, PositiveDuration, MAX_DURATION,
+    Factor, Fraction, HumanDuration, IntoValid, InvalidValue, NonZeroFraction, PositiveDuration,
+    MAX_DURATION,
 };
 
 /// The liveness policy of a session.

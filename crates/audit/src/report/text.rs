@@ -6,7 +6,7 @@ use std::fmt::{self, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use watchdog_core::config::format_duration;
+use watchdog_core::config::HumanDuration;
 
 use super::figures::AuditReport;
 use crate::stats::Distribution;
@@ -207,7 +207,7 @@ fn write_text(r: &AuditReport, out: &mut String) -> fmt::Result {
 }
 
 fn fmt_ms(ms: u64) -> String {
-    format_duration(Duration::from_millis(ms))
+    HumanDuration(Duration::from_millis(ms)).to_string()
 }
 
 /// An instant within a session, to a tenth of a second: `1m0.3s`, `2h5m10.0s`, `850ms`.

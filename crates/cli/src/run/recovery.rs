@@ -30,7 +30,7 @@ use crate::ledger_choice::{LedgerChoice, MarkerLedger};
 use crate::policy_args::RecoveryArgs;
 use crate::run_report::RecoveryResult;
 use crate::verdict::outcome_fields;
-use watchdog_core::config::format_duration;
+use watchdog_core::config::HumanDuration;
 
 /// The recovery policy of one `run` and where its markers live.
 #[derive(Debug, Clone)]
@@ -336,7 +336,7 @@ pub(crate) async fn wait_for(
         host.status.say(&format!(
             "recovery: rate limited; waiting {} (until {iso}) to continue session {sid}; \
              Ctrl-C aborts",
-            format_duration(left(wall_ms()))
+            HumanDuration(left(wall_ms())).to_string()
         ));
     }
     loop {
@@ -350,7 +350,7 @@ pub(crate) async fn wait_for(
                 format!(
                     "\r\x1b[2Kagent-watchdog: rate limited; continuing session {sid} in {} \
                      (Ctrl-C aborts)",
-                    format_duration(secs)
+                    HumanDuration(secs).to_string()
                 )
                 .as_bytes(),
             );
