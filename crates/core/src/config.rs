@@ -512,7 +512,7 @@ mod default_tables {
             ),
             (
                 "margin",
-                format!("{} ([`HEARTBEAT_TICK`])", dur(m.margin())),
+                format!("{} (Claude Code's heartbeat tick)", dur(m.margin())),
             ),
         ]);
         let limits_and_mcp = [include_str!("config.rs"), include_str!("config/mcp.rs")].concat();

@@ -29,7 +29,7 @@ use serde_json::Value;
 /// Claude Code's heartbeat tick: while a tool call is outstanding it prints a `tool_progress`
 /// line every 30 s from the start of the call, and it checks an MCP call's idle limit on that
 /// tick.
-pub const HEARTBEAT_TICK: Duration = Duration::from_secs(30);
+pub(crate) const HEARTBEAT_TICK: Duration = Duration::from_secs(30);
 
 /// Claude Code's own idle limit on a stdio MCP server's call (1,800 s): with no response and no
 /// progress notification for that long it aborts the call with an `is_error` tool result,
@@ -100,7 +100,7 @@ pub(crate) fn mcp_server_of(tool: &str) -> Option<&str> {
 }
 
 /// Where Claude Code gives up on a silent call, counted from its start, given the limits it
-/// uses for the server: `idle` (its idle limit, checked on each [`HEARTBEAT_TICK`] from the
+/// uses for the server: `idle` (its idle limit, checked on each heartbeat tick, 30 s, from the
 /// start of the call, so the abort comes at the first tick at or after it; `None` when
 /// disabled) and `hard` (its wall-clock limit per call, exact; `None` when there is none to
 /// wait for). The earlier of the two; `None` when neither applies.

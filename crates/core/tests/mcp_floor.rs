@@ -10,8 +10,10 @@ mod common;
 use std::time::Duration;
 
 use common::{lines, sec, H};
-use watchdog_core::mcp::HEARTBEAT_TICK;
 use watchdog_core::{Event, KillKind, Limits, McpLimits, Outcome};
+
+/// Claude Code's heartbeat tick.
+const HEARTBEAT_TICK: Duration = Duration::from_secs(30);
 
 const CALL: &str = "toolu_mock_mcp_1";
 const TOOL: &str = "mcp__probe__wait";

@@ -7,6 +7,12 @@ use watchdog_core::recovery::{Claim, Recovery, Trigger};
 
 const SESSION: &str = "b042aa30-1f9b-40da-b416-11c34370df5c";
 const AGENT: &str = "a02f401cf8728967a";
+/// The message the parent is told to send (the contract's words).
+const SUBAGENT_CONTINUE_MESSAGE: &str = "You stopped at the output token limit before \
+finishing. Continue the unfinished task from where you stopped, in smaller pieces, without \
+recap.";
+/// The agent types Claude Code runs once.
+const ONE_SHOT_AGENT_TYPES: &[&str] = &["Explore", "Plan"];
 
 fn key() -> SubagentKey {
     SubagentKey::new(SESSION, AGENT).unwrap()

@@ -167,8 +167,7 @@ pub use ledger::{
 };
 pub use subagent::{
     continue_instruction, SubagentDecision, SubagentEnd, SubagentFacts, SubagentKey,
-    SubagentMarker, SubagentNotice, SubagentSkip, TranscriptEnd, ONE_SHOT_AGENT_TYPES,
-    SUBAGENT_CONTINUE_MESSAGE,
+    SubagentMarker, SubagentNotice, SubagentSkip, TranscriptEnd,
 };
 
 /// What made a run worth continuing.

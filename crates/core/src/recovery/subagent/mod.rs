@@ -13,10 +13,10 @@ pub use transcript::{SubagentEnd, TranscriptEnd};
 
 /// Agent types Claude Code runs once and never lets the parent message again
 /// (`Explore`, `Plan`): never continued.
-pub const ONE_SHOT_AGENT_TYPES: &[&str] = &["Explore", "Plan"];
+pub(crate) const ONE_SHOT_AGENT_TYPES: &[&str] = &["Explore", "Plan"];
 
 /// The message the parent sends to the cut-off agent.
-pub const SUBAGENT_CONTINUE_MESSAGE: &str = "You stopped at the output token limit before \
+pub(crate) const SUBAGENT_CONTINUE_MESSAGE: &str = "You stopped at the output token limit before \
 finishing. Continue the unfinished task from where you stopped, in smaller pieces, without \
 recap.";
 
