@@ -524,10 +524,7 @@ mod default_tables {
             ("output_limit", on(Trigger::OutputLimit)),
             ("after_kill", on(Trigger::AfterKill)),
             ("rate_limit_wait", on(Trigger::RateLimitWait)),
-            (
-                "prompts",
-                "[`OUTPUT_LIMIT_PROMPT`], [`AFTER_KILL_PROMPT`], [`RATE_LIMIT_PROMPT`]".into(),
-            ),
+            ("prompts", "one per trigger ([`Recovery::prompt`])".into()),
             ("max_wait", dur(r.max_wait())),
             ("reset_margin", dur(r.reset_margin())),
         ]

@@ -14,12 +14,16 @@ use std::time::{Duration, Instant};
 use agent_sdk_watchdog::{default_state_dir, FileLedger};
 use watchdog_core::recovery::{
     Claim, Decision, Ledger, LedgerError, LedgerState, Marker, Notice, Recovery, Skip,
-    TerminalFacts, Trigger, OUTPUT_LIMIT_PROMPT,
+    TerminalFacts, Trigger,
 };
 use watchdog_core::{facts::ClaudeSessionId, facts::ResultFacts, Outcome};
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
+
+fn output_limit_prompt() -> String {
+    Recovery::default().prompt(Trigger::OutputLimit).to_owned()
+}
 
 fn max_tokens() -> Outcome {
     Outcome::ErrorResult(Box::new(ResultFacts {
@@ -43,7 +47,7 @@ fn marker(facts: &TerminalFacts, tag: &str) -> Marker {
     let d = Recovery::default()
         .with_prompt(
             Trigger::OutputLimit,
-            format!("{OUTPUT_LIMIT_PROMPT} [{tag}]"),
+            format!("{} [{tag}]", output_limit_prompt()),
         )
         .unwrap()
         .decide(facts, &LedgerState::Fresh);
@@ -577,7 +581,7 @@ fn the_full_chain_continue_once_then_one_notice_then_nothing() {
 
     // The user's run is cut off: the first claim wins, continue.
     let prompt = continuation(&r, &FileLedger::open(tmp.path()).unwrap(), &first);
-    assert_eq!(prompt.as_deref(), Some(OUTPUT_LIMIT_PROMPT));
+    assert_eq!(prompt.as_deref(), Some(output_limit_prompt().as_str()));
 
     // The same trigger delivered again (a rerun, a duplicate event): the marker exists, so
     // no second continuation.

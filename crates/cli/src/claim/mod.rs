@@ -105,12 +105,13 @@ fn answer(args: &ClaimArgs, now_ms: u64) -> (serde_json::Value, i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use watchdog_core::recovery::AFTER_KILL_PROMPT;
 
     fn args(sid: &str, dir: &std::path::Path) -> ClaimArgs {
         ClaimArgs {
             session_id: sid.into(),
-            prompt: AFTER_KILL_PROMPT.into(),
+            prompt: watchdog_core::recovery::Recovery::default()
+                .prompt(Trigger::AfterKill)
+                .into(),
             after_kill: Some("idle".into()),
             state_dir: Some(dir.to_owned()),
             ledger: None,

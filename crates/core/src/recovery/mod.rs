@@ -201,14 +201,17 @@ impl fmt::Display for Trigger {
 }
 
 /// Default continuation prompt after the output token limit.
-pub const OUTPUT_LIMIT_PROMPT: &str = "Your previous reply hit the output token limit before \
+pub(crate) const OUTPUT_LIMIT_PROMPT: &str =
+    "Your previous reply hit the output token limit before \
 the task was finished. Continue the unfinished task from where it stopped, in smaller pieces, \
 without recap.";
 /// Default continuation prompt after a watchdog kill.
-pub const AFTER_KILL_PROMPT: &str = "The previous run was stopped because it stopped making \
+pub(crate) const AFTER_KILL_PROMPT: &str =
+    "The previous run was stopped because it stopped making \
 progress. Continue the unfinished task from where it stopped, without recap.";
 /// Default continuation prompt after a rate-limit wait.
-pub const RATE_LIMIT_PROMPT: &str = "The rate limit has reset. Continue the unfinished task \
+pub(crate) const RATE_LIMIT_PROMPT: &str =
+    "The rate limit has reset. Continue the unfinished task \
 from where it stopped, without recap.";
 
 /// The recovery policy: which triggers are on, the prompts, the wait bounds. Plain data.
@@ -220,7 +223,7 @@ from where it stopped, without recap.";
 /// | `output_limit` | on | continue after `api_error: "max_output_tokens"` |
 /// | `after_kill` | off | continue after an `idle`, `no_progress` or `linger` kill |
 /// | `rate_limit_wait` | off | wait for a rejected window's reset, then continue |
-/// | prompts | [`OUTPUT_LIMIT_PROMPT`], [`AFTER_KILL_PROMPT`], [`RATE_LIMIT_PROMPT`] | the continuation prompt of each trigger; non-empty |
+/// | prompts | one per trigger ([`Recovery::prompt`]) | the continuation prompt of each trigger; non-empty |
 /// | `max_wait` | 6h | a reset further away than this is not waited for; > 0 |
 /// | `reset_margin` | 30s | added to the reset time before continuing |
 ///
@@ -233,9 +236,9 @@ from where it stopped, without recap.";
 /// assert!(d.is_enabled(Trigger::OutputLimit));
 /// assert!(!d.is_enabled(Trigger::AfterKill));
 /// assert!(!d.is_enabled(Trigger::RateLimitWait));
-/// assert_eq!(d.prompt(Trigger::OutputLimit), OUTPUT_LIMIT_PROMPT);
-/// assert_eq!(d.prompt(Trigger::AfterKill), AFTER_KILL_PROMPT);
-/// assert_eq!(d.prompt(Trigger::RateLimitWait), RATE_LIMIT_PROMPT);
+/// assert!(d.prompt(Trigger::OutputLimit).starts_with("Your previous reply hit the output token limit"));
+/// assert!(d.prompt(Trigger::AfterKill).starts_with("The previous run was stopped"));
+/// assert!(d.prompt(Trigger::RateLimitWait).starts_with("The rate limit has reset."));
 /// assert_eq!(d.max_wait(), Duration::from_secs(6 * 3600));
 /// assert_eq!(d.reset_margin(), Duration::from_secs(30));
 /// ```
