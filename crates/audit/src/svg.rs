@@ -215,7 +215,7 @@ pub fn render_svg(r: &AuditReport) -> String {
         };
         let text = format!(
             "{label} {}",
-            HumanDuration(std::time::Duration::from_millis(*ms)).to_string()
+            HumanDuration(std::time::Duration::from_millis(*ms))
         );
         let _ = writeln!(
             s,

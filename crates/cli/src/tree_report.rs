@@ -113,7 +113,7 @@ pub fn memory_detail(kill: &Kill) -> String {
             "the process tree used {}, over --max-rss {} for {}",
             format_bytes(rss),
             format_bytes(max),
-            HumanDuration(over.unwrap_or_default()).to_string()
+            HumanDuration(over.unwrap_or_default())
         ),
         _ => "the process tree's memory stayed above --max-rss".to_owned(),
     }
@@ -167,7 +167,7 @@ pub fn kill_clause(kill: &Kill) -> String {
         KillKind::NoProgress if e.capped => format!(
             "; its tool's processes were busy, which held the kill {} past --no-progress, up \
              to --busy-cap{}",
-            HumanDuration(e.held).to_string(),
+            HumanDuration(e.held),
             named.map_or(String::new(), |n| format!(
                 ": {}{n}",
                 tool.unwrap_or_default()
@@ -175,8 +175,8 @@ pub fn kill_clause(kill: &Kill) -> String {
         ),
         KillKind::NoProgress if !e.held.is_zero() => format!(
             "; its tool's processes were busy until {} ago (held {}){}",
-            HumanDuration(kill.since_progress.saturating_sub(e.held)).to_string(),
-            HumanDuration(e.held).to_string(),
+            HumanDuration(kill.since_progress.saturating_sub(e.held)),
+            HumanDuration(e.held),
             named.map_or(String::new(), |n| format!(
                 ": {}{n}",
                 tool.unwrap_or_default()

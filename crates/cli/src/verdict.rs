@@ -164,38 +164,32 @@ pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
 /// extension that held, if any.
 pub fn kill_detail(kill: &Kill) -> String {
     let detail = match kill.kind {
-        KillKind::Startup => format!(
-            "no stdout line for {}",
-            HumanDuration(kill.elapsed).to_string()
-        ),
+        KillKind::Startup => format!("no stdout line for {}", HumanDuration(kill.elapsed)),
         KillKind::Idle => format!(
             "no stdout line for {} (last progress {} ago)",
-            HumanDuration(kill.since_keepalive).to_string(),
-            HumanDuration(kill.since_progress).to_string()
+            HumanDuration(kill.since_keepalive),
+            HumanDuration(kill.since_progress)
         ),
         KillKind::NoProgress if kill.since_keepalive < kill.since_progress => format!(
             "no progress for {}, only keep-alives (last one {} ago)",
-            HumanDuration(kill.since_progress).to_string(),
-            HumanDuration(kill.since_keepalive).to_string()
+            HumanDuration(kill.since_progress),
+            HumanDuration(kill.since_keepalive)
         ),
         KillKind::NoProgress => format!(
             "no progress and no stdout line for {}",
-            HumanDuration(kill.since_progress).to_string()
+            HumanDuration(kill.since_progress)
         ),
         KillKind::Linger => format!(
             "it printed its result but was still running {} later",
-            HumanDuration(kill.since_progress).to_string()
+            HumanDuration(kill.since_progress)
         ),
-        KillKind::Ceiling => format!(
-            "it reached the ceiling of {}",
-            HumanDuration(kill.elapsed).to_string()
-        ),
+        KillKind::Ceiling => format!("it reached the ceiling of {}", HumanDuration(kill.elapsed)),
         KillKind::Memory => crate::tree_report::memory_detail(kill),
         KillKind::OutputBlocked => format!(
             "our stdout took nothing for {} (the reader stopped reading)",
-            HumanDuration(kill.output_blocked.unwrap_or_default()).to_string()
+            HumanDuration(kill.output_blocked.unwrap_or_default())
         ),
-        other => format!("{other} after {}", HumanDuration(kill.elapsed).to_string()),
+        other => format!("{other} after {}", HumanDuration(kill.elapsed)),
     };
     // An announced API back-off storm was under way: the API failed, not the session.
     let detail = match &kill.backoff {
@@ -222,7 +216,7 @@ pub fn kill_detail(kill: &Kill) -> String {
         Some(c) => format!(
             "{detail}; in flight: tool {} {}",
             c.tool,
-            HumanDuration(c.outstanding).to_string()
+            HumanDuration(c.outstanding)
         ),
         None => detail,
     };
@@ -235,7 +229,7 @@ pub fn killed_clause(kill: &Kill, what: &str) -> String {
     format!(
         "killed {what} ({}) after {}: {}.",
         kill.kind,
-        HumanDuration(kill.elapsed).to_string(),
+        HumanDuration(kill.elapsed),
         kill_detail(kill)
     )
 }

@@ -283,7 +283,7 @@ fn event_line(v: &ReplayRun, e: &TimedEvent) -> String {
                 watchdog_core::StallClock::NoProgress => "no-progress",
                 other => other.as_str(),
             },
-            HumanDuration(*remaining).to_string()
+            HumanDuration(*remaining)
         ),
         Event::Killed(k) => format!("KILL {}: {}", k.kind, crate::verdict::kill_detail(k)),
         Event::Ended { outcome, .. } => format!("ended: {}", outcome.as_str()),
@@ -301,10 +301,10 @@ pub fn write_human(
     writeln!(
         out,
         "replay of {name} (idle {}, no-progress {}, startup {}, linger {}, ceiling {})",
-        HumanDuration(limits.idle()).to_string(),
-        HumanDuration(limits.no_progress()).to_string(),
-        HumanDuration(limits.startup()).to_string(),
-        HumanDuration(limits.linger()).to_string(),
+        HumanDuration(limits.idle()),
+        HumanDuration(limits.no_progress()),
+        HumanDuration(limits.startup()),
+        HumanDuration(limits.linger()),
         limits
             .ceiling()
             .map_or("none".into(), |d| HumanDuration(d).to_string()),
@@ -376,8 +376,8 @@ fn write_run(v: &ReplayRun, out: &mut impl Write) -> io::Result<()> {
         (Some(k), _) => format!(
             "killed ({}) at {}, {} since the last progress",
             k.kind,
-            HumanDuration(k.elapsed).to_string(),
-            HumanDuration(k.since_progress).to_string()
+            HumanDuration(k.elapsed),
+            HumanDuration(k.since_progress)
         ),
         (None, o) => o.as_str().to_string(),
     };

@@ -320,7 +320,7 @@ impl Live<'_> {
                 self.host.status.say(&format!(
                     "warning: {what} for a while; it will be stopped ({kind}) in {} unless it \
                      moves",
-                    HumanDuration(remaining).to_string()
+                    HumanDuration(remaining)
                 ));
             }
             _ => {}

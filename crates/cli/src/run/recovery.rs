@@ -336,7 +336,7 @@ pub(crate) async fn wait_for(
         host.status.say(&format!(
             "recovery: rate limited; waiting {} (until {iso}) to continue session {sid}; \
              Ctrl-C aborts",
-            HumanDuration(left(wall_ms())).to_string()
+            HumanDuration(left(wall_ms()))
         ));
     }
     loop {
@@ -350,7 +350,7 @@ pub(crate) async fn wait_for(
                 format!(
                     "\r\x1b[2Kagent-watchdog: rate limited; continuing session {sid} in {} \
                      (Ctrl-C aborts)",
-                    HumanDuration(secs).to_string()
+                    HumanDuration(secs)
                 )
                 .as_bytes(),
             );

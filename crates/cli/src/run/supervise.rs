@@ -218,7 +218,7 @@ pub(crate) async fn supervise(
                 live.host.status.say(&format!(
                     "{} still runs {} after {}: killing its whole process tree",
                     live.what,
-                    HumanDuration(signals.grace).to_string(),
+                    HumanDuration(signals.grace),
                     signals.first.map_or("the signal", UserSig::name),
                 ));
                 live.handle.kill_tree_now();

@@ -63,4 +63,4 @@ mod reading;
 #[doc(hidden)]
 pub use format::percent_half_up;
 pub use monitor::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
-pub use reading::{Reading, Status, Window};
+pub use reading::{Reading, Status, Window, MAX_UTILIZATION};

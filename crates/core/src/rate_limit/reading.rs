@@ -6,7 +6,7 @@ use crate::wall::WallMs;
 
 /// The largest utilization accepted (1000 %). A larger value is taken for a unit mistake
 /// (a percentage, say) and ignored, as are negative, NaN and infinite values.
-pub(crate) const MAX_UTILIZATION: f64 = 10.0;
+pub const MAX_UTILIZATION: f64 = 10.0;
 
 /// Largest instant JavaScript's `Date` can hold (±8.64e15 ms); later reset times are ignored.
 const MAX_DATE_MS: f64 = 8.64e15;
