@@ -197,10 +197,10 @@ mod view;
 mod wall;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
+pub use config::limits::Limits;
 pub use config::mcp::McpLimits;
 pub use config::session::SessionConfig;
 pub use config::values::ConfigError;
-pub use config::Limits;
 pub use event::{
     Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutcomeKind, SessionId,
     StallClock,
