@@ -140,7 +140,7 @@ impl Gen<'_> {
     }
     fn tick(&mut self, max_ms: u64) -> String {
         self.t += self.rng.below(max_ms) as i64 + 1;
-        watchdog_core::wall::format_iso_ms(self.t as u64)
+        watchdog_core::format_iso_ms(self.t as u64)
     }
     fn common(&self) -> String {
         format!(

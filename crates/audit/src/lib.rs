@@ -7,7 +7,7 @@
 //! memory), the report's types and renderers. Inside: `transcript` (files → timed entries),
 //! `spells` (spell kinds, endings, runs), `stats` (percentiles), `simulate` (the core registry
 //! in virtual time), `recommend` (the ladder), `report` (text and JSON), `svg` (the plot).
-//! Timestamps are read by [`watchdog_core::wall::parse_iso_ms`], lines skimmed by the core's
+//! Timestamps are read by [`watchdog_core::parse_iso_ms`], lines skimmed by the core's
 //! JSON skimmer.
 //!
 //! The library prints nothing: [`audit_paths`] / [`audit_files`] return an [`AuditReport`], and

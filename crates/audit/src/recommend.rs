@@ -71,9 +71,13 @@ mod tests {
         ] {
             let v = round_up(ms);
             assert!(v <= MAX_MS, "{ms} -> {v}");
-            let text = watchdog_core::config::format_duration(std::time::Duration::from_millis(v));
+            let text = watchdog_core::config::HumanDuration(std::time::Duration::from_millis(v))
+                .to_string();
             assert!(
-                watchdog_core::config::parse_duration(&text).is_ok(),
+                &text
+                    .parse::<watchdog_core::config::HumanDuration>()
+                    .map(watchdog_core::config::HumanDuration::get)
+                    .is_ok(),
                 "{ms} -> {text} is refused by run"
             );
         }

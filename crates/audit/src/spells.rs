@@ -38,13 +38,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use watchdog_core::facts::spells::{asks_a_person, PendingTool, ProgressLine, SpellTracker};
+use watchdog_core::facts::{asks_a_person, PendingTool, ProgressLine, SpellTracker};
 
 use super::transcript::{Ending, Entry, EntryKind, Format, Stop};
 
-/// What a quiet spell was: the core's, whose classifier ([`watchdog_core::facts::spells`])
+/// What a quiet spell was: the core's, whose classifier ([`watchdog_core::facts::SpellTracker`])
 /// decides every spell, live or back-filled.
-pub use watchdog_core::facts::spells::SpellKind;
+pub use watchdog_core::facts::SpellKind;
 
 /// One quiet spell.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::report::AuditReport;
 use super::spells::SpellKind;
-use watchdog_core::config::format_duration;
+use watchdog_core::config::HumanDuration;
 
 /// Histogram bins: 4 per decade from 10 ms to 10⁸ ms (about 28 h); shorter spells go in the
 /// first bin, longer ones in the last.
@@ -61,7 +61,7 @@ const TICKS_MS: [u64; 8] = [
 const COLORS: [&str; 4] = ["#4e79a7", "#f28e2b", "#9c9c9c", "#59a14f"];
 
 fn range(k: usize, lo: u64, hi: u64, n: usize) -> String {
-    let d = |ms| format_duration(std::time::Duration::from_millis(ms));
+    let d = |ms| HumanDuration(std::time::Duration::from_millis(ms)).to_string();
     if k == 0 {
         format!("under {}", d(hi))
     } else if k + 1 == n {
@@ -117,7 +117,7 @@ pub fn render_svg(r: &AuditReport) -> String {
     );
     for ms in TICKS_MS {
         let x = x_of(ms as f64);
-        let label = format_duration(std::time::Duration::from_millis(ms));
+        let label = HumanDuration(std::time::Duration::from_millis(ms)).to_string();
         let _ = writeln!(
             s,
             r#"<line x1="{x:.1}" y1="{y0}" x2="{x:.1}" y2="{:.1}" stroke="black"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
@@ -215,7 +215,7 @@ pub fn render_svg(r: &AuditReport) -> String {
         };
         let text = format!(
             "{label} {}",
-            format_duration(std::time::Duration::from_millis(*ms))
+            HumanDuration(std::time::Duration::from_millis(*ms))
         );
         let _ = writeln!(
             s,

@@ -517,7 +517,7 @@ fn spell_lists_are_kept_only_when_asked_for_and_count_from_the_origin() {
     assert!(c.spell_list[0].start_ms >= 520, "{:?}", c.spell_list[0]);
     assert!(c.spell_list[0].start_ms < 2 * 520, "{:?}", c.spell_list[0]);
     let t = kept.sessions.iter().find(|s| s.file == transcript).unwrap();
-    let first = watchdog_core::wall::parse_iso_ms("2026-11-30T09:17:55.082Z");
+    let first = watchdog_core::parse_iso_ms("2026-11-30T09:17:55.082Z");
     assert_eq!(t.origin_wall_ms, first);
     assert!(run(false).sessions.iter().all(|s| s.spell_list.is_empty()));
 }

@@ -169,9 +169,10 @@ fn the_plot_is_well_formed_with_one_bar_per_non_empty_bin_and_kind() {
     assert!(expected > 3);
     assert_eq!(bars, expected);
     assert_eq!(svg.matches(r#"class="threshold""#).count(), 4);
-    let idle = watchdog_core::config::format_duration(std::time::Duration::from_millis(
+    let idle = watchdog_core::config::HumanDuration(std::time::Duration::from_millis(
         r.recommended.idle_ms,
-    ));
+    ))
+    .to_string();
     assert!(
         svg.contains(&format!("recommended --idle {idle}")),
         "{idle}"

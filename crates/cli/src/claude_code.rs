@@ -1,9 +1,9 @@
 //! The child's Claude Code as `run`, `replay` and `audit` see it: the core's facts
-//! ([`watchdog_core::claude_code::mcp`]: the MCP rule, the `mcp__` naming; [`watchdog_host::claude_code`]: the invocation, the session flags) over
+//! ([`watchdog_core::mcp`]: the MCP rule, the `mcp__` naming; [`watchdog_host::claude_code`]: the invocation, the session flags) over
 //! what only a host reads: the environment, the working directory, and the MCP config files a
 //! command line names ([`read_config`]: regular files only).
 //!
-//! Only the variables of [`VARS`](watchdog_core::claude_code::mcp::VARS) are read, and
+//! Only the variables of [`VARS`](watchdog_core::mcp::VARS) are read, and
 //! only they are recorded in a capture's `start` record (never the rest of the environment).
 
 use std::borrow::Cow;
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use watchdog_core::claude_code::mcp::McpSetup;
+use watchdog_core::mcp::McpSetup;
 use watchdog_core::Limits;
 use watchdog_host::capture::{Entry, Record, StartFacts};
 use watchdog_host::claude_code::{relevant_env, Invocation};

@@ -5,10 +5,8 @@ use std::path::PathBuf;
 
 use agent_sdk_watchdog::LedgerUrl;
 use agent_sdk_watchdog::{FileLedger, SharedLedger};
-use watchdog_core::recovery::subagent::{
-    SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker,
-};
 use watchdog_core::recovery::{Claim, Ledger, LedgerEntry, LedgerError, Marker};
+use watchdog_core::recovery::{SubagentKey, SubagentMarker};
 
 /// Where the markers live, as the flags and variables said.
 #[derive(Debug, Clone, Default)]
@@ -75,23 +73,29 @@ impl Ledger for MarkerLedger {
     }
 }
 
-impl SubagentLedger for MarkerLedger {
+impl Ledger<SubagentKey, SubagentMarker> for MarkerLedger {
     fn try_claim(&self, key: &SubagentKey, marker: &SubagentMarker) -> Result<Claim, LedgerError> {
         match self {
-            MarkerLedger::File(l) => SubagentLedger::try_claim(l, key, marker),
-            MarkerLedger::Shared(l) => SubagentLedger::try_claim(&**l, key, marker),
+            MarkerLedger::File(l) => {
+                Ledger::<SubagentKey, SubagentMarker>::try_claim(l, key, marker)
+            }
+            MarkerLedger::Shared(l) => {
+                Ledger::<SubagentKey, SubagentMarker>::try_claim(&**l, key, marker)
+            }
         }
     }
-    fn get(&self, key: &SubagentKey) -> Result<Option<SubagentEntry>, LedgerError> {
+    fn get(&self, key: &SubagentKey) -> Result<Option<LedgerEntry<SubagentMarker>>, LedgerError> {
         match self {
-            MarkerLedger::File(l) => SubagentLedger::get(l, key),
-            MarkerLedger::Shared(l) => SubagentLedger::get(&**l, key),
+            MarkerLedger::File(l) => Ledger::<SubagentKey, SubagentMarker>::get(l, key),
+            MarkerLedger::Shared(l) => Ledger::<SubagentKey, SubagentMarker>::get(&**l, key),
         }
     }
     fn record_notice(&self, key: &SubagentKey) -> Result<bool, LedgerError> {
         match self {
-            MarkerLedger::File(l) => SubagentLedger::record_notice(l, key),
-            MarkerLedger::Shared(l) => SubagentLedger::record_notice(&**l, key),
+            MarkerLedger::File(l) => Ledger::<SubagentKey, SubagentMarker>::record_notice(l, key),
+            MarkerLedger::Shared(l) => {
+                Ledger::<SubagentKey, SubagentMarker>::record_notice(&**l, key)
+            }
         }
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use watchdog_core::config::format_duration;
+use watchdog_core::config::HumanDuration;
 
 /// Where our stderr output goes: plain, or around a live status line.
 #[derive(Debug)]
@@ -76,7 +76,7 @@ pub fn render(
     last_progress: Option<Instant>,
     rate: Option<&str>,
 ) -> String {
-    let secs = |d: Duration| format_duration(Duration::from_secs(d.as_secs()));
+    let secs = |d: Duration| HumanDuration(Duration::from_secs(d.as_secs())).to_string();
     let mut s = format!(
         "{} · {activity} {}",
         secs(now.saturating_duration_since(start)),

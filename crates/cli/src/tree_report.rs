@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use watchdog_core::config::{format_bytes, format_duration};
+use watchdog_core::config::{format_bytes, HumanDuration};
 use watchdog_core::evidence::{ProcFacts, Receipt, TreeEvidence, TreeFacts};
 use watchdog_core::{Kill, KillKind};
 
@@ -113,7 +113,7 @@ pub fn memory_detail(kill: &Kill) -> String {
             "the process tree used {}, over --max-rss {} for {}",
             format_bytes(rss),
             format_bytes(max),
-            format_duration(over.unwrap_or_default())
+            HumanDuration(over.unwrap_or_default())
         ),
         _ => "the process tree's memory stayed above --max-rss".to_owned(),
     }
@@ -126,7 +126,7 @@ fn coarse(ms: u64) -> String {
     match ms {
         0..=9 => "0".into(),
         10..=999 => format!("{ms}ms"),
-        _ => format_duration(Duration::from_secs((ms + 500) / 1000)),
+        _ => HumanDuration(Duration::from_secs((ms + 500) / 1000)).to_string(),
     }
 }
 
@@ -167,7 +167,7 @@ pub fn kill_clause(kill: &Kill) -> String {
         KillKind::NoProgress if e.capped => format!(
             "; its tool's processes were busy, which held the kill {} past --no-progress, up \
              to --busy-cap{}",
-            format_duration(e.held),
+            HumanDuration(e.held),
             named.map_or(String::new(), |n| format!(
                 ": {}{n}",
                 tool.unwrap_or_default()
@@ -175,8 +175,8 @@ pub fn kill_clause(kill: &Kill) -> String {
         ),
         KillKind::NoProgress if !e.held.is_zero() => format!(
             "; its tool's processes were busy until {} ago (held {}){}",
-            format_duration(kill.since_progress.saturating_sub(e.held)),
-            format_duration(e.held),
+            HumanDuration(kill.since_progress.saturating_sub(e.held)),
+            HumanDuration(e.held),
             named.map_or(String::new(), |n| format!(
                 ": {}{n}",
                 tool.unwrap_or_default()

@@ -8,7 +8,7 @@ use watchdog_core::{
     rate_limit::RateLimitMonitor, Event, Kill, KillKind, LineKind, Outcome, RunRecord,
 };
 
-use watchdog_core::config::format_duration;
+use watchdog_core::config::HumanDuration;
 
 pub use crate::millis::{ms, offset_ms};
 
@@ -164,35 +164,32 @@ pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
 /// extension that held, if any.
 pub fn kill_detail(kill: &Kill) -> String {
     let detail = match kill.kind {
-        KillKind::Startup => format!("no stdout line for {}", format_duration(kill.elapsed)),
+        KillKind::Startup => format!("no stdout line for {}", HumanDuration(kill.elapsed)),
         KillKind::Idle => format!(
             "no stdout line for {} (last progress {} ago)",
-            format_duration(kill.since_keepalive),
-            format_duration(kill.since_progress)
+            HumanDuration(kill.since_keepalive),
+            HumanDuration(kill.since_progress)
         ),
         KillKind::NoProgress if kill.since_keepalive < kill.since_progress => format!(
             "no progress for {}, only keep-alives (last one {} ago)",
-            format_duration(kill.since_progress),
-            format_duration(kill.since_keepalive)
+            HumanDuration(kill.since_progress),
+            HumanDuration(kill.since_keepalive)
         ),
         KillKind::NoProgress => format!(
             "no progress and no stdout line for {}",
-            format_duration(kill.since_progress)
+            HumanDuration(kill.since_progress)
         ),
         KillKind::Linger => format!(
             "it printed its result but was still running {} later",
-            format_duration(kill.since_progress)
+            HumanDuration(kill.since_progress)
         ),
-        KillKind::Ceiling => format!(
-            "it reached the ceiling of {}",
-            format_duration(kill.elapsed)
-        ),
+        KillKind::Ceiling => format!("it reached the ceiling of {}", HumanDuration(kill.elapsed)),
         KillKind::Memory => crate::tree_report::memory_detail(kill),
         KillKind::OutputBlocked => format!(
             "our stdout took nothing for {} (the reader stopped reading)",
-            format_duration(kill.output_blocked.unwrap_or_default())
+            HumanDuration(kill.output_blocked.unwrap_or_default())
         ),
-        other => format!("{other} after {}", format_duration(kill.elapsed)),
+        other => format!("{other} after {}", HumanDuration(kill.elapsed)),
     };
     // An announced API back-off storm was under way: the API failed, not the session.
     let detail = match &kill.backoff {
@@ -219,7 +216,7 @@ pub fn kill_detail(kill: &Kill) -> String {
         Some(c) => format!(
             "{detail}; in flight: tool {} {}",
             c.tool,
-            format_duration(c.outstanding)
+            HumanDuration(c.outstanding)
         ),
         None => detail,
     };
@@ -232,7 +229,7 @@ pub fn killed_clause(kill: &Kill, what: &str) -> String {
     format!(
         "killed {what} ({}) after {}: {}.",
         kill.kind,
-        format_duration(kill.elapsed),
+        HumanDuration(kill.elapsed),
         kill_detail(kill)
     )
 }

@@ -88,7 +88,7 @@ fn first_timestamp_ms(file: &Path) -> i64 {
         .find_map(|v| {
             v["timestamp"]
                 .as_str()
-                .and_then(watchdog_core::wall::parse_iso_ms)
+                .and_then(watchdog_core::parse_iso_ms)
         })
         .unwrap()
 }

@@ -353,14 +353,14 @@ pub enum Event {
         /// The id the `init` carried (`None`: no valid one).
         got: Option<crate::facts::ClaudeSessionId>,
     },
-    /// Quiet spells that lines of the session ended (see [`crate::facts::spells`]), in order:
+    /// Quiet spells that lines of the session ended (see [`crate::facts`]), in order:
     /// those of the lines read together come in one event. Only for a session registered with
     /// [`SessionConfig::with_live_facts`](crate::SessionConfig::with_live_facts).
     QuietSpells {
         /// The session.
         id: SessionId,
         /// The spells, oldest first.
-        spells: Vec<crate::facts::spells::QuietSpell>,
+        spells: Vec<crate::facts::QuietSpell>,
     },
     /// The MCP calls the session has outstanding changed: all of them now (empty: none).
     /// Only for a session registered with

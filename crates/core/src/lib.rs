@@ -20,23 +20,22 @@
 //! - [`facts`]: what a session said about itself, owned by the registry: Claude Code's session
 //!   id ([`facts::ClaudeSessionId`]), the last `result`'s fields ([`facts::ResultFacts`]), the
 //!   tally of its work ([`facts::Tally`]: activity, turns, subagent failures) and its quiet
-//!   spells ([`facts::spells`], the one classifier).
+//!   spells ([`facts::SpellTracker`], the one classifier).
 //! - `record`: how one run ended, as one value ([`RunRecord`]), from the registry's end
 //!   ([`Registry::finish`]) and the host's own facts (its kill ladder, the exit, the lines).
-//! - [`claude_code`]: what Claude Code itself does, as the policy applies it: its MCP limits
-//!   ([`claude_code::mcp`]) and the `mcp__<server>__<tool>` naming.
-//! - [`wall`]: UTC calendar dates, ISO-8601 both ways, by hand.
-//! - [`reference`](mod@reference): the reference TypeScript package's contract (the npm package's
-//!   in-process `createWatchdog()`) as a preset of the registry: its limits, its rule that
-//!   registering starts the clocks, and which messages its `observe()` counts.
+//! - [`mcp`]: what Claude Code itself does about MCP servers, as the policy applies it: where
+//!   it gives up on a silent call ([`mcp::give_up`]), the variables and `--mcp-config` servers
+//!   that move it ([`mcp::McpSetup`]), and the `mcp__<server>__<tool>` naming.
+//! - wall-clock time ([`WallMs`]): UTC calendar dates, ISO-8601 both ways, by hand
+//!   ([`format_iso_ms`], [`parse_iso_ms`]).
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window (the
 //!   registry keeps one, fed by its sessions' lines; a window's reset is one of its deadlines).
-//! - [`warning_filter`]: show a known repeated warning once, count the rest.
 //! - [`recovery`]: the continue-at-most-once decision, and the ledger that makes it durable
-//!   ([`recovery::subagent`]: the same for Claude Code subagents, keyed by session + agent id).
+//!   ([`recovery::SubagentDecision`]: the same for Claude Code subagents, keyed by session + agent id).
 //!
 //! What a host does around the policy (the capture format and its replay, the fleet metrics
-//! and their Prometheus exposition, how Claude Code was started) is the `watchdog-host` crate.
+//! and their Prometheus exposition, how Claude Code was started, warning de-dup) is the
+//! `watchdog-host` crate.
 //!
 //! # Classification (the contract)
 //!
@@ -181,7 +180,6 @@
 #![warn(missing_docs)]
 
 mod classify;
-pub mod claude_code;
 pub mod config;
 mod deadline_queue;
 mod event;
@@ -190,29 +188,39 @@ pub mod facts;
 // The audit crate reads transcripts with json_scan::skim; not an API for users.
 #[doc(hidden)]
 pub mod json_scan;
+pub mod mcp;
 mod record;
-pub mod reference;
 mod registry;
 mod session;
-pub mod time;
+mod time;
 mod view;
-pub mod wall;
+mod wall;
 
 pub use classify::{classify, classify_line, Class, LineKind, Signal};
+pub use config::limits::Limits;
 pub use config::mcp::McpLimits;
 pub use config::session::SessionConfig;
 pub use config::values::ConfigError;
-pub use config::Limits;
 pub use event::{
     Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutcomeKind, SessionId,
     StallClock,
 };
 pub use record::{ChildExit, LineCounts, RunRecord, Stage};
-pub use registry::{Registry, SessionSnapshot, TreeWant};
+pub use registry::{Registry, Seed, SessionSnapshot, TreeWant};
 pub use view::{ContentBlock, Field, LineView, RawJson, Unparseable};
+pub use wall::{format_iso_ms, parse_iso_ms, WallMs};
+
+/// The instant every call of the core takes.
+///
+/// On every target with an OS clock this is [`std::time::Instant`] itself, so hosts pass the
+/// instants they read and nothing changes for them. On bare WebAssembly
+/// (`wasm32-unknown-unknown`, the one core of the in-process Node API) std's `Instant` cannot
+/// be made at all (`Instant::now` panics and there is no other constructor), so there it is a
+/// point on the host's own clock, made from the host's number with `Instant::from_origin`,
+/// with the same arithmetic. The core never reads a clock itself either way: time is a
+/// parameter.
+pub use time::Instant;
 
 pub mod rate_limit;
-
-pub mod warning_filter;
 
 pub mod recovery;

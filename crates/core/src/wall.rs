@@ -78,7 +78,7 @@ impl Civil {
 /// `YYYY-MM-DDTHH:mm:ss.sssZ`, and `+YYYYYY` for years after 9999.
 ///
 /// ```
-/// use watchdog_core::wall::format_iso_ms;
+/// use watchdog_core::format_iso_ms;
 /// assert_eq!(format_iso_ms(1_900_003_600_000), "2030-03-17T18:46:40.000Z");
 /// assert_eq!(format_iso_ms(1_500), "1970-01-01T00:00:01.500Z");
 /// ```
@@ -115,7 +115,7 @@ fn digits(b: &[u8], at: usize, n: usize) -> Option<i64> {
 /// instead of `Z`. Anything else is `None`.
 ///
 /// ```
-/// use watchdog_core::wall::parse_iso_ms;
+/// use watchdog_core::parse_iso_ms;
 /// assert_eq!(parse_iso_ms("2030-03-17T18:46:40.000Z"), Some(1_900_003_600_000));
 /// assert_eq!(parse_iso_ms("2030-03-17T19:46:40+01:00"), Some(1_900_003_600_000));
 /// assert_eq!(parse_iso_ms("2030-03-17"), None);

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use watchdog_core::config::defaults::INPUT_HOLD;
+use watchdog_core::config::INPUT_HOLD;
 use watchdog_core::{Event, KillKind, Limits, LineView, Registry, SessionConfig, SessionId};
 
 const ASSISTANT: &[u8] = br#"{"type":"assistant","message":{"content":[]}}"#;

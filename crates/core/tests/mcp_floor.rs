@@ -10,8 +10,10 @@ mod common;
 use std::time::Duration;
 
 use common::{lines, sec, H};
-use watchdog_core::claude_code::mcp::HEARTBEAT_TICK;
 use watchdog_core::{Event, KillKind, Limits, McpLimits, Outcome};
+
+/// Claude Code's heartbeat tick.
+const HEARTBEAT_TICK: Duration = Duration::from_secs(30);
 
 const CALL: &str = "toolu_mock_mcp_1";
 const TOOL: &str = "mcp__probe__wait";
@@ -105,7 +107,7 @@ fn a_call_claude_code_never_aborts_is_killed_at_its_floor_and_named() {
 fn a_short_claude_code_limit_gives_a_short_floor() {
     // CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT=20000: Claude Code aborts on the 30 s tick; the
     // floor is 30 s + 30 s from the call's start, so a 5 s no-progress limit waits for it.
-    let give_up = watchdog_core::claude_code::mcp::give_up(Some(sec(20.0)), None);
+    let give_up = watchdog_core::mcp::give_up(Some(sec(20.0)), None);
     assert_eq!(give_up, Some(sec(30.0)));
     let limits = Limits::default()
         .with_no_progress(sec(5.0))

@@ -23,10 +23,10 @@
 mod common;
 
 use serde_json::{json, Value};
+use watchdog_core::format_iso_ms;
 use watchdog_core::rate_limit::{
     percent_half_up, RateLimitConfig, RateLimitEvent, RateLimitMonitor, Reading, Status,
 };
-use watchdog_core::wall::format_iso_ms;
 use watchdog_core::LineView;
 
 /// 2030-03-17T18:46:40Z, a reset time used by the fixtures (epoch seconds).

@@ -108,7 +108,7 @@ fn continued(trigger: Trigger) -> LedgerState {
         // The marker was written when the first run ended, a minute before the run decided here.
         created_at_ms: T - 60_000,
         original: f.summary(),
-        prompt: OUTPUT_LIMIT_PROMPT.into(),
+        prompt: Recovery::default().prompt(Trigger::OutputLimit).into(),
         wait_until_ms: None,
     })
 }
@@ -168,7 +168,7 @@ fn after_kill_continues_idle_no_progress_and_linger_kills_only_when_enabled() {
             fresh(&all_on(), &f),
             Decision::Continue {
                 trigger: Trigger::AfterKill,
-                prompt: AFTER_KILL_PROMPT.into(),
+                prompt: Recovery::default().prompt(Trigger::AfterKill).into(),
                 wait_until: None
             },
             "{kind}"
@@ -205,7 +205,7 @@ fn rate_limit_rejection_from_the_real_cli_waits_for_the_reset_plus_margin() {
         fresh(&all_on(), &f),
         Decision::Continue {
             trigger: Trigger::RateLimitWait,
-            prompt: RATE_LIMIT_PROMPT.into(),
+            prompt: Recovery::default().prompt(Trigger::RateLimitWait).into(),
             wait_until: Some(1_796_034_707_000 + 30_000)
         }
     );
@@ -613,7 +613,10 @@ fn marker_is_json_with_trigger_time_original_facts_and_prompt() {
     assert_eq!(v["original"]["outcome"], "error_result");
     assert_eq!(v["original"]["api_error_status"], 429);
     assert_eq!(v["original"]["rate_limit_resets_at_ms"], T + 60_000);
-    assert_eq!(v["prompt"], RATE_LIMIT_PROMPT);
+    assert_eq!(
+        v["prompt"],
+        Recovery::default().prompt(Trigger::RateLimitWait)
+    );
     assert_eq!(v["wait_until_ms"], T + 90_000);
     assert_eq!(Marker::from_json(&m.to_json()).unwrap(), m);
     assert!(matches!(
@@ -693,7 +696,9 @@ fn policy_defaults_and_validation() {
     assert!(!r.is_enabled(Trigger::RateLimitWait));
     assert_eq!(r.max_wait(), Duration::from_secs(6 * 3600));
     assert_eq!(r.reset_margin(), Duration::from_secs(30));
-    assert_eq!(r.prompt(Trigger::OutputLimit), OUTPUT_LIMIT_PROMPT);
+    assert!(r
+        .prompt(Trigger::OutputLimit)
+        .contains("output token limit"));
     assert!(r.clone().with_prompt(Trigger::AfterKill, "  ").is_err());
     assert_eq!(
         r.with_max_wait(Duration::ZERO).unwrap_err().to_string(),

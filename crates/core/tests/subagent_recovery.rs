@@ -2,11 +2,17 @@
 //! agent once; a later failure gets one notice; everything else is never recovered; and how the
 //! recorded transcripts of the real CLI (testdata/subagents) end.
 
-use watchdog_core::recovery::subagent::*;
+use watchdog_core::recovery::*;
 use watchdog_core::recovery::{Claim, Recovery, Trigger};
 
 const SESSION: &str = "b042aa30-1f9b-40da-b416-11c34370df5c";
 const AGENT: &str = "a02f401cf8728967a";
+/// The message the parent is told to send (the contract's words).
+const SUBAGENT_CONTINUE_MESSAGE: &str = "You stopped at the output token limit before \
+finishing. Continue the unfinished task from where you stopped, in smaller pieces, without \
+recap.";
+/// The agent types Claude Code runs once.
+const ONE_SHOT_AGENT_TYPES: &[&str] = &["Explore", "Plan"];
 
 fn key() -> SubagentKey {
     SubagentKey::new(SESSION, AGENT).unwrap()
@@ -31,15 +37,15 @@ fn cut_off(failure_id: &str) -> SubagentFacts {
     )
 }
 
-fn continued_state(failure_id: &str) -> SubagentState {
+fn continued_state(failure_id: &str) -> LedgerState<SubagentMarker> {
     let f = cut_off(failure_id);
-    let d = Recovery::default().decide_subagent(&f, &SubagentState::Fresh);
-    SubagentState::Continued(SubagentMarker::for_continue(&f, &d).unwrap())
+    let d = Recovery::default().decide_subagent(&f, &LedgerState::Fresh);
+    LedgerState::Continued(SubagentMarker::for_continue(&f, &d).unwrap())
 }
 
 #[test]
 fn first_output_limit_of_a_continuable_agent_is_continued_once() {
-    let d = Recovery::default().decide_subagent(&cut_off("u1"), &SubagentState::Fresh);
+    let d = Recovery::default().decide_subagent(&cut_off("u1"), &LedgerState::Fresh);
     assert_eq!(
         d,
         SubagentDecision::Continue {
@@ -57,7 +63,7 @@ fn first_output_limit_of_a_continuable_agent_is_continued_once() {
 fn custom_agent_types_are_continuable() {
     let f = facts(SubagentEnd::OutputLimit, Some("code-reviewer"), "u1");
     assert!(matches!(
-        Recovery::default().decide_subagent(&f, &SubagentState::Fresh),
+        Recovery::default().decide_subagent(&f, &LedgerState::Fresh),
         SubagentDecision::Continue { .. }
     ));
 }
@@ -67,14 +73,14 @@ fn one_shot_and_unverifiable_agents_are_never_continued() {
     for t in ONE_SHOT_AGENT_TYPES {
         let f = facts(SubagentEnd::OutputLimit, Some(t), "u1");
         assert_eq!(
-            Recovery::default().decide_subagent(&f, &SubagentState::Fresh),
+            Recovery::default().decide_subagent(&f, &LedgerState::Fresh),
             SubagentDecision::Nothing(SubagentSkip::OneShot((*t).into()))
         );
     }
     for t in [None, Some("")] {
         let f = facts(SubagentEnd::OutputLimit, t, "u1");
         assert_eq!(
-            Recovery::default().decide_subagent(&f, &SubagentState::Fresh),
+            Recovery::default().decide_subagent(&f, &LedgerState::Fresh),
             SubagentDecision::Nothing(SubagentSkip::TypeUnknown)
         );
     }
@@ -93,7 +99,7 @@ fn everything_but_the_output_limit_is_never_recovered() {
         let name = end.as_str();
         let f = facts(end, Some("general-purpose"), "u1");
         assert_eq!(
-            Recovery::default().decide_subagent(&f, &SubagentState::Fresh),
+            Recovery::default().decide_subagent(&f, &LedgerState::Fresh),
             SubagentDecision::Nothing(SubagentSkip::NotATrigger(name)),
             "{name}"
         );
@@ -104,11 +110,11 @@ fn everything_but_the_output_limit_is_never_recovered() {
 fn the_output_limit_trigger_switches_subagents_too() {
     let off = Recovery::default().with_trigger(Trigger::OutputLimit, false);
     assert_eq!(
-        off.decide_subagent(&cut_off("u1"), &SubagentState::Fresh),
+        off.decide_subagent(&cut_off("u1"), &LedgerState::Fresh),
         SubagentDecision::Nothing(SubagentSkip::Disabled)
     );
     assert_eq!(
-        Recovery::disabled().decide_subagent(&cut_off("u1"), &SubagentState::Fresh),
+        Recovery::disabled().decide_subagent(&cut_off("u1"), &LedgerState::Fresh),
         SubagentDecision::Nothing(SubagentSkip::Disabled)
     );
 }
@@ -174,10 +180,10 @@ fn a_continued_agent_that_completes_is_left_alone() {
 
 #[test]
 fn after_the_notice_nothing_more() {
-    let SubagentState::Continued(m) = continued_state("u1") else {
+    let LedgerState::Continued(m) = continued_state("u1") else {
         unreachable!()
     };
-    let noticed = SubagentState::Noticed(m);
+    let noticed = LedgerState::Noticed(m);
     for f in [cut_off("u1"), cut_off("u3")] {
         assert_eq!(
             Recovery::default().decide_subagent(&f, &noticed),
@@ -199,11 +205,11 @@ fn keys_are_validated_and_name_one_file() {
 
 #[test]
 fn memory_ledger_claims_once_and_notices_once() {
-    let l = MemorySubagentLedger::default();
+    let l = MemoryLedger::<SubagentKey, SubagentMarker>::default();
     let f = cut_off("u1");
     let m = SubagentMarker::for_continue(
         &f,
-        &Recovery::default().decide_subagent(&f, &SubagentState::Fresh),
+        &Recovery::default().decide_subagent(&f, &LedgerState::Fresh),
     )
     .unwrap();
     assert!(!l.record_notice(&key()).unwrap(), "no marker, no notice");
@@ -214,8 +220,8 @@ fn memory_ledger_claims_once_and_notices_once() {
     assert!(l.record_notice(&key()).unwrap());
     assert!(!l.record_notice(&key()).unwrap());
     assert!(matches!(
-        SubagentState::from(l.get(&key()).unwrap()),
-        SubagentState::Noticed(_)
+        LedgerState::from(l.get(&key()).unwrap()),
+        LedgerState::Noticed(_)
     ));
 }
 

@@ -13,7 +13,11 @@
 //!   scrape ([`metrics::scrape`]).
 //! - [`claude_code`]: how Claude Code was started ([`claude_code::Invocation`]: `{argv, env,
 //!   cwd}`), which session it runs, the hook timeout. The MCP rule it implies is the policy's
-//!   ([`watchdog_core::claude_code::mcp`]).
+//!   ([`watchdog_core::mcp`]).
+//! - [`tree`]: what a host reads of the child's process tree for the core's evidence: a
+//!   process's command line, bounded and redacted ([`tree::command_line`]).
+//! - [`warning_filter`]: show a known repeated warning once, count the rest (the SDK's warnings
+//!   with a code, the child's stderr lines; behind the `tracing` feature, a `tracing` layer).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -21,3 +25,5 @@ pub mod capture;
 pub mod claude_code;
 pub mod metrics;
 pub mod replay;
+pub mod tree;
+pub mod warning_filter;

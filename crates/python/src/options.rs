@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use watchdog_core::config::parse_duration;
+use watchdog_core::config::HumanDuration;
 use watchdog_core::{ConfigError, Limits};
 
 /// A config error as Python's `ValueError`, in the core's words.
@@ -37,7 +37,8 @@ pub(crate) fn seconds(option: &'static str, value: f64) -> PyResult<Duration> {
 /// Parse a duration such as `90s`, `10m`, `1h30m`, `250ms` into seconds (the core's syntax).
 #[pyfunction]
 pub(crate) fn parse_duration_seconds(option: &str, text: &str) -> PyResult<f64> {
-    parse_duration(text)
+    text.parse::<HumanDuration>()
+        .map(HumanDuration::get)
         .map(|d| d.as_secs_f64())
         .map_err(|e| PyValueError::new_err(format!("{option} {e}")))
 }

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use watchdog_core::rate_limit::{Reading, Status};
-use watchdog_core::wall::{format_iso_ms, WallMs};
+use watchdog_core::{format_iso_ms, WallMs};
 use watchdog_core::{
     rate_limit::RateLimitConfig, rate_limit::RateLimitEvent, rate_limit::RateLimitMonitor,
 };

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use watchdog_core::config::format_duration;
+use watchdog_core::config::HumanDuration;
 use watchdog_core::{Event, Kill};
 
 use crate::options::limits_dict;
@@ -90,7 +90,7 @@ impl Inner {
 
 /// Why the session was killed, in words.
 fn kill_reason(k: &Kill) -> String {
-    let d = format_duration;
+    let d = |d| HumanDuration(d).to_string();
     match k.kind.as_str() {
         "ceiling" => format!("the session reached its ceiling (age {})", d(k.elapsed)),
         "startup" => format!("no output at all since the start ({})", d(k.elapsed)),

@@ -5,13 +5,13 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 
-/// The core's once-per-code warning de-dup ([`watchdog_core::warning_filter::WarningFilter`]): the Python
+/// The core's once-per-code warning de-dup ([`watchdog_host::warning_filter::WarningFilter`]): the Python
 /// warning filter keys it by the warning's category.
 #[pyclass(module = "agent_sdk_watchdog._native")]
 pub(crate) struct WarningDedup {
     /// The filter holds an optional `Send` callback (unused here), so it is not `Sync`: a
     /// mutex makes the class shareable (it is only ever touched with the GIL held).
-    inner: Mutex<watchdog_core::warning_filter::WarningFilter>,
+    inner: Mutex<watchdog_host::warning_filter::WarningFilter>,
 }
 
 #[pymethods]
@@ -19,7 +19,7 @@ impl WarningDedup {
     #[new]
     fn new(codes: Vec<String>) -> Self {
         WarningDedup {
-            inner: Mutex::new(watchdog_core::warning_filter::WarningFilter::with_codes(
+            inner: Mutex::new(watchdog_host::warning_filter::WarningFilter::with_codes(
                 codes,
             )),
         }
@@ -29,8 +29,8 @@ impl WarningDedup {
     fn check(&self, code: &str) -> &'static str {
         let mut f = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         match f.check(code) {
-            watchdog_core::warning_filter::WarningDecision::Pass => "pass",
-            watchdog_core::warning_filter::WarningDecision::First => "first",
+            watchdog_host::warning_filter::WarningDecision::Pass => "pass",
+            watchdog_host::warning_filter::WarningDecision::First => "first",
             _ => "suppressed",
         }
     }

@@ -43,7 +43,7 @@ pub use state_dir::{default_state_dir, default_state_dir_from_env, STATE_DIR_NAM
 ///     subagents/noticed/<session-id>.<agent-id>.json     its single notice
 /// ```
 ///
-/// Subagent markers ([`SubagentLedger`]) follow the same rules, keyed by session id + agent id
+/// Subagent markers (`Ledger<SubagentKey, SubagentMarker>`) follow the same rules, keyed by session id + agent id
 /// ([`SubagentKey`], both validated before any path is built); their directories are created
 /// on first use.
 ///
@@ -55,7 +55,7 @@ pub use state_dir::{default_state_dir, default_state_dir_from_env, STATE_DIR_NAM
 /// # Example
 ///
 /// ```
-/// use watchdog_core::recovery::*;
+/// use watchdog_core::recovery::{Claim, Ledger, Marker, Recovery, TerminalFacts};
 /// use watchdog_core::{facts::ClaudeSessionId, Outcome, facts::ResultFacts};
 /// use agent_sdk_watchdog::FileLedger;
 ///
@@ -88,8 +88,7 @@ pub use state_dir::{default_state_dir, default_state_dir_from_env, STATE_DIR_NAM
 /// [`Claim::Won`]: watchdog_core::recovery::Claim::Won
 /// [`Ledger`]: watchdog_core::recovery::Ledger
 /// [`Ledger::try_claim`]: watchdog_core::recovery::Ledger::try_claim
-/// [`SubagentKey`]: watchdog_core::recovery::subagent::SubagentKey
-/// [`SubagentLedger`]: watchdog_core::recovery::subagent::SubagentLedger
+/// [`SubagentKey`]: watchdog_core::recovery::SubagentKey
 #[derive(Debug, Clone)]
 pub struct FileLedger {
     dir: PathBuf,

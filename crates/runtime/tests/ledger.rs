@@ -12,11 +12,18 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use agent_sdk_watchdog::{default_state_dir, FileLedger};
-use watchdog_core::recovery::*;
+use watchdog_core::recovery::{
+    Claim, Decision, Ledger, LedgerError, LedgerState, Marker, Notice, Recovery, Skip,
+    TerminalFacts, Trigger,
+};
 use watchdog_core::{facts::ClaudeSessionId, facts::ResultFacts, Outcome};
 
 const ID: &str = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc";
 const T: u64 = 1_796_030_000_000;
+
+fn output_limit_prompt() -> String {
+    Recovery::default().prompt(Trigger::OutputLimit).to_owned()
+}
 
 fn max_tokens() -> Outcome {
     Outcome::ErrorResult(Box::new(ResultFacts {
@@ -40,7 +47,7 @@ fn marker(facts: &TerminalFacts, tag: &str) -> Marker {
     let d = Recovery::default()
         .with_prompt(
             Trigger::OutputLimit,
-            format!("{OUTPUT_LIMIT_PROMPT} [{tag}]"),
+            format!("{} [{tag}]", output_limit_prompt()),
         )
         .unwrap()
         .decide(facts, &LedgerState::Fresh);
@@ -165,7 +172,7 @@ fn one_uuid_has_one_marker_whatever_its_case() {
     let upper = ID.to_ascii_uppercase();
     assert_eq!(
         ledger
-            .try_claim(&upper, &marker(&cut_off(&upper), "upper"))
+            .try_claim(upper.as_str(), &marker(&cut_off(&upper), "upper"))
             .unwrap(),
         Claim::Won
     );
@@ -230,7 +237,7 @@ fn sixteen_threads_racing_on_one_session_exactly_one_wins_and_its_marker_is_kept
                     let ledger = FileLedger::open(dir).unwrap();
                     let m = marker(&cut_off(&id), &format!("thread {i}"));
                     barrier.wait();
-                    (i, ledger.try_claim(&id, &m).unwrap())
+                    (i, ledger.try_claim(id.as_str(), &m).unwrap())
                 })
             })
             .collect();
@@ -243,7 +250,7 @@ fn sixteen_threads_racing_on_one_session_exactly_one_wins_and_its_marker_is_kept
         assert_eq!(winners.len(), 1, "round {round}: {winners:?}");
         let stored = FileLedger::open(tmp.path())
             .unwrap()
-            .get(&id)
+            .get(id.as_str())
             .unwrap()
             .unwrap();
         assert!(stored
@@ -314,7 +321,7 @@ fn racer_process() {
         }
     }
     for (n, (id, m)) in markers.iter().enumerate() {
-        let claim = ledger.try_claim(id, m).unwrap();
+        let claim = ledger.try_claim(id.as_str(), m).unwrap();
         println!("\nracer-result {n} {tag} {claim:?}");
     }
     if std::env::var_os(RACER_HANG).is_some() {
@@ -384,7 +391,10 @@ fn four_processes_racing_on_one_session_exactly_one_wins_and_its_marker_is_kept(
     let ledger = FileLedger::open(&state).unwrap();
     for (n, w) in winners.iter().enumerate() {
         assert_eq!(w.len(), 1, "session {n}: winners {w:?}");
-        let stored = ledger.get(&race_session(n as u32)).unwrap().unwrap();
+        let stored = ledger
+            .get(race_session(n as u32).as_str())
+            .unwrap()
+            .unwrap();
         assert!(
             stored.marker.prompt.ends_with(&format!("[{}]", w[0])),
             "{stored:?}"
@@ -425,12 +435,12 @@ fn a_process_killed_right_after_claiming_never_gets_a_second_continuation() {
     let rerun = FileLedger::open(&state).unwrap();
     assert_eq!(
         rerun
-            .try_claim(&id, &marker(&cut_off(&id), "rerun"))
+            .try_claim(id.as_str(), &marker(&cut_off(&id), "rerun"))
             .unwrap(),
         Claim::AlreadyClaimed
     );
     assert_eq!(continuation(&r, &rerun, &cut_off(&id)), None);
-    let stored = rerun.get(&id).unwrap().unwrap();
+    let stored = rerun.get(id.as_str()).unwrap().unwrap();
     assert!(stored.marker.prompt.ends_with("[killed]"));
 }
 
@@ -571,7 +581,7 @@ fn the_full_chain_continue_once_then_one_notice_then_nothing() {
 
     // The user's run is cut off: the first claim wins, continue.
     let prompt = continuation(&r, &FileLedger::open(tmp.path()).unwrap(), &first);
-    assert_eq!(prompt.as_deref(), Some(OUTPUT_LIMIT_PROMPT));
+    assert_eq!(prompt.as_deref(), Some(output_limit_prompt().as_str()));
 
     // The same trigger delivered again (a rerun, a duplicate event): the marker exists, so
     // no second continuation.

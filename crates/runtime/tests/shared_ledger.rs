@@ -12,8 +12,8 @@ use std::process::Command;
 use std::sync::{Arc, Barrier};
 
 use agent_sdk_watchdog::{FileLedger, LedgerBackend, LedgerUrl, SharedLedger};
-use watchdog_core::recovery::subagent::{SubagentKey, SubagentLedger, SubagentMarker};
 use watchdog_core::recovery::*;
+use watchdog_core::recovery::{SubagentKey, SubagentMarker};
 use watchdog_core::{facts::ClaudeSessionId, facts::ResultFacts, Outcome};
 
 const T: u64 = 1_796_030_000_000;
@@ -104,13 +104,14 @@ fn exactly_one_of_many_racing_connections_wins_and_the_notice_is_recorded_once()
                     let ledger = SharedLedger::open(&url).unwrap();
                     barrier.wait();
                     let won = Ledger::try_claim(&ledger, &id, &marker(&id, &i.to_string()));
-                    let sub = SubagentLedger::try_claim(
+                    let sub = Ledger::<SubagentKey, SubagentMarker>::try_claim(
                         &ledger,
                         &key,
                         &subagent_marker(&key, &i.to_string()),
                     );
                     let noticed = Ledger::record_notice(&ledger, &id);
-                    let sub_noticed = SubagentLedger::record_notice(&ledger, &key);
+                    let sub_noticed =
+                        Ledger::<SubagentKey, SubagentMarker>::record_notice(&ledger, &key);
                     (
                         i,
                         won.unwrap(),
@@ -145,7 +146,9 @@ fn exactly_one_of_many_racing_connections_wins_and_the_notice_is_recorded_once()
             "{url}"
         );
         assert!(entry.notice_recorded);
-        let sub = SubagentLedger::get(&ledger, &key).unwrap().unwrap();
+        let sub = Ledger::<SubagentKey, SubagentMarker>::get(&ledger, &key)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             sub.marker,
             subagent_marker(&key, &sub_winners[0].0.to_string())
@@ -250,7 +253,7 @@ fn a_record_of_another_backend_session_or_kind_is_never_misread() {
             &marker(&id, "session").to_json(),
         );
         assert!(matches!(
-            SubagentLedger::get(&shared, &key),
+            Ledger::<SubagentKey, SubagentMarker>::get(&shared, &key),
             Err(LedgerError::Corrupt(_))
         ));
     }

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Barrier};
 
 use agent_sdk_watchdog::FileLedger;
-use watchdog_core::recovery::subagent::*;
+use watchdog_core::recovery::*;
 use watchdog_core::recovery::{Claim, LedgerError, Recovery};
 
 const SESSION: &str = "b042aa30-1f9b-40da-b416-11c34370df5c";
@@ -24,7 +24,7 @@ fn marker(agent: &str, failure: &str) -> SubagentMarker {
         error: Some("cut off".into()),
         seen_at_ms: 1,
     };
-    let d = Recovery::default().decide_subagent(&facts, &SubagentState::Fresh);
+    let d = Recovery::default().decide_subagent(&facts, &LedgerState::Fresh);
     SubagentMarker::for_continue(&facts, &d).unwrap()
 }
 
@@ -32,24 +32,31 @@ fn marker(agent: &str, failure: &str) -> SubagentMarker {
 fn one_claim_per_agent_survives_a_reopen_and_sits_beside_the_session_markers() {
     let dir = tempfile::tempdir().unwrap();
     let l = FileLedger::open(dir.path()).unwrap();
-    assert_eq!(SubagentLedger::get(&l, &key(AGENT)).unwrap(), None);
+    assert_eq!(
+        Ledger::<SubagentKey, SubagentMarker>::get(&l, &key(AGENT)).unwrap(),
+        None
+    );
     let m = marker(AGENT, "u1");
     assert_eq!(
-        SubagentLedger::try_claim(&l, &key(AGENT), &m).unwrap(),
+        Ledger::<SubagentKey, SubagentMarker>::try_claim(&l, &key(AGENT), &m).unwrap(),
         Claim::Won
     );
     let again = FileLedger::open(dir.path()).unwrap();
     assert_eq!(
-        SubagentLedger::try_claim(&again, &key(AGENT), &marker(AGENT, "u9")).unwrap(),
+        Ledger::<SubagentKey, SubagentMarker>::try_claim(&again, &key(AGENT), &marker(AGENT, "u9"))
+            .unwrap(),
         Claim::AlreadyClaimed
     );
-    let entry = SubagentLedger::get(&again, &key(AGENT)).unwrap().unwrap();
+    let entry = Ledger::<SubagentKey, SubagentMarker>::get(&again, &key(AGENT))
+        .unwrap()
+        .unwrap();
     assert_eq!(entry.marker, m, "the first marker is kept");
     assert!(!entry.notice_recorded);
     // Another agent of the same session has its own marker.
     let other = "a0000000000000001";
     assert_eq!(
-        SubagentLedger::try_claim(&again, &key(other), &marker(other, "u1")).unwrap(),
+        Ledger::<SubagentKey, SubagentMarker>::try_claim(&again, &key(other), &marker(other, "u1"))
+            .unwrap(),
         Claim::Won
     );
     let path = again.subagent_marker_path(&key(AGENT));
@@ -76,12 +83,14 @@ fn one_claim_per_agent_survives_a_reopen_and_sits_beside_the_session_markers() {
 fn the_notice_is_recorded_once_and_only_after_a_marker() {
     let dir = tempfile::tempdir().unwrap();
     let l = FileLedger::open(dir.path()).unwrap();
-    assert!(!SubagentLedger::record_notice(&l, &key(AGENT)).unwrap());
-    SubagentLedger::try_claim(&l, &key(AGENT), &marker(AGENT, "u1")).unwrap();
-    assert!(SubagentLedger::record_notice(&l, &key(AGENT)).unwrap());
-    assert!(!SubagentLedger::record_notice(&l, &key(AGENT)).unwrap());
-    let state = SubagentState::from(SubagentLedger::get(&l, &key(AGENT)).unwrap());
-    assert!(matches!(state, SubagentState::Noticed(_)));
+    assert!(!Ledger::<SubagentKey, SubagentMarker>::record_notice(&l, &key(AGENT)).unwrap());
+    Ledger::<SubagentKey, SubagentMarker>::try_claim(&l, &key(AGENT), &marker(AGENT, "u1"))
+        .unwrap();
+    assert!(Ledger::<SubagentKey, SubagentMarker>::record_notice(&l, &key(AGENT)).unwrap());
+    assert!(!Ledger::<SubagentKey, SubagentMarker>::record_notice(&l, &key(AGENT)).unwrap());
+    let state =
+        LedgerState::from(Ledger::<SubagentKey, SubagentMarker>::get(&l, &key(AGENT)).unwrap());
+    assert!(matches!(state, LedgerState::Noticed(_)));
 }
 
 #[test]
@@ -95,7 +104,10 @@ fn sixteen_threads_racing_on_one_agent_exactly_one_wins() {
                 let l = FileLedger::open(dir).unwrap();
                 let m = marker(AGENT, &format!("u{i}"));
                 barrier.wait();
-                (SubagentLedger::try_claim(&l, &key(AGENT), &m).unwrap(), m)
+                (
+                    Ledger::<SubagentKey, SubagentMarker>::try_claim(&l, &key(AGENT), &m).unwrap(),
+                    m,
+                )
             })
         })
         .collect();
@@ -104,7 +116,7 @@ fn sixteen_threads_racing_on_one_agent_exactly_one_wins() {
     assert_eq!(winners.len(), 1);
     let l = FileLedger::open(dir.path()).unwrap();
     assert_eq!(
-        SubagentLedger::get(&l, &key(AGENT))
+        Ledger::<SubagentKey, SubagentMarker>::get(&l, &key(AGENT))
             .unwrap()
             .unwrap()
             .marker,
@@ -116,17 +128,18 @@ fn sixteen_threads_racing_on_one_agent_exactly_one_wins() {
 fn a_corrupt_marker_is_an_error_never_a_fresh_start() {
     let dir = tempfile::tempdir().unwrap();
     let l = FileLedger::open(dir.path()).unwrap();
-    SubagentLedger::try_claim(&l, &key(AGENT), &marker(AGENT, "u1")).unwrap();
+    Ledger::<SubagentKey, SubagentMarker>::try_claim(&l, &key(AGENT), &marker(AGENT, "u1"))
+        .unwrap();
     std::fs::write(l.subagent_marker_path(&key(AGENT)), "{half").unwrap();
     assert!(matches!(
-        SubagentLedger::get(&l, &key(AGENT)),
+        Ledger::<SubagentKey, SubagentMarker>::get(&l, &key(AGENT)),
         Err(LedgerError::Corrupt(_))
     ));
     // A marker for another agent in this agent's file is corrupt too.
     let other = marker("a0000000000000001", "u1").to_json();
     std::fs::write(l.subagent_marker_path(&key(AGENT)), other).unwrap();
     assert!(matches!(
-        SubagentLedger::get(&l, &key(AGENT)),
+        Ledger::<SubagentKey, SubagentMarker>::get(&l, &key(AGENT)),
         Err(LedgerError::Corrupt(_))
     ));
 }
@@ -141,13 +154,18 @@ fn an_unwritable_state_dir_refuses_the_claim() {
         let dir = tempfile::tempdir().unwrap();
         let l = FileLedger::open(dir.path()).unwrap();
         std::fs::write(dir.path().join("subagents"), "not a dir").unwrap();
-        assert!(SubagentLedger::try_claim(&l, &key(AGENT), &marker(AGENT, "u1")).is_err());
+        assert!(Ledger::<SubagentKey, SubagentMarker>::try_claim(
+            &l,
+            &key(AGENT),
+            &marker(AGENT, "u1")
+        )
+        .is_err());
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let l = FileLedger::open(dir.path()).unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o500)).unwrap();
-    let r = SubagentLedger::try_claim(&l, &key(AGENT), &marker(AGENT, "u1"));
+    let r = Ledger::<SubagentKey, SubagentMarker>::try_claim(&l, &key(AGENT), &marker(AGENT, "u1"));
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     assert!(r.is_err(), "{r:?}");
 }
@@ -172,7 +190,8 @@ fn a_marker_that_is_a_fifo_or_a_device_link_is_corrupt_and_claimed() {
     for fifo in [true, false] {
         let dir = tempfile::tempdir().unwrap();
         let l = FileLedger::open(dir.path()).unwrap();
-        SubagentLedger::try_claim(&l, &key(AGENT), &marker(AGENT, "u1")).unwrap();
+        Ledger::<SubagentKey, SubagentMarker>::try_claim(&l, &key(AGENT), &marker(AGENT, "u1"))
+            .unwrap();
         let path = l.subagent_marker_path(&key(AGENT));
         std::fs::remove_file(&path).unwrap();
         if fifo {
@@ -185,13 +204,14 @@ fn a_marker_that_is_a_fifo_or_a_device_link_is_corrupt_and_claimed() {
         } else {
             std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
         }
-        let err = SubagentLedger::get(&l, &key(AGENT)).unwrap_err();
+        let err = Ledger::<SubagentKey, SubagentMarker>::get(&l, &key(AGENT)).unwrap_err();
         assert!(
             matches!(&err, LedgerError::Corrupt(m) if m.contains("not a regular file")),
             "{err}"
         );
         assert_eq!(
-            SubagentLedger::try_claim(&l, &key(AGENT), &marker(AGENT, "u2")).unwrap(),
+            Ledger::<SubagentKey, SubagentMarker>::try_claim(&l, &key(AGENT), &marker(AGENT, "u2"))
+                .unwrap(),
             Claim::AlreadyClaimed
         );
     }

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use watchdog_core::time::Instant;
+use watchdog_core::Instant;
 
 /// Where the host's zero lies on the core's clock, in nanoseconds (2^62, about 146 years).
 const ORIGIN: u64 = 1 << 62;
@@ -47,13 +47,13 @@ pub fn ms(at: Instant) -> f64 {
 }
 
 /// A duration of `ms` milliseconds for a limit: `None` for `NaN`, zero or less; infinity is
-/// [`watchdog_core::reference::OFF`].
+/// [`crate::reference::OFF`].
 pub fn duration(ms: f64) -> Option<Duration> {
     if ms.is_nan() || ms <= 0.0 {
         return None;
     }
     if ms.is_infinite() {
-        return Some(watchdog_core::reference::OFF);
+        return Some(crate::reference::OFF);
     }
     let ns = ms_to_ns(ms)?.max(1);
     Some(Duration::from_nanos(ns.unsigned_abs()))
@@ -132,7 +132,7 @@ mod tests {
         assert_eq!(duration(0.0), None);
         assert_eq!(duration(-1.0), None);
         assert_eq!(duration(f64::NAN), None);
-        assert_eq!(duration(f64::INFINITY), Some(watchdog_core::reference::OFF));
+        assert_eq!(duration(f64::INFINITY), Some(crate::reference::OFF));
         assert_eq!(duration_ms(Duration::from_micros(1500)), 1.5);
     }
 }

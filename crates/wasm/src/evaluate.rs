@@ -1,10 +1,10 @@
 //! `evaluateWatchdog(timeline, now, utilization, limits)`: the reference's pure verdict of one
-//! timeline ([`watchdog_core::reference::verdict`]), from the host's numbers.
+//! timeline ([`crate::reference::verdict`]), from the host's numbers.
 
 use std::time::Duration;
 
-pub use watchdog_core::reference::Verdict;
-use watchdog_core::reference::{self, Timeline as CoreTimeline};
+pub use crate::reference::Verdict;
+use crate::reference::{self, Timeline as CoreTimeline};
 #[cfg(test)]
 use watchdog_core::{ExtendReason, KillKind};
 

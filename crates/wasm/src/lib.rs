@@ -1,7 +1,7 @@
 //! The one core of the npm package `agent-sdk-watchdog`'s in-process API, as WebAssembly.
 //!
 //! `createWatchdog()` is the core's [`Registry`](watchdog_core::Registry) under the reference
-//! preset ([`watchdog_core::reference`]), `createRateLimitMonitor()` the core's rate-limit
+//! preset ([`reference`](mod@reference)), `createRateLimitMonitor()` the core's rate-limit
 //! monitor, `metrics()` the core's counters: one module, `watchdog.wasm`, built for
 //! `wasm32-unknown-unknown` with plain exports and no imports, so Node loads it synchronously
 //! at import on every OS and CPU it runs on (`lib/core.mjs`). No second policy engine: the
@@ -23,5 +23,6 @@ pub mod abi;
 pub mod clock;
 pub mod evaluate;
 pub mod rate_limit;
+pub mod reference;
 mod state;
 pub mod watchdog;

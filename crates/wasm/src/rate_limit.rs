@@ -19,7 +19,7 @@
 
 use serde_json::{Map, Value};
 use watchdog_core::rate_limit::{Reading, Status};
-use watchdog_core::wall::WallMs;
+use watchdog_core::WallMs;
 use watchdog_core::{rate_limit::RateLimitConfig, rate_limit::RateLimitMonitor};
 
 /// Largest instant JavaScript's `Date` holds, in ms.
@@ -151,7 +151,7 @@ fn reset_ms(resets_at: f64) -> Option<Option<WallMs>> {
 /// 1000)`, or `null` where that `Date` is invalid (the caller throws `RangeError`).
 pub fn rate_limit_reset_iso(resets_at: f64) -> Option<String> {
     match reset_ms(resets_at)? {
-        Some(ms) => Some(watchdog_core::wall::format_iso_ms(ms)),
+        Some(ms) => Some(watchdog_core::format_iso_ms(ms)),
         None => Some(pre_epoch_iso(resets_at)),
     }
 }

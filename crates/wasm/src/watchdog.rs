@@ -1,5 +1,5 @@
 //! One `createWatchdog()`: the core's [`Registry`] under the reference preset
-//! ([`watchdog_core::reference`]), its counters, and the table of the host's handles.
+//! ([`crate::reference`]), its counters, and the table of the host's handles.
 //!
 //! The host (JavaScript) numbers its registrations with small slots; each slot holds the
 //! registry's session id and whether its extension was reported (the reference reports
@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use watchdog_core::reference::{self, OBSERVE_TABLE};
-use watchdog_core::time::Instant;
+use crate::reference::{self, OBSERVE_TABLE};
+use watchdog_core::Instant;
 use watchdog_core::{facts::ResultFacts, Outcome, Registry, SessionId, Signal};
 use watchdog_core::{Class, ConfigError, Event, ExtendReason, KillKind, Limits, LineKind};
 use watchdog_host::metrics::Counters;

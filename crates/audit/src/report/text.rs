@@ -6,7 +6,7 @@ use std::fmt::{self, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use watchdog_core::config::format_duration;
+use watchdog_core::config::HumanDuration;
 
 use super::figures::AuditReport;
 use crate::stats::Distribution;
@@ -71,7 +71,7 @@ fn write_text(r: &AuditReport, out: &mut String) -> fmt::Result {
     // The eight slowest tools, and every MCP tool (where sessions hang most often).
     let mut mcp = false;
     for (i, (t, d)) in r.tools.iter().enumerate() {
-        let is_mcp = watchdog_core::claude_code::mcp::is_mcp_tool(t);
+        let is_mcp = watchdog_core::mcp::is_mcp_tool(t);
         mcp |= is_mcp;
         if i < 8 || is_mcp {
             row(out, &format!("  tool {t}"), d)?;
@@ -207,7 +207,7 @@ fn write_text(r: &AuditReport, out: &mut String) -> fmt::Result {
 }
 
 fn fmt_ms(ms: u64) -> String {
-    format_duration(Duration::from_millis(ms))
+    HumanDuration(Duration::from_millis(ms)).to_string()
 }
 
 /// An instant within a session, to a tenth of a second: `1m0.3s`, `2h5m10.0s`, `850ms`.

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use agent_sdk_watchdog::LedgerUrl;
 use clap::Args;
-use watchdog_core::recovery::AFTER_KILL_PROMPT;
+use watchdog_core::recovery::{Recovery, Trigger};
 
 use crate::policy_args::{from_table, LedgerUrlParser};
 
@@ -15,7 +15,11 @@ pub struct ClaimArgs {
     /// The session to claim (a UUID).
     pub session_id: String,
     /// The continuation prompt the claimer will send (kept in the marker).
-    #[arg(long, default_value = AFTER_KILL_PROMPT, hide_default_value = true)]
+    #[arg(
+        long,
+        default_value_t = Recovery::default().prompt(Trigger::AfterKill).to_owned(),
+        hide_default_value = true
+    )]
     pub prompt: String,
     /// How the run before ended, if known: the kill kind (`idle`, `no_progress`, …); kept in
     /// the marker (unknown: `incomplete`).

@@ -85,7 +85,7 @@ fn answer(args: &ClaimArgs, now_ms: u64) -> (serde_json::Value, i32) {
         prompt: args.prompt.clone(),
         wait_until_ms: None,
     };
-    match ledger.try_claim(&sid, &marker) {
+    match ledger.try_claim(sid.as_str(), &marker) {
         Ok(Claim::Won) => (
             json!({"claimed": true, "session_id": sid, "marker": ledger.marker_place(&sid)}),
             0,
@@ -105,12 +105,13 @@ fn answer(args: &ClaimArgs, now_ms: u64) -> (serde_json::Value, i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use watchdog_core::recovery::AFTER_KILL_PROMPT;
 
     fn args(sid: &str, dir: &std::path::Path) -> ClaimArgs {
         ClaimArgs {
             session_id: sid.into(),
-            prompt: AFTER_KILL_PROMPT.into(),
+            prompt: watchdog_core::recovery::Recovery::default()
+                .prompt(Trigger::AfterKill)
+                .into(),
             after_kill: Some("idle".into()),
             state_dir: Some(dir.to_owned()),
             ledger: None,

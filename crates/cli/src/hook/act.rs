@@ -1,11 +1,10 @@
 //! One subagent, one decision: read how it ended, ask the ledger, claim, and say what the parent
 //! must hear (the continuation instruction or the single notice), or nothing.
 
-use watchdog_core::recovery::subagent::{
-    continue_instruction, SubagentDecision, SubagentFacts, SubagentKey, SubagentLedger,
-    SubagentMarker, SubagentState,
+use watchdog_core::recovery::{
+    continue_instruction, SubagentDecision, SubagentFacts, SubagentKey, SubagentMarker,
 };
-use watchdog_core::recovery::{Claim, Recovery};
+use watchdog_core::recovery::{Claim, Ledger, LedgerState, Recovery};
 
 use super::session_files::SubagentFiles;
 
@@ -30,7 +29,7 @@ impl Said {
 /// Where the ledger comes from: opened only when first needed.
 pub trait LedgerSource {
     /// The ledger type.
-    type Ledger: SubagentLedger;
+    type Ledger: Ledger<SubagentKey, SubagentMarker>;
     /// The ledger, opened on first use.
     fn ledger(&mut self) -> Result<&Self::Ledger, String>;
 }
@@ -67,7 +66,7 @@ pub fn consider<S: LedgerSource>(
         seen_at_ms: now_ms,
     };
     let ledger = source.ledger()?;
-    let state = SubagentState::from(ledger.get(&key).map_err(|e| e.to_string())?);
+    let state = LedgerState::from(ledger.get(&key).map_err(|e| e.to_string())?);
     let decision = recovery.decide_subagent(&facts, &state);
     match &decision {
         SubagentDecision::Continue { message } => {

@@ -9,7 +9,7 @@ use agent_sdk_watchdog::{open_regular, read_regular};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use watchdog_core::recovery::subagent::{SubagentEnd, TranscriptEnd};
+use watchdog_core::recovery::{SubagentEnd, TranscriptEnd};
 
 /// Only the end of a transcript matters: first this much is read, …
 const SHORT_TAIL_BYTES: u64 = 256 << 10;

@@ -2,7 +2,7 @@
 
 use agent_sdk_watchdog::LedgerUrl;
 use watchdog_core::config::{
-    parse_duration, ByteSize, Factor, Fraction, InvalidValue, NonZeroFraction, PositiveDuration,
+    ByteSize, Factor, Fraction, HumanDuration, InvalidValue, NonZeroFraction, PositiveDuration,
 };
 
 /// The prefix of every environment variable the watchdog reads.
@@ -92,7 +92,10 @@ impl ValueKind {
     pub fn check(self, text: &str) -> Result<(), InvalidValue> {
         match self {
             ValueKind::PositiveDuration => text.parse::<PositiveDuration>().map(drop),
-            ValueKind::Duration => parse_duration(text).map(drop),
+            ValueKind::Duration => text
+                .parse::<HumanDuration>()
+                .map(HumanDuration::get)
+                .map(drop),
             ValueKind::Factor => text.parse::<Factor>().map(drop),
             ValueKind::Fraction => text.parse::<Fraction>().map(drop),
             ValueKind::NonZeroFraction => text.parse::<NonZeroFraction>().map(drop),

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use agent_sdk_watchdog::SupervisorConfig;
-use watchdog_core::config::{format_bytes, format_duration};
+use watchdog_core::config::{format_bytes, HumanDuration};
 use watchdog_core::recovery::Recovery;
 use watchdog_core::Limits;
 
@@ -12,7 +12,7 @@ use super::spec::{OptionDefault, OptionSpec, Reader, ValueKind};
 
 /// A duration as its option's parser reads it (`10m`).
 fn dur(d: Duration) -> Option<String> {
-    Some(format_duration(d))
+    Some(HumanDuration(d).to_string())
 }
 
 /// The default bound on the telemetry flush at exit (and on each export request):

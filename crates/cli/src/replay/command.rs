@@ -93,7 +93,7 @@ fn with_mcp_rule(
     use std::io::{BufRead, Read};
     let mut first = Vec::new();
     (&mut reader)
-        .take(watchdog_core::config::defaults::MAX_LINE as u64)
+        .take(watchdog_core::config::MAX_LINE as u64)
         .read_until(b'\n', &mut first)?;
     let start = watchdog_host::capture::Entry::parse(&first)
         .ok()

@@ -20,7 +20,7 @@ use watchdog_host::replay::{ExitRecord, Replay, RunVerdict, Step, TimeFaults, Ti
 
 use crate::event_log::EventLog;
 use crate::verdict::{event_json, record_json};
-use watchdog_core::config::format_duration;
+use watchdog_core::config::HumanDuration;
 use watchdog_host::capture::lines::{is_blank, Item, Lines};
 
 /// Unreadable lines listed one by one; the rest are only counted.
@@ -178,7 +178,7 @@ pub fn replay_reader(reader: impl Read, limits: Limits) -> io::Result<Replayed> 
             Item::Overlong(n, len) => {
                 let why = format!(
                     "line of {len} bytes, longer than {} MiB",
-                    watchdog_core::config::defaults::MAX_LINE >> 20
+                    watchdog_core::config::MAX_LINE >> 20
                 );
                 skip(&mut out, n, why);
                 continue;
@@ -283,7 +283,7 @@ fn event_line(v: &ReplayRun, e: &TimedEvent) -> String {
                 watchdog_core::StallClock::NoProgress => "no-progress",
                 other => other.as_str(),
             },
-            format_duration(*remaining)
+            HumanDuration(*remaining)
         ),
         Event::Killed(k) => format!("KILL {}: {}", k.kind, crate::verdict::kill_detail(k)),
         Event::Ended { outcome, .. } => format!("ended: {}", outcome.as_str()),
@@ -301,11 +301,13 @@ pub fn write_human(
     writeln!(
         out,
         "replay of {name} (idle {}, no-progress {}, startup {}, linger {}, ceiling {})",
-        format_duration(limits.idle()),
-        format_duration(limits.no_progress()),
-        format_duration(limits.startup()),
-        format_duration(limits.linger()),
-        limits.ceiling().map_or("none".into(), format_duration),
+        HumanDuration(limits.idle()),
+        HumanDuration(limits.no_progress()),
+        HumanDuration(limits.startup()),
+        HumanDuration(limits.linger()),
+        limits
+            .ceiling()
+            .map_or("none".into(), |d| HumanDuration(d).to_string()),
     )?;
     let many = r.runs.len() > 1;
     for v in &r.runs {
@@ -374,8 +376,8 @@ fn write_run(v: &ReplayRun, out: &mut impl Write) -> io::Result<()> {
         (Some(k), _) => format!(
             "killed ({}) at {}, {} since the last progress",
             k.kind,
-            format_duration(k.elapsed),
-            format_duration(k.since_progress)
+            HumanDuration(k.elapsed),
+            HumanDuration(k.since_progress)
         ),
         (None, o) => o.as_str().to_string(),
     };

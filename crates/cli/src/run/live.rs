@@ -17,11 +17,11 @@ use super::stdout::{Failure, WriteError, OUTPUT_DRAIN};
 use crate::event_log::EventLog;
 use crate::status;
 use crate::verdict::{event_json, killed_clause, ms};
-use watchdog_core::config::format_duration;
+use watchdog_core::config::HumanDuration;
 
 // The longest stdout line handled as one line (the supervisor's default, and the cap `replay`
 // and `audit` read captures with); longer ones come in pieces.
-use watchdog_core::config::defaults::MAX_LINE;
+use watchdog_core::config::MAX_LINE;
 
 /// What a run shows and keeps while it runs.
 pub(super) struct Live<'h> {
@@ -131,7 +131,7 @@ impl Live<'_> {
             return;
         };
         self.host.stdout.abandon();
-        let bound = format_duration(bound.unwrap_or_default());
+        let bound = HumanDuration(bound.unwrap_or_default()).to_string();
         let dropped = self.host.stdout.dropped();
         if stopped {
             self.host.status.say(&format!(
@@ -322,7 +322,7 @@ impl Live<'_> {
                 self.host.status.say(&format!(
                     "warning: {what} for a while; it will be stopped ({kind}) in {} unless it \
                      moves",
-                    format_duration(remaining)
+                    HumanDuration(remaining)
                 ));
             }
             _ => {}

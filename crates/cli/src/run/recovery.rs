@@ -29,7 +29,7 @@ use crate::ledger_choice::{LedgerChoice, MarkerLedger};
 use crate::policy_args::RecoveryArgs;
 use crate::run_report::RecoveryResult;
 use crate::verdict::outcome_fields;
-use watchdog_core::config::format_duration;
+use watchdog_core::config::HumanDuration;
 
 /// The recovery policy of one `run` and where its markers live.
 #[derive(Debug, Clone)]
@@ -124,7 +124,7 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
         Ok(l) => l,
         Err(e) => return fail(json, e),
     };
-    let state = match ledger.get(&sid) {
+    let state = match ledger.get(sid.as_str()) {
         Ok(e) => LedgerState::from(e),
         Err(e) => return fail(json, e.to_string()),
     };
@@ -159,7 +159,7 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
         return fail(json, "no marker can be made".into());
     };
     let marker_place = ledger.marker_place(&sid);
-    match ledger.try_claim(&sid, &marker) {
+    match ledger.try_claim(sid.as_str(), &marker) {
         Ok(Claim::Won) => {}
         Ok(Claim::AlreadyClaimed) => {
             return fail(
@@ -233,7 +233,7 @@ impl Continuation {
             return (done, self.json);
         }
         let facts = facts_of(cont, ChainRole::Continuation);
-        match self.ledger.get(sid).map(LedgerState::from) {
+        match self.ledger.get(sid.as_str()).map(LedgerState::from) {
             Ok(state) => match self.recovery.decide(&facts, &state) {
                 Decision::Notice(notice) => {
                     give_notice(&self.ledger, sid, &notice, host, r);
@@ -299,12 +299,12 @@ pub(crate) async fn wait_for(
 ) -> Result<(), UserSig> {
     let tty = status && std::io::stderr().is_terminal();
     let left = |now: u64| Duration::from_millis(until_ms.saturating_sub(now));
-    let iso = watchdog_core::wall::format_iso_ms(until_ms);
+    let iso = watchdog_core::format_iso_ms(until_ms);
     if !tty {
         host.status.say(&format!(
             "recovery: rate limited; waiting {} (until {iso}) to continue session {sid}; \
              Ctrl-C aborts",
-            format_duration(left(wall_ms()))
+            HumanDuration(left(wall_ms()))
         ));
     }
     loop {
@@ -318,7 +318,7 @@ pub(crate) async fn wait_for(
                 format!(
                     "\r\x1b[2Kagent-watchdog: rate limited; continuing session {sid} in {} \
                      (Ctrl-C aborts)",
-                    format_duration(secs)
+                    HumanDuration(secs)
                 )
                 .as_bytes(),
             );

@@ -1,7 +1,7 @@
 //! Stderr pass-through with known repeated warnings shown once, on the core's
-//! [`watchdog_core::warning_filter::StderrFilter`].
+//! [`watchdog_host::warning_filter::StderrFilter`].
 
-use watchdog_core::warning_filter::{Pattern, StderrFilter as CoreFilter, SHADOWED_CODE};
+use watchdog_host::warning_filter::{Pattern, StderrFilter as CoreFilter, SHADOWED_CODE};
 
 /// Decides which child stderr lines are shown: every line, except repeats of a known warning.
 ///

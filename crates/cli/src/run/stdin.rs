@@ -42,9 +42,9 @@ pub(crate) enum HostInput {
 pub(crate) type HostStdin = mpsc::Receiver<HostInput>;
 
 /// The longest stdin line held whole (to write it at once and record it): the longest stdout
-/// line, [`watchdog_core::config::defaults::MAX_LINE`]. A longer one is passed on in pieces and
+/// line, [`watchdog_core::config::MAX_LINE`]. A longer one is passed on in pieces and
 /// recorded as a note: memory stays bounded whatever the host sends (`run < /dev/zero`).
-pub(crate) const MAX_STDIN_LINE: usize = watchdog_core::config::defaults::MAX_LINE;
+pub(crate) const MAX_STDIN_LINE: usize = watchdog_core::config::MAX_LINE;
 
 /// Read the host's stdin on a thread, line by line, never holding more than one line of at most
 /// [`MAX_STDIN_LINE`] bytes (and the channel's few messages).

@@ -21,7 +21,7 @@ use super::stdin;
 use crate::event_log::EventLog;
 use crate::exit_code;
 use crate::status::Status;
-use watchdog_core::config::format_duration;
+use watchdog_core::config::HumanDuration;
 
 /// The user's signals during one run: the first is forwarded, and if the child is still there
 /// `grace` later its whole tree is killed; a second one kills the tree at once.
@@ -218,7 +218,7 @@ pub(crate) async fn supervise(
                 live.host.status.say(&format!(
                     "{} still runs {} after {}: killing its whole process tree",
                     live.what,
-                    format_duration(signals.grace),
+                    HumanDuration(signals.grace),
                     signals.first.map_or("the signal", UserSig::name),
                 ));
                 live.handle.kill_tree_now();

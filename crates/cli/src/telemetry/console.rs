@@ -66,7 +66,7 @@ fn iso(t: SystemTime) -> String {
     let ms = t
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    watchdog_core::wall::format_iso_ms(ms)
+    watchdog_core::format_iso_ms(ms)
 }
 
 /// The metrics exporter: one line per data point (a histogram's: count, sum, min, max).

@@ -54,7 +54,7 @@ pub(super) fn emit(
 /// `tool.name`, and for an MCP tool `mcp.server` and `mcp.tool`.
 pub(super) fn tool_attrs(t: &str) -> Vec<KeyValue> {
     let mut a = vec![KeyValue::new("tool.name", t.to_owned())];
-    if let Some((server, tool)) = watchdog_core::claude_code::mcp::mcp_tool_parts(t) {
+    if let Some((server, tool)) = watchdog_core::mcp::mcp_tool_parts(t) {
         a.push(KeyValue::new("mcp.server", server.to_owned()));
         a.push(KeyValue::new("mcp.tool", tool.to_owned()));
     }

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use opentelemetry::KeyValue;
 use watchdog_core::evidence::{Receipt, ReceiptCause, TreeEvidence};
-use watchdog_core::facts::spells::SpellKind;
+use watchdog_core::facts::SpellKind;
 use watchdog_core::{Kill, StallClock};
 
 use super::instruments::Instruments;

@@ -16,7 +16,7 @@ use agent_sdk_watchdog::{LineMeta, SupervisorHandle};
 use opentelemetry::metrics::{Meter, ObservableGauge};
 use opentelemetry::{KeyValue, StringValue};
 use opentelemetry_sdk::logs::SdkLogger;
-use watchdog_core::facts::spells::{QuietSpell, SpellKind};
+use watchdog_core::facts::{QuietSpell, SpellKind};
 use watchdog_core::{Event, LineKind, StallClock};
 
 use crate::run_report::RunReport;

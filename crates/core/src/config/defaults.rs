@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::{ByteSize, Factor, Fraction, NonZeroFraction, PositiveDuration};
-use crate::claude_code::mcp::{HEARTBEAT_TICK, STDIO_IDLE};
+use crate::mcp::{HEARTBEAT_TICK, STDIO_IDLE};
 
 const fn minutes(m: u64) -> PositiveDuration {
     PositiveDuration::new_const(Duration::from_secs(m * 60))

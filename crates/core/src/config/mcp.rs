@@ -1,13 +1,13 @@
 //! [`McpLimits`], the MCP part of [`Limits`]: the floor an MCP call sets on the no-progress
 //! kill, built from what Claude Code will do ([`McpSetup`], the facts of
-//! [`claude_code::mcp`](crate::claude_code::mcp)).
+//! [`mcp`](crate::mcp)).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::{defaults, format_duration, valid, ConfigError, Limits, PositiveDuration};
-use crate::claude_code::mcp::{mcp_server_of, HEARTBEAT_TICK};
-use crate::claude_code::mcp::{McpSetup, STARTUP_VAR};
+use crate::mcp::{mcp_server_of, HEARTBEAT_TICK};
+use crate::mcp::{McpSetup, STARTUP_VAR};
 
 /// Where Claude Code itself gives up on a silent MCP tool call, per server, and the margin the
 /// watchdog leaves it: the MCP part of [`Limits`].
@@ -18,7 +18,7 @@ use crate::claude_code::mcp::{McpSetup, STARTUP_VAR};
 /// plus its server's give-up time plus the margin. A server with no give-up time (Claude Code
 /// never aborts its calls by itself, e.g. `CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT=0`) sets no floor.
 /// The give-up times come from what the child will use ([`McpLimits::from_setup`]; the rule
-/// is [`claude_code::mcp`](crate::claude_code::mcp)).
+/// is [`mcp`](crate::mcp)).
 ///
 /// # Default
 ///
@@ -26,7 +26,7 @@ use crate::claude_code::mcp::{McpSetup, STARTUP_VAR};
 /// |---|---|---|
 /// | `give_up` | 30m | servers not listed: Claude Code's default idle limit for stdio servers (the longest of its defaults, so a server the host knows nothing about is not cut short) |
 /// | `servers` | none | per-server give-up times |
-/// | `margin` | 30s ([`HEARTBEAT_TICK`]) | added to the give-up time; at least one heartbeat tick |
+/// | `margin` | 30s (Claude Code's heartbeat tick) | added to the give-up time; at least one heartbeat tick |
 ///
 /// So by default a hung MCP call is killed (`no_progress`) 1,830 s after it started, 30 s after
 /// Claude Code would have aborted it and carried on, never 0.3 s before as a plain 30-minute
@@ -93,7 +93,7 @@ impl McpLimits {
         self.servers = v.into();
         Ok(self)
     }
-    /// The margin added to a give-up time. Must be at least one [`HEARTBEAT_TICK`] (30 s):
+    /// The margin added to a give-up time. Must be at least one heartbeat tick (30 s):
     /// Claude Code checks its idle limit only on that tick.
     pub fn with_margin(mut self, d: Duration) -> Result<Self, ConfigError> {
         if d < HEARTBEAT_TICK {
@@ -142,7 +142,7 @@ impl McpLimits {
     /// use std::collections::BTreeMap;
     /// use std::path::Path;
     /// use std::time::Duration;
-    /// use watchdog_core::claude_code::mcp::McpSetup;
+    /// use watchdog_core::mcp::McpSetup;
     /// use watchdog_core::McpLimits;
     /// let env = BTreeMap::from([("MCP_TOOL_TIMEOUT".to_owned(), "20000".to_owned())]);
     /// let setup = McpSetup::read(&["claude".to_owned()], &env, Path::new("/"), |_| Err(String::new()));
@@ -166,7 +166,7 @@ impl McpLimits {
 impl Limits {
     /// These limits with the MCP limits of a child that will use `setup` and, when a stuck
     /// server could hold the first line back past the startup limit
-    /// ([`McpSetup::startup_hold`] plus one [`HEARTBEAT_TICK`]), a startup limit that leaves it
+    /// ([`McpSetup::startup_hold`] plus one heartbeat tick, 30 s), a startup limit that leaves it
     /// room, with the sentence that says so (for the run to say once).
     pub fn with_mcp_setup(self, setup: &McpSetup) -> (Limits, Option<String>) {
         let mut limits = self.with_mcp(McpLimits::from_setup(setup));

@@ -68,7 +68,7 @@ impl SessionConfig {
     }
     /// Report, while the session runs, what its lines tell beyond the deadlines: the quiet
     /// spells they end ([`Event::QuietSpells`](crate::Event::QuietSpells), by the definition of
-    /// [`crate::facts::spells`]), the MCP calls outstanding whenever they change
+    /// [`crate::facts`]), the MCP calls outstanding whenever they change
     /// ([`Event::McpCalls`](crate::Event::McpCalls)), and Claude Code's session id once known
     /// ([`Event::SessionIdentified`](crate::Event::SessionIdentified)). Implies
     /// [`SessionConfig::with_tally`]. Default false: without it none of this is kept or

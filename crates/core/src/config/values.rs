@@ -66,17 +66,8 @@ pub const MAX_DURATION: Duration = Duration::from_secs(365 * 86_400);
 const DURATION_TEXT: &str = "a duration such as 90s, 10m, 1h30m or 250ms, at most 365d";
 
 /// Parse a duration such as `10m`, `90s`, `1h30m`, `250ms` or `1.5h` (units `ms`, `s`, `m`,
-/// `h`, `d`; a bare number is seconds), at most [`MAX_DURATION`].
-///
-/// ```
-/// use std::time::Duration;
-/// use watchdog_core::config::parse_duration;
-/// assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
-/// assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-/// assert!(parse_duration("ten minutes").is_err());
-/// assert!(parse_duration("366d").is_err(), "at most 365 days");
-/// ```
-pub fn parse_duration(s: &str) -> Result<Duration, InvalidValue> {
+/// `h`, `d`; a bare number is seconds), at most [`MAX_DURATION`]: [`HumanDuration`]'s `FromStr`.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, InvalidValue> {
     let bad = || InvalidValue {
         allowed: DURATION_TEXT,
         value: format!("{s:?}"),
@@ -121,15 +112,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, InvalidValue> {
 }
 
 /// Render a duration compactly, as [`parse_duration`] reads it: `10m`, `1h30m`, `2.5s`,
-/// `250ms`.
-///
-/// ```
-/// use std::time::Duration;
-/// use watchdog_core::config::format_duration;
-/// assert_eq!(format_duration(Duration::from_secs(5400)), "1h30m");
-/// assert_eq!(format_duration(Duration::from_millis(2500)), "2.5s");
-/// ```
-pub fn format_duration(d: Duration) -> String {
+/// `250ms`: [`HumanDuration`]'s `Display`.
+pub(crate) fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         return format!("{ms}ms");
@@ -154,6 +138,21 @@ pub fn format_duration(d: Duration) -> String {
 
 /// Any duration, written and shown as text (`90s`, `10m`; at most 365 days as text). For
 /// options without a further rule, such as a grace period that may be 0.
+///
+/// As text: `10m`, `90s`, `1h30m`, `250ms` or `1.5h` (units `ms`, `s`, `m`, `h`, `d`; a bare
+/// number is seconds), at most [`MAX_DURATION`]; shown compactly, as it is read.
+///
+/// ```
+/// use std::time::Duration;
+/// use watchdog_core::config::HumanDuration;
+/// let parse = |s: &str| s.parse::<HumanDuration>().map(HumanDuration::get);
+/// assert_eq!(parse("1h30m").unwrap(), Duration::from_secs(5400));
+/// assert_eq!(parse("250ms").unwrap(), Duration::from_millis(250));
+/// assert!(parse("ten minutes").is_err());
+/// assert!(parse("366d").is_err(), "at most 365 days");
+/// assert_eq!(HumanDuration(Duration::from_secs(5400)).to_string(), "1h30m");
+/// assert_eq!(HumanDuration(Duration::from_millis(2500)).to_string(), "2.5s");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HumanDuration(pub Duration);
 
@@ -274,7 +273,7 @@ fn parse_number(s: &str, allowed: &'static str) -> Result<f64, InvalidValue> {
 
 validated! {
     /// A duration > 0 (`idle`, `startup`, `no_progress`, `linger`, `ceiling`, `max_wait`,
-    /// MCP give-up times). As text: [`parse_duration`], so at most 365 days.
+    /// MCP give-up times). As text: as [`HumanDuration`], so at most 365 days.
     ///
     /// ```
     /// use std::time::Duration;

@@ -32,6 +32,5 @@ mod receipt;
 pub(crate) mod rule;
 mod sample;
 
-pub use command::{command_line, MAX_COMMAND};
 pub use receipt::{Ended, ProcAction, Receipt, ReceiptCause, ToolCall, TreeEvidence, TreeFacts};
 pub use sample::{ProcFacts, ProcState, TreeSample};

@@ -64,7 +64,7 @@ pub struct ProcFacts {
     /// Its process group.
     #[serde(default)]
     pub pgid: u32,
-    /// Its command line: `argv[0]` and a bounded, redacted rest ([`command_line`](super::command_line)).
+    /// Its command line: `argv[0]` and a bounded, redacted rest (the host's `command_line`).
     #[serde(default)]
     pub cmd: String,
     /// What it is doing.

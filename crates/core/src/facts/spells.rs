@@ -1,24 +1,4 @@
-//! Quiet spells: the one classifier of the project. A live session's spells (the registry
-//! feeds it each stream-json line) and a past recording's (`watchdog-audit` feeds it a
-//! transcript's or capture's entries) are the same rule, so the two can be put side by side.
-//!
-//! A **quiet spell** is the time between two consecutive *progress* lines: a top-level line
-//! whose [`Signal`] is progress or a settle (a `result`), or a subagent's line that is not a
-//! keep-alive. That is what the no-progress clock sees. Its `quiet` is the longest gap between
-//! any two lines inside it (keep-alives, human waits and unparseable lines included): what the
-//! idle clock sees. Its [`SpellKind`] is decided by the state when it began and the line that
-//! ended it: `after_result` after a `result`; `human` when a permission request was open in it
-//! (or is still open); `tool` when a top-level tool call was pending (the tool is the one whose
-//! `tool_result` ended the spell, else the latest pending; an `AskUserQuestion` call makes it
-//! `human`); `model` otherwise. It is **productive** when it is a `model` or `tool` spell.
-//! A reader of a whole transcript knows more ([`ProgressLine`]): a tool call whose permission
-//! a person answered waits on a person, a spell a person's prompt ended is `human`, and a
-//! spell a user's interrupt ended (or followed) is not productive.
-//!
-//! The [`SpellTracker`] is fed by the [`Tally`](super::Tally) of a session registered with
-//! [`SessionConfig::with_live_facts`](crate::SessionConfig::with_live_facts): per line it
-//! compares two instants and sets a few flags; a progress line builds one [`QuietSpell`] (the
-//! tool's name is shared, not copied), reported as [`Event::QuietSpells`](crate::Event).
+//! Quiet spells: the one classifier of the project (described in [`crate::facts`]).
 
 use std::sync::Arc;
 use std::time::Duration;

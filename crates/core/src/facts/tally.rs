@@ -119,7 +119,7 @@ impl Default for Tally {
 
 impl Tally {
     /// A tally that also keeps what the session reports while it runs (`live`: quiet spells,
-    /// MCP calls, the session id; see [`crate::facts::spells`]).
+    /// MCP calls, the session id; see [`crate::facts`]).
     pub(crate) fn new(live: bool) -> Tally {
         Tally {
             live: live.then(Box::default),
@@ -285,10 +285,7 @@ impl Tally {
             LineKind::ToolProgress => {
                 // An MCP call's heartbeat (its own tool_use may be a subagent's, unseen here):
                 // show it, with the time it has been outstanding.
-                let Some(tool) = view
-                    .tool_name()
-                    .filter(|t| crate::claude_code::mcp::is_mcp_tool(t))
-                else {
+                let Some(tool) = view.tool_name().filter(|t| crate::mcp::is_mcp_tool(t)) else {
                     return;
                 };
                 if !matches!(&self.activity, Activity::Tool(t) if *t == *tool) {

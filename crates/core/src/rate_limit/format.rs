@@ -1,4 +1,4 @@
-//! Rendering: the reference one-liner and a summary line (dates through [`crate::wall`]).
+//! Rendering: the reference one-liner and a summary line (dates through [`crate::format_iso_ms`]).
 
 use std::fmt;
 

@@ -11,7 +11,7 @@
 //! # Time
 //!
 //! Rate-limit reset times are wall-clock instants (`resetsAt` is epoch seconds), so every call
-//! here takes `now` as **epoch milliseconds** ([`WallMs`](crate::wall::WallMs)), never an [`std::time::Instant`].
+//! here takes `now` as **epoch milliseconds** ([`WallMs`](crate::WallMs)), never an [`std::time::Instant`].
 //! The monitor never reads a clock.
 //!
 //! # Wiring the utilization into the liveness policy

@@ -125,7 +125,7 @@ impl RateLimitConfig {
 /// ```
 ///
 /// [`Window`]: crate::rate_limit::Window
-/// [`WallMs`]: crate::wall::WallMs
+/// [`WallMs`]: crate::WallMs
 #[derive(Debug, Clone)]
 pub struct RateLimitMonitor {
     config: RateLimitConfig,

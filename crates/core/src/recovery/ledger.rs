@@ -1,13 +1,15 @@
 //! The durable marker ([`Marker`]) and the ledger that claims it at most once ([`Ledger`]).
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
 use crate::wall::WallMs;
 
-use super::{OutcomeFacts, Trigger};
+use super::{OutcomeFacts, SubagentKey, SubagentMarker, Trigger};
 
 /// Format version of [`Marker`].
 pub const MARKER_VERSION: u32 = 1;
@@ -69,73 +71,124 @@ pub enum Claim {
     AlreadyClaimed,
 }
 
-/// What a ledger holds for one session.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LedgerEntry {
+/// What a ledger holds for one key: a session ([`Marker`]) or a subagent
+/// ([`SubagentMarker`](super::SubagentMarker)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerEntry<M = Marker> {
     /// The continuation marker.
-    pub marker: Marker,
+    pub marker: M,
     /// Whether the notice was given.
     pub notice_recorded: bool,
 }
 
-/// Durable, race-free continuation markers, keyed by session id.
+/// Durable, race-free continuation markers: `Ledger` (a session's [`Marker`], keyed by session
+/// id) and `Ledger<SubagentKey, SubagentMarker>` (a subagent's, keyed by session id + agent id,
+/// [`SubagentKey`](super::SubagentKey)).
 ///
 /// Implementations must make `try_claim` atomic and exclusive (exactly one caller among any
-/// number of threads and processes gets [`Claim::Won`]) and must validate the session id with
-/// [`validate_session_id`] before using it.
-pub trait Ledger {
-    /// Write `marker` for `session_id` unless one exists.
-    fn try_claim(&self, session_id: &str, marker: &Marker) -> Result<Claim, LedgerError>;
-    /// The entry of `session_id`, if any.
-    fn get(&self, session_id: &str) -> Result<Option<LedgerEntry>, LedgerError>;
+/// number of threads and processes gets [`Claim::Won`]) and must validate a session id with
+/// [`validate_session_id`] before using it. Every error means *do not continue*.
+pub trait Ledger<K: ?Sized = str, M = Marker> {
+    /// Write `marker` for `key` unless one exists.
+    fn try_claim(&self, key: &K, marker: &M) -> Result<Claim, LedgerError>;
+    /// The entry of `key`, if any.
+    fn get(&self, key: &K) -> Result<Option<LedgerEntry<M>>, LedgerError>;
     /// Record that the notice was given. `Ok(true)` the first time only; `Ok(false)` if it was
     /// already recorded or there is no marker.
-    fn record_notice(&self, session_id: &str) -> Result<bool, LedgerError>;
+    fn record_notice(&self, key: &K) -> Result<bool, LedgerError>;
 }
 
-/// A ledger in memory: for tests and for hosts that only need a process-lifetime guard.
-#[derive(Debug, Default)]
-pub struct MemoryLedger {
-    entries: Mutex<HashMap<String, LedgerEntry>>,
+/// A ledger in memory: for tests and for hosts that only need a process-lifetime guard. Keyed
+/// by session id (`MemoryLedger`) or by [`SubagentKey`](super::SubagentKey)
+/// (`MemoryLedger<SubagentKey, SubagentMarker>`).
+#[derive(Debug)]
+pub struct MemoryLedger<K = String, M = Marker> {
+    entries: Mutex<HashMap<K, LedgerEntry<M>>>,
 }
 
-impl MemoryLedger {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, LedgerEntry>> {
+impl<K, M> Default for MemoryLedger<K, M> {
+    fn default() -> Self {
+        MemoryLedger {
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Hash + Eq, M: Clone> MemoryLedger<K, M> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, LedgerEntry<M>>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn claim<Q>(&self, key: &Q, marker: &M) -> Claim
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let mut m = self.lock();
+        if m.contains_key(key) {
+            return Claim::AlreadyClaimed;
+        }
+        m.insert(
+            key.to_owned(),
+            LedgerEntry {
+                marker: marker.clone(),
+                notice_recorded: false,
+            },
+        );
+        Claim::Won
+    }
+
+    fn entry<Q>(&self, key: &Q) -> Option<LedgerEntry<M>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.lock().get(key).cloned()
+    }
+
+    fn notice<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        match self.lock().get_mut(key) {
+            Some(e) if !e.notice_recorded => {
+                e.notice_recorded = true;
+                true
+            }
+            _ => false,
+        }
     }
 }
 
 impl Ledger for MemoryLedger {
     fn try_claim(&self, session_id: &str, marker: &Marker) -> Result<Claim, LedgerError> {
         validate_session_id(session_id)?;
-        let mut m = self.lock();
-        if m.contains_key(session_id) {
-            return Ok(Claim::AlreadyClaimed);
-        }
-        m.insert(
-            session_id.to_owned(),
-            LedgerEntry {
-                marker: marker.clone(),
-                notice_recorded: false,
-            },
-        );
-        Ok(Claim::Won)
+        Ok(self.claim(session_id, marker))
     }
 
     fn get(&self, session_id: &str) -> Result<Option<LedgerEntry>, LedgerError> {
         validate_session_id(session_id)?;
-        Ok(self.lock().get(session_id).cloned())
+        Ok(self.entry(session_id))
     }
 
     fn record_notice(&self, session_id: &str) -> Result<bool, LedgerError> {
         validate_session_id(session_id)?;
-        Ok(match self.lock().get_mut(session_id) {
-            Some(e) if !e.notice_recorded => {
-                e.notice_recorded = true;
-                true
-            }
-            _ => false,
-        })
+        Ok(self.notice(session_id))
+    }
+}
+
+impl Ledger<SubagentKey, SubagentMarker> for MemoryLedger<SubagentKey, SubagentMarker> {
+    fn try_claim(&self, key: &SubagentKey, marker: &SubagentMarker) -> Result<Claim, LedgerError> {
+        Ok(self.claim(key, marker))
+    }
+
+    fn get(&self, key: &SubagentKey) -> Result<Option<LedgerEntry<SubagentMarker>>, LedgerError> {
+        Ok(self.entry(key))
+    }
+
+    fn record_notice(&self, key: &SubagentKey) -> Result<bool, LedgerError> {
+        Ok(self.notice(key))
     }
 }
 
@@ -160,20 +213,21 @@ pub fn validate_session_id(id: &str) -> Result<(), LedgerError> {
     }
 }
 
-/// What the ledger knows about a session.
-#[derive(Debug, Clone, PartialEq)]
+/// What the ledger knows about a session (`LedgerState`) or a subagent
+/// (`LedgerState<SubagentMarker>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum LedgerState {
-    /// No marker: the run was the user's own.
+pub enum LedgerState<M = Marker> {
+    /// No marker: the run was the user's own (a subagent: never continued).
     Fresh,
     /// A continuation was claimed: the run was the continuation.
-    Continued(Marker),
+    Continued(M),
     /// The continuation failed and the notice was given.
-    Noticed(Marker),
+    Noticed(M),
 }
 
-impl From<Option<LedgerEntry>> for LedgerState {
-    fn from(entry: Option<LedgerEntry>) -> Self {
+impl<M> From<Option<LedgerEntry<M>>> for LedgerState<M> {
+    fn from(entry: Option<LedgerEntry<M>>) -> Self {
         match entry {
             None => LedgerState::Fresh,
             Some(e) if e.notice_recorded => LedgerState::Noticed(e.marker),

@@ -39,7 +39,7 @@
 //!    returns `Ok(true)`.
 //!
 //! Subagents (Claude Code's `Agent` tool) have their own trigger and marker key (session id +
-//! agent id): see [`subagent`].
+//! agent id): see [Subagents](#subagents).
 //!
 //! ```
 //! use watchdog_core::recovery::*;
@@ -75,8 +75,78 @@
 //! let state = LedgerState::from(ledger.get(id).unwrap());
 //! assert!(matches!(recovery.decide(&again, &state), Decision::Nothing(Skip::AlreadyNoticed)));
 //! ```
+//!
+//! # Subagents
+//!
+//! The subagent trigger: continue a Claude Code subagent cut off by the output token limit
+//! **once**, then stop (the `dsh-subagent-watchdog` contract on Claude Code).
+//!
+//! Pure and sans-IO, like the rest of this module. A host (the `agent-watchdog hook`
+//! command, or any Rust program) reads how a subagent ended from its transcript
+//! ([`SubagentEnd::from_transcript`]), asks the durable ledger what it knows about that agent
+//! ([`LedgerState`]`<`[`SubagentMarker`]`>`, keyed by [`SubagentKey`]: session id + agent id),
+//! and gets a [`SubagentDecision`] from [`Recovery::decide_subagent`]:
+//!
+//! | how the agent ended | ledger | decision |
+//! |---|---|---|
+//! | the output limit ([`SubagentEnd::OutputLimit`]), a continuable type | no marker | **continue once**: claim the marker, then tell the parent to `SendMessage` that agent |
+//! | the output limit, one-shot type (`Explore`, `Plan`) or unknown type | no marker | nothing ([`SubagentSkip::OneShot`], [`SubagentSkip::TypeUnknown`]) |
+//! | the same failure the marker was made for (a duplicate event, a restart, `--resume`; failures are told apart by their ordinal, [`TranscriptEnd::failure_id`]) | marker | nothing ([`SubagentSkip::Duplicate`]) |
+//! | a later output-limit or API error failure | marker | **one notice** with the facts and the manual options |
+//! | completed, refused, aborted, running, another API error, unknown | no marker | nothing ([`SubagentSkip::NotATrigger`]) |
+//! | completed, or anything that is not a failure | marker | nothing ([`SubagentSkip::ContinuationEnded`]) |
+//! | anything | notice given | nothing ([`SubagentSkip::AlreadyNoticed`]) |
+//!
+//! The output-limit trigger of the policy ([`Trigger::OutputLimit`]) switches this one too: a
+//! policy with it off never continues a subagent ([`SubagentSkip::Disabled`]).
+//!
+//! # The host's protocol
+//!
+//! 1. `state = LedgerState::from(ledger.get(&key)?)`; `decision = recovery.decide_subagent(&facts, &state)`.
+//! 2. On [`SubagentDecision::Continue`]: [`SubagentMarker::for_continue`], then
+//!    `ledger.try_claim(&key, &marker)`; only on [`Claim::Won`] tell the parent.
+//! 3. On [`SubagentDecision::Notice`]: `ledger.record_notice(&key)`; show the notice only when it
+//!    returns `Ok(true)`.
+//!
+//! Any error means: do nothing (fail closed).
+//!
+//! ```
+//! use watchdog_core::recovery::*;
+//!
+//! let session = "b042aa30-1f9b-40da-b416-11c34370df5c";
+//! let key = SubagentKey::new(session, "a02f401cf8728967a").unwrap();
+//! let ledger = MemoryLedger::<SubagentKey, SubagentMarker>::default();
+//! let recovery = Recovery::default();
+//! let cut_off = |failure: &str| SubagentFacts {
+//!     key: key.clone(),
+//!     agent_type: Some("general-purpose".into()),
+//!     end: SubagentEnd::OutputLimit,
+//!     failure_id: Some(failure.into()),
+//!     error: None,
+//!     seen_at_ms: 1_000,
+//! };
+//!
+//! // First cut-off: continue once.
+//! let facts = cut_off("failure-1");
+//! let decision = recovery.decide_subagent(&facts, &ledger.get(&key).unwrap().into());
+//! assert!(matches!(decision, SubagentDecision::Continue { .. }));
+//! let marker = SubagentMarker::for_continue(&facts, &decision).unwrap();
+//! assert_eq!(ledger.try_claim(&key, &marker).unwrap(), Claim::Won);
+//!
+//! // The same failure seen again (Stop after PostToolUseFailure, a resume): nothing.
+//! let again = recovery.decide_subagent(&facts, &ledger.get(&key).unwrap().into());
+//! assert_eq!(again, SubagentDecision::Nothing(SubagentSkip::Duplicate));
+//!
+//! // The continued agent is cut off again: one notice, then nothing.
+//! let second = cut_off("failure-2");
+//! let decision = recovery.decide_subagent(&second, &ledger.get(&key).unwrap().into());
+//! assert!(matches!(decision, SubagentDecision::Notice(_)));
+//! assert!(ledger.record_notice(&key).unwrap());
+//! let decision = recovery.decide_subagent(&second, &ledger.get(&key).unwrap().into());
+//! assert_eq!(decision, SubagentDecision::Nothing(SubagentSkip::AlreadyNoticed));
+//! ```
 
-pub mod subagent;
+mod subagent;
 
 mod decision;
 mod facts;
@@ -94,6 +164,10 @@ pub use facts::{ChainRole, OutcomeFacts, TerminalFacts};
 pub use ledger::{
     validate_session_id, Claim, Ledger, LedgerEntry, LedgerError, LedgerState, Marker,
     MemoryLedger, MARKER_VERSION,
+};
+pub use subagent::{
+    continue_instruction, SubagentDecision, SubagentEnd, SubagentFacts, SubagentKey,
+    SubagentMarker, SubagentNotice, SubagentSkip, TranscriptEnd,
 };
 
 /// What made a run worth continuing.
@@ -127,14 +201,17 @@ impl fmt::Display for Trigger {
 }
 
 /// Default continuation prompt after the output token limit.
-pub const OUTPUT_LIMIT_PROMPT: &str = "Your previous reply hit the output token limit before \
+pub(crate) const OUTPUT_LIMIT_PROMPT: &str =
+    "Your previous reply hit the output token limit before \
 the task was finished. Continue the unfinished task from where it stopped, in smaller pieces, \
 without recap.";
 /// Default continuation prompt after a watchdog kill.
-pub const AFTER_KILL_PROMPT: &str = "The previous run was stopped because it stopped making \
+pub(crate) const AFTER_KILL_PROMPT: &str =
+    "The previous run was stopped because it stopped making \
 progress. Continue the unfinished task from where it stopped, without recap.";
 /// Default continuation prompt after a rate-limit wait.
-pub const RATE_LIMIT_PROMPT: &str = "The rate limit has reset. Continue the unfinished task \
+pub(crate) const RATE_LIMIT_PROMPT: &str =
+    "The rate limit has reset. Continue the unfinished task \
 from where it stopped, without recap.";
 
 /// The recovery policy: which triggers are on, the prompts, the wait bounds. Plain data.
@@ -146,7 +223,7 @@ from where it stopped, without recap.";
 /// | `output_limit` | on | continue after `api_error: "max_output_tokens"` |
 /// | `after_kill` | off | continue after an `idle`, `no_progress` or `linger` kill |
 /// | `rate_limit_wait` | off | wait for a rejected window's reset, then continue |
-/// | prompts | [`OUTPUT_LIMIT_PROMPT`], [`AFTER_KILL_PROMPT`], [`RATE_LIMIT_PROMPT`] | the continuation prompt of each trigger; non-empty |
+/// | prompts | one per trigger ([`Recovery::prompt`]) | the continuation prompt of each trigger; non-empty |
 /// | `max_wait` | 6h | a reset further away than this is not waited for; > 0 |
 /// | `reset_margin` | 30s | added to the reset time before continuing |
 ///
@@ -159,9 +236,9 @@ from where it stopped, without recap.";
 /// assert!(d.is_enabled(Trigger::OutputLimit));
 /// assert!(!d.is_enabled(Trigger::AfterKill));
 /// assert!(!d.is_enabled(Trigger::RateLimitWait));
-/// assert_eq!(d.prompt(Trigger::OutputLimit), OUTPUT_LIMIT_PROMPT);
-/// assert_eq!(d.prompt(Trigger::AfterKill), AFTER_KILL_PROMPT);
-/// assert_eq!(d.prompt(Trigger::RateLimitWait), RATE_LIMIT_PROMPT);
+/// assert!(d.prompt(Trigger::OutputLimit).starts_with("Your previous reply hit the output token limit"));
+/// assert!(d.prompt(Trigger::AfterKill).starts_with("The previous run was stopped"));
+/// assert!(d.prompt(Trigger::RateLimitWait).starts_with("The rate limit has reset."));
 /// assert_eq!(d.max_wait(), Duration::from_secs(6 * 3600));
 /// assert_eq!(d.reset_margin(), Duration::from_secs(30));
 /// ```

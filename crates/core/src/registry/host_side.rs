@@ -197,7 +197,7 @@ impl Registry {
     /// them and has not read them yet (after the host was stopped, say by Ctrl-Z, the lines
     /// the child printed meanwhile wait in the pipe while deadlines are overdue). While
     /// `pending`, a deadline of the session that falls due waits for them, at most
-    /// [`INPUT_HOLD`](crate::config::defaults::INPUT_HOLD) past the later of its instant and
+    /// [`INPUT_HOLD`](crate::config::INPUT_HOLD) past the later of its instant and
     /// the host's word; the lines, fed with [`observe_waited`](Self::observe_waited), count
     /// before it, and when the host says `false` it fires at once if it still holds, dated at
     /// its own instant. The fact applies to what is due at `now` itself: a host tells it

@@ -60,10 +60,7 @@ pub(super) fn read_heartbeat(
     mcp: &McpLimits,
     t: u64,
 ) {
-    let Some(tool) = view
-        .tool_name()
-        .filter(|n| crate::claude_code::mcp::is_mcp_tool(n))
-    else {
+    let Some(tool) = view.tool_name().filter(|n| crate::mcp::is_mcp_tool(n)) else {
         return;
     };
     let Some(id) = view.parent_tool_use_id() else {

@@ -27,7 +27,7 @@ use crate::session::{flag, Cold, Session, Watched, NEVER};
 use policy_table::PolicyTable;
 pub use queries::SessionSnapshot;
 use rate_limits::RateLimits;
-pub(crate) use seed::Seed;
+pub use seed::Seed;
 pub use tree::TreeWant;
 
 /// The registry of supervised sessions: many sessions on one timer, the deterministic
@@ -204,7 +204,7 @@ impl Registry {
     /// instant, before whatever fell due meanwhile, which then fires at the check only if it
     /// still holds. For a host whose own check is the contract: the reference package checks
     /// on its tick, and a message it was handed before its check counts
-    /// ([`crate::reference`]). The host arms its timer at [`Registry::poll_timeout`], so the
+    /// (the wasm crate's `reference` preset). The host arms its timer at [`Registry::poll_timeout`], so the
     /// check still comes at the exact deadline when nothing else is going on; then the kill
     /// is dated at its deadline, as always.
     ///

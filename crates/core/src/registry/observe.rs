@@ -70,9 +70,9 @@ impl Registry {
     }
 
     /// Feed one message the host classified itself, by a contract of its own (the in-process
-    /// Node API keeps the reference package's: [`crate::reference`]). It counts as a line of
-    /// that class with no content: its signal moves the clocks, its kind is counted, but no
-    /// tool id, result or session id is read from it (feed a line for those).
+    /// Node API keeps the reference package's: the wasm crate's `reference` preset). It counts
+    /// as a line of that class with no content: its signal moves the clocks, its kind is
+    /// counted, but no tool id, result or session id is read from it (feed a line for those).
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -337,7 +337,7 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
     view.for_each_block(|b| match b {
         ContentBlock::ToolUse { id, name } => {
             s.last_tool = t;
-            if crate::claude_code::mcp::is_mcp_tool(&name) {
+            if crate::mcp::is_mcp_tool(&name) {
                 begin_mcp(s, c, &id, &name, t, limits.mcp());
             }
             if !s.has(flag::WROTE) && limits.is_write_tool(&name) {

@@ -1,7 +1,7 @@
 //! A session whose clocks are given, not lived: what a host knows of a query's last instants
 //! (its last line, progress and tool boundary, whether it wrote or settled) set as they are,
-//! so that the registry's own deadlines judge them. The reference package's pure verdict of a
-//! timeline ([`crate::reference::verdict`]) is asked this way.
+//! so that the registry's own deadlines judge them. The npm package's pure verdict of a
+//! timeline (the reference package's `evaluateWatchdog()`, in the wasm crate) is asked this way.
 
 use crate::time::Instant;
 
@@ -10,14 +10,21 @@ use crate::SessionId;
 
 use super::Registry;
 
-/// The last instants of a session (each no earlier than its registration).
+/// The last instants of a session, each no earlier than its registration, for
+/// [`Registry::seed`]: a timeline judged by the registry's own deadlines.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Seed {
+pub struct Seed {
+    /// The last line of any kind.
     pub last_line: Instant,
+    /// The last progress.
     pub last_progress: Instant,
+    /// The last tool boundary.
     pub last_tool: Instant,
+    /// A write tool completed.
     pub wrote: bool,
+    /// Settled by a `result`, and when.
     pub settled_at: Option<Instant>,
+    /// A line was seen (the startup rule applies until then).
     pub seen: bool,
 }
 
@@ -31,7 +38,7 @@ impl Registry {
     /// Set the clocks of a live session `id` that has seen nothing yet, as `seed` says; its
     /// next deadline follows from them. Nothing is fired here: the next call with a `now`
     /// fires what they made due by then.
-    pub(crate) fn seed(&mut self, id: SessionId, seed: &Seed) {
+    pub fn seed(&mut self, id: SessionId, seed: &Seed) {
         let Some(slot) = self.slot_of(id) else {
             return;
         };

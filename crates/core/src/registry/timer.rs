@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::time::Instant;
 
-use crate::config::defaults::INPUT_HOLD;
+use crate::config::INPUT_HOLD;
 use crate::deadline_queue::Slots;
 use crate::event::{Backoff, Event, Kill, KillKind, McpCall};
 use crate::session::{flag, Cold, Due, HostDue, Session, NEVER};

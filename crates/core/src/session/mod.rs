@@ -102,7 +102,7 @@ pub(crate) mod flag {
     /// and no-progress deadlines and their warnings do not fall due.
     pub const OUTPUT_BLOCKED: u32 = 1 << 22;
     /// The host may hold unread lines of the session (`Registry::input_pending`): a deadline
-    /// that falls due waits for them, at most [`INPUT_HOLD`](crate::config::defaults::INPUT_HOLD).
+    /// that falls due waits for them, at most [`INPUT_HOLD`](crate::config::INPUT_HOLD).
     pub const INPUT_PENDING: u32 = 1 << 23;
     /// The idle and no-progress clocks run from registration, as if it were a tool boundary
     /// (`SessionConfig::with_clocks_from_registration`); the startup clock still waits for

@@ -3,7 +3,7 @@
 //! The subset of [`std::time::Instant`]'s API the core and its hosts use, with the same
 //! meaning: ordered, `Copy`, `+`/`-` a [`Duration`] (panicking on overflow, as std does, and
 //! `checked_*` forms that do not), and the distance between two instants. Compiled on every
-//! target (and tested against std's there); it is the core's [`Instant`](super::Instant) only
+//! target (and tested against std's there); it is the core's [`Instant`](crate::Instant) only
 //! on bare WebAssembly.
 
 use std::ops::{Add, AddAssign, Sub, SubAssign};

@@ -13,7 +13,7 @@
 
 use std::io::{self, Read};
 
-use watchdog_core::config::defaults::MAX_LINE;
+use watchdog_core::config::MAX_LINE;
 
 /// The most read at once, and the buffer's growth step past the cap.
 const CHUNK: usize = 1 << 20;

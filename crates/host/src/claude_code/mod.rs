@@ -1,6 +1,6 @@
 //! How Claude Code was started, as a host reads it (Claude Code 2.1.332): the command line,
 //! the variables that matter and the working directory, and what follows from them. The MCP
-//! rule itself is the policy's ([`watchdog_core::claude_code::mcp`]); this module reads the
+//! rule itself is the policy's ([`watchdog_core::mcp`]); this module reads the
 //! invocation it applies to.
 //!
 //! - [`Invocation`]: how a child was started (`{argv, env, cwd}`, typed), and what follows
@@ -38,7 +38,7 @@ use std::time::Duration;
 pub mod session;
 
 use session::Session;
-use watchdog_core::claude_code::mcp::{McpSetup, VARS};
+use watchdog_core::mcp::{McpSetup, VARS};
 
 /// The timeout (30 s) the subagent plugin's command hooks declare (`plugin/hooks/hooks.json`):
 /// Claude Code cancels a hook that runs longer, so the hook's work is bounded to fit in it.

@@ -41,7 +41,7 @@ pub mod scrape;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use watchdog_core::time::Instant;
+use watchdog_core::Instant;
 
 use serde_json::{json, Map, Value};
 

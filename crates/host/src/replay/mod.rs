@@ -62,7 +62,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use watchdog_core::time::Instant;
+use watchdog_core::Instant;
 
 use crate::capture::{BadTime, EntryView, RecordView};
 use watchdog_core::Registry;

@@ -1,7 +1,7 @@
 //! What a replay reports: the verdict of each recorded run, its events at their virtual
 //! times, the exit records, and the times not taken as written.
 
-use watchdog_core::time::Instant;
+use watchdog_core::Instant;
 
 use watchdog_core::Class;
 use watchdog_core::RunRecord;

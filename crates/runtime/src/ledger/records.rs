@@ -1,8 +1,8 @@
 //! A ledger's records, the same in every backend (files, Redis, PostgreSQL): their names
 //! relative to the ledger's root, the notice records, and how a stored marker is read.
 
-use watchdog_core::recovery::subagent::{SubagentKey, SubagentMarker};
 use watchdog_core::recovery::{validate_session_id, LedgerError, Marker};
+use watchdog_core::recovery::{SubagentKey, SubagentMarker};
 
 use super::durable_files::now_ms;
 

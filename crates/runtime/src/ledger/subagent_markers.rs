@@ -1,12 +1,10 @@
-//! A subagent's continuation marker and notice record: the [`SubagentLedger`] trait on
+//! A subagent's continuation marker and notice record: the [`Ledger`]`<SubagentKey, SubagentMarker>` trait on
 //! [`FileLedger`], in directories made on first use.
 
 use std::path::PathBuf;
 
-use watchdog_core::recovery::subagent::{
-    SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker,
-};
 use watchdog_core::recovery::{Claim, LedgerError};
+use watchdog_core::recovery::{Ledger, LedgerEntry, SubagentKey, SubagentMarker};
 
 use super::durable_files::{
     create_exclusive, create_private_dir, exists, read_small, sync_dir, unavailable,
@@ -45,7 +43,7 @@ impl FileLedger {
     }
 }
 
-impl SubagentLedger for FileLedger {
+impl Ledger<SubagentKey, SubagentMarker> for FileLedger {
     fn try_claim(&self, key: &SubagentKey, marker: &SubagentMarker) -> Result<Claim, LedgerError> {
         self.subagent_dirs()?;
         let mut json = marker.to_json();
@@ -59,14 +57,14 @@ impl SubagentLedger for FileLedger {
         )
     }
 
-    fn get(&self, key: &SubagentKey) -> Result<Option<SubagentEntry>, LedgerError> {
+    fn get(&self, key: &SubagentKey) -> Result<Option<LedgerEntry<SubagentMarker>>, LedgerError> {
         let path = self.subagent_marker_path(key);
         let Some(text) = read_small(&path)? else {
             return Ok(None);
         };
         let marker = read_subagent_marker(&text, key, &path.display())?;
         let notice_recorded = exists(&self.subagent_notice_path(key))?;
-        Ok(Some(SubagentEntry {
+        Ok(Some(LedgerEntry {
             marker,
             notice_recorded,
         }))

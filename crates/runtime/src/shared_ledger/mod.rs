@@ -8,10 +8,8 @@ mod postgres_store;
 mod redis_store;
 mod url;
 
-use watchdog_core::recovery::subagent::{
-    SubagentEntry, SubagentKey, SubagentLedger, SubagentMarker,
-};
 use watchdog_core::recovery::{Claim, Ledger, LedgerEntry, LedgerError, Marker};
+use watchdog_core::recovery::{SubagentKey, SubagentMarker};
 
 use crate::ledger::records::{
     notice_record, read_marker, read_subagent_marker, session_record_name, subagent_notice_record,
@@ -276,7 +274,7 @@ impl Ledger for SharedLedger {
     }
 }
 
-impl SubagentLedger for SharedLedger {
+impl Ledger<SubagentKey, SubagentMarker> for SharedLedger {
     fn try_claim(&self, key: &SubagentKey, marker: &SubagentMarker) -> Result<Claim, LedgerError> {
         let mut json = marker.to_json();
         json.push('\n');
@@ -284,14 +282,14 @@ impl SubagentLedger for SharedLedger {
             .map(claim)
     }
 
-    fn get(&self, key: &SubagentKey) -> Result<Option<SubagentEntry>, LedgerError> {
+    fn get(&self, key: &SubagentKey) -> Result<Option<LedgerEntry<SubagentMarker>>, LedgerError> {
         let marker = subagent_record_name(CONTINUED, key);
         let notice = subagent_record_name(NOTICED, key);
         Ok(self
             .entry(&marker, &notice, |text, place| {
                 read_subagent_marker(text, key, place)
             })?
-            .map(|(marker, notice_recorded)| SubagentEntry {
+            .map(|(marker, notice_recorded)| LedgerEntry {
                 marker,
                 notice_recorded,
             }))

@@ -4,7 +4,7 @@
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use watchdog_core::config::{defaults::MAX_LINE, PositiveDuration};
+use watchdog_core::config::{PositiveDuration, MAX_LINE};
 use watchdog_core::SessionConfig;
 
 use super::hook::{LineInfo, StdoutHook};

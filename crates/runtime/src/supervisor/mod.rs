@@ -101,7 +101,7 @@ pub use signal::Signal;
 ///   pipe count before those deadlines: the stdout reader's waker tells the policy that lines
 ///   wait unread ([`Registry::input_pending`](watchdog_core::Registry::input_pending)), and a
 ///   deadline waits for them (at most
-///   [`INPUT_HOLD`](watchdog_core::config::defaults::INPUT_HOLD)); a kill lands only if it
+///   [`INPUT_HOLD`](watchdog_core::config::INPUT_HOLD)); a kill lands only if it
 ///   still holds.
 ///
 /// # One timer for many children

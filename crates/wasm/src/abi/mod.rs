@@ -8,8 +8,8 @@
 //! `[slot, what (1 kill, 2 extension), code, at, last tool boundary]`.
 #![allow(unsafe_code)] // `#[no_mangle]` only: each export is named as it is written.
 
+use crate::reference::{self, OBSERVE_TABLE};
 use serde_json::json;
-use watchdog_core::reference::{self, OBSERVE_TABLE};
 use watchdog_core::{ExtendReason, KillKind};
 
 use crate::state::with;

@@ -1,107 +1,31 @@
-//! The subagent trigger: continue a Claude Code subagent cut off by the output token limit
-//! **once**, then stop (the `dsh-subagent-watchdog` contract on Claude Code).
-//!
-//! Pure and sans-IO, like the rest of [`recovery`](super). A host (the `agent-watchdog hook`
-//! command, or any Rust program) reads how a subagent ended from its transcript
-//! ([`SubagentEnd::from_transcript`]), asks the durable ledger what it knows about that agent
-//! ([`SubagentState`], keyed by [`SubagentKey`]: session id + agent id), and gets a
-//! [`SubagentDecision`] from [`Recovery::decide_subagent`]:
-//!
-//! | how the agent ended | ledger | decision |
-//! |---|---|---|
-//! | the output limit ([`SubagentEnd::OutputLimit`]), a continuable type | no marker | **continue once**: claim the marker, then tell the parent to `SendMessage` that agent |
-//! | the output limit, one-shot type (`Explore`, `Plan`) or unknown type | no marker | nothing ([`SubagentSkip::OneShot`], [`SubagentSkip::TypeUnknown`]) |
-//! | the same failure the marker was made for (a duplicate event, a restart, `--resume`; failures are told apart by their ordinal, [`TranscriptEnd::failure_id`]) | marker | nothing ([`SubagentSkip::Duplicate`]) |
-//! | a later output-limit or API error failure | marker | **one notice** with the facts and the manual options |
-//! | completed, refused, aborted, running, another API error, unknown | no marker | nothing ([`SubagentSkip::NotATrigger`]) |
-//! | completed, or anything that is not a failure | marker | nothing ([`SubagentSkip::ContinuationEnded`]) |
-//! | anything | notice given | nothing ([`SubagentSkip::AlreadyNoticed`]) |
-//!
-//! The output-limit trigger of the policy ([`Trigger::OutputLimit`]) switches this one too: a
-//! policy with it off never continues a subagent ([`SubagentSkip::Disabled`]).
-//!
-//! # The host's protocol
-//!
-//! 1. `state = SubagentState::from(ledger.get(&key)?)`; `decision = recovery.decide_subagent(&facts, &state)`.
-//! 2. On [`SubagentDecision::Continue`]: [`SubagentMarker::for_continue`], then
-//!    `ledger.try_claim(&key, &marker)`; only on [`Claim::Won`] tell the parent.
-//! 3. On [`SubagentDecision::Notice`]: `ledger.record_notice(&key)`; show the notice only when it
-//!    returns `Ok(true)`.
-//!
-//! Any error means: do nothing (fail closed).
-//!
-//! ```
-//! use watchdog_core::recovery::subagent::*;
-//! use watchdog_core::recovery::{Claim, Recovery};
-//!
-//! let session = "b042aa30-1f9b-40da-b416-11c34370df5c";
-//! let key = SubagentKey::new(session, "a02f401cf8728967a").unwrap();
-//! let ledger = MemorySubagentLedger::default();
-//! let recovery = Recovery::default();
-//! let cut_off = |failure: &str| SubagentFacts {
-//!     key: key.clone(),
-//!     agent_type: Some("general-purpose".into()),
-//!     end: SubagentEnd::OutputLimit,
-//!     failure_id: Some(failure.into()),
-//!     error: None,
-//!     seen_at_ms: 1_000,
-//! };
-//!
-//! // First cut-off: continue once.
-//! let facts = cut_off("failure-1");
-//! let decision = recovery.decide_subagent(&facts, &ledger.get(&key).unwrap().into());
-//! assert!(matches!(decision, SubagentDecision::Continue { .. }));
-//! let marker = SubagentMarker::for_continue(&facts, &decision).unwrap();
-//! assert_eq!(ledger.try_claim(&key, &marker).unwrap(), Claim::Won);
-//!
-//! // The same failure seen again (Stop after PostToolUseFailure, a resume): nothing.
-//! let again = recovery.decide_subagent(&facts, &ledger.get(&key).unwrap().into());
-//! assert_eq!(again, SubagentDecision::Nothing(SubagentSkip::Duplicate));
-//!
-//! // The continued agent is cut off again: one notice, then nothing.
-//! let second = cut_off("failure-2");
-//! let decision = recovery.decide_subagent(&second, &ledger.get(&key).unwrap().into());
-//! assert!(matches!(decision, SubagentDecision::Notice(_)));
-//! assert!(ledger.record_notice(&key).unwrap());
-//! let decision = recovery.decide_subagent(&second, &ledger.get(&key).unwrap().into());
-//! assert_eq!(decision, SubagentDecision::Nothing(SubagentSkip::AlreadyNoticed));
-//! ```
+//! The subagent trigger (described in [`crate::recovery`]).
 
 mod ledger;
 mod transcript;
 
 use std::fmt;
 
-use super::{validate_session_id, Claim, LedgerError, Recovery, Trigger};
+use super::{validate_session_id, LedgerError, LedgerState, Recovery, Trigger};
 use crate::wall::WallMs;
 
-pub use ledger::{
-    MemorySubagentLedger, SubagentEntry, SubagentLedger, SubagentMarker, SubagentState,
-};
+pub use ledger::SubagentMarker;
 pub use transcript::{SubagentEnd, TranscriptEnd};
 
 /// Agent types Claude Code runs once and never lets the parent message again
 /// (`Explore`, `Plan`): never continued.
-pub const ONE_SHOT_AGENT_TYPES: &[&str] = &["Explore", "Plan"];
+pub(crate) const ONE_SHOT_AGENT_TYPES: &[&str] = &["Explore", "Plan"];
 
 /// The message the parent sends to the cut-off agent.
-pub const SUBAGENT_CONTINUE_MESSAGE: &str = "You stopped at the output token limit before \
+pub(crate) const SUBAGENT_CONTINUE_MESSAGE: &str = "You stopped at the output token limit before \
 finishing. Continue the unfinished task from where you stopped, in smaller pieces, without \
 recap.";
 
 /// Format version of [`SubagentMarker`].
-pub const SUBAGENT_MARKER_VERSION: u32 = 1;
+pub(crate) const SUBAGENT_MARKER_VERSION: u32 = 1;
 
 /// Check that `id` is a plausible Claude Code agent id (`a` + 16 hex digits today): 1 to 64 ASCII
 /// letters, digits, `-` or `_`, so it is safe in a file name.
-///
-/// ```
-/// use watchdog_core::recovery::subagent::validate_agent_id;
-/// assert!(validate_agent_id("a02f401cf8728967a").is_ok());
-/// assert!(validate_agent_id("../x").is_err());
-/// assert!(validate_agent_id("").is_err());
-/// ```
-pub fn validate_agent_id(id: &str) -> Result<(), LedgerError> {
+pub(crate) fn validate_agent_id(id: &str) -> Result<(), LedgerError> {
     let ok = (1..=64).contains(&id.len())
         && id
             .bytes()
@@ -124,7 +48,8 @@ pub struct SubagentKey {
 }
 
 impl SubagentKey {
-    /// A key, if both ids are valid ([`validate_session_id`], [`validate_agent_id`]).
+    /// A key, if both ids are valid ([`validate_session_id`]; an agent id is 1 to 64 ASCII letters,
+    /// digits, `-` or `_`).
     pub fn new(session_id: &str, agent_id: &str) -> Result<SubagentKey, LedgerError> {
         validate_session_id(session_id)?;
         validate_agent_id(agent_id)?;
@@ -271,7 +196,7 @@ pub enum SubagentDecision {
         message: String,
     },
     /// The continued agent failed again: give this once (after
-    /// [`SubagentLedger::record_notice`]).
+    /// [`Ledger::record_notice`](crate::recovery::Ledger::record_notice)).
     Notice(Box<SubagentNotice>),
     /// Do nothing, for this reason.
     Nothing(SubagentSkip),
@@ -282,11 +207,11 @@ impl Recovery {
     pub fn decide_subagent(
         &self,
         facts: &SubagentFacts,
-        state: &SubagentState,
+        state: &LedgerState<SubagentMarker>,
     ) -> SubagentDecision {
         match state {
-            SubagentState::Noticed(_) => SubagentDecision::Nothing(SubagentSkip::AlreadyNoticed),
-            SubagentState::Continued(marker) => {
+            LedgerState::Noticed(_) => SubagentDecision::Nothing(SubagentSkip::AlreadyNoticed),
+            LedgerState::Continued(marker) => {
                 let same = match (&facts.failure_id, &marker.failure_id) {
                     (Some(now), Some(then)) => now == then,
                     // Without ids a later failure cannot be told from the first: stay silent.
@@ -306,7 +231,7 @@ impl Recovery {
                     }))
                 }
             }
-            SubagentState::Fresh => {
+            LedgerState::Fresh => {
                 if facts.end != SubagentEnd::OutputLimit {
                     return SubagentDecision::Nothing(SubagentSkip::NotATrigger(
                         facts.end.as_str(),
@@ -365,5 +290,18 @@ impl SubagentMarker {
             created_at_ms: facts.seen_at_ms,
             message: message.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_ids_are_safe_in_a_file_name() {
+        assert!(validate_agent_id("a02f401cf8728967a").is_ok());
+        assert!(validate_agent_id("../x").is_err());
+        assert!(validate_agent_id("").is_err());
+        assert!(validate_agent_id(&"a".repeat(65)).is_err());
     }
 }

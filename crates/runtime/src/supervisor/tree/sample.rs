@@ -4,7 +4,8 @@
 //! started, their TCP connections and the bytes moved on them ([`super::sockets`]). A process
 //! is identified by pid **and** start: one whose pid now names another process is left out.
 
-use watchdog_core::evidence::{command_line, ProcFacts, ProcState, TreeSample};
+use watchdog_core::evidence::{ProcFacts, ProcState, TreeSample};
+use watchdog_host::tree::command_line;
 
 use super::proc::Proc;
 use super::procfs::read_small;

@@ -1,12 +1,12 @@
-//! The reference package's contract as a preset of the one observer (`watchdog_core::reference`),
+//! The reference package's contract as a preset of the one observer (`watchdog_wasm::reference`),
 //! in virtual time: the rules the npm package's `createWatchdog()` keeps, decided by the same
 //! `Registry` every other host drives. (The npm package's own suite runs the reference's checks
 //! through the installed package: `scripts/test-node-api`.)
 
 use std::time::{Duration, Instant};
 
-use watchdog_core::reference::{self, row, Timeline, Verdict, OFF};
 use watchdog_core::{Event, ExtendReason, KillKind, Limits, Registry, SessionId};
+use watchdog_wasm::reference::{self, row, Timeline, Verdict, OFF};
 
 fn min(m: f64) -> Duration {
     Duration::from_secs_f64(m * 60.0)

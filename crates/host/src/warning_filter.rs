@@ -13,7 +13,7 @@
 //! Each returns a [`WarningDecision`]; the caller decides what to print.
 //!
 //! ```
-//! use watchdog_core::warning_filter::{WarningDecision, WarningFilter, SHADOWED_CODE};
+//! use watchdog_host::warning_filter::{WarningDecision, WarningFilter, SHADOWED_CODE};
 //! let mut f = WarningFilter::default();
 //! assert_eq!(f.check(SHADOWED_CODE), WarningDecision::First);
 //! assert_eq!(f.check(SHADOWED_CODE), WarningDecision::Suppressed { count: 1 });
@@ -225,7 +225,7 @@ impl Pattern {
 /// [`with_rule`](Self::with_rule); the first matching rule names the line's code.
 ///
 /// ```
-/// use watchdog_core::warning_filter::{Pattern, StderrFilter, WarningDecision};
+/// use watchdog_host::warning_filter::{Pattern, StderrFilter, WarningDecision};
 /// let mut f = StderrFilter::default()
 ///     .with_rule("MCP_SLOW", Pattern::Contains("MCP server is slow".into()));
 /// assert_eq!(f.check("warn: MCP server is slow (3 s)"), WarningDecision::First);

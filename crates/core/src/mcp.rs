@@ -29,7 +29,7 @@ use serde_json::Value;
 /// Claude Code's heartbeat tick: while a tool call is outstanding it prints a `tool_progress`
 /// line every 30 s from the start of the call, and it checks an MCP call's idle limit on that
 /// tick.
-pub const HEARTBEAT_TICK: Duration = Duration::from_secs(30);
+pub(crate) const HEARTBEAT_TICK: Duration = Duration::from_secs(30);
 
 /// Claude Code's own idle limit on a stdio MCP server's call (1,800 s): with no response and no
 /// progress notification for that long it aborts the call with an `is_error` tool result,
@@ -66,8 +66,8 @@ pub(crate) const MCP_TOOL_PREFIX: &str = "mcp__";
 /// Whether Claude Code's tool name `tool` is an MCP server's tool (`mcp__…`).
 ///
 /// ```
-/// assert!(watchdog_core::claude_code::mcp::is_mcp_tool("mcp__db__query"));
-/// assert!(!watchdog_core::claude_code::mcp::is_mcp_tool("Bash"));
+/// assert!(watchdog_core::mcp::is_mcp_tool("mcp__db__query"));
+/// assert!(!watchdog_core::mcp::is_mcp_tool("Bash"));
 /// ```
 pub fn is_mcp_tool(tool: &str) -> bool {
     tool.starts_with(MCP_TOOL_PREFIX)
@@ -77,7 +77,7 @@ pub fn is_mcp_tool(tool: &str) -> bool {
 /// contain `__` itself); `None` for another name, or one without both parts.
 ///
 /// ```
-/// use watchdog_core::claude_code::mcp::mcp_tool_parts;
+/// use watchdog_core::mcp::mcp_tool_parts;
 /// assert_eq!(mcp_tool_parts("mcp__db__query"), Some(("db", "query")));
 /// assert_eq!(mcp_tool_parts("mcp__db__a__b"), Some(("db", "a__b")));
 /// assert_eq!(mcp_tool_parts("mcp__db"), None);
@@ -100,14 +100,14 @@ pub(crate) fn mcp_server_of(tool: &str) -> Option<&str> {
 }
 
 /// Where Claude Code gives up on a silent call, counted from its start, given the limits it
-/// uses for the server: `idle` (its idle limit, checked on each [`HEARTBEAT_TICK`] from the
+/// uses for the server: `idle` (its idle limit, checked on each heartbeat tick, 30 s, from the
 /// start of the call, so the abort comes at the first tick at or after it; `None` when
 /// disabled) and `hard` (its wall-clock limit per call, exact; `None` when there is none to
 /// wait for). The earlier of the two; `None` when neither applies.
 ///
 /// ```
 /// use std::time::Duration;
-/// use watchdog_core::claude_code::mcp::give_up;
+/// use watchdog_core::mcp::give_up;
 /// let s = Duration::from_secs;
 /// // Measured: idle 20 s → aborted on the 30 s tick; idle 1,800 s → on the 1,800 s tick.
 /// assert_eq!(give_up(Some(s(20)), None), Some(s(30)));

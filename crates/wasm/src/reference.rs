@@ -15,24 +15,23 @@
 //!   asked of a query's last instants;
 //! - [`OBSERVE_TABLE`]: which messages `observe()` counts, and as what. The host looks a
 //!   message's `type` and `subtype` up in it and feeds the row's [`Class`] through
-//!   [`Registry::observe_class`](crate::Registry::observe_class); a `result` is fed as a line
+//!   [`Registry::observe_class`](watchdog_core::Registry::observe_class); a `result` is fed as a line
 //!   (its facts decide the outcome); a message the table ignores ends only the startup wait
-//!   ([`Registry::note_started`](crate::Registry::note_started)). Ours beyond the reference:
+//!   ([`Registry::note_started`](watchdog_core::Registry::note_started)). Ours beyond the reference:
 //!   background tasks and API back-offs are fed as lines ([`Effect::Line`]), so the rules for
 //!   them are the registry's here too.
 //!
-//! The host's check is the reference's tick ([`Registry::checked_by_host`](crate::Registry::checked_by_host)):
+//! The host's check is the reference's tick ([`Registry::checked_by_host`](watchdog_core::Registry::checked_by_host)):
 //! a message handed over before the check counts, as it does for the reference. The deliberate
 //! difference: the host arms its timer at the registry's exact next deadline, so the check (and
 //! the kill, dated at its deadline) comes then, not up to a tick later.
 
 use std::time::Duration;
 
-use crate::classify::{Class, LineKind, Signal};
-use crate::config::{Limits, SessionConfig};
-use crate::event::{Event, ExtendReason, KillKind};
-use crate::registry::{Registry, Seed};
-use crate::time::Instant;
+use watchdog_core::config::{NonZeroFraction, PositiveDuration};
+use watchdog_core::Instant;
+use watchdog_core::{Class, LineKind, Signal};
+use watchdog_core::{Event, ExtendReason, KillKind, Limits, Registry, Seed, SessionConfig};
 
 /// A rule that is off: a limit no session ever reaches.
 pub const OFF: Duration = Duration::MAX;
@@ -41,7 +40,7 @@ pub const OFF: Duration = Duration::MAX;
 ///
 /// ```
 /// use std::time::Duration;
-/// use watchdog_core::reference;
+/// use watchdog_wasm::reference;
 /// let l = reference::limits();
 /// assert_eq!(l.idle(), Duration::from_secs(600));
 /// assert_eq!((l.extend_factor(), l.high_utilization()), (2.0, 0.9));
@@ -49,13 +48,14 @@ pub const OFF: Duration = Duration::MAX;
 /// assert_eq!((l.startup(), l.linger(), l.no_progress()), (reference::OFF, reference::OFF, reference::OFF));
 /// ```
 pub fn limits() -> Limits {
+    let off = PositiveDuration::new(OFF).expect("OFF is above zero");
     let mut l = Limits::default();
     l.set_write_tools(["Write", "Edit"])
-        .set_startup(crate::config::PositiveDuration::new_const(OFF))
-        .set_linger(crate::config::PositiveDuration::new_const(OFF))
-        .set_no_progress(crate::config::PositiveDuration::new_const(OFF))
+        .set_startup(off)
+        .set_linger(off)
+        .set_no_progress(off)
         // A warning at the kill itself is never given: the reference has no stalling warning.
-        .set_warn_at(crate::config::NonZeroFraction::new_const(1.0));
+        .set_warn_at(NonZeroFraction::new(1.0).expect("1 is in (0, 1]"));
     l
 }
 
@@ -111,7 +111,7 @@ pub enum Verdict {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use watchdog_core::reference::{self, Timeline, Verdict};
+/// use watchdog_wasm::reference::{self, Timeline, Verdict};
 /// use watchdog_core::{ExtendReason, KillKind};
 /// let t0 = Instant::now();
 /// let min = |m: u64| Duration::from_secs(60 * m);
@@ -253,7 +253,7 @@ pub const OBSERVE_TABLE: &[Row] = &[
         effect: Effect::HeartbeatWork,
         line: LineKind::ToolProgress,
     },
-    // Ours, read whole: background tasks (crate::session's background work) and back-offs.
+    // Ours, read whole: background tasks (the core's background work) and back-offs.
     Row {
         kind: "system",
         subtype: Some("background_tasks_changed"),
@@ -289,7 +289,7 @@ pub const OBSERVE_TABLE: &[Row] = &[
 /// The row of a message with this `type` and `subtype`, if any.
 ///
 /// ```
-/// use watchdog_core::reference::{row, Effect};
+/// use watchdog_wasm::reference::{row, Effect};
 /// assert_eq!(row("stream_event", None).unwrap().effect, Effect::Work);
 /// assert_eq!(row("system", Some("thinking_tokens")).unwrap().effect, Effect::Work);
 /// assert!(row("system", Some("init")).is_none());
@@ -307,7 +307,7 @@ pub fn row(kind: &str, subtype: Option<&str>) -> Option<&'static Row> {
 }
 
 impl Row {
-    /// The class the row feeds ([`Registry::observe_class`](crate::Registry::observe_class)),
+    /// The class the row feeds ([`Registry::observe_class`](watchdog_core::Registry::observe_class)),
     /// or `None` when it feeds nothing: an ignored message, a heartbeat with
     /// `tool_heartbeats` off, a message the registry reads whole ([`Effect::Line`]). A
     /// `result` is a settle (its facts are the host's to keep for the outcome).

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
-use watchdog_core::warning_filter::{install, WarningFilter, WarningLayer, SHADOWED_CODE};
+use watchdog_host::warning_filter::{install, WarningFilter, WarningLayer, SHADOWED_CODE};
 
 /// What reached the subscriber: (code, message) per event.
 type Log = Arc<Mutex<Vec<(String, String)>>>;

@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use watchdog_core::warning_filter::{
+use watchdog_host::warning_filter::{
     Pattern, StderrFilter, Summary, WarningDecision, WarningFilter, SHADOWED_CODE,
 };
 

@@ -24,7 +24,7 @@ thread_local! {
 ///
 /// ```
 /// use tracing_subscriber::layer::SubscriberExt;
-/// use watchdog_core::warning_filter::{WarningFilter, WarningLayer, SHADOWED_CODE};
+/// use watchdog_host::warning_filter::{WarningFilter, WarningLayer, SHADOWED_CODE};
 /// let layer = WarningLayer::new(WarningFilter::default());
 /// let subscriber = tracing_subscriber::registry().with(layer.clone());
 /// tracing::subscriber::with_default(subscriber, || {
