@@ -1,6 +1,6 @@
-//! Reading a pipe as lines, with a maximum line length and nothing lost: one line at a time
-//! ([`LineReader`], for stderr) or in batches of the lines that arrived together
-//! ([`StdoutBatch`], for stdout).
+//! Reading a pipe as lines, with a maximum line length and nothing lost: one splitter for both
+//! pipes ([`Splitter`]); stdout's lines go out in batches of the lines that arrived together
+//! ([`StdoutBatch`]), stderr's one at a time.
 
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
@@ -180,34 +180,54 @@ impl StdoutBatch {
     }
 }
 
-/// Finds the complete lines (and pieces of over-long lines) at the front of `buf`: appends
-/// their metadata to `lines` and returns how many bytes they take. `in_long`: the line being
-/// read is over-long (an earlier piece was cut); updated. `eof`: nothing more will come, so
-/// what remains is a last line without a newline. `max` ≥ 1 (`Supervisor::spawn` rejects a
-/// `max_line` of 0).
-pub(crate) fn split_lines(
-    buf: &[u8],
-    max: usize,
-    eof: bool,
-    in_long: &mut bool,
-    lines: &mut Vec<LineMeta>,
-) -> usize {
-    let mut pos = 0;
-    loop {
-        let rest = &buf[pos..];
-        // A newline right after `max` bytes still ends a line that fits.
-        let window = &rest[..rest.len().min(max.saturating_add(1))];
-        let (len, newline, continues) = match memchr::memchr(b'\n', window) {
-            Some(i) => (i, true, false),
-            None if rest.len() > max => (max, false, true),
-            None if eof && !rest.is_empty() => (rest.len(), false, false),
-            None => return pos,
-        };
-        let mut m = LineMeta::new(pos, len, newline, continues);
-        m.piece = *in_long || continues;
-        *in_long = continues;
-        lines.push(m);
-        pos += len + usize::from(newline);
+/// The one line splitter of both pipes: what it knows of the bytes not yet taken between
+/// two calls.
+#[derive(Debug, Default)]
+pub(crate) struct Splitter {
+    /// The line being read is over-long (an earlier piece was cut).
+    in_long: bool,
+    /// Bytes at the front of the next call's `buf` already searched for a newline in vain: a
+    /// long line arriving a read at a time is searched once, not once a read.
+    searched: usize,
+}
+
+impl Splitter {
+    /// Finds the complete lines (and pieces of over-long lines) at the front of `buf`: appends
+    /// their metadata to `lines` and returns how many bytes they take; the caller keeps the
+    /// rest at the front of the next call's `buf`. `eof`: nothing more will come, so what
+    /// remains is a last line without a newline. `max` ≥ 1 (the supervisor's `max_line` is a
+    /// `NonZeroUsize`).
+    pub(crate) fn split(
+        &mut self,
+        buf: &[u8],
+        max: usize,
+        eof: bool,
+        lines: &mut Vec<LineMeta>,
+    ) -> usize {
+        let mut pos = 0;
+        let mut searched = std::mem::take(&mut self.searched);
+        loop {
+            let rest = &buf[pos..];
+            // A newline right after `max` bytes still ends a line that fits.
+            let window = &rest[..rest.len().min(max.saturating_add(1))];
+            let from = std::mem::take(&mut searched).min(window.len());
+            let found = memchr::memchr(b'\n', &window[from..]).map(|i| from + i);
+            let (len, newline, continues) = match found {
+                Some(i) => (i, true, false),
+                None if rest.len() > max => (max, false, true),
+                None if eof && !rest.is_empty() => (rest.len(), false, false),
+                None => {
+                    // `rest` fits in the window and holds no newline.
+                    self.searched = rest.len();
+                    return pos;
+                }
+            };
+            let mut m = LineMeta::new(pos, len, newline, continues);
+            m.piece = self.in_long || continues;
+            self.in_long = continues;
+            lines.push(m);
+            pos += len + usize::from(newline);
+        }
     }
 }
 
@@ -215,9 +235,9 @@ pub(crate) fn split_lines(
 mod tests {
     use super::*;
 
-    /// `split_lines` over `input` fed in pieces of `step` bytes, as a pipe delivers it.
+    /// [`Splitter::split`] over `input` fed in pieces of `step` bytes, as a pipe delivers it.
     fn split_fed(input: &[u8], max: usize, step: usize) -> Vec<Line> {
-        let (mut buf, mut out, mut in_long) = (Vec::new(), Vec::new(), false);
+        let (mut buf, mut out, mut splitter) = (Vec::new(), Vec::new(), Splitter::default());
         let mut fed = 0;
         loop {
             let end = (fed + step).min(input.len());
@@ -225,7 +245,7 @@ mod tests {
             fed = end;
             let eof = fed == input.len();
             let mut metas = Vec::new();
-            let used = split_lines(&buf, max, eof, &mut in_long, &mut metas);
+            let used = splitter.split(&buf, max, eof, &mut metas);
             out.extend(metas.iter().map(|m| m.line_in(&buf)));
             buf.drain(..used);
             if eof {
@@ -293,8 +313,8 @@ mod tests {
 
     #[test]
     fn pieces_are_marked() {
-        let (mut lines, mut in_long) = (Vec::new(), false);
-        let used = split_lines(b"abcdefghij\nxy\n", 4, false, &mut in_long, &mut lines);
+        let mut lines = Vec::new();
+        let used = Splitter::default().split(b"abcdefghij\nxy\n", 4, false, &mut lines);
         assert_eq!(used, 14);
         let p: Vec<_> = lines
             .iter()

@@ -8,7 +8,7 @@ use watchdog_core::LineView;
 
 use super::drain::ReaderState;
 use super::hook::StdoutHook;
-use super::lines::{split_lines, LineMeta, Recycle, StdoutBatch, CHUNK, OUTPUT_BUDGET};
+use super::lines::{LineMeta, Recycle, Splitter, StdoutBatch, CHUNK, OUTPUT_BUDGET};
 use super::report::{Batch, Output};
 use super::shared::Shared;
 use super::woken::{self, Woken};
@@ -104,7 +104,7 @@ pub(super) async fn read_stdout(
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
     let recycle = Arc::new(Recycle::default());
     let woken = shared.input().cloned().map(Woken::new);
-    let mut in_long = false;
+    let mut splitter = Splitter::default();
     loop {
         if buf.capacity() - buf.len() < CHUNK / 4 {
             buf.reserve(CHUNK);
@@ -113,7 +113,7 @@ pub(super) async fn read_stdout(
         let read = woken::read_buf(&mut pipe, &mut buf, woken.as_ref(), &state).await;
         let eof = !matches!(read, Ok(n) if n > 0);
         let mut lines = Vec::new();
-        let used = split_lines(&buf, max_line, eof, &mut in_long, &mut lines);
+        let used = splitter.split(&buf, max_line, eof, &mut lines);
         if !lines.is_empty() {
             // The lines that arrived together: one clock reading, one lock, one message. The
             // events they cause (a kill included) reach the output first, before waiting for
@@ -185,13 +185,13 @@ pub(super) async fn read_stderr(
     state: Arc<ReaderState>,
 ) {
     // Split as stdout is (one splitter for both pipes); each line is sent on its own.
-    let (mut buf, mut metas, mut in_long) = (Vec::new(), Vec::new(), false);
+    let (mut buf, mut metas, mut splitter) = (Vec::new(), Vec::new(), Splitter::default());
     loop {
         buf.reserve(16 << 10);
         // A read error ends the pipe as its end would: what was read still counts.
         let read = woken::read_buf(&mut pipe, &mut buf, None, &state).await;
         let eof = !matches!(read, Ok(n) if n > 0);
-        let used = split_lines(&buf, max_line, eof, &mut in_long, &mut metas);
+        let used = splitter.split(&buf, max_line, eof, &mut metas);
         for m in metas.drain(..) {
             shared.observe_stderr();
             queue
