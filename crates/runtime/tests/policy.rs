@@ -29,6 +29,11 @@ fn small() -> Limits {
         .unwrap()
 }
 
+/// [`small`] with an idle limit of 1.5 s.
+fn slow_caller_limits() -> Limits {
+    small().with_idle(Duration::from_millis(1500)).unwrap()
+}
+
 const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"sess-1"}"#;
 
 fn killed_kind(report: &agent_sdk_watchdog::Report) -> Option<KillKind> {
@@ -212,11 +217,14 @@ async fn a_slow_caller_pauses_the_clocks_on_a_private_and_on_a_shared_cell_alike
             watchdog: shared.then(|| watchdog.clone()),
             // No tree scan in between: nothing but the core's rule can hold the clocks.
             tree_scan: None,
-            ..policy(small())
+            // An idle limit well above a loaded machine's scheduling gaps: the child must fill
+            // the budget before it can be called idle (at 400 ms a starved `yes` was killed
+            // before it ever blocked).
+            ..policy(slow_caller_limits())
         };
         let mut sup = Supervisor::spawn(sh(&script), config).unwrap();
-        // Seven idle limits without taking anything.
-        tokio::time::sleep(Duration::from_millis(3000)).await;
+        // Four idle limits without taking anything.
+        tokio::time::sleep(Duration::from_millis(6000)).await;
         let mut lines = 0;
         while let Some(out) = sup.next_output().await {
             if let Output::Stdout(_) = out {
@@ -233,7 +241,7 @@ async fn a_slow_caller_pauses_the_clocks_on_a_private_and_on_a_shared_cell_alike
         assert_eq!(lines, 200_001, "shared: {shared}: nothing lost");
         // Held back for longer than the idle limit (else the test proves nothing).
         assert!(
-            report.blocked_on_output > Duration::from_millis(400),
+            report.blocked_on_output > Duration::from_millis(1500),
             "shared: {shared}: {:?}",
             report.blocked_on_output
         );
