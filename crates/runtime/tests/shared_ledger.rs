@@ -103,13 +103,13 @@ fn exactly_one_of_many_racing_connections_wins_and_the_notice_is_recorded_once()
                     // Each racer its own connection, as separate machines have.
                     let ledger = SharedLedger::open(&url).unwrap();
                     barrier.wait();
-                    let won = Ledger::try_claim(&ledger, &id, &marker(&id, &i.to_string()));
+                    let won = Ledger::try_claim(&ledger, id.as_str(), &marker(&id, &i.to_string()));
                     let sub = Ledger::<SubagentKey, SubagentMarker>::try_claim(
                         &ledger,
                         &key,
                         &subagent_marker(&key, &i.to_string()),
                     );
-                    let noticed = Ledger::record_notice(&ledger, &id);
+                    let noticed = Ledger::record_notice(&ledger, id.as_str());
                     let sub_noticed =
                         Ledger::<SubagentKey, SubagentMarker>::record_notice(&ledger, &key);
                     (
@@ -139,7 +139,7 @@ fn exactly_one_of_many_racing_connections_wins_and_the_notice_is_recorded_once()
         );
         // What is stored is the winner's marker, read back whole.
         let ledger = SharedLedger::open(&url).unwrap();
-        let entry = Ledger::get(&ledger, &id).unwrap().unwrap();
+        let entry = Ledger::get(&ledger, id.as_str()).unwrap().unwrap();
         assert_eq!(
             entry.marker,
             marker(&id, &winners[0].0.to_string()),
@@ -155,16 +155,16 @@ fn exactly_one_of_many_racing_connections_wins_and_the_notice_is_recorded_once()
         );
         // The same session in upper case is the same marker.
         assert_eq!(
-            Ledger::try_claim(&ledger, &id.to_uppercase(), &marker(&id, "late")).unwrap(),
+            Ledger::try_claim(&ledger, id.to_uppercase().as_str(), &marker(&id, "late")).unwrap(),
             Claim::AlreadyClaimed
         );
         // No marker, no notice.
         assert!(
-            !Ledger::record_notice(&ledger, &fresh_id()).unwrap(),
+            !Ledger::record_notice(&ledger, fresh_id().as_str()).unwrap(),
             "{url}"
         );
         assert!(
-            Ledger::get(&ledger, &fresh_id()).unwrap().is_none(),
+            Ledger::get(&ledger, fresh_id().as_str()).unwrap().is_none(),
             "{url}"
         );
     }
@@ -206,22 +206,22 @@ fn a_record_of_another_backend_session_or_kind_is_never_misread() {
         // (one format, one name, in every backend).
         let id = fresh_id();
         assert_eq!(
-            Ledger::try_claim(&file, &id, &marker(&id, "file")).unwrap(),
+            Ledger::try_claim(&file, id.as_str(), &marker(&id, "file")).unwrap(),
             Claim::Won
         );
         let bytes = std::fs::read_to_string(file.marker_path(&id).unwrap()).unwrap();
         put_raw(&url, &format!("continued/{id}.json"), &bytes);
         assert_eq!(
-            Ledger::get(&shared, &id).unwrap().unwrap().marker,
+            Ledger::get(&shared, id.as_str()).unwrap().unwrap().marker,
             marker(&id, "file")
         );
         // A marker claimed on the server is not one in another store: each is its own ledger.
         let only_here = fresh_id();
         assert_eq!(
-            Ledger::try_claim(&shared, &only_here, &marker(&only_here, "x")).unwrap(),
+            Ledger::try_claim(&shared, only_here.as_str(), &marker(&only_here, "x")).unwrap(),
             Claim::Won
         );
-        assert!(Ledger::get(&file, &only_here).unwrap().is_none());
+        assert!(Ledger::get(&file, only_here.as_str()).unwrap().is_none());
         // Under a session's name: another session's marker, a subagent's marker, garbage, an
         // empty value. Each is corrupt (and so claimed: never continued), never a marker.
         let key_of = |id: &str| SubagentKey::new(id, "a1b2c3d4e5f6a7b8").unwrap();
@@ -236,10 +236,10 @@ fn a_record_of_another_backend_session_or_kind_is_never_misread() {
         for (i, value) in cases.iter().enumerate() {
             let id = fresh_id();
             put_raw(&url, &format!("continued/{id}.json"), value);
-            let e = Ledger::get(&shared, &id).expect_err(&format!("{url} case {i}"));
+            let e = Ledger::get(&shared, id.as_str()).expect_err(&format!("{url} case {i}"));
             assert!(matches!(e, LedgerError::Corrupt(_)), "{url} case {i}: {e}");
             assert_eq!(
-                Ledger::try_claim(&shared, &id, &marker(&id, "y")).unwrap(),
+                Ledger::try_claim(&shared, id.as_str(), &marker(&id, "y")).unwrap(),
                 Claim::AlreadyClaimed,
                 "{url} case {i}"
             );
@@ -330,15 +330,15 @@ fn a_server_that_goes_away_fails_closed_and_no_message_holds_the_password() {
         let ledger = SharedLedger::open(&url).unwrap();
         let id = fresh_id();
         assert_eq!(
-            Ledger::try_claim(&ledger, &id, &marker(&id, "1")).unwrap(),
+            Ledger::try_claim(&ledger, id.as_str(), &marker(&id, "1")).unwrap(),
             Claim::Won
         );
         server.stop();
         let id2 = fresh_id();
         let errors = [
-            Ledger::try_claim(&ledger, &id2, &marker(&id2, "2")).map(|_| ()),
-            Ledger::get(&ledger, &id).map(|_| ()),
-            Ledger::record_notice(&ledger, &id).map(|_| ()),
+            Ledger::try_claim(&ledger, id2.as_str(), &marker(&id2, "2")).map(|_| ()),
+            Ledger::get(&ledger, id.as_str()).map(|_| ()),
+            Ledger::record_notice(&ledger, id.as_str()).map(|_| ()),
             SharedLedger::open(&url).map(|_| ()),
         ];
         for e in errors {
@@ -385,9 +385,9 @@ fn the_blocking_calls_work_in_a_multi_thread_runtime_and_refuse_a_single_thread_
         let id2 = id.clone();
         let task = tokio::spawn(async move {
             let l = SharedLedger::open(&url).unwrap();
-            Ledger::get(&l, &id2).map(|e| e.is_none())
+            Ledger::get(&l, id2.as_str()).map(|e| e.is_none())
         });
-        let claimed = Ledger::try_claim(&ledger, &id, &marker(&id, "rt"));
+        let claimed = Ledger::try_claim(&ledger, id.as_str(), &marker(&id, "rt"));
         (claimed, task.await.unwrap())
     });
     assert!(matches!(won, (Ok(Claim::Won), Ok(_))), "{won:?}");
@@ -401,8 +401,8 @@ fn the_blocking_calls_work_in_a_multi_thread_runtime_and_refuse_a_single_thread_
     assert!(e.contains("single-thread"), "{e}");
     // Opened outside, used inside a single-thread runtime: an error, not a panic.
     let ledger = SharedLedger::open(&url).unwrap();
-    let inside = single.block_on(async { Ledger::get(&ledger, &id).map(|_| ()) });
+    let inside = single.block_on(async { Ledger::get(&ledger, id.as_str()).map(|_| ()) });
     assert!(inside.is_err());
     // And outside again: fine.
-    assert!(Ledger::get(&ledger, &id).unwrap().is_some());
+    assert!(Ledger::get(&ledger, id.as_str()).unwrap().is_some());
 }
