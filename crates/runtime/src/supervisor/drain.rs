@@ -80,8 +80,9 @@ impl Readers {
         self.tasks.push((tokio::spawn(read(state.clone())), state));
     }
 
-    /// Wait for every pipe to end. Returns true if one was still open when the wait gave up
-    /// (each `timeout` in which every reader still running had caught up).
+    /// Wait for every pipe to end, one reader after the other: each `timeout`, a reader that has
+    /// caught up by then ([`ReaderState::caught_up`]) is told to stop. Returns true if a
+    /// reader had to be told (its pipe was left open).
     pub(super) async fn drain(self, timeout: Duration) -> bool {
         for (_, s) in &self.tasks {
             s.ending.store(true, SeqCst);

@@ -91,7 +91,8 @@ impl Watch {
             }
         };
         self.pipe.lock().await.take();
-        let pipe_left_open = self.drain().await;
+        let readers = std::mem::take(&mut self.readers);
+        let pipe_left_open = readers.drain(self.cfg.drain_timeout).await;
         // The end's events reach the output here, before the report.
         let record = self.shared.end();
         let mut st = self.shared.lock();
@@ -208,12 +209,6 @@ impl Watch {
         log.begin(&mut self.tree, ReceiptCause::Leftovers).await;
         kill::stop_procs(&mut self.tree, self.pid, &left, grace, log).await;
         left.len()
-    }
-
-    /// Wait for both pipes to close ([`Readers::drain`]); true if one was left open.
-    async fn drain(&mut self) -> bool {
-        let readers = std::mem::take(&mut self.readers);
-        readers.drain(self.cfg.drain_timeout).await
     }
 }
 
