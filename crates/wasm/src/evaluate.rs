@@ -30,7 +30,8 @@ pub struct Timeline {
     pub settled_at: f64,
     /// Ours: the last work.
     pub last_work_at: f64,
-    /// Ours: a message was seen (the startup rule applies until then).
+    /// Ours: a message was seen (the startup rule applies until then). A settled timeline
+    /// has seen one (its result), whatever this says.
     pub seen: bool,
 }
 

@@ -3,10 +3,10 @@
 //! unread lines of it ([`Registry::input_pending`](super::Registry::input_pending)).
 //!
 //! A side table rather than a field of every session: few sessions have either at a time, and
-//! the session's flags (`OUTPUT_BLOCKED`, `INPUT_PENDING`) say when to look here, so an
-//! ordinary line never does.
+//! the session's [`Host`] members (`OutputBlocked`, `InputPending`) say when to look here, so
+//! an ordinary line never does.
 
-use crate::session::flag;
+use crate::session::Host;
 
 /// Which hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,11 +18,11 @@ pub(super) enum Hold {
 }
 
 impl Hold {
-    /// The session flag that says the hold is in force.
-    pub(super) fn flag(self) -> u32 {
+    /// The session's [`Host`] member that says the hold is in force.
+    pub(super) fn member(self) -> Host {
         match self {
-            Hold::Output => flag::OUTPUT_BLOCKED,
-            Hold::Input => flag::INPUT_PENDING,
+            Hold::Output => Host::OutputBlocked,
+            Hold::Input => Host::InputPending,
         }
     }
 }

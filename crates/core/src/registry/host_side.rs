@@ -8,7 +8,7 @@ use crate::time::Instant;
 
 use crate::classify::Signal;
 use crate::event::{Event, SessionId};
-use crate::session::flag;
+use crate::session::{Host, Phase, Side};
 use crate::view::LineView;
 
 use super::holds::Hold;
@@ -40,12 +40,11 @@ impl Registry {
             // The host's next turn: while it waits for it, or while its background tasks run
             // after the result (the host need not wait for them).
             Some("user")
-                if s.has(flag::HOST_WAIT)
-                    || (s.has(flag::SETTLED)
-                        && s.has(flag::BACKGROUND)
-                        && s.has(flag::HOST_INPUT)) =>
+                if s.phase == Phase::WaitingForHost
+                    || (s.phase.is_settled()
+                        && s.side.has(Side::Background)
+                        && s.host.has(Host::InputOpen)) =>
             {
-                s.flags &= !flag::HOST_WAIT;
                 s.note_progress(t);
                 s.drop_past_retry(c);
             }
@@ -67,14 +66,13 @@ impl Registry {
             return;
         };
         let (s, c) = self.parts_mut(slot);
-        if s.is_done() || !s.has(flag::HOST_INPUT) {
+        if s.is_done() || !s.host.has(Host::InputOpen) {
             return;
         }
-        s.flags &= !flag::HOST_INPUT;
-        if s.has(flag::HOST_WAIT) {
+        s.host.remove(Host::InputOpen);
+        if s.phase == Phase::WaitingForHost {
             let was_paused = s.paused();
-            s.flags &= !flag::HOST_WAIT;
-            s.settled_at = t;
+            s.settle(t);
             s.end_wait_if_clear(c, t, was_paused);
         }
         self.reschedule(slot);
@@ -241,10 +239,10 @@ impl Registry {
     /// ended, when it began. The caller refiles the session's deadlines.
     fn set_hold(&mut self, slot: u32, hold: Hold, on: bool, t: u64) -> Option<Option<u64>> {
         let s = self.session_mut(slot);
-        if s.is_done() || s.has(hold.flag()) == on {
+        if s.is_done() || s.host.has(hold.member()) == on {
             return None;
         }
-        s.flags ^= hold.flag();
+        s.host.set(hold.member(), on);
         if on {
             self.holds.begin(slot, hold, t);
             Some(None)
@@ -267,11 +265,11 @@ impl Registry {
         };
         let no_progress = self.policies.get(self.session(slot).limits).ns.no_progress;
         let (s, c) = self.parts_mut(slot);
-        if s.is_done() || s.has(flag::FIRST_LINE) {
+        if s.is_done() || s.phase.seen_line() {
             return;
         }
         s.first_line_floor(c, t, no_progress);
-        s.flags |= flag::FIRST_LINE;
+        s.saw_line();
         self.reschedule(slot);
         self.run_due(t);
     }
@@ -283,11 +281,10 @@ impl Registry {
             return;
         };
         let s = self.session_mut(slot);
-        if s.is_done() || s.has(flag::SETTLED) {
+        if s.is_done() || s.phase.is_settled() {
             return;
         }
-        s.flags |= flag::SETTLED | flag::FIRST_LINE;
-        s.settled_at = t;
+        s.settle(t);
         let (s, c) = self.parts_mut(slot);
         s.begin_host_wait(c, t);
         self.events.push_back(Event::Settled { id });

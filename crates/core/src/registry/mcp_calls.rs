@@ -3,7 +3,7 @@
 //! no-progress kill comes no earlier than its floor ([`McpLimits`]).
 
 use crate::config::McpLimits;
-use crate::session::{dur_ns, flag, id_hash, Cold, PendingMcp, Session, NEVER};
+use crate::session::{dur_ns, id_hash, Cold, PendingMcp, Session, Side, NEVER};
 use crate::view::LineView;
 
 use super::MAX_PENDING;
@@ -66,7 +66,7 @@ pub(super) fn read_heartbeat(
     let Some(id) = view.parent_tool_use_id() else {
         return;
     };
-    if s.has(flag::MCP) {
+    if s.side.has(Side::Mcp) {
         if let Some(r) = s.rare_mut(c) {
             let h = id_hash(&id);
             if r.mcp_calls.iter().any(|m| m.hash == h && *m.id == *id) {

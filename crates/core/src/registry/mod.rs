@@ -22,7 +22,7 @@ use crate::deadline_queue::DeadlineQueue;
 use crate::event::{Event, Kill, Outcome, SessionId};
 use crate::facts::Tally;
 use crate::record::RunRecord;
-use crate::session::{flag, Cold, Session, Watched, NEVER};
+use crate::session::{Cold, End, Host, Session, Watched, NEVER};
 
 use policy_table::PolicyTable;
 pub use queries::SessionSnapshot;
@@ -269,15 +269,15 @@ impl Registry {
                 (self.slots.len() - 1) as u32
             }
         };
-        if config.host_input() {
-            self.session_mut(slot).flags |= flag::HOST_INPUT;
-        }
+        let host = &mut self.session_mut(slot).host;
+        host.set(Host::InputOpen, config.host_input());
+        host.set(Host::Tree, config.tree_evidence());
+        host.set(
+            Host::ClocksFromRegistration,
+            config.clocks_from_registration(),
+        );
         if config.tree_evidence() {
-            self.session_mut(slot).flags |= flag::TREE;
             self.trees.start(slot);
-        }
-        if config.clocks_from_registration() {
-            self.session_mut(slot).flags |= flag::FROM_REGISTRATION;
         }
         if config.tally() || config.expected_session().is_some() {
             let watched = Watched {
@@ -286,7 +286,7 @@ impl Registry {
                 mismatch_reported: false,
             };
             let (s, c) = self.parts_mut(slot);
-            s.flags |= flag::WATCHED;
+            s.host.insert(Host::Watched);
             s.rare(c).watched = Some(Box::new(watched));
         }
         self.len += 1;
@@ -304,8 +304,8 @@ impl Registry {
         let slot = self.slot_of(id)?;
         let (s, c) = self.parts_mut(slot);
         let outcome = s.outcome(c);
-        if !s.has(flag::ENDED) {
-            s.flags |= flag::ENDED;
+        if s.end != End::Ended {
+            s.end = End::Ended;
             s.queued = NEVER;
             self.holds.forget(slot);
             self.events.push_back(Event::Ended {
@@ -353,7 +353,7 @@ impl Registry {
         if s.is_done() {
             return false;
         }
-        s.flags |= flag::STOPPING;
+        s.end = End::Stopping;
         s.queued = NEVER;
         self.queue.remove(slot);
         self.settle_queue(self.now);
@@ -375,10 +375,7 @@ impl Registry {
         if generation != u32::MAX {
             self.free.push(slot); // a slot whose generations ran out is retired
         }
-        c.rare
-            .filter(|_| s.has(flag::RARE))
-            .and_then(|r| r.kill)
-            .map(|k| *k)
+        c.rare.and_then(|r| r.kill).map(|k| *k)
     }
 
     /// Forget every session (a "close"): nothing is due afterwards and no event of the old

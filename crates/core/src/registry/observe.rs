@@ -9,7 +9,9 @@ use crate::classify::{classify, Class, LineKind, Signal};
 use crate::config::Limits;
 use crate::event::{Event, SessionId};
 use crate::facts::{ClaudeSessionId, LiveNews, ResultFacts};
-use crate::session::{flag, id_hash, is_task_line, Cold, LastResult, Retry, Session};
+use crate::session::{
+    id_hash, is_task_line, Cold, Host, LastResult, Note, Phase, Retry, Session, Side,
+};
 use crate::view::{ContentBlock, LineView};
 
 use super::mcp_calls::{begin_mcp, end_mcp, read_heartbeat};
@@ -127,7 +129,7 @@ impl Registry {
         if changed || due_after {
             self.run_due(t);
         }
-        if self.session(slot).has(flag::WATCHED) {
+        if self.session(slot).host.has(Host::Watched) {
             self.watch_line(slot, id, line, class);
         }
         if let (LineKind::RateLimit, Some(view)) = (class.kind, line) {
@@ -149,7 +151,7 @@ impl Registry {
         let Cold {
             rare, cli_session, ..
         } = &mut self.cold[slot as usize];
-        let Some(r) = rare.as_deref_mut().filter(|_| s.has(flag::RARE)) else {
+        let Some(r) = rare.as_deref_mut() else {
             return;
         };
         let Some(w) = r.watched.as_deref_mut() else {
@@ -163,7 +165,7 @@ impl Registry {
                     epoch,
                     waiting_on_person: s.paused(),
                     mcp_calls: &r.mcp_calls,
-                    session: cli_session.as_ref().filter(|_| s.has(flag::CLI_SID)),
+                    session: cli_session.as_ref(),
                 };
                 let news = tally.observe_in(line, class, &cx);
                 queue_news(&mut self.events, id, news);
@@ -211,9 +213,9 @@ impl Registry {
                 // After its result, the session's background tasks work on: their lines keep
                 // it settled (its own turn is over); with none left outstanding (the lines
                 // that report a task's end), the waiting rules start again from them.
-                Signal::Progress if s.has(flag::SETTLED) && line.is_some_and(is_task_line) => {
+                Signal::Progress if s.phase.is_settled() && line.is_some_and(is_task_line) => {
                     s.note_background_progress(t);
-                    if !s.has(flag::BACKGROUND) {
+                    if !s.side.has(Side::Background) {
                         s.settled_at = t;
                     }
                 }
@@ -234,9 +236,9 @@ impl Registry {
                         }
                     }
                     LineKind::SessionState => match view.state().as_deref() {
-                        Some("requires_action") => s.flags |= flag::STATE_WAIT,
+                        Some("requires_action") => s.note.insert(Note::RequiresAction),
                         Some("running" | "idle") if !s.has_pending_requests() => {
-                            s.flags &= !flag::STATE_WAIT;
+                            s.note.remove(Note::RequiresAction);
                         }
                         _ => {}
                     },
@@ -249,7 +251,7 @@ impl Registry {
                                 }
                                 s.sync_requests(r);
                             }
-                            None => s.flags |= flag::STATE_WAIT,
+                            None => s.note.insert(Note::RequiresAction),
                         }
                     }
                     LineKind::ControlCancel => {
@@ -264,24 +266,23 @@ impl Registry {
             if class.signal == Signal::HumanWait {
                 s.begin_wait(c, t, was_paused);
             }
-            // Progress un-settled the session, or background work began: it no longer waits
-            // for its host.
-            if !s.has(flag::SETTLED) || s.has(flag::BACKGROUND) {
-                s.flags &= !flag::HOST_WAIT;
+            // Background work began: the session no longer waits for its host (progress
+            // un-settled it already).
+            if s.phase == Phase::WaitingForHost && s.side.has(Side::Background) {
+                s.phase = Phase::Settled;
             }
             s.end_wait_if_clear(c, t, was_paused);
-            if class.signal == Signal::Settle && !s.has(flag::SETTLED) {
-                s.flags |= flag::SETTLED;
-                s.settled_at = t;
+            if class.signal == Signal::Settle && !s.phase.is_settled() {
+                s.settle(t);
                 settled_now = true;
-            } else if background_ended && s.has(flag::SETTLED) {
+            } else if background_ended && s.phase.is_settled() {
                 // The last background task ended after the result: the waiting rules apply
                 // from now.
                 s.settled_at = t;
             }
             s.begin_host_wait(c, t);
         }
-        if let (true, Some(view)) = (self.session(slot).has(flag::TREE), line) {
+        if let (true, Some(view)) = (self.session(slot).host.has(Host::Tree), line) {
             self.note_tree_line(slot, view, class.kind, t);
         }
         if settled_now {
@@ -296,12 +297,12 @@ impl Registry {
 /// again.
 fn read_session_id(s: &mut Session, c: &mut Cold, view: &LineView<'_>, kind: LineKind) {
     let init = kind == LineKind::System && view.subtype().as_deref() == Some("init");
-    if s.has(flag::CLI_SID) && !init {
+    if s.side.has(Side::CliSession) && !init {
         return;
     }
     if let Some(sid) = ClaudeSessionId::of_line(view) {
         if c.cli_session.as_ref() != Some(&sid) {
-            s.flags |= flag::CLI_SID;
+            s.side.insert(Side::CliSession);
             c.cli_session = Some(sid);
         }
     }
@@ -309,7 +310,7 @@ fn read_session_id(s: &mut Session, c: &mut Cold, view: &LineView<'_>, kind: Lin
 
 /// The first write landed: the pre-write extension ends.
 pub(super) fn wrote(s: &mut Session, c: &mut Cold) {
-    s.flags |= flag::WROTE;
+    s.note.insert(Note::Wrote);
     if let Some(r) = s.rare_mut(c) {
         r.pending_writes = Vec::new();
         s.compact(c);
@@ -326,7 +327,7 @@ pub(super) fn answer(s: &mut Session, c: &mut Cold, rid: &str) {
     let cleared = before > 0 && r.pending_requests.is_empty();
     s.sync_requests(r);
     if cleared {
-        s.flags &= !flag::STATE_WAIT;
+        s.note.remove(Note::RequiresAction);
     }
     s.compact(c);
 }
@@ -340,7 +341,7 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
             if crate::mcp::is_mcp_tool(&name) {
                 begin_mcp(s, c, &id, &name, t, limits.mcp());
             }
-            if !s.has(flag::WROTE) && limits.is_write_tool(&name) {
+            if !s.note.has(Note::Wrote) && limits.is_write_tool(&name) {
                 let pending = &mut s.rare(c).pending_writes;
                 if pending.len() < MAX_PENDING {
                     pending.push((id_hash(&id), id.into()));
@@ -352,10 +353,10 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
             is_error,
         } => {
             s.last_tool = t;
-            if s.has(flag::MCP) {
+            if s.side.has(Side::Mcp) {
                 removed |= end_mcp(s, c, &tool_use_id);
             }
-            if s.has(flag::WROTE) {
+            if s.note.has(Note::Wrote) {
                 return;
             }
             let Some(r) = s.rare_mut(c) else {

@@ -7,7 +7,7 @@ use crate::time::Instant;
 use crate::classify::{LineKind, Signal};
 use crate::event::{ExtendReason, Kill};
 use crate::facts::{ClaudeSessionId, ResultFacts, Tally};
-use crate::session::flag;
+use crate::session::{End, Note, Side};
 use crate::SessionId;
 
 use super::Registry;
@@ -84,17 +84,18 @@ impl Registry {
         Some(SessionSnapshot {
             started: self.instant_or_epoch(s.started),
             last_line: s
-                .has(flag::FIRST_LINE)
+                .phase
+                .seen_line()
                 .then(|| self.instant_or_epoch(s.last_line(c))),
             last_progress: self.instant_or_epoch(s.last_progress(c)),
             last_tool: self.instant_or_epoch(s.last_tool),
             last_signal: s.last_signal,
             claude_session_id: self.cli_session_of(slot).cloned(),
-            settled: s.has(flag::SETTLED),
+            settled: s.phase.is_settled(),
             paused: s.paused(),
-            wrote: s.has(flag::WROTE),
+            wrote: s.note.has(Note::Wrote),
             extension: s.extension(&p.ns, p.ns.is_high(self.utilization)),
-            ended: s.has(flag::ENDED),
+            ended: s.end == End::Ended,
             kill: self.rare_of(slot).and_then(|r| r.kill.as_deref().cloned()),
             next_deadline: self.next_of(slot).and_then(|(t, _)| self.instant(t)),
         })
@@ -102,11 +103,7 @@ impl Registry {
 
     /// A live slot's rare state, if allocated.
     fn rare_of(&self, slot: u32) -> Option<&crate::session::Rare> {
-        let s = self.session(slot);
-        self.cold[slot as usize]
-            .rare
-            .as_deref()
-            .filter(|_| s.has(flag::RARE))
+        self.cold[slot as usize].rare.as_deref()
     }
 
     /// A live slot's CLI session id, if known.
@@ -115,7 +112,7 @@ impl Registry {
         self.cold[slot as usize]
             .cli_session
             .as_ref()
-            .filter(|_| s.has(flag::CLI_SID))
+            .filter(|_| s.side.has(Side::CliSession))
     }
 
     /// How many lines of each [`LineKind`] were observed (all sessions), indexed by

@@ -5,7 +5,7 @@
 
 use crate::time::Instant;
 
-use crate::session::flag;
+use crate::session::Note;
 use crate::SessionId;
 
 use super::Registry;
@@ -22,7 +22,8 @@ pub struct Seed {
     pub last_tool: Instant,
     /// A write tool completed.
     pub wrote: bool,
-    /// Settled by a `result`, and when.
+    /// Settled by a `result`, and when. A settled session has seen a line (its `result`),
+    /// whatever `seen` says.
     pub settled_at: Option<Instant>,
     /// A line was seen (the startup rule applies until then).
     pub seen: bool,
@@ -47,17 +48,16 @@ impl Registry {
         let settled_at = seed.settled_at.map(|t| self.ns_since_epoch(t));
         let s = self.session_mut(slot);
         if seed.seen {
-            s.flags |= flag::FIRST_LINE;
+            s.saw_line();
         }
         s.idle_anchor = line.max(progress);
         s.progress_anchor = progress;
         s.last_tool = tool;
         if seed.wrote {
-            s.flags |= flag::WROTE;
+            s.note.insert(Note::Wrote);
         }
         if let Some(at) = settled_at {
-            s.flags |= flag::SETTLED;
-            s.settled_at = at;
+            s.settle(at);
         }
         self.reschedule(slot);
     }

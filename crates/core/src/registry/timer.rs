@@ -8,7 +8,7 @@ use crate::time::Instant;
 use crate::config::INPUT_HOLD;
 use crate::deadline_queue::Slots;
 use crate::event::{Backoff, Event, Kill, KillKind, McpCall};
-use crate::session::{flag, Cold, Due, HostDue, Session, NEVER};
+use crate::session::{Cold, Due, End, Host, HostDue, Note, Said, Session, NEVER};
 
 use super::holds::{Hold, Holds};
 use super::tree::{tree_due, Trees};
@@ -30,14 +30,14 @@ impl Slots for Filing<'_> {
             .next_due(s, slot)
             .map_or(NEVER, |(t, _)| held(s, slot, self.facts.holds, t));
         s.queued = t;
-        s.flags &= !flag::RAISED;
+        s.note.remove(Note::Raised);
         t
     }
 
     fn raised(&self, slot: u32) -> bool {
         self.slots
             .get(slot as usize)
-            .is_some_and(|s| s.has(flag::RAISED))
+            .is_some_and(|s| s.note.has(Note::Raised))
     }
 }
 
@@ -72,11 +72,11 @@ impl Facts<'_> {
 }
 
 /// When an event due at `t` may fire: at `t`, or while the host may still hold unread lines
-/// of the session (`INPUT_PENDING`), up to [`INPUT_HOLD`] after the later of `t` and the
+/// of the session ([`Host::InputPending`]), up to [`INPUT_HOLD`] after the later of `t` and the
 /// instant the host said so (its word that it read them ends the hold at once:
 /// [`Registry::input_pending`]).
 fn held(s: &Session, slot: u32, holds: &Holds, t: u64) -> u64 {
-    if !s.has(flag::INPUT_PENDING) {
+    if !s.host.has(Host::InputPending) {
         return t;
     }
     let since = holds.since(slot, Hold::Input).unwrap_or(t);
@@ -85,7 +85,7 @@ fn held(s: &Session, slot: u32, holds: &Holds, t: u64) -> u64 {
 
 /// Since when the host cannot hand the session's output on, or [`NEVER`].
 fn blocked_since(s: &Session, slot: u32, holds: &Holds) -> u64 {
-    if !s.has(flag::OUTPUT_BLOCKED) {
+    if !s.host.has(Host::OutputBlocked) {
         return NEVER;
     }
     holds.since(slot, Hold::Output).unwrap_or(NEVER)
@@ -113,7 +113,7 @@ impl Registry {
 
     /// Note the session's next event in the deadline queue. A later event than where the
     /// session is filed needs no queue work (the queue asks again when it gets there); if the
-    /// entry is in the queue's near heap, the session is marked `RAISED` (in its own cache
+    /// entry is in the queue's near heap, the session notes [`Note::Raised`] (in its own cache
     /// line, not the queue's), and the queue re-files it when it reaches the heap's top.
     ///
     /// Returns whether the queue may need settling (false: neither the queue nor the mark
@@ -125,14 +125,14 @@ impl Registry {
         let horizon = self.queue.horizon();
         let s = self.session_mut(slot);
         if s.queued != NEVER && t >= s.queued {
-            if t > s.queued && s.queued < horizon && !s.has(flag::RAISED) {
-                s.flags |= flag::RAISED;
+            if t > s.queued && s.queued < horizon && !s.note.has(Note::Raised) {
+                s.note.insert(Note::Raised);
                 return true;
             }
             return false;
         }
         s.queued = t;
-        s.flags &= !flag::RAISED;
+        s.note.remove(Note::Raised);
         self.queue.set(slot, t);
         true
     }
@@ -186,7 +186,7 @@ impl Registry {
                 continue;
             };
             s.queued = NEVER;
-            s.flags &= !flag::RAISED;
+            s.note.remove(Note::Raised);
             if let Some((due_at, due)) = self.next_of(slot) {
                 // Dated at its own instant, even when a hold made it fire later.
                 if self.held(slot, due_at) <= t {
@@ -201,15 +201,15 @@ impl Registry {
         let id = make_id(slot, self.session(slot).generation);
         match due {
             Due::Extended(reason) => {
-                self.session_mut(slot).flags |= flag::EXT_NOTED;
+                self.session_mut(slot).said.insert(Said::Extended);
                 self.events.push_back(Event::Extended { id, reason });
             }
             Due::Stalling(clock, kill_at) => {
-                let f = match clock {
-                    crate::event::StallClock::Idle => flag::STALL_IDLE,
-                    crate::event::StallClock::NoProgress => flag::STALL_NP,
+                let said = match clock {
+                    crate::event::StallClock::Idle => Said::StallingIdle,
+                    crate::event::StallClock::NoProgress => Said::StallingNoProgress,
                 };
-                self.session_mut(slot).flags |= f;
+                self.session_mut(slot).said.insert(said);
                 self.events.push_back(Event::Stalling {
                     id,
                     clock,
@@ -219,7 +219,7 @@ impl Registry {
             Due::Kill(kind) => {
                 let kill = self.build_kill(slot, at, kind);
                 let (s, c) = self.parts_mut(slot);
-                s.flags |= flag::KILLED;
+                s.end = End::Killed;
                 s.rare(c).kill = Some(Box::new(kill.clone()));
                 self.events.push_back(Event::Killed(kill));
             }

@@ -4,7 +4,7 @@
 //! timer files, and what a kill and the run's record say of the tree. The rule itself is
 //! [`crate::evidence`]'s; only sessions registered with
 //! [`SessionConfig::with_tree_evidence`](crate::SessionConfig::with_tree_evidence) keep a state
-//! here, in a side table (the session's `TREE` flag says when to look).
+//! here, in a side table (the session's [`Host::Tree`] says when to look).
 
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use crate::config::defaults::TOOL_SLACK;
 use crate::event::{KillKind, SessionId};
 use crate::evidence::rule::TreeState;
 use crate::evidence::{TreeEvidence, TreeFacts, TreeSample};
-use crate::session::{dur_ns, flag, Cold, HostDue, LimitsNs, Session, NEVER};
+use crate::session::{dur_ns, Cold, Host, HostDue, LimitsNs, Session, NEVER};
 use crate::view::{ContentBlock, LineView};
 
 use super::Registry;
@@ -79,7 +79,7 @@ impl Trees {
 /// What the tree adds to the deadlines of a session: the no-progress floor of a busy tool
 /// and the memory guard's kill.
 pub(super) fn tree_due(trees: &Trees, slot: u32, s: &Session, ns: &LimitsNs) -> HostDue {
-    match trees.get(slot).filter(|_| s.has(flag::TREE)) {
+    match trees.get(slot).filter(|_| s.host.has(Host::Tree)) {
         Some(st) => HostDue {
             blocked_since: NEVER,
             busy_floor: st.busy_floor(s.progress_anchor, ns),
@@ -130,7 +130,7 @@ impl Registry {
             return;
         };
         let s = &self.slots[slot as usize];
-        if s.is_done() || !s.has(flag::TREE) {
+        if s.is_done() || !s.host.has(Host::Tree) {
             return;
         }
         let Registry {
@@ -149,7 +149,7 @@ impl Registry {
     pub fn tree_want(&self, id: SessionId) -> Option<TreeWant> {
         let slot = self.slot_of(id)?;
         let s = self.session(slot);
-        if s.is_done() || !s.has(flag::TREE) {
+        if s.is_done() || !s.host.has(Host::Tree) {
             return None;
         }
         let st = self.trees.get(slot)?;
@@ -164,7 +164,7 @@ impl Registry {
         self.trees.get(self.slot_of(id)?).map(TreeState::facts)
     }
 
-    /// The tool calls a line of a `TREE` session begins and ends.
+    /// The tool calls a line of a session with [`Host::Tree`] begins and ends.
     pub(super) fn note_tree_line(
         &mut self,
         slot: u32,
@@ -204,7 +204,7 @@ impl Registry {
         kind: KillKind,
     ) -> Option<Box<TreeEvidence>> {
         let s = self.session(slot);
-        if !s.has(flag::TREE) {
+        if !s.host.has(Host::Tree) {
             return None;
         }
         let st = self.trees.get(slot)?;

@@ -2,7 +2,7 @@
 //! anchors (a line starts a new idle spell, progress a new no-progress spell; a human wait, a
 //! wait for the host or a paused output moves both by the time it lasted).
 
-use super::{flag, Cold, Session};
+use super::{Cold, Host, Note, Phase, Said, Session, Side};
 
 /// Moves an anchor by the paused time that lies after it: a pause over `[b, e)`.
 fn shift(x: u64, b: u64, e: u64) -> u64 {
@@ -18,25 +18,27 @@ fn shift(x: u64, b: u64, e: u64) -> u64 {
 impl Session {
     /// Move the idle anchor, keeping the real last line.
     fn move_idle_anchor(&mut self, c: &mut Cold, to: u64) {
-        if !self.has(flag::LINE_MOVED) {
+        if !self.side.has(Side::LineMoved) {
             c.pause_or_line = self.idle_anchor;
-            self.flags |= flag::LINE_MOVED;
+            self.side.insert(Side::LineMoved);
         }
         self.idle_anchor = to;
     }
 
     /// Move the no-progress anchor, keeping the real last progress.
     fn move_progress_anchor(&mut self, c: &mut Cold, to: u64) {
-        if !self.has(flag::PROGRESS_MOVED) {
+        if !self.side.has(Side::ProgressMoved) {
             c.last_progress = self.progress_anchor;
-            self.flags |= flag::PROGRESS_MOVED;
+            self.side.insert(Side::ProgressMoved);
         }
         self.progress_anchor = to;
     }
 
     /// Whether a wait is open: a human wait, or waiting for the host's next message.
     pub(crate) fn paused(&self) -> bool {
-        self.has(flag::STATE_WAIT | flag::HOST_WAIT) || self.has_pending_requests()
+        self.phase == Phase::WaitingForHost
+            || self.note.has(Note::RequiresAction)
+            || self.has_pending_requests()
     }
 
     /// Settled with the host's input open: the session now waits for its host. Its pause
@@ -46,13 +48,13 @@ impl Session {
     /// settled (the end of input), where only the linger and the ceiling count.
     /// Not while background tasks are outstanding: the session still works.
     pub(crate) fn begin_host_wait(&mut self, c: &mut Cold, now: u64) {
-        if self.has(flag::SETTLED)
-            && self.has(flag::HOST_INPUT)
-            && !self.has(flag::HOST_WAIT | flag::BACKGROUND)
+        if self.phase == Phase::Settled
+            && self.host.has(Host::InputOpen)
+            && !self.side.has(Side::Background)
         {
             let was_paused = self.paused();
-            self.flags |= flag::HOST_WAIT;
-            if !was_paused && !self.has(flag::LINE_MOVED) {
+            self.phase = Phase::WaitingForHost;
+            if !was_paused && !self.side.has(Side::LineMoved) {
                 c.pause_or_line = now;
             }
         }
@@ -63,7 +65,7 @@ impl Session {
     /// first line (only possible when `no_progress` is shorter than `startup`).
     /// A session whose clocks run from registration needs no floor: its cap applied all along.
     pub(crate) fn first_line_floor(&mut self, c: &mut Cold, now: u64, no_progress: u64) {
-        if !self.has(flag::FIRST_LINE | flag::FROM_REGISTRATION) {
+        if !self.clocks_run() {
             let floor = now.saturating_sub(no_progress);
             if floor > self.progress_anchor {
                 self.move_progress_anchor(c, floor);
@@ -73,30 +75,38 @@ impl Session {
 
     /// Any line (or boundary): a sign of life; starts a new idle spell.
     pub(crate) fn note_line(&mut self, now: u64) {
-        self.flags |= flag::FIRST_LINE;
-        self.flags &= !(flag::EXT_NOTED | flag::STALL_IDLE | flag::LINE_MOVED);
+        self.saw_line();
+        self.said.remove(Said::Extended);
+        self.said.remove(Said::StallingIdle);
+        self.side.remove(Side::LineMoved);
         self.idle_anchor = now;
+    }
+
+    /// Whether the idle and no-progress clocks run: after the first line, or from
+    /// registration when the host asked for it.
+    pub(crate) fn clocks_run(&self) -> bool {
+        self.phase.seen_line() || self.host.has(Host::ClocksFromRegistration)
     }
 
     /// Progress: also starts a new no-progress spell and un-settles.
     pub(crate) fn note_progress(&mut self, now: u64) {
-        self.note_line(now);
-        self.flags &= !(flag::STALL_NP | flag::SETTLED | flag::PROGRESS_MOVED);
-        self.progress_anchor = now;
+        self.note_background_progress(now);
+        self.phase = Phase::Working;
     }
 
     /// Progress of a background task after the session's `result`: a new no-progress spell,
     /// but the session stays settled (its turn is over; when the tasks end, it waits again).
     pub(crate) fn note_background_progress(&mut self, now: u64) {
         self.note_line(now);
-        self.flags &= !(flag::STALL_NP | flag::PROGRESS_MOVED);
+        self.said.remove(Said::StallingNoProgress);
+        self.side.remove(Side::ProgressMoved);
         self.progress_anchor = now;
     }
 
     /// Begin a human wait (if none is open) at `now`.
     pub(crate) fn begin_wait(&self, c: &mut Cold, now: u64, was_paused: bool) {
         if !was_paused {
-            debug_assert!(!self.has(flag::LINE_MOVED), "a wait begins with a line");
+            debug_assert!(!self.side.has(Side::LineMoved), "a wait begins with a line");
             c.pause_or_line = now;
         }
     }

@@ -11,7 +11,7 @@
 
 use crate::event::{ExtendReason, KillKind, StallClock};
 
-use super::{flag, LimitsNs, Session, NEVER};
+use super::{End, Host, LimitsNs, Phase, Said, Session, Side, NEVER};
 
 /// What the host's facts add to a session's deadlines: its blocked output, and the process
 /// tree ([`crate::evidence`]).
@@ -67,7 +67,7 @@ impl Session {
             busy_floor,
             memory_at,
         } = host;
-        if self.is_done() || self.has(flag::STOPPING) {
+        if self.end != End::Open {
             return None;
         }
         let mut kill = (self.started.saturating_add(l.ceiling), KillKind::Ceiling);
@@ -76,26 +76,26 @@ impl Session {
                 kill = (t, k);
             }
         };
-        if self.has(flag::OUTPUT_BLOCKED) && blocked_since != NEVER {
+        let blocked = self.host.has(Host::OutputBlocked);
+        if blocked && blocked_since != NEVER {
             take(
                 blocked_since.saturating_add(l.output_blocked),
                 KillKind::OutputBlocked,
             );
         }
         take(memory_at, KillKind::Memory);
-        if !self.has(flag::FIRST_LINE) {
+        if !self.phase.seen_line() {
             take(self.started.saturating_add(l.startup), KillKind::Startup);
         }
         // Before the first line only startup and the ceiling apply, unless the clocks run
         // from registration.
-        let clocks_run = self.has(flag::FIRST_LINE | flag::FROM_REGISTRATION);
-        if !clocks_run {
-        } else if self.has(flag::SETTLED) && !self.has(flag::BACKGROUND) {
+        if !self.clocks_run() {
+        } else if self.phase.is_settled() && !self.side.has(Side::Background) {
             // Waiting for the host's next message is not a hang: no linger until its input ends.
-            if !self.has(flag::HOST_WAIT) {
+            if self.phase != Phase::WaitingForHost {
                 take(self.settled_at.saturating_add(l.linger), KillKind::Linger);
             }
-        } else if !self.paused() && !self.has(flag::OUTPUT_BLOCKED) {
+        } else if !self.paused() && !blocked {
             let ext = self.extension(l, high);
             let (patience, warn_after) = if ext.is_some() {
                 (l.extended, l.warn_extended)
@@ -121,15 +121,15 @@ impl Session {
                 }
             };
             if let Some(reason) = ext {
-                if !self.has(flag::EXT_NOTED) {
+                if !self.said.has(Said::Extended) {
                     offer(base.saturating_add(l.idle), Due::Extended(reason));
                 }
             }
-            if !self.has(flag::STALL_IDLE) {
+            if !self.said.has(Said::StallingIdle) {
                 let t = base.saturating_add(warn_after).max(drop_at);
                 offer(t, Due::Stalling(StallClock::Idle, idle_kill));
             }
-            if !self.has(flag::STALL_NP) {
+            if !self.said.has(Said::StallingNoProgress) {
                 // A busy tool's hold moves the warning with the kill: it comes when the tool
                 // went quiet (or the cap nears), not while it works.
                 let t = if busy_floor > np_stream.max(mcp_floor) {

@@ -13,11 +13,13 @@ mod clocks;
 mod deadlines;
 mod extension;
 mod limits;
+mod state;
 mod work;
 
 pub(crate) use crate::facts::PendingMcp;
 pub(crate) use deadlines::{Due, HostDue};
 pub(crate) use limits::LimitsNs;
+pub(crate) use state::{End, Host, Note, Phase, Said, Set, Side};
 pub(crate) use work::{is_task_line, Retry, Work};
 
 use std::time::Duration;
@@ -42,78 +44,6 @@ pub(crate) fn ms_to_ns(ms: f64) -> u64 {
 /// A duration in saturating nanoseconds.
 pub(crate) fn dur_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(NEVER)
-}
-
-/// Session flags (bits of [`Session::flags`]).
-pub(crate) mod flag {
-    /// At least one line (or tool boundary) was seen.
-    pub const FIRST_LINE: u32 = 1 << 0;
-    /// A `result` (or `settle`) came and no progress since.
-    pub const SETTLED: u32 = 1 << 1;
-    /// The first write tool completed.
-    pub const WROTE: u32 = 1 << 2;
-    /// `session_state_changed: requires_action` (or an id-less permission request) is open.
-    pub const STATE_WAIT: u32 = 1 << 3;
-    /// `Extended` was reported in this quiet spell.
-    pub const EXT_NOTED: u32 = 1 << 4;
-    /// `Stalling{Idle}` was reported in this quiet spell.
-    pub const STALL_IDLE: u32 = 1 << 5;
-    /// `Stalling{NoProgress}` was reported in this spell without progress.
-    pub const STALL_NP: u32 = 1 << 6;
-    /// The stream ended (`end`).
-    pub const ENDED: u32 = 1 << 7;
-    /// The session was killed.
-    pub const KILLED: u32 = 1 << 8;
-    /// The slot holds a registered session.
-    pub const LIVE: u32 = 1 << 9;
-    /// [`Cold::rare`](super::Cold::rare) is allocated.
-    pub const RARE: u32 = 1 << 10;
-    /// [`Cold::cli_session`](super::Cold::cli_session) is known.
-    pub const CLI_SID: u32 = 1 << 11;
-    /// A permission request is unanswered (`Rare::pending_requests` is not empty).
-    pub const REQUESTS: u32 = 1 << 12;
-    /// An announced back-off storm is under way ([`Work::storm`](super::Work::storm)): its
-    /// end may lie after the clocks' anchors (otherwise it is irrelevant and reads as 0).
-    pub const RETRY: u32 = 1 << 13;
-    /// A pause moved the idle anchor: the last line is
-    /// [`Cold::pause_or_line`](super::Cold::pause_or_line) (otherwise it is the idle anchor).
-    pub const LINE_MOVED: u32 = 1 << 14;
-    /// The no-progress anchor was moved (a pause, or the first-line floor): the last progress
-    /// is [`Cold::last_progress`](super::Cold::last_progress) (otherwise it is the anchor).
-    pub const PROGRESS_MOVED: u32 = 1 << 15;
-    /// Filed in the deadline queue's near heap, and the next event moved later since (the
-    /// queue re-files the entry when it reaches the heap's top).
-    pub const RAISED: u32 = 1 << 16;
-    /// An MCP tool call is outstanding (`Rare::mcp_calls` is not empty).
-    pub const MCP: u32 = 1 << 17;
-    /// The child reads its host's messages on stdin and that input is still open.
-    pub const HOST_INPUT: u32 = 1 << 18;
-    /// Waiting for the host: settled by a `result` while `HOST_INPUT`, and no `user` message
-    /// from the host since. A wait like a human wait (the idle and no-progress clocks stand
-    /// still), which also holds the linger.
-    pub const HOST_WAIT: u32 = 1 << 19;
-    /// The host is stopping the process for a reason of its own (`Registry::stop_clocks`): no
-    /// deadline falls due any more; lines still count.
-    pub const STOPPING: u32 = 1 << 20;
-    /// The session keeps a tally or must be an expected Claude Code session
-    /// (`Rare::watched`).
-    pub const WATCHED: u32 = 1 << 21;
-    /// The host cannot hand the session's output on (`Registry::output_blocked`): the idle
-    /// and no-progress deadlines and their warnings do not fall due.
-    pub const OUTPUT_BLOCKED: u32 = 1 << 22;
-    /// The host may hold unread lines of the session (`Registry::input_pending`): a deadline
-    /// that falls due waits for them, at most [`INPUT_HOLD`](crate::config::INPUT_HOLD).
-    pub const INPUT_PENDING: u32 = 1 << 23;
-    /// The idle and no-progress clocks run from registration, as if it were a tool boundary
-    /// (`SessionConfig::with_clocks_from_registration`); the startup clock still waits for
-    /// the first line.
-    pub const FROM_REGISTRATION: u32 = 1 << 24;
-    /// Background tasks are outstanding ([`Work::background`](super::Work::background) is
-    /// not empty): after a `result` the session is still working, not waiting.
-    pub const BACKGROUND: u32 = 1 << 25;
-    /// The host samples the session's process tree (`Registry::observe_tree`): its state is
-    /// in the registry's side table of trees.
-    pub const TREE: u32 = 1 << 26;
 }
 
 /// The last `result` of a session, compactly.
@@ -156,7 +86,7 @@ pub(crate) struct Rare {
     pub kill: Option<Box<Kill>>,
     /// Outstanding MCP tool calls (at most `MAX_PENDING`).
     pub mcp_calls: Vec<PendingMcp>,
-    /// What a session registered with a tally or an expected session id keeps (`WATCHED`).
+    /// What a session registered with a tally or an expected session id keeps ([`Host::Watched`]).
     pub watched: Option<Box<Watched>>,
 }
 
@@ -187,8 +117,8 @@ impl Rare {
 /// One session slot's hot state: everything an ordinary line reads or writes, in one cache
 /// line (the slot's generation included, so finding the session costs no other access).
 /// The rest is in [`Cold`], touched only by rare events (pauses, retries, permission requests,
-/// the CLI session id, results, kills). Flags say when a cold field
-/// matters, so an ordinary line never reads it.
+/// the CLI session id, results, kills): [`Side`] says when a cold field matters, so an
+/// ordinary line never reads it.
 #[derive(Debug, Clone)]
 #[repr(C, align(64))]
 pub(crate) struct Session {
@@ -200,7 +130,7 @@ pub(crate) struct Session {
     pub progress_anchor: u64,
     /// The last tool boundary.
     pub last_tool: u64,
-    /// When the session settled (valid while `SETTLED`).
+    /// When the session settled (valid while [`Phase::is_settled`]).
     pub settled_at: u64,
     /// Where the registry's deadline queue has this session filed (never after its next
     /// event), or [`NEVER`]: a later deadline needs no queue work.
@@ -209,7 +139,15 @@ pub(crate) struct Session {
     pub limits: u32,
     /// The slot's generation (outlives the session: it makes ids unique).
     pub generation: u32,
-    pub flags: u32,
+    pub phase: Phase,
+    pub end: End,
+    /// What it was told in its current quiet spell.
+    pub said: Set<Said>,
+    /// What its host asked for or says of it.
+    pub host: Set<Host>,
+    /// Which of its cold fields are worth a look.
+    pub side: Set<Side>,
+    pub note: Set<Note>,
     pub last_signal: Option<Signal>,
     pub last_result: LastResult,
 }
@@ -217,18 +155,19 @@ pub(crate) struct Session {
 /// One session slot's cold state (see [`Session`]).
 #[derive(Debug, Default)]
 pub(crate) struct Cold {
-    /// While a human wait is open: when it began. Otherwise, while `LINE_MOVED`: the last line,
-    /// real time. (One word serves both: a wait begins only with a line, which clears
-    /// `LINE_MOVED`, and only its end sets it.)
+    /// While a human wait is open: when it began. Otherwise, while [`Side::LineMoved`]: the
+    /// last line, real time. (One word serves both: a wait begins only with a line, which
+    /// clears `LineMoved`, and only its end sets it.)
     pub pause_or_line: u64,
-    /// The last progress, real time (valid while `PROGRESS_MOVED`).
+    /// The last progress, real time (valid while [`Side::ProgressMoved`]).
     pub last_progress: u64,
-    /// Claude Code's session id, read from the lines (`CLI_SID`; see [`crate::facts`]).
+    /// Claude Code's session id, read from the lines ([`Side::CliSession`]; see
+    /// [`crate::facts`]).
     pub cli_session: Option<ClaudeSessionId>,
-    /// State that most sessions never need (`RARE`).
+    /// State that most sessions never need.
     pub rare: Option<Box<Rare>>,
-    /// What the session waits on that is not a hang: an announced back-off storm (`RETRY`),
-    /// background tasks (`BACKGROUND`); allocated on first use.
+    /// What the session waits on that is not a hang: an announced back-off storm
+    /// ([`Side::Retry`]), background tasks ([`Side::Background`]); allocated on first use.
     pub work: Option<Box<Work>>,
 }
 
@@ -243,7 +182,12 @@ impl Session {
             queued: NEVER,
             limits,
             generation,
-            flags: flag::LIVE,
+            phase: Phase::Starting,
+            end: End::Open,
+            said: Set::EMPTY,
+            host: Set::EMPTY,
+            side: Set::EMPTY,
+            note: Set::EMPTY,
             last_signal: None,
             last_result: LastResult::None,
         }
@@ -252,103 +196,92 @@ impl Session {
     /// An empty slot of this generation.
     pub(crate) fn vacant(generation: u32) -> Self {
         Session {
-            flags: 0,
+            phase: Phase::Vacant,
             ..Session::new(0, 0, generation)
         }
     }
 
-    pub(crate) fn has(&self, f: u32) -> bool {
-        self.flags & f != 0
-    }
-
     /// The slot holds a registered session.
     pub(crate) fn is_live(&self) -> bool {
-        self.has(flag::LIVE)
+        self.phase != Phase::Vacant
     }
 
     /// Ended or killed: no more deadlines, lines are ignored.
     pub(crate) fn is_done(&self) -> bool {
-        self.has(flag::ENDED | flag::KILLED)
+        self.end.is_done()
+    }
+
+    /// A line (or its equivalent) was seen: a session that was starting works.
+    pub(crate) fn saw_line(&mut self) {
+        if self.phase == Phase::Starting {
+            self.phase = Phase::Working;
+        }
+    }
+
+    /// Settled at `now` (by a `result`, or by hand).
+    pub(crate) fn settle(&mut self, now: u64) {
+        self.phase = Phase::Settled;
+        self.settled_at = now;
     }
 
     /// The rare state, allocated on first use.
     pub(crate) fn rare<'c>(&mut self, c: &'c mut Cold) -> &'c mut Rare {
-        self.flags |= flag::RARE;
         c.rare.get_or_insert_with(Box::default)
     }
 
     /// The rare state, if allocated.
     pub(crate) fn rare_mut<'c>(&self, c: &'c mut Cold) -> Option<&'c mut Rare> {
-        if self.has(flag::RARE) {
-            c.rare.as_deref_mut()
-        } else {
-            None
-        }
+        c.rare.as_deref_mut()
     }
 
     /// Free the rare state once nothing in it is needed any more.
     pub(crate) fn compact(&mut self, c: &mut Cold) {
-        if !self.has(flag::RARE) {
-            return;
-        }
-        let unneeded = match &c.rare {
-            Some(r) => r.is_empty(),
-            None => true,
-        };
-        if unneeded {
+        if c.rare.as_deref().is_some_and(Rare::is_empty) {
             c.rare = None;
-            self.flags &= !flag::RARE;
         }
     }
 
     /// Note whether a permission request is unanswered (after `pending_requests` changed).
     pub(crate) fn sync_requests(&mut self, r: &Rare) {
-        if r.pending_requests.is_empty() {
-            self.flags &= !flag::REQUESTS;
-        } else {
-            self.flags |= flag::REQUESTS;
-        }
+        self.side
+            .set(Side::Requests, !r.pending_requests.is_empty());
     }
 
     /// Note whether an MCP call is outstanding (after `mcp_calls` changed).
     pub(crate) fn sync_mcp(&mut self, r: &Rare) {
-        if r.mcp_calls.is_empty() {
-            self.flags &= !flag::MCP;
-        } else {
-            self.flags |= flag::MCP;
-        }
+        self.side.set(Side::Mcp, !r.mcp_calls.is_empty());
     }
 
     /// The no-progress floor set by outstanding MCP calls (the latest of theirs), or 0.
     pub(crate) fn mcp_floor(&self, c: &Cold) -> u64 {
-        if !self.has(flag::MCP) {
+        if !self.side.has(Side::Mcp) {
             return 0;
         }
-        self.rare_ref(c).map_or(0, |r| {
+        c.rare.as_deref().map_or(0, |r| {
             r.mcp_calls.iter().map(|m| m.floor).max().unwrap_or(0)
         })
     }
 
     /// The longest outstanding MCP call, if any.
     pub(crate) fn oldest_mcp<'c>(&self, c: &'c Cold) -> Option<&'c PendingMcp> {
-        if !self.has(flag::MCP) {
+        if !self.side.has(Side::Mcp) {
             return None;
         }
-        self.rare_ref(c)?.mcp_calls.iter().min_by_key(|m| m.started)
-    }
-
-    fn rare_ref<'c>(&self, c: &'c Cold) -> Option<&'c Rare> {
-        c.rare.as_deref().filter(|_| self.has(flag::RARE))
+        c.rare
+            .as_deref()?
+            .mcp_calls
+            .iter()
+            .min_by_key(|m| m.started)
     }
 
     /// Whether a permission request is unanswered.
     pub(crate) fn has_pending_requests(&self) -> bool {
-        self.has(flag::REQUESTS)
+        self.side.has(Side::Requests)
     }
 
     /// The last line, real time.
     pub(crate) fn last_line(&self, c: &Cold) -> u64 {
-        if self.has(flag::LINE_MOVED) {
+        if self.side.has(Side::LineMoved) {
             c.pause_or_line
         } else {
             self.idle_anchor
@@ -357,7 +290,7 @@ impl Session {
 
     /// The last progress, real time.
     pub(crate) fn last_progress(&self, c: &Cold) -> u64 {
-        if self.has(flag::PROGRESS_MOVED) {
+        if self.side.has(Side::ProgressMoved) {
             c.last_progress
         } else {
             self.progress_anchor
@@ -367,7 +300,7 @@ impl Session {
     /// The end of the announced back-off storm as the clocks count it, or 0 when none is
     /// under way: the last announced end, but at most `max_backoff` after the storm began.
     pub(crate) fn retry_end(&self, c: &Cold, max_backoff: u64) -> u64 {
-        if !self.has(flag::RETRY) {
+        if !self.side.has(Side::Retry) {
             return 0;
         }
         c.work
@@ -378,7 +311,7 @@ impl Session {
 
     /// The terminal outcome as of now.
     pub(crate) fn outcome(&self, c: &Cold) -> Outcome {
-        let rare = c.rare.as_deref().filter(|_| self.has(flag::RARE));
+        let rare = c.rare.as_deref();
         if let Some(k) = rare.and_then(|r| r.kill.as_ref()) {
             return Outcome::Killed { kind: k.kind };
         }

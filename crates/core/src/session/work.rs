@@ -2,9 +2,9 @@
 //! with `system/api_retry` that the API failed and when it will try again) and background
 //! tasks (subagents and Bash commands that run in the background: after a `result` the session
 //! is still working, not waiting). Kept in [`Work`], allocated on first use; the session's
-//! flags (`RETRY`, `BACKGROUND`) say when to look at it, so an ordinary line never does.
+//! members (`Side::Retry`, `Side::Background`) say when to look at it, so an ordinary line never does.
 
-use super::{flag, id_hash, Cold, Session};
+use super::{id_hash, Cold, Session, Side};
 use crate::view::{Field, LineView};
 
 /// At most this many background tasks are remembered per session (a hostile stream cannot
@@ -14,9 +14,9 @@ const MAX_TASKS: usize = 64;
 /// What a session waits on that is not a hang.
 #[derive(Debug, Default)]
 pub(crate) struct Work {
-    /// The announced back-off storm (valid while `RETRY`).
+    /// The announced back-off storm (valid while [`Side::Retry`]).
     pub storm: Option<Storm>,
-    /// The [`id_hash`]es of the background tasks outstanding (`BACKGROUND` while not empty).
+    /// The [`id_hash`]es of the background tasks outstanding ([`Side::Background`] while not empty).
     pub background: Vec<u64>,
 }
 
@@ -81,7 +81,7 @@ impl Session {
     /// `now + delay` at the earliest.
     pub(crate) fn note_retry(&mut self, c: &mut Cold, now: u64, retry: Retry) {
         let end = now.saturating_add(retry.delay);
-        let going_on = self.has(flag::RETRY);
+        let going_on = self.side.has(Side::Retry);
         let w = work(c);
         match w.storm.as_mut().filter(|_| going_on) {
             Some(st) => {
@@ -102,12 +102,12 @@ impl Session {
                 });
             }
         }
-        self.flags |= flag::RETRY;
+        self.side.insert(Side::Retry);
     }
 
     /// The storm under way, if any.
     pub(crate) fn storm<'c>(&self, c: &'c Cold) -> Option<&'c Storm> {
-        if !self.has(flag::RETRY) {
+        if !self.side.has(Side::Retry) {
             return None;
         }
         c.work.as_deref()?.storm.as_ref()
@@ -117,14 +117,14 @@ impl Session {
     pub(crate) fn drop_past_retry(&mut self, c: &Cold) {
         if let Some(st) = self.storm(c) {
             if self.progress_anchor >= st.end {
-                self.flags &= !flag::RETRY;
+                self.side.remove(Side::Retry);
             }
         }
     }
 
     /// Move the storm's instants as the clocks move over a pause `[b, e)`.
     pub(crate) fn shift_storm(&mut self, c: &mut Cold, shift: impl Fn(u64) -> u64) {
-        if !self.has(flag::RETRY) {
+        if !self.side.has(Side::Retry) {
             return;
         }
         if let Some(st) = c.work.as_deref_mut().and_then(|w| w.storm.as_mut()) {
@@ -144,7 +144,7 @@ impl Session {
         subtype: &str,
         view: &LineView<'_>,
     ) -> bool {
-        let before = self.has(flag::BACKGROUND);
+        let before = self.side.has(Side::Background);
         let ambient = |f: Option<Field<'_>>| f.and_then(|a| a.as_bool()) == Some(true);
         match subtype {
             "background_tasks_changed" => {
@@ -194,11 +194,7 @@ impl Session {
             _ => return false,
         }
         let now = c.work.as_deref().is_some_and(|w| !w.background.is_empty());
-        if now {
-            self.flags |= flag::BACKGROUND;
-        } else {
-            self.flags &= !flag::BACKGROUND;
-        }
+        self.side.set(Side::Background, now);
         before && !now
     }
 }

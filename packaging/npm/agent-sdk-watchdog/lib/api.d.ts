@@ -61,7 +61,7 @@ export interface WatchdogTimeline {
   lastActivityAt?: number;
   /** A `result` arrived and no new work since: only the hard ceiling applies. */
   settled?: boolean;
-  /** Ours, for the opt-in rules: a message was seen since registration (default true). */
+  /** Ours, for the opt-in rules: a message was seen since registration (default true; a settled timeline has seen one). */
   seen?: boolean;
   /** Ours: when it settled (the linger rule). */
   settledAt?: number;
