@@ -5,8 +5,7 @@
 //! call takes `now`, and decisions come back as values and events.
 //!
 //! - `view`: a borrowed, lenient view of one stream-json line ([`LineView`]).
-//! - `json_scan` (not part of the API): the allocation-free JSON walkers under the view (the
-//!   audit crate reads transcripts with its `skim`).
+//!   Its JSON walkers are the `watchdog-json` crate's (not part of this API).
 //! - `classify`: what a line means for liveness (the classification contract: [`classify`]).
 //! - [`config`]: validated limits ([`Limits`], [`SessionConfig`]), the value types that hold
 //!   each rule ([`config::PositiveDuration`], …); every default is the typed value's
@@ -185,9 +184,6 @@ mod deadline_queue;
 mod event;
 pub mod evidence;
 pub mod facts;
-// The audit crate reads transcripts with json_scan::skim; not an API for users.
-#[doc(hidden)]
-pub mod json_scan;
 pub mod mcp;
 mod record;
 mod registry;

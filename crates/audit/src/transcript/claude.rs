@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use watchdog_core::classify_line;
-use watchdog_core::json_scan::skim::{self as json, Val};
 use watchdog_core::parse_iso_ms;
 use watchdog_core::Signal;
+use watchdog_json::skim::{self as json, Val};
 
 use super::log::{EntryKind, SessionLog, Stop, ToolUse};
 

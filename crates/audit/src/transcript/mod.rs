@@ -38,7 +38,7 @@
 use std::io::{self, Read};
 use std::path::Path;
 
-use watchdog_core::json_scan::skim as json;
+use watchdog_json::skim as json;
 
 use watchdog_host::capture::lines::{Item, Lines};
 

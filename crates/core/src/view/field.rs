@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::json_scan;
+use watchdog_json::skim;
 
 /// The raw JSON text of one value, borrowed from a line that was checked to be well-formed.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -109,7 +109,7 @@ impl<'a> Field<'a> {
             }
             Field::Value(_) => {}
             Field::Raw(r) => {
-                json_scan::for_each_member(r.get(), |k, esc, v| {
+                skim::for_each_member(r.get(), |k, esc, v| {
                     let v = Field::Raw(RawJson(v));
                     if esc {
                         if let Some(k) = unescape_key(k) {
@@ -129,7 +129,7 @@ impl<'a> Field<'a> {
             Field::Value(Value::Array(a)) => a.iter().for_each(|v| f(Field::Value(v))),
             Field::Value(_) => {}
             Field::Raw(r) => {
-                json_scan::for_each_element(r.get(), |v| f(Field::Raw(RawJson(v))));
+                skim::for_each_element(r.get(), |v| f(Field::Raw(RawJson(v))));
             }
         }
     }
@@ -139,7 +139,7 @@ impl<'a> Field<'a> {
     pub fn member(&self, key: &str) -> Option<Field<'a>> {
         match *self {
             Field::Value(v) => v.get(key).map(Field::Value),
-            Field::Raw(r) => json_scan::find_member(r.get(), key).map(|t| Field::Raw(RawJson(t))),
+            Field::Raw(r) => skim::find_member(r.get(), key).map(|t| Field::Raw(RawJson(t))),
         }
     }
 

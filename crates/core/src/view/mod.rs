@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::json_scan;
+use watchdog_json::{skim, validate};
 
 mod accessors;
 mod content;
@@ -45,7 +45,7 @@ macro_rules! wire {
         impl<'a> FromFields<'a> for $name<'a> {
             fn from_raw(raw: &'a str) -> Option<Self> {
                 let mut out = $name::default();
-                let is_object = json_scan::for_each_member(raw, |k, esc, v| {
+                let is_object = skim::for_each_member(raw, |k, esc, v| {
                     if esc {
                         if let Some(k) = unescape_key(k) {
                             out.set(&k, v);
@@ -177,7 +177,7 @@ impl<'a> LineView<'a> {
             reason: format!("not UTF-8: {e}"),
         })?;
         let mut top = Top::default();
-        json_scan::members(text, |k, esc, v| {
+        validate::members(text, |k, esc, v| {
             if esc {
                 if let Some(k) = unescape_key(k) {
                     top.set(&k, v);
@@ -236,17 +236,17 @@ impl<'a> LineView<'a> {
         let mut built_of: Option<&'a str> = None;
         let mut last: Option<&'a str> = None;
         let mut fresh = false;
-        json_scan::members_nested(text, inner, |m| match m {
-            json_scan::Member::InnerStart => {
+        validate::members_nested(text, inner, |m| match m {
+            validate::Member::InnerStart => {
                 built = Some(LineView::builder());
                 fresh = true;
             }
-            json_scan::Member::Inner(k, esc, v) => {
+            validate::Member::Inner(k, esc, v) => {
                 if let Some(b) = built.as_mut() {
                     b.member(k, esc, v);
                 }
             }
-            json_scan::Member::Outer(k, esc, v) => {
+            validate::Member::Outer(k, esc, v) => {
                 // The members just built belong to this value (an unescaped `inner`).
                 let built_here = std::mem::take(&mut fresh);
                 let key: std::borrow::Cow<'_, str> = if esc {

@@ -1,5 +1,5 @@
 // createWatchdog(): the reference agent-sdk-watchdog 0.2.0 API on the Rust core's Registry
-// (its reference preset: crates/core/src/reference.rs), in the WebAssembly module of
+// (its reference preset: crates/wasm/src/reference.rs), in the WebAssembly module of
 // ./core.mjs. Every rule is the core's: this file looks a message up in the core's table,
 // hands the row's number over, and delivers what a tick found (callbacks, aborts) in the
 // reference's order. One unref'd timer per watchdog, armed at the core's next deadline.

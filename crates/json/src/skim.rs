@@ -212,10 +212,7 @@ fn span(text: &str, from: usize, to: usize) -> Option<&str> {
 
 /// Call `f(key, key_has_escapes, value)` for every member of the object `text`, which must
 /// already be validated. Returns `false` when `text` is not an object.
-pub(crate) fn for_each_member<'a>(
-    text: &'a str,
-    mut f: impl FnMut(&'a str, bool, &'a str),
-) -> bool {
+pub fn for_each_member<'a>(text: &'a str, mut f: impl FnMut(&'a str, bool, &'a str)) -> bool {
     let b = text.as_bytes();
     object(b, 0, |k, vi| {
         let (v, e) = value_at(b, vi)?;
@@ -232,7 +229,7 @@ pub(crate) fn for_each_member<'a>(
 
 /// The raw text of member `key` of the object `text` (already validated), scanning only as far
 /// as the first member with that key. Keys with escapes are compared after unescaping.
-pub(crate) fn find_member<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+pub fn find_member<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     let b = text.as_bytes();
     let mut found = None;
     object(b, 0, |k, vi| {
@@ -255,7 +252,7 @@ pub(crate) fn find_member<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 
 /// Call `f(element)` for every element of the array `text`, which must already be validated.
 /// Returns `false` when `text` is not an array.
-pub(crate) fn for_each_element<'a>(text: &'a str, mut f: impl FnMut(&'a str)) -> bool {
+pub fn for_each_element<'a>(text: &'a str, mut f: impl FnMut(&'a str)) -> bool {
     let b = text.as_bytes();
     array(b, 0, |i| {
         let (v, e) = value_at(b, i)?;
@@ -369,7 +366,7 @@ mod tests {
 
     mod walkers_agree_with_serde {
         use super::super::*;
-        use crate::json_scan::validate::validate;
+        use crate::validate::validate;
         use proptest::prelude::*;
         use serde_json::Value;
 
