@@ -458,4 +458,31 @@ mod tests {
         r.unregister(a);
         assert_eq!(r.policies.free.len(), 0);
     }
+
+    #[test]
+    fn a_storm_or_background_task_that_is_over_keeps_no_memory() {
+        let mut r = Registry::new(Limits::default());
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let id = r.register(t0, SessionConfig::default());
+        let slot = split_id(id).0 as usize;
+        let delta = br#"{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}}}"#;
+        let retry = br#"{"type":"system","subtype":"api_retry","retry_delay_ms":2000,"error_status":529,"error":"overloaded"}"#;
+        r.observe_line(at(0), id, delta);
+        r.observe_line(at(1), id, retry);
+        assert!(r.cold[slot].work().is_some_and(|w| w.storm.is_some()));
+        // Progress before the back-off's end: the storm goes on.
+        r.observe_line(at(2), id, delta);
+        assert!(r.cold[slot].work().is_some());
+        // Progress after it: the API answers again, and what the storm kept is freed.
+        r.observe_line(at(4), id, delta);
+        assert!(r.cold[slot].rare.is_none());
+        let started =
+            br#"{"type":"system","subtype":"task_started","task_id":"b1","is_backgrounded":true}"#;
+        let done = br#"{"type":"system","subtype":"task_notification","task_id":"b1","status":"completed"}"#;
+        r.observe_line(at(5), id, started);
+        assert!(r.cold[slot].work().is_some_and(|w| w.background.len() == 1));
+        r.observe_line(at(6), id, done);
+        assert!(r.cold[slot].rare.is_none());
+    }
 }

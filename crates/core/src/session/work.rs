@@ -65,7 +65,27 @@ impl Retry {
 }
 
 fn work(c: &mut Cold) -> &mut Work {
-    c.work.get_or_insert_with(Box::default)
+    c.rare
+        .get_or_insert_with(Box::default)
+        .work
+        .get_or_insert_with(Box::default)
+}
+
+/// Free the work state once nothing in it is needed: no storm, no background task (a session
+/// that saw one announced retry in its life would otherwise keep the box to its end).
+fn free_idle_work(c: &mut Cold) {
+    let Some(r) = c.rare.as_deref_mut() else {
+        return;
+    };
+    if r.work
+        .as_deref()
+        .is_some_and(|w| w.storm.is_none() && w.background.is_empty())
+    {
+        r.work = None;
+    }
+    if r.is_empty() {
+        c.rare = None;
+    }
 }
 
 /// Whether a task status ends the task.
@@ -110,15 +130,21 @@ impl Session {
         if !self.side.has(Side::Retry) {
             return None;
         }
-        c.work.as_deref()?.storm.as_ref()
+        c.work()?.storm.as_ref()
     }
 
-    /// Forget a storm that progress after its back-off ended: the API answers again.
-    pub(crate) fn drop_past_retry(&mut self, c: &Cold) {
-        if let Some(st) = self.storm(c) {
-            if self.progress_anchor >= st.end {
-                self.side.remove(Side::Retry);
+    /// Forget a storm that progress after its back-off ended: the API answers again. What it
+    /// kept is freed with it.
+    pub(crate) fn drop_past_retry(&mut self, c: &mut Cold) {
+        if self
+            .storm(c)
+            .is_some_and(|st| self.progress_anchor >= st.end)
+        {
+            self.side.remove(Side::Retry);
+            if let Some(w) = c.work_mut() {
+                w.storm = None;
             }
+            free_idle_work(c);
         }
     }
 
@@ -127,7 +153,7 @@ impl Session {
         if !self.side.has(Side::Retry) {
             return;
         }
-        if let Some(st) = c.work.as_deref_mut().and_then(|w| w.storm.as_mut()) {
+        if let Some(st) = c.work_mut().and_then(|w| w.storm.as_mut()) {
             st.since = shift(st.since);
             st.end = shift(st.end);
         }
@@ -193,8 +219,11 @@ impl Session {
             }
             _ => return false,
         }
-        let now = c.work.as_deref().is_some_and(|w| !w.background.is_empty());
+        let now = c.work().is_some_and(|w| !w.background.is_empty());
         self.side.set(Side::Background, now);
+        if !now {
+            free_idle_work(c);
+        }
         before && !now
     }
 }
