@@ -819,6 +819,9 @@ fn main() {
     }
     black_box(&ts.entries);
     while reg.poll_event().is_some() {}
+    // The fastest run too: what other tenants of the machine's caches add is noise, and it
+    // only ever adds; comparing two builds, the fastest runs agree better than the medians.
+    let fastest = observe.iter().min().copied().unwrap_or_default();
     let (o, ol, rv, rl) = (
         median(observe),
         median(observe_line),
@@ -831,6 +834,10 @@ fn main() {
         ns_per(o, total),
         ns_per(rv, total),
         o.as_secs_f64() / rv.as_secs_f64()
+    );
+    println!(
+        "  observe(&LineView), fastest of 3: {:>6.1} ns/line   (compare builds by this and the median)",
+        ns_per(fastest, total)
     );
     println!(
         "  observe(&LineView), one hot session: {:>6.1} ns/line   (the same work without the cache miss to a random session)",
