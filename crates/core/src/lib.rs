@@ -6,7 +6,7 @@
 //!
 //! - `view`: a borrowed, lenient view of one stream-json line ([`LineView`]).
 //!   Its JSON walkers are the `watchdog-json` crate's (not part of this API).
-//! - `classify`: what a line means for liveness (the classification contract: [`classify`]).
+//! - `classify`: what a line means for liveness (the classification contract: [`classify()`]).
 //! - [`config`]: validated limits ([`Limits`], [`SessionConfig`]), the value types that hold
 //!   each rule ([`config::PositiveDuration`], …); every default is the typed value's
 //!   (`Limits::default()`, `SessionConfig::default()`).

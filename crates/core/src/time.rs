@@ -1,4 +1,4 @@
-//! The instant every call of the core takes ([`Instant`](crate::Instant)).
+//! The instant every call of the core takes ([`Instant`]).
 
 // Compiled and tested on every target; the core's instant only on bare WebAssembly.
 #[cfg_attr(

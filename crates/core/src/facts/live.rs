@@ -25,7 +25,7 @@ use super::ClaudeSessionId;
 /// An outstanding MCP tool call, as the registry keeps it (with its session's rare state).
 #[derive(Debug)]
 pub(crate) struct PendingMcp {
-    /// [`id_hash`] of `id`.
+    /// The session's `id_hash` of `id`.
     pub hash: u64,
     /// The `tool_use` id.
     pub id: Box<str>,

@@ -72,7 +72,7 @@ pub enum Claim {
 }
 
 /// What a ledger holds for one key: a session ([`Marker`]) or a subagent
-/// ([`SubagentMarker`](super::SubagentMarker)).
+/// ([`SubagentMarker`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LedgerEntry<M = Marker> {
     /// The continuation marker.
@@ -83,7 +83,7 @@ pub struct LedgerEntry<M = Marker> {
 
 /// Durable, race-free continuation markers: `Ledger` (a session's [`Marker`], keyed by session
 /// id) and `Ledger<SubagentKey, SubagentMarker>` (a subagent's, keyed by session id + agent id,
-/// [`SubagentKey`](super::SubagentKey)).
+/// [`SubagentKey`]).
 ///
 /// Implementations must make `try_claim` atomic and exclusive (exactly one caller among any
 /// number of threads and processes gets [`Claim::Won`]) and must validate a session id with
@@ -99,7 +99,7 @@ pub trait Ledger<K: ?Sized = str, M = Marker> {
 }
 
 /// A ledger in memory: for tests and for hosts that only need a process-lifetime guard. Keyed
-/// by session id (`MemoryLedger`) or by [`SubagentKey`](super::SubagentKey)
+/// by session id (`MemoryLedger`) or by [`SubagentKey`]
 /// (`MemoryLedger<SubagentKey, SubagentMarker>`).
 #[derive(Debug)]
 pub struct MemoryLedger<K = String, M = Marker> {

@@ -143,7 +143,7 @@ impl Registry {
 
     /// What a watched session keeps: its tally sees every line (those printed while it is
     /// stopped too), with what it reports when the session asked for live facts
-    /// ([`crate::facts::live`]), and its first top-level `system/init` with another id than
+    /// (`facts::live`), and its first top-level `system/init` with another id than
     /// the expected one is reported.
     fn watch_line(&mut self, slot: u32, id: SessionId, line: Option<&LineView<'_>>, class: Class) {
         let (epoch, t) = (self.epoch, self.now);
