@@ -18,7 +18,7 @@ pub(super) fn begin_mcp(
     mcp: &McpLimits,
 ) {
     let hash = id_hash(id);
-    let r = s.rare(c);
+    let r = c.rare_or_new();
     let known = r.mcp_calls.iter().any(|m| m.hash == hash && &*m.id == id);
     if !known && r.mcp_calls.len() < MAX_PENDING {
         let floor = mcp
@@ -38,7 +38,7 @@ pub(super) fn begin_mcp(
 /// A `tool_result` for `id`: the MCP call of that id, if any, is over. Returns whether one
 /// was removed.
 pub(super) fn end_mcp(s: &mut Session, c: &mut Cold, id: &str) -> bool {
-    let Some(r) = s.rare_mut(c) else {
+    let Some(r) = c.rare_mut() else {
         return false;
     };
     let h = id_hash(id);
@@ -67,7 +67,7 @@ pub(super) fn read_heartbeat(
         return;
     };
     if s.side.has(Side::Mcp) {
-        if let Some(r) = s.rare_mut(c) {
+        if let Some(r) = c.rare_mut() {
             let h = id_hash(&id);
             if r.mcp_calls.iter().any(|m| m.hash == h && *m.id == *id) {
                 return;

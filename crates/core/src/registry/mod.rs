@@ -287,7 +287,7 @@ impl Registry {
             };
             let (s, c) = self.parts_mut(slot);
             s.host.insert(Host::Watched);
-            s.rare(c).watched = Some(Box::new(watched));
+            c.rare_or_new().watched = Some(Box::new(watched));
         }
         self.len += 1;
         self.reschedule(slot);

@@ -245,7 +245,7 @@ impl Registry {
                     LineKind::ControlRequest if class.signal == Signal::HumanWait => {
                         match view.request_id() {
                             Some(rid) => {
-                                let r = s.rare(c);
+                                let r = c.rare_or_new();
                                 if r.pending_requests.len() < MAX_PENDING {
                                     r.pending_requests.push(rid.into());
                                 }
@@ -311,15 +311,15 @@ fn read_session_id(s: &mut Session, c: &mut Cold, view: &LineView<'_>, kind: Lin
 /// The first write landed: the pre-write extension ends.
 pub(super) fn wrote(s: &mut Session, c: &mut Cold) {
     s.note.insert(Note::Wrote);
-    if let Some(r) = s.rare_mut(c) {
+    if let Some(r) = c.rare_mut() {
         r.pending_writes = Vec::new();
-        s.compact(c);
+        c.compact();
     }
 }
 
 /// A permission request was answered (or cancelled).
 pub(super) fn answer(s: &mut Session, c: &mut Cold, rid: &str) {
-    let Some(r) = s.rare_mut(c) else {
+    let Some(r) = c.rare_mut() else {
         return;
     };
     let before = r.pending_requests.len();
@@ -329,7 +329,7 @@ pub(super) fn answer(s: &mut Session, c: &mut Cold, rid: &str) {
     if cleared {
         s.note.remove(Note::RequiresAction);
     }
-    s.compact(c);
+    c.compact();
 }
 
 /// Tool boundaries and write completion from `assistant` / `user` content blocks.
@@ -342,7 +342,7 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
                 begin_mcp(s, c, &id, &name, t, limits.mcp());
             }
             if !s.note.has(Note::Wrote) && limits.is_write_tool(&name) {
-                let pending = &mut s.rare(c).pending_writes;
+                let pending = &mut c.rare_or_new().pending_writes;
                 if pending.len() < MAX_PENDING {
                     pending.push((id_hash(&id), id.into()));
                 }
@@ -359,7 +359,7 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
             if s.note.has(Note::Wrote) {
                 return;
             }
-            let Some(r) = s.rare_mut(c) else {
+            let Some(r) = c.rare_mut() else {
                 return;
             };
             let h = id_hash(&tool_use_id);
@@ -378,17 +378,17 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
         ContentBlock::Other => {}
     });
     if removed {
-        s.compact(c);
+        c.compact();
     }
 }
 
 /// Remember the last `result`'s verdict.
 fn read_result(s: &mut Session, c: &mut Cold, view: &LineView<'_>) {
     // The turn is over: no MCP call is outstanding any more.
-    if let Some(r) = s.rare_mut(c) {
+    if let Some(r) = c.rare_mut() {
         r.mcp_calls = Vec::new();
         s.sync_mcp(r);
-        s.compact(c);
+        c.compact();
     }
     let facts = ResultFacts::of_line(view);
     s.last_result = if facts.is_error_result() {
@@ -398,7 +398,7 @@ fn read_result(s: &mut Session, c: &mut Cold, view: &LineView<'_>) {
     } else {
         LastResult::Success
     };
-    s.rare(c).result = Some(Box::new(facts));
+    c.rare_or_new().result = Some(Box::new(facts));
 }
 
 /// Queue what a live session's line made news of: its session id, the MCP calls outstanding,

@@ -7,7 +7,7 @@ use crate::time::Instant;
 use crate::classify::{LineKind, Signal};
 use crate::event::{ExtendReason, Kill};
 use crate::facts::{ClaudeSessionId, ResultFacts, Tally};
-use crate::session::{End, Note, Side};
+use crate::session::{End, Note};
 use crate::SessionId;
 
 use super::Registry;
@@ -108,11 +108,7 @@ impl Registry {
 
     /// A live slot's CLI session id, if known.
     fn cli_session_of(&self, slot: u32) -> Option<&ClaudeSessionId> {
-        let s = self.session(slot);
-        self.cold[slot as usize]
-            .cli_session
-            .as_ref()
-            .filter(|_| s.side.has(Side::CliSession))
+        self.cold[slot as usize].cli_session.as_ref()
     }
 
     /// How many lines of each [`LineKind`] were observed (all sessions), indexed by

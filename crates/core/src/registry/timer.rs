@@ -220,7 +220,7 @@ impl Registry {
                 let kill = self.build_kill(slot, at, kind);
                 let (s, c) = self.parts_mut(slot);
                 s.end = End::Killed;
-                s.rare(c).kill = Some(Box::new(kill.clone()));
+                c.rare_or_new().kill = Some(Box::new(kill.clone()));
                 self.events.push_back(Event::Killed(kill));
             }
         }

@@ -174,6 +174,23 @@ pub(crate) struct Cold {
 }
 
 impl Cold {
+    /// The rare state, allocated on first use.
+    pub(crate) fn rare_or_new(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// The rare state, if allocated.
+    pub(crate) fn rare_mut(&mut self) -> Option<&mut Rare> {
+        self.rare.as_deref_mut()
+    }
+
+    /// Free the rare state once nothing in it is needed any more.
+    pub(crate) fn compact(&mut self) {
+        if self.rare.as_deref().is_some_and(Rare::is_empty) {
+            self.rare = None;
+        }
+    }
+
     /// What the session waits on that is not a hang, if any.
     pub(crate) fn work(&self) -> Option<&Work> {
         self.rare.as_deref()?.work.as_deref()
@@ -236,23 +253,6 @@ impl Session {
     pub(crate) fn settle(&mut self, now: u64) {
         self.phase = Phase::Settled;
         self.settled_at = now;
-    }
-
-    /// The rare state, allocated on first use.
-    pub(crate) fn rare<'c>(&mut self, c: &'c mut Cold) -> &'c mut Rare {
-        c.rare.get_or_insert_with(Box::default)
-    }
-
-    /// The rare state, if allocated.
-    pub(crate) fn rare_mut<'c>(&self, c: &'c mut Cold) -> Option<&'c mut Rare> {
-        c.rare.as_deref_mut()
-    }
-
-    /// Free the rare state once nothing in it is needed any more.
-    pub(crate) fn compact(&mut self, c: &mut Cold) {
-        if c.rare.as_deref().is_some_and(Rare::is_empty) {
-            c.rare = None;
-        }
     }
 
     /// Note whether a permission request is unanswered (after `pending_requests` changed).

@@ -65,27 +65,21 @@ impl Retry {
 }
 
 fn work(c: &mut Cold) -> &mut Work {
-    c.rare
-        .get_or_insert_with(Box::default)
-        .work
-        .get_or_insert_with(Box::default)
+    c.rare_or_new().work.get_or_insert_with(Box::default)
 }
 
 /// Free the work state once nothing in it is needed: no storm, no background task (a session
 /// that saw one announced retry in its life would otherwise keep the box to its end).
 fn free_idle_work(c: &mut Cold) {
-    let Some(r) = c.rare.as_deref_mut() else {
-        return;
-    };
-    if r.work
-        .as_deref()
-        .is_some_and(|w| w.storm.is_none() && w.background.is_empty())
-    {
-        r.work = None;
+    if let Some(r) = c.rare_mut() {
+        if r.work
+            .as_deref()
+            .is_some_and(|w| w.storm.is_none() && w.background.is_empty())
+        {
+            r.work = None;
+        }
     }
-    if r.is_empty() {
-        c.rare = None;
-    }
+    c.compact();
 }
 
 /// Whether a task status ends the task.
