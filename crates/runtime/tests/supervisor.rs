@@ -226,6 +226,38 @@ exit 0"#;
     assert!(dead(grandchild));
 }
 
+/// A leftover outside the child's group and re-parented away from it is found by the marker
+/// in its environment, which a process in the middle of an `exec` hides: it reads empty, or
+/// cut short when read in pieces. Six leftovers that do nothing but exec are still all found
+/// and stopped after a clean exit, three times over. (Taking the first reading of each
+/// environment as final, the supervisor missed one in 10 of 18 runs of this test.)
+#[tokio::test]
+async fn leftovers_caught_in_the_middle_of_an_exec_are_stopped() {
+    let script = r#"R='exec sh -c "$R"'; export R
+for i in 1 2 3 4 5 6; do setsid sh -c "$R" >/dev/null 2>&1 & echo $!; done
+sleep 0.2
+exit 0"#;
+    for round in 0..3 {
+        let sup = Supervisor::spawn(sh(script), quick()).unwrap();
+        let (c, report) = run_all(sup, LIMIT).await;
+        let pids: Vec<i32> = c.stdout_text().iter().map(|s| s.parse().unwrap()).collect();
+        let survivors: Vec<i32> = pids.iter().copied().filter(|&p| !dead(p)).collect();
+        for &p in &survivors {
+            // Not left spinning after a failure.
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &p.to_string()])
+                .status();
+        }
+        assert_eq!(pids.len(), 6, "{pids:?}");
+        assert_eq!(
+            survivors,
+            Vec::<i32>::new(),
+            "round {round}: leftovers survived"
+        );
+        assert_eq!(report.leftovers_killed, 6, "round {round}");
+    }
+}
+
 #[tokio::test]
 async fn stream_json_children_get_an_interrupt_request_first() {
     let script = r#"while read -r line; do

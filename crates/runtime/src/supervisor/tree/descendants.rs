@@ -9,6 +9,10 @@ use super::proc::Proc;
 use super::proc_snapshot::{snapshot, Snapshot};
 use super::procfs::{children_files, children_of, has_marker, stat, Stat};
 
+/// The longest pause between two readings of an environment that read empty
+/// ([`Tree::scan`]).
+const MARKER_PATIENCE: std::time::Duration = std::time::Duration::from_millis(64);
+
 /// The pids of every supervised child of this process that is still being supervised:
 /// never taken for an orphan ([`Tree::claim_orphans`]).
 static ROOTS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
@@ -62,12 +66,26 @@ impl Tree {
     /// `deep` also looks for the marker in every process's environment, which reads every
     /// process on the machine; a shallow scan walks down from the child and the known
     /// descendants only ([`Tree::walk`]), when the kernel offers that.
+    ///
+    /// A process in the middle of an `exec` shows an empty environment, which says neither
+    /// yes nor no: the deep scan asks those again after 1, 2, 4... 64 ms (127 ms in all)
+    /// before it settles for "no marker". Without this a leftover that happened to be
+    /// exec'ing at the one reading was missed for good and outlived its session.
     pub(crate) async fn scan(&mut self, deep: bool) -> Vec<Proc> {
         if !deep && children_files() {
             return self.walk();
         }
         let snap = snapshot().await;
-        self.scan_all(&snap, deep)
+        let mut pause = std::time::Duration::from_millis(1);
+        loop {
+            let settle = pause > MARKER_PATIENCE;
+            let (live, unsure) = self.scan_all(&snap, deep, settle);
+            if unsure == 0 || settle {
+                return live;
+            }
+            tokio::time::sleep(pause).await;
+            pause *= 2;
+        }
     }
 
     /// A shallow scan that costs the size of the tree, not of the machine: from the child
@@ -122,8 +140,9 @@ impl Tree {
             .collect()
     }
 
-    /// The full scan: every process's parent, from a reading of all of `/proc`.
-    fn scan_all(&mut self, snap: &Snapshot, deep: bool) -> Vec<Proc> {
+    /// The full scan: every process's parent, from a reading of all of `/proc`. Also says
+    /// how many processes a deep scan could not read a marker from yet (unless `settle`).
+    fn scan_all(&mut self, snap: &Snapshot, deep: bool, settle: bool) -> (Vec<Proc>, usize) {
         let Snapshot {
             procs,
             by_pid,
@@ -158,17 +177,19 @@ impl Tree {
                     .map(|s| s.pid),
             );
         }
+        let mut unsure = 0;
         if deep {
             // Only a process started since the child can carry its marker: the
             // environments of older processes (most of the machine) are not read. A
             // one-shot host (`run`) has nothing cached, and reading every environment on
             // the machine was most of its fixed cost.
-            stack.extend(
-                procs
-                    .iter()
-                    .filter(|s| s.pid != me && s.start >= born && has_marker(s, &self.needle))
-                    .map(|s| s.pid),
-            );
+            for s in procs.iter().filter(|s| s.pid != me && s.start >= born) {
+                match has_marker(s, &self.needle, settle) {
+                    Some(true) => stack.push(s.pid),
+                    Some(false) => {}
+                    None => unsure += 1,
+                }
+            }
         }
         let mut seen: HashSet<i32> = HashSet::new();
         while let Some(pid) = stack.pop() {
@@ -189,11 +210,13 @@ impl Tree {
                 start: s.start,
             })
             .collect();
-        self.known
+        let live = self
+            .known
             .iter()
             .filter(|p| by_pid.get(&p.pid).is_some_and(|s| !s.zombie))
             .copied()
-            .collect()
+            .collect();
+        (live, unsure)
     }
 
     /// The child, as the tree identifies it (`None`: it was gone before the tree began).
@@ -233,7 +256,7 @@ mod tests {
             .unwrap();
         let mut tree = Tree::new(child.id() as i32, "test", false);
         let mut walked = tree.walk();
-        let mut scanned = tree.scan_all(&Snapshot::read(), false);
+        let (mut scanned, _) = tree.scan_all(&Snapshot::read(), false, true);
         walked.sort_by_key(|p| p.pid);
         scanned.sort_by_key(|p| p.pid);
         assert_eq!(walked.len(), 2, "the two sleeps: {walked:?}");

@@ -3,7 +3,7 @@
 
 use super::descendants::{roots, Tree};
 use super::proc::Proc;
-use super::procfs::{all, children_files, children_of, stat, Stat};
+use super::procfs::{all, children_files, children_of, read_marker, stat, Marker, Stat};
 
 impl Tree {
     /// SIGKILL every process whose environment carries a tree marker of host `host_pid`
@@ -14,31 +14,39 @@ impl Tree {
         let needle = format!("{}={host_pid}.", super::proc::TREE_MARKER_VAR).into_bytes();
         let me = std::process::id() as i32;
         let mut killed = 0;
+        // Passes that found nothing but environments that read empty (an `exec` half
+        // done, or a process with no environment at all): a few more, then no more.
+        let mut unsure_passes = 0;
         for _ in 0..100 {
             let Ok(dir) = std::fs::read_dir("/proc") else {
                 break;
             };
-            let mut found = 0;
+            let (mut found, mut unsure) = (0, 0);
             for e in dir.flatten() {
                 let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
                     continue;
                 };
-                if pid == me || stat(pid).is_none_or(|s| s.zombie) {
+                if pid == me || stat(pid).is_none_or(|s| s.zombie || s.kernel) {
                     continue;
                 }
-                let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-                    continue;
-                };
-                if env.split(|&b| b == 0).any(|kv| kv.starts_with(&needle))
-                    && crate::supervisor::signals::process(pid, rustix::process::Signal::KILL)
-                        .is_ok()
-                {
-                    found += 1;
+                match read_marker(pid) {
+                    Marker::Has(m) if m.starts_with(&needle) => {
+                        if crate::supervisor::signals::process(pid, rustix::process::Signal::KILL)
+                            .is_ok()
+                        {
+                            found += 1;
+                        }
+                    }
+                    Marker::NotYet => unsure += 1,
+                    Marker::Has(_) | Marker::No => {}
                 }
             }
             killed += found;
             if found == 0 {
-                break;
+                unsure_passes += 1;
+                if unsure == 0 || unsure_passes > 6 {
+                    break;
+                }
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
