@@ -167,7 +167,10 @@ fn a_closed_stdout_with_telemetry_on_gives_the_same_exit_code_and_summary() {
     let child = script(
         dir.path(),
         "talker.sh",
-        &format!("{}\nwhile :; do {}; sleep 0.1; done", say(INIT), say(INIT)),
+        // Its second line comes well after the first, whose write fails: both runs have read
+        // the same one line when they stop (lines that came together were read together, so
+        // a busy machine gave one run two).
+        &format!("{}\nwhile :; do sleep 0.5; {}; done", say(INIT), say(INIT)),
     );
     let closed = || {
         let (reader, writer) = std::io::pipe().unwrap();
