@@ -108,7 +108,7 @@ pub(crate) async fn ladder(
     let mut exit = Exit::Running;
     let mut escalate = from == Stage::Kill;
     l.log.begin(l.tree, ReceiptCause::Kill).await;
-    l.tree.scan(true).await;
+    l.tree.scan_deep_now().await;
 
     if from == Stage::Interrupt && l.cfg.stream_json_input && l.interrupt().await {
         stage = Stage::Interrupt;

@@ -140,6 +140,14 @@ impl Tree {
             .collect()
     }
 
+    /// A deep scan that does not wait on an environment that reads empty ([`Tree::scan`]):
+    /// for the kill ladder's first look, whose signals should not wait. The ladder's deep
+    /// scan before SIGKILL does wait.
+    pub(crate) async fn scan_deep_now(&mut self) -> Vec<Proc> {
+        let snap = snapshot().await;
+        self.scan_all(&snap, true, false).0
+    }
+
     /// The full scan: every process's parent, from a reading of all of `/proc`. Also says
     /// how many processes a deep scan could not read a marker from yet (unless `settle`).
     fn scan_all(&mut self, snap: &Snapshot, deep: bool, settle: bool) -> (Vec<Proc>, usize) {
