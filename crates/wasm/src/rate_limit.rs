@@ -10,8 +10,7 @@
 //! the reference:
 //! - the reading's utilization is the frame's own ([`RateLimitMonitor::frame_utilization`]),
 //!   not the core's carried last-known one of a `rejected` frame's window;
-//! - the warning is one-shot per monitor until `reset()` (JavaScript), not per window with
-//!   hysteresis;
+//! - the warning is one-shot per monitor until `reset()`, not per window with hysteresis;
 //! - `active()` reads the top-level `resetsAt` as epoch seconds whatever its size;
 //! - the formatter prints what JavaScript's `String`/`toFixed` print for values the core
 //!   never holds (no status, a negative or non-finite utilization), and an invalid time is
@@ -37,10 +36,24 @@ fn wall(now_ms: f64) -> WallMs {
     }
 }
 
-/// The core's rate-limit monitor, holding what the reference's reading needs from it.
+/// The core's rate-limit monitor, holding what the reference's reading needs from it, and
+/// the reference's warning: once per monitor, until `reset()`.
 #[derive(Debug)]
 pub struct RateLimitCore {
     inner: RateLimitMonitor,
+    warned: bool,
+}
+
+/// The top-level `utilization` of a frame as JavaScript holds it (JSON text cannot say `NaN`,
+/// nor tell `undefined` from a missing key).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Top {
+    /// `undefined` or `null`: the reading takes the window's.
+    Nullish,
+    /// A number, `NaN` and infinities included: the reading keeps it.
+    Number(f64),
+    /// Anything else (a string, say): the reading keeps it, and it never warns.
+    Other,
 }
 
 impl RateLimitCore {
@@ -53,16 +66,36 @@ impl RateLimitCore {
             .map_err(|e| e.to_string())?;
         Ok(RateLimitCore {
             inner: RateLimitMonitor::new(config),
+            warned: false,
         })
     }
 
-    /// Fold one `rate_limit_info` (JSON text) at `now_ms` (epoch ms). Returns, as JSON, the
-    /// fields the core derives for the reading: `utilization` (when the frame reports one),
-    /// `overageStatus` and `overageDisabledReason` (given or carried forward; absent when
-    /// unknown). Text that is not JSON counts as a frame with no fields.
-    pub fn note(&mut self, info_json: &[u8], now_ms: f64) -> String {
+    /// Fold one `rate_limit_info` (JSON text; its top-level `utilization` as JavaScript holds
+    /// it in `top`). Returns, as JSON, `set`: the fields the reading lays over the frame's own
+    /// (`utilization` derived from the frame's window when the frame has none at the top
+    /// level; `overageStatus` and `overageDisabledReason` given or carried forward), and
+    /// `warn`: whether this reading is the monitor's warning (its utilization a number at or
+    /// above `warn_at`, the first time since the monitor was made or reset). Text that is not
+    /// JSON counts as a frame with no fields. The reference's `note` reads no clock, and
+    /// nothing here needs one: the core's windows are given the epoch (their expiry is not
+    /// what this API reads).
+    pub fn note(&mut self, info_json: &[u8], top: Top) -> String {
         let info: Value = serde_json::from_slice(info_json).unwrap_or(Value::Null);
-        derived(&mut self.inner, &info, wall(now_ms)).to_string()
+        let mut set = derived(&mut self.inner, &info, 0);
+        let held = match top {
+            Top::Number(u) => {
+                set.remove("utilization");
+                Some(u)
+            }
+            Top::Other => {
+                set.remove("utilization");
+                None
+            }
+            Top::Nullish => set.get("utilization").and_then(Value::as_f64),
+        };
+        let warn = !self.warned && held.is_some_and(|u| u >= self.inner.config().warn_at());
+        self.warned |= warn;
+        serde_json::json!({ "set": set, "warn": warn }).to_string()
     }
 
     /// Whether a reading with this top-level `resetsAt` (epoch seconds) has expired at
@@ -71,14 +104,15 @@ impl RateLimitCore {
         expired(&self.inner, resets_at, now_ms)
     }
 
-    /// Forget every reading.
+    /// Forget every reading; the warning re-arms.
     pub fn reset(&mut self) {
         self.inner.reset();
+        self.warned = false;
     }
 }
 
-/// [`RateLimitCore::note`] on a parsed frame.
-fn derived(m: &mut RateLimitMonitor, info: &Value, now: WallMs) -> Value {
+/// What [`RateLimitCore::note`] lays over a parsed frame.
+fn derived(m: &mut RateLimitMonitor, info: &Value, now: WallMs) -> Map<String, Value> {
     let utilization = m.frame_utilization(info);
     m.note(now, info);
     let mut out = Map::new();
@@ -93,7 +127,7 @@ fn derived(m: &mut RateLimitMonitor, info: &Value, now: WallMs) -> Value {
             out.insert("overageDisabledReason".into(), s.clone().into());
         }
     }
-    Value::Object(out)
+    out
 }
 
 fn expired(m: &RateLimitMonitor, resets_at: f64, now_ms: f64) -> bool {
@@ -284,14 +318,17 @@ mod tests {
             &json!({"status": "allowed_warning", "utilization": 0.99, "overageStatus": "rejected"}),
             0,
         );
-        assert_eq!(d, json!({"utilization": 0.99, "overageStatus": "rejected"}));
+        assert_eq!(
+            Value::Object(d),
+            json!({"utilization": 0.99, "overageStatus": "rejected"})
+        );
         let d = derived(
             &mut m,
             &json!({"status": "rejected", "resetsAt": 1_900_003_600}),
             0,
         );
         assert_eq!(
-            d,
+            Value::Object(d),
             json!({"overageStatus": "rejected"}),
             "no carried utilization"
         );
@@ -304,5 +341,28 @@ mod tests {
         assert!(expired(&m, 1_900_003_600.0, 1_900_003_600_000.0));
         assert!(expired(&m, -5.0, 0.0));
         assert!(!expired(&m, f64::NAN, 1e300));
+    }
+
+    #[test]
+    fn the_warning_is_once_per_monitor_at_or_above_warn_at_until_reset() {
+        let mut m = RateLimitCore::new(0.85, "five_hour").unwrap();
+        let note = |m: &mut RateLimitCore, info: Value, top: Top| -> Value {
+            serde_json::from_str(&m.note(info.to_string().as_bytes(), top)).unwrap()
+        };
+        let windows = |u: f64| json!({"status": "allowed", "unifiedWindows": {"five_hour": {"utilization": u}}});
+        let low = note(&mut m, windows(0.11), Top::Nullish);
+        assert_eq!(low, json!({"set": {"utilization": 0.11}, "warn": false}));
+        // The top level wins as given: a string never warns, NaN neither.
+        let s = note(&mut m, windows(0.99), Top::Other);
+        assert_eq!(s, json!({"set": {}, "warn": false}));
+        assert_eq!(
+            note(&mut m, windows(0.99), Top::Number(f64::NAN))["warn"],
+            false
+        );
+        // At warn_at exactly: the warning, once.
+        assert_eq!(note(&mut m, windows(0.5), Top::Number(0.85))["warn"], true);
+        assert_eq!(note(&mut m, windows(0.99), Top::Nullish)["warn"], false);
+        m.reset();
+        assert_eq!(note(&mut m, windows(0.99), Top::Nullish)["warn"], true);
     }
 }

@@ -2,7 +2,7 @@
 
 #![allow(unsafe_code)] // `#[no_mangle]` only: each export is named as it is written.
 
-use crate::rate_limit::{self, RateLimitCore};
+use crate::rate_limit::{self, RateLimitCore, Top};
 use crate::state::with;
 
 /// A rate-limit monitor (`warn_at`, and the fallback window: the input's first `window_len`
@@ -33,14 +33,20 @@ pub extern "C" fn rl_free(m: u32) {
     with(|s| s.monitors.remove(m));
 }
 
-/// Fold a frame's `rate_limit_info` (JSON: the input's first `len` bytes) at `now`; the
-/// derived fields as JSON in the output (length of the text).
+/// Fold a frame's `rate_limit_info` (JSON: the input's first `len` bytes), its top-level
+/// `utilization` being `top` (`top_kind` 1: that number; 0: `undefined` or `null`; else
+/// another type); [`RateLimitCore::note`]'s answer as JSON in the output (length of the text).
 #[no_mangle]
-pub extern "C" fn rl_note(m: u32, len: u32, now: f64) -> u32 {
+pub extern "C" fn rl_note(m: u32, len: u32, top_kind: i32, top: f64) -> u32 {
+    let top = match top_kind {
+        0 => Top::Nullish,
+        1 => Top::Number(top),
+        _ => Top::Other,
+    };
     with(|s| {
         let info = s.input(len).to_vec();
-        let text = s.monitors.get_mut(m).map(|m| m.note(&info, now));
-        s.answer(text.as_deref().unwrap_or("{}"))
+        let text = s.monitors.get_mut(m).map(|m| m.note(&info, top));
+        s.answer(text.as_deref().unwrap_or(r#"{"set":{},"warn":false}"#))
     })
 }
 

@@ -1,16 +1,13 @@
 // createRateLimitMonitor(): one reading merged from every rate_limit_event, the reference
-// 0.2.0 API on the Rust core's monitor (in the WebAssembly module of ./core.mjs). A reading is the SDK's own
-// object: a shallow copy of it (every field kept) with what the core derives laid over it, the
-// utilization and the carried overage fields. A frame crosses to the core as JSON text: frames
-// are rare (one per API call at most), so nothing here is hot.
-import { core, owned, read, write, writeAll } from './core.mjs';
+// 0.2.0 API on the Rust core's monitor (in the WebAssembly module of ./core.mjs). A reading is
+// the SDK's own object: a shallow copy of it (every field kept) with what the core lays over
+// it. The merge, the warning (once per monitor at warnAt or above) and the defaults are the
+// core's. A frame crosses to the core as JSON text: frames are rare (one per API call at most).
+import { core, owned, read, tables, write, writeAll } from './core.mjs';
 import { checkOption, resolveOptions } from './options.mjs';
 
-export const RATE_LIMIT_DEFAULTS = Object.freeze({
-  warnAt: 0.85,
-  fallbackWindow: 'five_hour',
-  now: () => Date.now(),
-});
+export const RATE_LIMIT_DEFAULTS = Object.freeze({ ...tables.defaults.rateLimit, now: () => Date.now() });
+const { rateLimitFrame } = tables;
 
 export function createRateLimitMonitor(config = {}) {
   const c = resolveOptions(RATE_LIMIT_DEFAULTS, config);
@@ -21,32 +18,19 @@ export function createRateLimitMonitor(config = {}) {
   const self = { m: index };
   owned.register(self, { free: core.rl_free, index });
   let held = null;
-  let warned = false;
 
   function note(info) {
     const top = info.utilization; // a missing info throws here, as the reference's does
-    const derived = JSON.parse(read(core.rl_note(self.m, write(JSON.stringify(info) ?? 'null'), c.now())));
-    const next = { ...info };
-    // The top level wins as given (the reference does not type-check it); else the core's.
-    if (top == null && derived.utilization !== undefined) next.utilization = derived.utilization;
-    if (info.overageStatus === undefined && derived.overageStatus !== undefined) {
-      next.overageStatus = derived.overageStatus;
-    }
-    if (info.overageDisabledReason === undefined && derived.overageDisabledReason !== undefined) {
-      next.overageDisabledReason = derived.overageDisabledReason;
-    }
-    held = next;
-    // The reference's warning: once per monitor until reset().
-    if (!warned && typeof held.utilization === 'number' && held.utilization >= c.warnAt) {
-      warned = true;
-      return held;
-    }
-    return null;
+    const kind = top == null ? 0 : typeof top === 'number' ? 1 : 2;
+    const text = write(JSON.stringify(info) ?? 'null');
+    const { set, warn } = JSON.parse(read(core.rl_note(self.m, text, kind, kind === 1 ? top : 0)));
+    held = { ...info, ...set };
+    return warn ? held : null;
   }
 
   return {
     note,
-    observe: (message) => (message.type === 'rate_limit_event' ? note(message.rate_limit_info) : null),
+    observe: (message) => (message.type === rateLimitFrame ? note(message.rate_limit_info) : null),
     latest: () => held,
     active(now = c.now()) {
       if (held && typeof held.resetsAt === 'number' && core.rl_expired(self.m, held.resetsAt, now)) return null;
@@ -55,7 +39,6 @@ export function createRateLimitMonitor(config = {}) {
     reset() {
       core.rl_reset(self.m);
       held = null;
-      warned = false;
     },
   };
 }
