@@ -78,14 +78,36 @@ pub extern "C" fn records_ptr() -> *const f64 {
 }
 
 /// The tables the host reads once, as JSON (length of the text): the observe table's rows
-/// (`type`, `subtype`, `effect` code), the effect codes, the kill names by code, the
-/// extension names by code, and the layout constants.
+/// (`type`, `subtype`, the fields the core reads of a message it reads whole and the `head`
+/// of the object the host hands over), the effect codes, the kill names by code, the
+/// extension names by code, the layout constants, the reference preset's defaults
+/// (`createWatchdog()`'s and `createRateLimitMonitor()`'s), and the `type` of a rate-limit
+/// frame (what `createRateLimitMonitor().observe()` folds).
 #[no_mangle]
 pub extern "C" fn tables() -> u32 {
     let rows: Vec<_> = OBSERVE_TABLE
         .iter()
-        .map(|r| json!({"type": r.kind, "subtype": r.subtype, "effect": r.effect.code()}))
+        .map(
+            |r| json!({"type": r.kind, "subtype": r.subtype, "fields": r.fields, "head": r.head()}),
+        )
         .collect();
+    let l = reference::limits();
+    let ms = |d: std::time::Duration| crate::clock::duration_ms(d);
+    let rate = watchdog_core::rate_limit::RateLimitConfig::default();
+    let defaults = json!({
+        "watchdog": {
+            "idleMs": ms(l.idle()),
+            "extendFactor": l.extend_factor(),
+            "highUtilization": l.high_utilization(),
+            "tickMs": ms(reference::TICK),
+            "writeTools": reference::WRITE_TOOLS,
+            "toolHeartbeats": reference::TOOL_HEARTBEATS,
+        },
+        "rateLimit": {
+            "warnAt": rate.warn_at(),
+            "fallbackWindow": rate.fallback_window(),
+        },
+    });
     let kills: serde_json::Map<_, _> = KillKind::ALL
         .iter()
         .map(|k| (kill_code(*k).to_string(), json!(reference::kill_name(*k))))
@@ -108,6 +130,8 @@ pub extern "C" fn tables() -> u32 {
         },
         "record": RECORD,
         "killBase": KILL_BASE,
+        "defaults": defaults,
+        "rateLimitFrame": watchdog_core::LineKind::RateLimit.as_str(),
     })
     .to_string();
     with(|s| s.answer(&text))
@@ -164,8 +188,8 @@ mod tests {
             -1
         );
         assert!(text(with(|s| s.output.len() as u32)).starts_with("idle must be"));
-        wd_observe(999, 0, 0, 1.0);
-        wd_unregister(999, 3, 0, -1, -1, -1);
+        wd_sync(999, 0, 1.0, 1.0, 1, f64::NAN);
+        wd_unregister(999, 3, -1);
         assert_eq!(wd_tick(999, 1.0, f64::NAN), 0);
         assert_eq!(wd_poll_timeout(999), f64::INFINITY);
         assert_eq!(rl_expired(999, 1.0, 2.0), 0);
@@ -185,8 +209,9 @@ mod tests {
             1,
             n,
         ) as u32;
-        let slot = wd_register(w, 0.0, f64::NAN);
-        assert_eq!(wd_poll_timeout(w), 1000.0);
+        let slot = wd_register(w, 100.0, f64::NAN);
+        assert_eq!(wd_poll_timeout(w), 1100.0);
+        assert_eq!(wd_activity(w, slot, -1, 300.0), 1300.0);
         assert_eq!(wd_tick(w, 1500.0, f64::NAN), 1);
         let r = with(|s| s.records.clone());
         assert_eq!(
@@ -195,8 +220,8 @@ mod tests {
                 f64::from(slot),
                 1.0,
                 f64::from(kill_code(KillKind::Idle)),
-                1000.0,
-                0.0
+                100.0,
+                300.0
             ]
         );
         wd_free(w);

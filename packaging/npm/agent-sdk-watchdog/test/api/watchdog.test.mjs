@@ -246,21 +246,6 @@ test('ours: background work after a result keeps the clocks running; an announce
   }
 });
 
-test('time never runs backwards within one watchdog', () => {
-  const { w } = virtual();
-  const q = lane(w);
-  q.h.activity('Write', T0);
-  assert.deepEqual(w.tick(at(5)), []);
-  const late = lane(w); // dated T0, registered at 5: its clocks start at 5
-  late.h.activity('Write', T0);
-  assert.deepEqual(w.tick(at(10)).map((k) => k.kind), ['watchdog_idle']);
-  assert.ok(q.h.kill);
-  assert.equal(late.h.kill, null);
-  assert.equal(w.tick(at(15)).length, 1);
-  assert.ok(late.h.kill);
-  w.close();
-});
-
 test('observe classification: what moves the clock and what does not', () => {
   const cases = [
     [{ type: 'stream_event', event: { type: 'content_block_delta' } }, false],
