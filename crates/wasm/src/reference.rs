@@ -231,11 +231,51 @@ pub struct Row {
     /// ([`Effect::Line`], and a `result`'s facts at the query's end): the host hands over
     /// these and no others ([`Row::head`] and each field's JSON).
     pub fields: &'static [&'static str],
+    /// For an [`Effect::Line`] row: when the core reads the message (otherwise it is ignored,
+    /// as the reference ignores it).
+    pub read: Read,
+    /// For an [`Effect::Line`] row: reading it may add background work to the query.
+    pub adds: bool,
+}
+
+/// When the core reads a message of an [`Effect::Line`] row whole. A message it does not read
+/// is ignored, as the reference ignores every such message: it brings nothing the core keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// Always: it changes what the query waits on (an announced back-off, the set of
+    /// background tasks).
+    Always,
+    /// When this field is `true` (a task started in the background: it joins the query's
+    /// background work); else only when [`Read::IfAdded`] holds.
+    IfTrue(&'static str),
+    /// Once a message of the query that may add background work ([`Row::adds`]) was read: a
+    /// task's end is news only then.
+    IfAdded,
+}
+
+impl Read {
+    /// The rule's number in the table handed to JavaScript: 0 always, 1 if the field is
+    /// `true` (or as 2), 2 once background work may have been added.
+    pub fn code(self) -> u8 {
+        match self {
+            Read::Always => 0,
+            Read::IfTrue(_) => 1,
+            Read::IfAdded => 2,
+        }
+    }
+
+    /// The field of [`Read::IfTrue`].
+    pub fn field(self) -> Option<&'static str> {
+        match self {
+            Read::IfTrue(f) => Some(f),
+            _ => None,
+        }
+    }
 }
 
 /// What the registry reads of a background task's line (`system/task_*`,
-/// `system/background_tasks_changed`): its task and status, whether it runs in the
-/// background (and not as Claude Code's own ambient work), and whether it is a subagent's.
+/// `system/background_tasks_changed`): its task and status, and whether it runs in the
+/// background (and not as Claude Code's own ambient work).
 const TASK_FIELDS: &[&str] = &[
     "task_id",
     "status",
@@ -243,16 +283,12 @@ const TASK_FIELDS: &[&str] = &[
     "is_backgrounded",
     "ambient",
     "tasks",
-    "parent_tool_use_id",
 ];
 
-/// What the registry reads of an announced back-off (`system/api_retry`).
-const RETRY_FIELDS: &[&str] = &[
-    "retry_delay_ms",
-    "error_status",
-    "error",
-    "parent_tool_use_id",
-];
+/// What the registry reads of an announced back-off (`system/api_retry`) for what this API
+/// reports: the announced delay (its status and error are a kill's evidence, which a kill of
+/// this API does not carry).
+const RETRY_FIELDS: &[&str] = &["retry_delay_ms"];
 
 /// What a query's outcome reads of its last `result` ([`ResultFacts::of_line`](watchdog_core::facts::ResultFacts::of_line)).
 pub const RESULT_FIELDS: &[&str] = &[
@@ -275,6 +311,8 @@ pub const OBSERVE_TABLE: &[Row] = &[
         effect: Effect::Settle,
         line: LineKind::Result,
         fields: RESULT_FIELDS,
+        read: Read::Always,
+        adds: false,
     },
     Row {
         kind: "rate_limit_event",
@@ -282,6 +320,8 @@ pub const OBSERVE_TABLE: &[Row] = &[
         effect: Effect::Alive,
         line: LineKind::RateLimit,
         fields: &[],
+        read: Read::Always,
+        adds: false,
     },
     // Every stream frame, `ping` and `message_start` included, subagents' too.
     Row {
@@ -290,6 +330,8 @@ pub const OBSERVE_TABLE: &[Row] = &[
         effect: Effect::Work,
         line: LineKind::StreamEvent,
         fields: &[],
+        read: Read::Always,
+        adds: false,
     },
     Row {
         kind: "system",
@@ -297,6 +339,8 @@ pub const OBSERVE_TABLE: &[Row] = &[
         effect: Effect::Work,
         line: LineKind::System,
         fields: &[],
+        read: Read::Always,
+        adds: false,
     },
     // The reference counts a tool heartbeat as work (its docs call it a heartbeat).
     Row {
@@ -305,14 +349,19 @@ pub const OBSERVE_TABLE: &[Row] = &[
         effect: Effect::HeartbeatWork,
         line: LineKind::ToolProgress,
         fields: &[],
+        read: Read::Always,
+        adds: false,
     },
-    // Ours, read whole: background tasks (the core's background work) and back-offs.
+    // Ours, read whole when they bring what the core keeps: background tasks (the core's
+    // background work) and announced back-offs.
     Row {
         kind: "system",
         subtype: Some("background_tasks_changed"),
         effect: Effect::Line,
         line: LineKind::System,
         fields: TASK_FIELDS,
+        read: Read::Always,
+        adds: true,
     },
     Row {
         kind: "system",
@@ -320,6 +369,8 @@ pub const OBSERVE_TABLE: &[Row] = &[
         effect: Effect::Line,
         line: LineKind::System,
         fields: TASK_FIELDS,
+        read: Read::IfTrue("is_backgrounded"),
+        adds: true,
     },
     Row {
         kind: "system",
@@ -327,6 +378,8 @@ pub const OBSERVE_TABLE: &[Row] = &[
         effect: Effect::Line,
         line: LineKind::System,
         fields: TASK_FIELDS,
+        read: Read::Always,
+        adds: true,
     },
     Row {
         kind: "system",
@@ -334,6 +387,8 @@ pub const OBSERVE_TABLE: &[Row] = &[
         effect: Effect::Line,
         line: LineKind::System,
         fields: TASK_FIELDS,
+        read: Read::IfAdded,
+        adds: false,
     },
     Row {
         kind: "system",
@@ -341,6 +396,8 @@ pub const OBSERVE_TABLE: &[Row] = &[
         effect: Effect::Line,
         line: LineKind::ApiRetry,
         fields: RETRY_FIELDS,
+        read: Read::Always,
+        adds: false,
     },
 ];
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::reference::{self, OBSERVE_TABLE};
 use watchdog_core::Instant;
-use watchdog_core::{facts::ResultFacts, Outcome, Registry, SessionId, Signal};
+use watchdog_core::{facts::ResultFacts, LineView, Outcome, Registry, SessionId, Signal};
 use watchdog_core::{Class, ConfigError, Event, ExtendReason, KillKind, Limits, LineKind};
 use watchdog_host::metrics::Counters;
 
@@ -158,6 +158,15 @@ impl Watchdog {
             .map(|r| r.effect_for(self.tool_heartbeats))
     }
 
+    /// The soonest a message can bring a deadline back after it, ms: the shortest of the
+    /// idle, no-progress and linger limits (work or a background task un-settling a query;
+    /// a background task's end starting the linger). A host that tells the core later checks
+    /// no later than this after such a message.
+    pub fn soonest(&self) -> f64 {
+        let l = &self.limits;
+        clock::duration_ms(l.idle().min(l.no_progress()).min(l.linger()))
+    }
+
     fn entry(&mut self, slot: u32) -> Option<&mut Entry> {
         self.slots.get_mut(slot as usize)?.as_mut()
     }
@@ -243,10 +252,20 @@ impl Watchdog {
         })
     }
 
-    /// A message the core reads whole, as its stream-json line ([`reference::Effect::Line`]).
+    /// A message the core reads whole ([`reference::Effect::Line`]), as the host hands it
+    /// over: a JSON object of the row's [`fields`](reference::Row::fields), which the host
+    /// writes itself (so it is skimmed, not validated again).
     pub fn observe_line(&mut self, slot: u32, line: &[u8], now_ms: f64) -> f64 {
         self.feed(slot, now_ms, |reg, e| {
-            reg.observe_line(clock::instant(now_ms), e.id, line);
+            let now = clock::instant(now_ms);
+            match LineView::parse_validated(line) {
+                Some(view) => {
+                    reg.observe(now, e.id, &view);
+                }
+                None => {
+                    reg.observe_line(now, e.id, line);
+                }
+            }
         })
     }
 

@@ -79,7 +79,8 @@ pub extern "C" fn records_ptr() -> *const f64 {
 
 /// The tables the host reads once, as JSON (length of the text): the observe table's rows
 /// (`type`, `subtype`, the fields the core reads of a message it reads whole and the `head`
-/// of the object the host hands over), the effect codes, the kill names by code, the
+/// of the object the host hands over; when it reads one, [`Read`](reference::Read) as `read`
+/// and `readIf`, and whether reading it may add background work), the effect codes, the kill names by code, the
 /// extension names by code, the layout constants, the reference preset's defaults
 /// (`createWatchdog()`'s and `createRateLimitMonitor()`'s), and the `type` of a rate-limit
 /// frame (what `createRateLimitMonitor().observe()` folds).
@@ -87,9 +88,17 @@ pub extern "C" fn records_ptr() -> *const f64 {
 pub extern "C" fn tables() -> u32 {
     let rows: Vec<_> = OBSERVE_TABLE
         .iter()
-        .map(
-            |r| json!({"type": r.kind, "subtype": r.subtype, "fields": r.fields, "head": r.head()}),
-        )
+        .map(|r| {
+            json!({
+                "type": r.kind,
+                "subtype": r.subtype,
+                "fields": r.fields,
+                "head": r.head(),
+                "read": r.read.code(),
+                "readIf": r.read.field(),
+                "adds": r.adds,
+            })
+        })
         .collect();
     let l = reference::limits();
     let ms = |d: std::time::Duration| crate::clock::duration_ms(d);

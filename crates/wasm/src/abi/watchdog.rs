@@ -72,6 +72,12 @@ pub extern "C" fn wd_effects(w: u32) -> u32 {
     })
 }
 
+/// The soonest a message can bring a deadline back after it, ms ([`Watchdog::soonest`]).
+#[no_mangle]
+pub extern "C" fn wd_soonest(w: u32) -> f64 {
+    on_watchdog(w, f64::INFINITY, |w| w.soonest())
+}
+
 /// Register a query; returns its slot (0 when `w` names nothing).
 #[no_mangle]
 pub extern "C" fn wd_register(w: u32, now: f64, ceiling_ms: f64) -> u32 {

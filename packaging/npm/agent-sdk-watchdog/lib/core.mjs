@@ -50,16 +50,30 @@ export const records = (n, stride) => new Float64Array(wasm.memory.buffer, wasm.
 export const tables = JSON.parse(read(wasm.tables()));
 
 /**
- * A message as the core reads it whole: `head` (its type and subtype), then each of `fields`
- * the message has, as JSON (the core declares them: nothing else of the message is read).
+ * A message as the core reads it whole: `row.head` (its type and subtype), then each of
+ * `row.fields` (the fields the core declares for its row) the message has, as JSON. Nothing
+ * else of the message is read.
  */
-export function handOver(head, fields, message) {
-  let text = head;
-  for (const key of fields) {
-    const value = message[key];
-    if (value !== undefined) text += `,"${key}":${JSON.stringify(value) ?? 'null'}`;
+export function handOver(row, message) {
+  let text = row.head;
+  for (let i = 0; i < row.fields.length; i++) {
+    const value = message[row.fields[i]];
+    const key = row.keys[i];
+    const type = typeof value;
+    if (type === 'number' || type === 'boolean') text += key + (Number.isFinite(value) || type === 'boolean' ? value : 'null');
+    else if (value !== undefined) text += jsonOf(key, value);
   }
   return write(`${text}}`);
+}
+
+// A value JSON cannot say (a function, a cycle, a BigInt) is left out.
+function jsonOf(key, value) {
+  try {
+    const json = JSON.stringify(value);
+    return json === undefined ? '' : key + json;
+  } catch {
+    return '';
+  }
 }
 
 /** Strings to values, looked up by length, then by `===` (a message's fresh strings need no hash). */

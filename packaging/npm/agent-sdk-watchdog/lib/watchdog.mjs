@@ -22,12 +22,16 @@ export const WATCHDOG_DEFAULTS = Object.freeze({
 
 const num = (v) => (v === null || v === undefined ? NaN : +v);
 const { effects: EFFECT, kills: KILL_NAMES, extends: EXTEND_NAMES, record: RECORD } = tables;
+const { none: NONE, settle: SETTLE, alive: ALIVE, work: WORK, line: LINE } = EFFECT;
 
 const verdictOf = (code) => {
   if (code === 0) return { verdict: 'ok' };
   if (EXTEND_NAMES[code]) return { verdict: 'extend', reason: EXTEND_NAMES[code] };
   return { verdict: 'kill', kind: KILL_NAMES[code] };
 };
+
+// The most messages (with what came between them) a handle holds for the core between checks.
+const QUEUE = 64;
 
 // Our opt-in rules (off unless given): validated like the reference's options.
 const EXTRA = ['startupMs', 'lingerMs', 'noProgressMs'];
@@ -69,8 +73,9 @@ function observeTable(w) {
   const byType = new Map();
   let settles;
   tables.rows.forEach((r, i) => {
-    const row = { effect: effects[i], head: r.head, fields: r.fields };
-    if (row.effect === EFFECT.settle) settles = row;
+    const keys = r.fields.map((f) => `,"${f}":`);
+    const row = { effect: effects[i], head: r.head, fields: r.fields, keys, read: r.read, readIf: r.readIf, adds: r.adds };
+    if (row.effect === SETTLE) settles = row;
     const t = byType.get(r.type) ?? byType.set(r.type, { any: undefined, subs: [] }).get(r.type);
     if (r.subtype === null) t.any = row;
     else t.subs.push([r.subtype, row]);
@@ -97,11 +102,6 @@ export function createWatchdog(config = {}) {
   );
   if (w < 0) throw new RangeError(read(core.output_len()));
   const { types: TYPES, settles: result } = observeTable(w);
-  const rowOf = (m) => {
-    const t = lookup(TYPES, m.type);
-    if (t === undefined) return undefined;
-    return t.subs === null ? t.any : (lookup(t.subs, m.subtype) ?? t.any);
-  };
   const state = {
     handles: [], // slot -> handle
     live: 0,
@@ -113,18 +113,27 @@ export function createWatchdog(config = {}) {
 
   // What a query's messages do is kept on its handle, each the last of its kind (the
   // reference's assignments: its last work, its last sign of life, whether it is settled),
-  // and told to the core before the core is next asked about that query: at a check, or
-  // before a feed the core takes at once (a tool boundary, a message it reads whole). A
-  // message thus costs a table lookup. Work on a query the core holds as settled brings its
-  // idle deadline back: told at once, so the timer is re-armed.
+  // with the messages the core reads whole queued in order between them, and told to the core
+  // before the core is next asked about that query: at a check, or before a tool boundary. A
+  // message thus costs a table lookup. Nothing untold brings a deadline earlier, but for work
+  // or a message read whole on a query the core holds as settled: then the timer comes no
+  // later than the soonest deadline a message can bring (the core's bound), and re-arms.
+  const soonest = core.wd_soonest(w);
   let waiting = [];
   const wait = (h) => {
     h._waiting = true;
     waiting.push(h);
   };
   const untold = (h) => h._work === h._work || h._last === h._last || h._settled !== h._told;
+  const sync = (h, q) => core.wd_sync(w, h._slot, q._work, q._last, q._settled ? 1 : 0, q._settledAt);
   function tell(h) {
-    const next = core.wd_sync(w, h._slot, h._work, h._last, h._settled ? 1 : 0, h._settledAt);
+    const queue = h._queue;
+    h._queue = undefined;
+    for (const q of queue ?? []) {
+      if (q.row === undefined) sync(h, q);
+      else core.wd_line(w, h._slot, handOver(q.row, q.message), q.at);
+    }
+    const next = sync(h, h);
     h._work = NaN;
     h._last = NaN;
     h._told = h._settled;
@@ -146,11 +155,13 @@ export function createWatchdog(config = {}) {
       this._waiting = false;
       this._started = false;
       this._result = undefined;
+      this._queue = undefined; // untold: messages the core reads whole, in order with the rest
+      this._adds = false; // a message that may add background work was read
     }
 
     activity(toolName, at = c.now()) {
       if (this._slot < 0) return;
-      if (untold(this)) tell(this);
+      if (this._queue !== undefined || untold(this)) tell(this);
       const n = typeof toolName === 'string' && toolName ? write(toolName) : -1;
       this._settled = false;
       this._told = false;
@@ -173,22 +184,39 @@ export function createWatchdog(config = {}) {
 
     observe(message, at = c.now()) {
       if (this._slot < 0) return;
-      const row = rowOf(message);
-      const effect = row === undefined ? EFFECT.none : row.effect;
-      if (effect === EFFECT.work) {
+      const t = lookup(TYPES, message.type);
+      const row = t === undefined ? undefined : t.subs === null ? t.any : (lookup(t.subs, message.subtype) ?? t.any);
+      let effect = row === undefined ? NONE : row.effect;
+      // Ours: background tasks and announced back-offs, read when they bring what the core
+      // keeps (the row says when); otherwise ignored, as the reference ignores them.
+      if (effect === LINE && row.read !== 0 && !this._adds && !(row.read === 1 && message[row.readIf] === true)) {
+        effect = NONE;
+      }
+      if (effect === WORK) {
         this._working(at);
-      } else if (effect === EFFECT.alive) {
+      } else if (effect === ALIVE) {
         this._last = at;
         if (!this._waiting) wait(this);
-      } else if (effect === EFFECT.settle) {
+      } else if (effect === SETTLE) {
         // Kept for the end: its facts decide the outcome the query ends with (unregister()).
         this._result = message;
         this._settle(at);
-      } else if (effect === EFFECT.line) {
-        // Ours: background tasks and announced back-offs, read by the core at once (they can
-        // bring a deadline back on a settled query).
-        if (untold(this)) tell(this);
-        sooner(core.wd_line(w, this._slot, handOver(row.head, row.fields, message), at), at);
+      } else if (effect === LINE) {
+        // Read by the core whole (it can bring a deadline back on a settled query), in order
+        // with what came before.
+        if (row.adds) this._adds = true;
+        const queue = (this._queue ??= []);
+        if (untold(this)) {
+          const { _work, _last, _settled, _settledAt } = this;
+          queue.push({ _work, _last, _settled, _settledAt });
+          this._work = NaN;
+          this._last = NaN;
+          this._told = _settled;
+        }
+        queue.push({ row, message, at });
+        // A stream of such messages between two checks: told in batches, held no longer.
+        if (queue.length > QUEUE) return sooner(tell(this), at);
+        this._back(at);
       } else if (startupOn && !this._started) {
         // Ignored, but any message at all ends the startup wait (our opt-in rule).
         this._started = true;
@@ -199,10 +227,13 @@ export function createWatchdog(config = {}) {
     _working(at) {
       this._work = at;
       this._last = at;
-      if (this._settled) {
-        this._settled = false;
-        if (this._told) return sooner(tell(this), at);
-      }
+      this._settled = false;
+      this._back(at);
+    }
+
+    // Untold since `at`; the core may hold the query settled.
+    _back(at) {
+      if (this._told) sooner(at + soonest, at);
       if (!this._waiting) wait(this);
     }
 
@@ -246,7 +277,7 @@ export function createWatchdog(config = {}) {
       // The query ended: counted by its kill, else by its last result's facts (the core's rule).
       const r = this._result;
       this._result = undefined;
-      core.wd_unregister(w, s, r === undefined ? -1 : handOver(result.head, result.fields, r));
+      core.wd_unregister(w, s, r === undefined ? -1 : handOver(result, r));
       state.handles[s] = undefined;
       state.live -= 1;
       if (state.live === 0) disarm();
@@ -298,7 +329,7 @@ export function createWatchdog(config = {}) {
     }
     for (const h of waiting) {
       h._waiting = false;
-      if (h._slot >= 0 && untold(h)) tell(h);
+      if (h._slot >= 0 && (h._queue !== undefined || untold(h))) tell(h);
     }
     waiting = [];
     const n = core.wd_tick(w, now, num(utilization));
