@@ -201,7 +201,7 @@ mod tests {
         wd_unregister(999, 3, -1);
         assert_eq!(wd_tick(999, 1.0, f64::NAN), 0);
         assert_eq!(wd_poll_timeout(999), f64::INFINITY);
-        assert_eq!(rl_expired(999, 1.0, 2.0), 0);
+        assert_eq!(rl_note(999, 1, 0.99, -1, 0, 0.0, 0, 0.0, 0, 0), 0);
         assert_eq!(rl_new(1.5, 0), -1);
     }
 

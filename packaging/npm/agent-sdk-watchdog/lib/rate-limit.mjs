@@ -1,13 +1,21 @@
 // createRateLimitMonitor(): one reading merged from every rate_limit_event, the reference
-// 0.2.0 API on the Rust core's monitor (in the WebAssembly module of ./core.mjs). A reading is
-// the SDK's own object: a shallow copy of it (every field kept) with what the core lays over
-// it. The merge, the warning (once per monitor at warnAt or above) and the defaults are the
-// core's. A frame crosses to the core as JSON text: frames are rare (one per API call at most).
+// 0.2.0 API on the Rust core's rules (in the WebAssembly module of ./core.mjs). A reading is
+// the SDK's own object: a shallow copy of it (every field kept) with what the core decides laid
+// over it. The merge, the warning (once per monitor at warnAt or above) and the defaults are
+// the core's: a frame crosses as the few fields it reads, each as its kind and number.
 import { core, owned, read, tables, write, writeAll } from './core.mjs';
 import { checkOption, resolveOptions } from './options.mjs';
 
 export const RATE_LIMIT_DEFAULTS = Object.freeze({ ...tables.defaults.rateLimit, now: () => Date.now() });
 const { rateLimitFrame } = tables;
+
+// A value as the core reads its kind: 0 undefined or null, 1 a number, 2 another type; an
+// overage field's: 0 undefined, 1 a non-empty string, 2 another value.
+const kind = (v) => (v == null ? 0 : typeof v === 'number' ? 1 : 2);
+const num = (v) => (typeof v === 'number' ? v : 0);
+const given = (v) => (v === undefined ? 0 : typeof v === 'string' && v !== '' ? 1 : 2);
+// The `utilization` of a window's `unifiedWindows` entry, read as the reference reads it.
+const windowOf = (windows, name) => (typeof windows === 'object' && windows !== null ? windows[name]?.utilization : undefined);
 
 export function createRateLimitMonitor(config = {}) {
   const c = resolveOptions(RATE_LIMIT_DEFAULTS, config);
@@ -21,11 +29,20 @@ export function createRateLimitMonitor(config = {}) {
 
   function note(info) {
     const top = info.utilization; // a missing info throws here, as the reference's does
-    const kind = top == null ? 0 : typeof top === 'number' ? 1 : 2;
-    const text = write(JSON.stringify(info) ?? 'null');
-    const { set, warn } = JSON.parse(read(core.rl_note(self.m, text, kind, kind === 1 ? top : 0)));
-    held = { ...info, ...set };
-    return warn ? held : null;
+    const type = info.rateLimitType;
+    const windows = info.unifiedWindows;
+    const own = typeof type === 'string' ? windowOf(windows, type) : undefined;
+    const fallback = windowOf(windows, c.fallbackWindow);
+    const bits = core.rl_note(
+      self.m, kind(top), num(top), typeof type === 'string' ? type.length : -1, kind(own), num(own),
+      kind(fallback), num(fallback), given(info.overageStatus), given(info.overageDisabledReason),
+    );
+    const next = { ...info };
+    if (bits & 3) next.utilization = (bits & 3) === 1 ? own : fallback;
+    if (bits & 4) next.overageStatus = held.overageStatus;
+    if (bits & 8) next.overageDisabledReason = held.overageDisabledReason;
+    held = next;
+    return bits & 16 ? held : null;
   }
 
   return {
@@ -33,7 +50,7 @@ export function createRateLimitMonitor(config = {}) {
     observe: (message) => (message.type === rateLimitFrame ? note(message.rate_limit_info) : null),
     latest: () => held,
     active(now = c.now()) {
-      if (held && typeof held.resetsAt === 'number' && core.rl_expired(self.m, held.resetsAt, now)) return null;
+      if (held && typeof held.resetsAt === 'number' && core.rl_expired(held.resetsAt, now)) return null;
       return held;
     },
     reset() {
