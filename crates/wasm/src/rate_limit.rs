@@ -1,6 +1,7 @@
 //! The rate-limit monitor of `createRateLimitMonitor()` and its two formatters, on the core's
 //! rules ([`reported_utilization`], the validated [`RateLimitConfig`]) and the core's one-line
-//! [`Reading`] form.
+//! [`Reading`] form. A window's utilization is read the reference's way: any number (the core
+//! reads one in [0, 10] for the CLI).
 //!
 //! The JavaScript side keeps the reference's reading shape (a shallow copy of the SDK's
 //! `SDKRateLimitInfo`, every field kept) and lays over it what [`RateLimitCore::note`] decides
@@ -44,15 +45,14 @@ impl Held {
     }
 }
 
-/// An overage field of a frame (`overageStatus`, `overageDisabledReason`).
+/// An overage field of a frame (`overageStatus`, `overageDisabledReason`): `undefined`, or
+/// given (any value, `null` included).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Given {
-    /// `undefined`: the reading carries the last one forward.
+    /// `undefined`: the reading carries the last one's forward, if it had one.
     Absent,
-    /// A non-empty string.
-    Text,
-    /// Any other value (`null`, an empty string, another type): none, and none carries.
-    Other,
+    /// Any other value: the reading's own, carried forward in turn.
+    Given,
 }
 
 /// What the reading reads of one `rate_limit_info`.
@@ -102,7 +102,8 @@ impl Note {
 pub struct RateLimitCore {
     config: RateLimitConfig,
     warned: bool,
-    /// The last reading has an `overageStatus` / `overageDisabledReason` to carry.
+    /// The last reading has an `overageStatus` / `overageDisabledReason` (not `undefined`) to
+    /// carry.
     overage_status: bool,
     overage_disabled_reason: bool,
 }
@@ -124,8 +125,8 @@ impl RateLimitCore {
     }
 
     /// Fold one frame: the reading's utilization is the top level's as given, else the one
-    /// the frame reports ([`reported_utilization`]); an overage field the frame leaves out
-    /// carries forward; the warning comes once per monitor (until [`reset`](Self::reset)),
+    /// the frame reports ([`reported_utilization`]); an overage field the frame leaves
+    /// `undefined` carries the last reading's forward (`null` too, as in the reference); the warning comes once per monitor (until [`reset`](Self::reset)),
     /// with the first reading whose utilization is a number at or above `warn_at`. The
     /// reference's `note` reads no clock, and neither does this.
     pub fn note(&mut self, f: &Frame) -> Note {
@@ -142,7 +143,7 @@ impl RateLimitCore {
         self.warned |= warn;
         let carry = |held: &mut bool, given: Given| {
             let carry = given == Given::Absent && *held;
-            *held = carry || given == Given::Text;
+            *held = carry || given == Given::Given;
             carry
         };
         Note {
@@ -352,10 +353,12 @@ mod tests {
         use Held::*;
         assert_eq!(from(&mut m, frame(Nullish, Number(0.11), Number(0.5))), 1);
         assert_eq!(from(&mut m, frame(Nullish, Nullish, Number(0.5))), 2);
+        assert_eq!(from(&mut m, frame(Nullish, Other, Other)), 0, "no number");
+        let fifty = frame(Nullish, Number(50.0), Other);
         assert_eq!(
-            from(&mut m, frame(Nullish, Number(50.0), Other)),
-            0,
-            "not a utilization"
+            from(&mut m, fifty),
+            1,
+            "any number, as the reference reads it"
         );
         let unnamed = Frame {
             own_named: false,
@@ -394,24 +397,16 @@ mod tests {
             });
             (n.carry_overage_status, n.carry_overage_disabled_reason)
         };
+        let (absent, given) = (Given::Absent, Given::Given);
+        assert_eq!(note(absent, absent), (false, false), "nothing held");
+        assert_eq!(note(given, absent), (false, false));
         assert_eq!(
-            note(Given::Absent, Given::Absent),
-            (false, false),
-            "nothing held"
-        );
-        assert_eq!(note(Given::Text, Given::Text), (false, false));
-        assert_eq!(note(Given::Absent, Given::Absent), (true, true));
-        assert_eq!(
-            note(Given::Absent, Given::Other),
+            note(absent, absent),
             (true, false),
-            "still held"
+            "held since, and carried"
         );
-        assert_eq!(
-            note(Given::Other, Given::Absent),
-            (false, false),
-            "null does not carry"
-        );
-        assert_eq!(note(Given::Absent, Given::Absent), (false, false));
+        assert_eq!(note(absent, given), (true, false));
+        assert_eq!(note(absent, absent), (true, true));
     }
 
     #[test]

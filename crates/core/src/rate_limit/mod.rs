@@ -63,4 +63,4 @@ mod reading;
 #[doc(hidden)]
 pub use format::percent_half_up;
 pub use monitor::{reported_utilization, RateLimitConfig, RateLimitEvent, RateLimitMonitor};
-pub use reading::{utilization_of, Reading, Status, Window, MAX_UTILIZATION};
+pub use reading::{Reading, Status, Window, MAX_UTILIZATION};

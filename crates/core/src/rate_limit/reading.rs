@@ -186,12 +186,7 @@ fn num(v: Option<&Value>) -> Option<f64> {
 
 /// A utilization in `[0, MAX_UTILIZATION]`.
 pub(crate) fn utilization(v: Option<&Value>) -> Option<f64> {
-    num(v).and_then(utilization_of)
-}
-
-/// `x` as a utilization: a number in `[0, MAX_UTILIZATION]` (any other is ignored).
-pub fn utilization_of(x: f64) -> Option<f64> {
-    (0.0..=MAX_UTILIZATION).contains(&x).then_some(x)
+    num(v).filter(|u| (0.0..=MAX_UTILIZATION).contains(u))
 }
 
 /// A reset time: epoch seconds (fractions kept), or milliseconds when above 1e11.

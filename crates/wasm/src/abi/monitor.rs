@@ -36,7 +36,7 @@ pub extern "C" fn rl_free(m: u32) {
 /// Fold a frame's `rate_limit_info`, given as what the reading reads of it ([`Frame`]): each
 /// held value as its kind (0 `undefined` or `null`, 1 a number, else another type) and its
 /// number; `own_type_len` the length of `rateLimitType` (negative: not a string); each overage
-/// field's kind (0 `undefined`, 1 a non-empty string, else another value). Returns
+/// field's kind (0 `undefined`, else given). Returns
 /// [`RateLimitCore::note`]'s decision as [`Note::bits`](rate_limit::Note::bits).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
@@ -59,8 +59,7 @@ pub extern "C" fn rl_note(
     };
     let given = |kind: i32| match kind {
         0 => Given::Absent,
-        1 => Given::Text,
-        _ => Given::Other,
+        _ => Given::Given,
     };
     let frame = Frame {
         top: held(top_kind, top),

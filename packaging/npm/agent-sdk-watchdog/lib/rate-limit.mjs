@@ -10,10 +10,10 @@ export const RATE_LIMIT_DEFAULTS = Object.freeze({ ...tables.defaults.rateLimit,
 const { rateLimitFrame } = tables;
 
 // A value as the core reads its kind: 0 undefined or null, 1 a number, 2 another type; an
-// overage field's: 0 undefined, 1 a non-empty string, 2 another value.
+// overage field's: 0 undefined, 1 given.
 const kind = (v) => (v == null ? 0 : typeof v === 'number' ? 1 : 2);
 const num = (v) => (typeof v === 'number' ? v : 0);
-const given = (v) => (v === undefined ? 0 : typeof v === 'string' && v !== '' ? 1 : 2);
+const given = (v) => (v === undefined ? 0 : 1);
 // The `utilization` of a window's `unifiedWindows` entry, read as the reference reads it.
 const windowOf = (windows, name) => (typeof windows === 'object' && windows !== null ? windows[name]?.utilization : undefined);
 

@@ -334,6 +334,9 @@ export function createWatchdog(config = {}) {
     waiting = [];
     const n = core.wd_tick(w, now, num(utilization));
     const kills = [];
+    const next = core.wd_poll_timeout(w);
+    // Nothing found, the next deadline the one armed: the timer stands.
+    if (n === 0 && state.timer && next === state.next) return kills;
     // In registration order (the reference's insertion-ordered Set); each handle found before
     // any callback runs (a callback may unregister a query and another take its slot).
     const r = records(n, RECORD);
@@ -364,7 +367,7 @@ export function createWatchdog(config = {}) {
         }
       }
     }
-    arm(core.wd_poll_timeout(w), now);
+    arm(n === 0 ? next : core.wd_poll_timeout(w), now);
     return kills;
   }
 

@@ -196,20 +196,19 @@ impl RateLimitMonitor {
     }
 }
 
-/// The utilization a frame reports: its own top-level one, else its own window's (the
-/// `unifiedWindows` entry its non-empty `rateLimitType` names), else the fallback window's;
-/// each only when it is a utilization ([`utilization_of`](crate::rate_limit::utilization_of)).
+/// The utilization a frame reports, of the ones read from it: its own top-level one, else
+/// its own window's (the `unifiedWindows` entry its `rateLimitType` names), else the fallback
+/// window's.
 ///
 /// ```
 /// use watchdog_core::rate_limit::reported_utilization;
 /// assert_eq!(reported_utilization(None, Some(0.4), Some(0.9)), Some(0.4));
-/// assert_eq!(reported_utilization(Some(f64::NAN), None, Some(0.9)), Some(0.9));
+/// assert_eq!(reported_utilization(None, None, Some(0.9)), Some(0.9));
 /// ```
 pub fn reported_utilization(
     top: Option<f64>,
     own: Option<f64>,
     fallback: Option<f64>,
 ) -> Option<f64> {
-    let u = |x: Option<f64>| x.and_then(crate::rate_limit::utilization_of);
-    u(top).or_else(|| u(own)).or_else(|| u(fallback))
+    top.or(own).or(fallback)
 }
