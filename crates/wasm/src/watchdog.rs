@@ -9,7 +9,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::reference::{self, OBSERVE_TABLE};
+use crate::reference::{self, Row, OBSERVE_TABLE};
+use serde_json::{json, Value};
 use watchdog_core::Instant;
 use watchdog_core::{facts::ResultFacts, LineView, Outcome, Registry, SessionId, Signal};
 use watchdog_core::{Class, ConfigError, Event, ExtendReason, KillKind, Limits, LineKind};
@@ -151,11 +152,43 @@ impl Watchdog {
         }
     }
 
-    /// What each row of [`OBSERVE_TABLE`] does under this watchdog's options.
-    pub fn effects(&self) -> impl Iterator<Item = reference::Effect> + '_ {
-        OBSERVE_TABLE
+    /// [`OBSERVE_TABLE`] as the host looks a message up in it, under this watchdog's options,
+    /// as JSON: `types`, `[type, {any, subs}]` pairs (`any`: the row of any `subtype`, or
+    /// null; `subs`: `[subtype, row]` pairs, or null), and `settles`, the row of a `result`. A
+    /// row is its effect's code, the `head` and the `fields` (also as `keys`, `,"<field>":`) of
+    /// a message the core reads whole, and when it reads one ([`reference::Read`]: `read`,
+    /// `readIf`; `adds`).
+    pub fn table_json(&self) -> String {
+        let row = |r: &Row| {
+            json!({
+                "effect": r.effect_for(self.tool_heartbeats).code(),
+                "head": r.head(),
+                "fields": r.fields,
+                "keys": r.fields.iter().map(|f| format!(",{}:", json!(f))).collect::<Vec<_>>(),
+                "read": r.read.code(),
+                "readIf": r.read.field(),
+                "adds": r.adds,
+            })
+        };
+        let mut types: Vec<&str> = OBSERVE_TABLE.iter().map(|r| r.kind).collect();
+        types.dedup();
+        let types: Vec<Value> = types
+            .into_iter()
+            .map(|kind| {
+                let rows = || OBSERVE_TABLE.iter().filter(move |r| r.kind == kind);
+                let any = rows().find(|r| r.subtype.is_none()).map(row);
+                let subs: Vec<Value> = rows()
+                    .filter_map(|r| Some(json!([r.subtype?, row(r)])))
+                    .collect();
+                let subs = (!subs.is_empty()).then_some(subs);
+                json!([kind, {"any": any, "subs": subs}])
+            })
+            .collect();
+        let settles = OBSERVE_TABLE
             .iter()
-            .map(|r| r.effect_for(self.tool_heartbeats))
+            .find(|r| r.effect == reference::Effect::Settle)
+            .map(row);
+        json!({"types": types, "settles": settles}).to_string()
     }
 
     /// The soonest a message can bring a deadline back after it, ms: the shortest of the
@@ -411,12 +444,30 @@ impl Watchdog {
         self.pending.clear();
     }
 
-    /// The counters' snapshot, as the core's JSON.
+    /// The counters' snapshot, as the core's JSON with this API's names (`endedKilled`,
+    /// `stallingWarnings`, `killLateness` with `sumSeconds`).
     pub fn metrics_json(&self) -> String {
-        self.counters
+        let mut m = self
+            .counters
             .snapshot(self.registry.len(), self.utilization)
-            .to_json()
-            .to_string()
+            .to_json();
+        if let Some(m) = m.as_object_mut() {
+            for (from, to) in [
+                ("ended_killed", "endedKilled"),
+                ("stalling_warnings", "stallingWarnings"),
+                ("kill_lateness", "killLateness"),
+            ] {
+                if let Some(v) = m.remove(from) {
+                    m.insert(to.into(), v);
+                }
+            }
+            if let Some(l) = m.get_mut("killLateness").and_then(Value::as_object_mut) {
+                if let Some(sum) = l.remove("sum") {
+                    l.insert("sumSeconds".into(), sum);
+                }
+            }
+        }
+        m.to_string()
     }
 
     /// The counters' snapshot in the Prometheus text format.
@@ -559,7 +610,7 @@ mod tests {
         w.unregister(a, None);
         let m: serde_json::Value = serde_json::from_str(&w.metrics_json()).unwrap();
         assert_eq!(m["kills"]["ceiling"], 1, "{m}");
-        assert_eq!(m["ended_killed"]["ceiling"], 1, "{m}");
+        assert_eq!(m["endedKilled"]["ceiling"], 1, "{m}");
         assert_eq!(m["ended"]["no_result"], 1, "{m}");
     }
 
@@ -573,5 +624,42 @@ mod tests {
             kills(&mut w, T0 + 13.0 * MIN),
             [(s, KillKind::Idle, T0 + 12.0 * MIN)]
         );
+    }
+
+    #[test]
+    fn the_hosts_table_resolves_the_heartbeat_row_and_names_what_the_core_reads() {
+        let effect = |w: &Watchdog, kind: &str| -> u64 {
+            let t: Value = serde_json::from_str(&w.table_json()).unwrap();
+            let row = t["types"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p[0] == kind)
+                .unwrap();
+            row[1]["any"]["effect"].as_u64().unwrap()
+        };
+        let on = watchdog(options());
+        let off = watchdog(Options {
+            tool_heartbeats: false,
+            ..options()
+        });
+        let work = u64::from(reference::Effect::Work.code());
+        assert_eq!(effect(&on, "tool_progress"), work);
+        assert_eq!(
+            effect(&off, "tool_progress"),
+            u64::from(reference::Effect::None.code())
+        );
+        let t: Value = serde_json::from_str(&on.table_json()).unwrap();
+        let system = t["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p[0] == "system")
+            .unwrap();
+        assert!(system[1]["any"].is_null());
+        let subs = system[1]["subs"].as_array().unwrap();
+        let retry = subs.iter().find(|p| p[0] == "api_retry").unwrap();
+        assert_eq!(retry[1]["keys"], json!([",\"retry_delay_ms\":"]));
+        assert_eq!(t["settles"]["head"], r#"{"type":"result""#);
     }
 }

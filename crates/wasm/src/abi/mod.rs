@@ -8,7 +8,7 @@
 //! `[slot, what (1 kill, 2 extension), code, at, last tool boundary]`.
 #![allow(unsafe_code)] // `#[no_mangle]` only: each export is named as it is written.
 
-use crate::reference::{self, OBSERVE_TABLE};
+use crate::reference;
 use serde_json::json;
 use watchdog_core::{ExtendReason, KillKind};
 
@@ -77,29 +77,13 @@ pub extern "C" fn records_ptr() -> *const f64 {
     with(|s| s.records.as_ptr())
 }
 
-/// The tables the host reads once, as JSON (length of the text): the observe table's rows
-/// (`type`, `subtype`, the fields the core reads of a message it reads whole and the `head`
-/// of the object the host hands over; when it reads one, [`Read`](reference::Read) as `read`
-/// and `readIf`, and whether reading it may add background work), the effect codes, the kill names by code, the
-/// extension names by code, the layout constants, the reference preset's defaults
-/// (`createWatchdog()`'s and `createRateLimitMonitor()`'s), and the `type` of a rate-limit
-/// frame (what `createRateLimitMonitor().observe()` folds).
+/// The tables the host reads once, as JSON (length of the text): the effect codes (of a
+/// watchdog's observe table, [`wd_table`]), the kill names by code, the extension names by
+/// code, the layout constants, the reference preset's defaults (`createWatchdog()`'s and
+/// `createRateLimitMonitor()`'s), and the `type` of a rate-limit frame (what
+/// `createRateLimitMonitor().observe()` folds).
 #[no_mangle]
 pub extern "C" fn tables() -> u32 {
-    let rows: Vec<_> = OBSERVE_TABLE
-        .iter()
-        .map(|r| {
-            json!({
-                "type": r.kind,
-                "subtype": r.subtype,
-                "fields": r.fields,
-                "head": r.head(),
-                "read": r.read.code(),
-                "readIf": r.read.field(),
-                "adds": r.adds,
-            })
-        })
-        .collect();
     let l = reference::limits();
     let ms = |d: std::time::Duration| crate::clock::duration_ms(d);
     let rate = watchdog_core::rate_limit::RateLimitConfig::default();
@@ -123,7 +107,6 @@ pub extern "C" fn tables() -> u32 {
         .collect();
     let effect = |e: reference::Effect| e.code();
     let text = json!({
-        "rows": rows,
         "effects": {
             "none": effect(reference::Effect::None),
             "settle": effect(reference::Effect::Settle),
@@ -168,9 +151,10 @@ mod tests {
     }
 
     #[test]
-    fn the_tables_name_every_kill_and_row() {
+    fn the_tables_name_every_kill_and_the_defaults() {
         let t: serde_json::Value = serde_json::from_str(&text(tables())).unwrap();
-        assert_eq!(t["rows"].as_array().unwrap().len(), OBSERVE_TABLE.len());
+        assert_eq!(t["defaults"]["watchdog"]["idleMs"], 600_000.0);
+        assert_eq!(t["defaults"]["rateLimit"]["warnAt"], 0.85);
         assert_eq!(
             t["kills"][&kill_code(KillKind::Idle).to_string()],
             "watchdog_idle"

@@ -56,19 +56,12 @@ pub extern "C" fn wd_free(w: u32) {
     with(|s| s.watchdogs.remove(w));
 }
 
-/// What each row of the observe table does under watchdog `w`'s options: one byte a row (its
-/// [`Effect::code`](crate::reference::Effect::code)) in the output; returns how many.
+/// The observe table of watchdog `w` as JSON ([`Watchdog::table_json`]; length of the text).
 #[no_mangle]
-pub extern "C" fn wd_effects(w: u32) -> u32 {
+pub extern "C" fn wd_table(w: u32) -> u32 {
     with(|s| {
-        let codes: Vec<u8> = s
-            .watchdogs
-            .get_mut(w)
-            .map(|w| w.effects().map(|e| e.code()).collect())
-            .unwrap_or_default();
-        s.output.clear();
-        s.output.extend_from_slice(&codes);
-        codes.len() as u32
+        let text = s.watchdogs.get_mut(w).map(|w| w.table_json());
+        s.answer(text.as_deref().unwrap_or("null"))
     })
 }
 

@@ -33,19 +33,15 @@ export function writeAll(texts) {
   });
 }
 
-/** The `len` bytes the last call left in the output buffer. */
-export const output = (len) => new Uint8Array(wasm.memory.buffer, wasm.output_ptr(), len);
-
 /** The text of `len` bytes the last call left in the output buffer. */
-export const read = (len) => decoder.decode(output(len));
+export const read = (len) => decoder.decode(new Uint8Array(wasm.memory.buffer, wasm.output_ptr(), len));
 
 /** A copy of the `n` records (of `stride` numbers each) the last tick left. */
 export const records = (n, stride) => new Float64Array(wasm.memory.buffer, wasm.records_ptr(), n * stride).slice();
 
 /**
- * The core's tables: the observe table's rows (`type`, `subtype`, the `fields` the core reads of
- * a message it reads whole and the `head` of the object handed over), effect and verdict codes,
- * kill and extension names, and the reference preset's defaults.
+ * The core's tables: effect and verdict codes, kill and extension names, the reference preset's
+ * defaults, the type of a rate-limit frame.
  */
 export const tables = JSON.parse(read(wasm.tables()));
 

@@ -3,7 +3,7 @@
 // ./core.mjs. Every rule and default is the core's: this file looks a message up in the core's
 // table, keeps what it must tell the core, and delivers what a check found (callbacks, aborts)
 // in the reference's order. One unref'd timer per watchdog, armed at the core's next deadline.
-import { byLength, core, handOver, lookup, output, owned, read, records, tables, write } from './core.mjs';
+import { byLength, core, handOver, lookup, owned, read, records, tables, write } from './core.mjs';
 import { checkOption, resolveOptions } from './options.mjs';
 import { watchdogOptions } from '../index.js';
 
@@ -64,26 +64,6 @@ export function evaluateWatchdog(t, now, utilization, limits = WATCHDOG_DEFAULTS
   );
 }
 
-/**
- * The observe table of watchdog `w` (a message's `type`, then its `subtype`, to its row: what
- * the message does, and what the core reads of it), and its row that settles (a `result`).
- */
-function observeTable(w) {
-  const effects = output(core.wd_effects(w)).slice();
-  const byType = new Map();
-  let settles;
-  tables.rows.forEach((r, i) => {
-    const keys = r.fields.map((f) => `,"${f}":`);
-    const row = { effect: effects[i], head: r.head, fields: r.fields, keys, read: r.read, readIf: r.readIf, adds: r.adds };
-    if (row.effect === SETTLE) settles = row;
-    const t = byType.get(r.type) ?? byType.set(r.type, { any: undefined, subs: [] }).get(r.type);
-    if (r.subtype === null) t.any = row;
-    else t.subs.push([r.subtype, row]);
-  });
-  const types = [...byType].map(([type, t]) => [type, { any: t.any, subs: t.subs.length ? byLength(t.subs) : null }]);
-  return { types: byLength(types), settles };
-}
-
 export function createWatchdog(config = {}) {
   const c = resolveOptions(WATCHDOG_DEFAULTS, config);
   checkOption('idleMs', c.idleMs, 'a number > 0', (v) => v > 0);
@@ -101,7 +81,11 @@ export function createWatchdog(config = {}) {
     toolHeartbeats ? 1 : 0, tools,
   );
   if (w < 0) throw new RangeError(read(core.output_len()));
-  const { types: TYPES, settles: result } = observeTable(w);
+  // The core's observe table under these options: a message's `type`, then its `subtype`, to
+  // its row (what it does, and what the core reads of it); and the row of a `result`.
+  const table = JSON.parse(read(core.wd_table(w)));
+  const TYPES = byLength(table.types.map(([type, t]) => [type, { any: t.any ?? undefined, subs: t.subs && byLength(t.subs) }]));
+  const result = table.settles;
   const state = {
     handles: [], // slot -> handle
     live: 0,
@@ -393,20 +377,8 @@ export function createWatchdog(config = {}) {
   // registry names them: `idle`, `ceiling`), and the same as Prometheus text.
   function metrics() {
     const m = JSON.parse(read(core.wd_metrics_json(w)));
-    return {
-      sessions: m.sessions,
-      utilization: m.utilization,
-      ended: m.ended,
-      endedKilled: m.ended_killed,
-      kills: m.kills,
-      stallingWarnings: m.stalling_warnings,
-      extensions: m.extensions,
-      killLateness: {
-        count: m.kill_lateness.count,
-        sumSeconds: m.kill_lateness.sum,
-        buckets: m.kill_lateness.buckets.map(([le, n]) => [le === null ? Infinity : le, n]),
-      },
-    };
+    m.killLateness.buckets = m.killLateness.buckets.map(([le, n]) => [le ?? Infinity, n]);
+    return m;
   }
 
   const renderPrometheus = () => read(core.wd_render_prometheus(w));
