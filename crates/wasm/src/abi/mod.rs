@@ -77,8 +77,8 @@ pub extern "C" fn records_ptr() -> *const f64 {
     with(|s| s.records.as_ptr())
 }
 
-/// The tables the host reads once, as JSON (length of the text): the effect codes (of a
-/// watchdog's observe table, [`wd_table`]), the kill names by code, the extension names by
+/// The tables the host reads once, as JSON (length of the text): the effect and read codes
+/// (of a watchdog's observe table, [`wd_table`]), the kill names by code, the extension names by
 /// code, the layout constants, the reference preset's defaults (`createWatchdog()`'s and
 /// `createRateLimitMonitor()`'s), and the `type` of a rate-limit frame (what
 /// `createRateLimitMonitor().observe()` folds).
@@ -122,6 +122,11 @@ pub extern "C" fn tables() -> u32 {
         },
         "record": RECORD,
         "killBase": KILL_BASE,
+        "reads": {
+            "always": reference::Read::Always.code(),
+            "ifTrue": reference::Read::IfTrue("").code(),
+            "ifAdded": reference::Read::IfAdded.code(),
+        },
         "defaults": defaults,
         "rateLimitFrame": watchdog_core::LineKind::RateLimit.as_str(),
     })

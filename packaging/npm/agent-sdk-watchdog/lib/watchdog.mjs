@@ -23,6 +23,7 @@ export const WATCHDOG_DEFAULTS = Object.freeze({
 const num = (v) => (v === null || v === undefined ? NaN : +v);
 const { effects: EFFECT, kills: KILL_NAMES, extends: EXTEND_NAMES, record: RECORD } = tables;
 const { none: NONE, settle: SETTLE, alive: ALIVE, work: WORK, line: LINE } = EFFECT;
+const { always: ALWAYS, ifTrue: IF_TRUE } = tables.reads;
 
 const verdictOf = (code) => {
   if (code === 0) return { verdict: 'ok' };
@@ -173,7 +174,7 @@ export function createWatchdog(config = {}) {
       let effect = row === undefined ? NONE : row.effect;
       // Ours: background tasks and announced back-offs, read when they bring what the core
       // keeps (the row says when); otherwise ignored, as the reference ignores them.
-      if (effect === LINE && row.read !== 0 && !this._adds && !(row.read === 1 && message[row.readIf] === true)) {
+      if (effect === LINE && row.read !== ALWAYS && !this._adds && !(row.read === IF_TRUE && message[row.readIf] === true)) {
         effect = NONE;
       }
       if (effect === WORK) {
