@@ -1,46 +1,111 @@
 //! The rate-limit monitor of `createRateLimitMonitor()` and its two formatters, on the core's
-//! [`RateLimitMonitor`] and the core's one-line [`Reading`] form.
+//! rules ([`reported_utilization`], the validated [`RateLimitConfig`]) and the core's one-line
+//! [`Reading`] form. A window's utilization is read the reference's way: any number (the core
+//! reads one in [0, 10] for the CLI).
 //!
 //! The JavaScript side keeps the reference's reading shape (a shallow copy of the SDK's
-//! `SDKRateLimitInfo`, every field kept) and lays over it what the core derives: the
-//! utilization ([`RateLimitMonitor::frame_utilization`]) and the overage fields carried
-//! forward. Frames are rare (one per API call at most), so a frame crosses as JSON text.
+//! `SDKRateLimitInfo`, every field kept) and lays over it what [`RateLimitCore::note`] decides
+//! from the fields it reads of a frame ([`Frame`]): a frame crosses as a handful of numbers,
+//! so a frame costs about what the reference's merge does.
 //!
 //! Where the core deliberately differs from the reference package (0.2.0), this API follows
 //! the reference:
-//! - the reading's utilization is the frame's own ([`RateLimitMonitor::frame_utilization`]),
-//!   not the core's carried last-known one of a `rejected` frame's window;
-//! - the warning is one-shot per monitor until `reset()` (JavaScript), not per window with
-//!   hysteresis;
+//! - the reading's utilization is the frame's own ([`reported_utilization`]), not the core's
+//!   carried last-known one of a `rejected` frame's window;
+//! - the warning is one-shot per monitor until `reset()`, not per window with hysteresis;
 //! - `active()` reads the top-level `resetsAt` as epoch seconds whatever its size;
 //! - the formatter prints what JavaScript's `String`/`toFixed` print for values the core
 //!   never holds (no status, a negative or non-finite utilization), and an invalid time is
 //!   reported (the caller throws `RangeError: Invalid time value`, as `Date` does).
 
-use serde_json::{Map, Value};
-use watchdog_core::rate_limit::{Reading, Status};
+use watchdog_core::rate_limit::{reported_utilization, RateLimitConfig, Reading, Status};
 use watchdog_core::WallMs;
-use watchdog_core::{rate_limit::RateLimitConfig, rate_limit::RateLimitMonitor};
 
 /// Largest instant JavaScript's `Date` holds, in ms.
 const MAX_DATE_MS: f64 = 8.64e15;
 
-/// A `resetsAt` the core reads as seconds (above this it takes milliseconds).
-const CORE_SECONDS_UP_TO: f64 = 1e11;
+/// A value of a frame as JavaScript holds it (JSON cannot say `NaN`, nor tell `undefined`
+/// from a missing key).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Held {
+    /// `undefined` or `null`.
+    Nullish,
+    /// A number, `NaN` and infinities included.
+    Number(f64),
+    /// Any other type (a string, say).
+    Other,
+}
 
-/// `now` (epoch ms, maybe fractional or negative) as the core's clock.
-fn wall(now_ms: f64) -> WallMs {
-    if now_ms.is_nan() || now_ms <= 0.0 {
-        0
-    } else {
-        now_ms as WallMs // saturates
+impl Held {
+    fn number(self) -> Option<f64> {
+        match self {
+            Held::Number(x) => Some(x),
+            _ => None,
+        }
     }
 }
 
-/// The core's rate-limit monitor, holding what the reference's reading needs from it.
+/// An overage field of a frame (`overageStatus`, `overageDisabledReason`): `undefined`, or
+/// given (any value, `null` included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Given {
+    /// `undefined`: the reading carries the last one's forward, if it had one.
+    Absent,
+    /// Any other value: the reading's own, carried forward in turn.
+    Given,
+}
+
+/// What the reading reads of one `rate_limit_info`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Frame {
+    /// `utilization`, the top level (the reading keeps it as given unless it is nullish).
+    pub top: Held,
+    /// Whether `rateLimitType` names a window (a non-empty string), and that window's
+    /// `unifiedWindows` entry's `utilization`.
+    pub own_named: bool,
+    /// See `own_named`.
+    pub own: Held,
+    /// The fallback window's `unifiedWindows` entry's `utilization`.
+    pub fallback: Held,
+    /// `overageStatus`.
+    pub overage_status: Given,
+    /// `overageDisabledReason`.
+    pub overage_disabled_reason: Given,
+}
+
+/// What [`RateLimitCore::note`] decides for a frame's reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Note {
+    /// The reading's utilization, when the frame's top level is nullish: its own window's
+    /// (1) or the fallback window's (2); 0: none derived.
+    pub utilization_from: u8,
+    /// Carry the last reading's `overageStatus` forward.
+    pub carry_overage_status: bool,
+    /// Carry the last reading's `overageDisabledReason` forward.
+    pub carry_overage_disabled_reason: bool,
+    /// This reading is the monitor's warning.
+    pub warn: bool,
+}
+
+impl Note {
+    /// As bits: `utilization_from` in bits 0-1, then the two carries, then the warning.
+    pub fn bits(self) -> u32 {
+        u32::from(self.utilization_from)
+            | u32::from(self.carry_overage_status) << 2
+            | u32::from(self.carry_overage_disabled_reason) << 3
+            | u32::from(self.warn) << 4
+    }
+}
+
+/// The monitor: its policy, and what the last reading holds that the next one needs.
 #[derive(Debug)]
 pub struct RateLimitCore {
-    inner: RateLimitMonitor,
+    config: RateLimitConfig,
+    warned: bool,
+    /// The last reading has an `overageStatus` / `overageDisabledReason` (not `undefined`) to
+    /// carry.
+    overage_status: bool,
+    overage_disabled_reason: bool,
 }
 
 impl RateLimitCore {
@@ -52,64 +117,59 @@ impl RateLimitCore {
             .and_then(|c| c.with_fallback_window(fallback_window.to_owned()))
             .map_err(|e| e.to_string())?;
         Ok(RateLimitCore {
-            inner: RateLimitMonitor::new(config),
+            config,
+            warned: false,
+            overage_status: false,
+            overage_disabled_reason: false,
         })
     }
 
-    /// Fold one `rate_limit_info` (JSON text) at `now_ms` (epoch ms). Returns, as JSON, the
-    /// fields the core derives for the reading: `utilization` (when the frame reports one),
-    /// `overageStatus` and `overageDisabledReason` (given or carried forward; absent when
-    /// unknown). Text that is not JSON counts as a frame with no fields.
-    pub fn note(&mut self, info_json: &[u8], now_ms: f64) -> String {
-        let info: Value = serde_json::from_slice(info_json).unwrap_or(Value::Null);
-        derived(&mut self.inner, &info, wall(now_ms)).to_string()
+    /// Fold one frame: the reading's utilization is the top level's as given, else the one
+    /// the frame reports ([`reported_utilization`]); an overage field the frame leaves
+    /// `undefined` carries the last reading's forward (`null` too, as in the reference); the warning comes once per monitor (until [`reset`](Self::reset)),
+    /// with the first reading whose utilization is a number at or above `warn_at`. The
+    /// reference's `note` reads no clock, and neither does this.
+    pub fn note(&mut self, f: &Frame) -> Note {
+        let own = f.own.number().filter(|_| f.own_named);
+        let fallback = f.fallback.number();
+        let derived = reported_utilization(None, own, fallback);
+        let (utilization_from, held) = match f.top {
+            Held::Nullish if derived.is_none() => (0, None),
+            Held::Nullish if reported_utilization(None, own, None).is_some() => (1, derived),
+            Held::Nullish => (2, derived),
+            top => (0, top.number()),
+        };
+        let warn = !self.warned && held.is_some_and(|u| u >= self.config.warn_at());
+        self.warned |= warn;
+        let carry = |held: &mut bool, given: Given| {
+            let carry = given == Given::Absent && *held;
+            *held = carry || given == Given::Given;
+            carry
+        };
+        Note {
+            utilization_from,
+            carry_overage_status: carry(&mut self.overage_status, f.overage_status),
+            carry_overage_disabled_reason: carry(
+                &mut self.overage_disabled_reason,
+                f.overage_disabled_reason,
+            ),
+            warn,
+        }
     }
 
-    /// Whether a reading with this top-level `resetsAt` (epoch seconds) has expired at
-    /// `now_ms`: at its reset instant or later. A NaN or infinite `resetsAt` never expires.
-    pub fn expired(&self, resets_at: f64, now_ms: f64) -> bool {
-        expired(&self.inner, resets_at, now_ms)
-    }
-
-    /// Forget every reading.
+    /// Forget every reading; the warning re-arms.
     pub fn reset(&mut self) {
-        self.inner.reset();
+        self.warned = false;
+        self.overage_status = false;
+        self.overage_disabled_reason = false;
     }
 }
 
-/// [`RateLimitCore::note`] on a parsed frame.
-fn derived(m: &mut RateLimitMonitor, info: &Value, now: WallMs) -> Value {
-    let utilization = m.frame_utilization(info);
-    m.note(now, info);
-    let mut out = Map::new();
-    if let Some(u) = utilization {
-        out.insert("utilization".into(), u.into());
-    }
-    if let Some(r) = m.latest() {
-        if let Some(s) = &r.overage_status {
-            out.insert("overageStatus".into(), s.clone().into());
-        }
-        if let Some(s) = &r.overage_disabled_reason {
-            out.insert("overageDisabledReason".into(), s.clone().into());
-        }
-    }
-    Value::Object(out)
-}
-
-fn expired(m: &RateLimitMonitor, resets_at: f64, now_ms: f64) -> bool {
-    let exact = resets_at * 1000.0;
-    match m.latest().and_then(|r| r.resets_at_ms) {
-        // The core holds this very instant (whole seconds or ms, read as seconds): its
-        // reading's expiry, at the reset instant or later.
-        Some(r) if (0.0..=CORE_SECONDS_UP_TO).contains(&resets_at) && r as f64 == exact => {
-            // Active at `now` truncated to whole ms means `r` is later than `now` itself (`r`
-            // is whole ms); expired there is expired at `now` unless `now` < 0 (read as 0).
-            m.active(wall(now_ms)).is_none() && (r as f64) <= now_ms
-        }
-        // A value the core reads otherwise (ms, negative, fractional ms) or ignores: the
-        // reference's arithmetic.
-        _ => exact <= now_ms,
-    }
+/// Whether a reading with this top-level `resetsAt` (epoch seconds, as the reference reads it
+/// whatever its size) has expired at `now_ms`: at its reset instant or later. A NaN or
+/// infinite `resetsAt` never expires.
+pub fn expired(resets_at: f64, now_ms: f64) -> bool {
+    resets_at * 1000.0 <= now_ms
 }
 
 /// JavaScript's `x.toFixed(0)` for any number.
@@ -230,7 +290,6 @@ pub fn format_rate_limit_reading(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn to_fixed_like_javascript() {
@@ -276,33 +335,105 @@ mod tests {
         );
     }
 
+    fn frame(top: Held, own: Held, fallback: Held) -> Frame {
+        Frame {
+            top,
+            own_named: true,
+            own,
+            fallback,
+            overage_status: Given::Absent,
+            overage_disabled_reason: Given::Absent,
+        }
+    }
+
     #[test]
-    fn the_reading_fields_are_the_cores_without_its_carried_utilization() {
-        let mut m = RateLimitMonitor::new(RateLimitConfig::default());
-        let d = derived(
-            &mut m,
-            &json!({"status": "allowed_warning", "utilization": 0.99, "overageStatus": "rejected"}),
-            0,
+    fn the_reading_takes_the_top_level_as_given_else_the_window_the_frame_reports() {
+        let mut m = RateLimitCore::new(0.85, "five_hour").unwrap();
+        let from = |m: &mut RateLimitCore, f: Frame| m.note(&f).utilization_from;
+        use Held::*;
+        assert_eq!(from(&mut m, frame(Nullish, Number(0.11), Number(0.5))), 1);
+        assert_eq!(from(&mut m, frame(Nullish, Nullish, Number(0.5))), 2);
+        assert_eq!(from(&mut m, frame(Nullish, Other, Other)), 0, "no number");
+        let fifty = frame(Nullish, Number(50.0), Other);
+        assert_eq!(
+            from(&mut m, fifty),
+            1,
+            "any number, as the reference reads it"
         );
-        assert_eq!(d, json!({"utilization": 0.99, "overageStatus": "rejected"}));
-        let d = derived(
-            &mut m,
-            &json!({"status": "rejected", "resetsAt": 1_900_003_600}),
-            0,
+        let unnamed = Frame {
+            own_named: false,
+            ..frame(Nullish, Number(0.11), Number(0.5))
+        };
+        assert_eq!(
+            from(&mut m, unnamed),
+            2,
+            "an empty rateLimitType names no window"
         );
         assert_eq!(
-            d,
-            json!({"overageStatus": "rejected"}),
-            "no carried utilization"
+            from(&mut m, frame(Number(0.2), Number(0.11), Nullish)),
+            0,
+            "kept as given"
         );
         assert_eq!(
-            m.latest().unwrap().utilization,
-            Some(0.99),
-            "the core still carries it"
+            from(&mut m, frame(Other, Number(0.11), Nullish)),
+            0,
+            "kept as given"
         );
-        assert!(!expired(&m, 1_900_003_600.0, 1_900_003_599_999.0));
-        assert!(expired(&m, 1_900_003_600.0, 1_900_003_600_000.0));
-        assert!(expired(&m, -5.0, 0.0));
-        assert!(!expired(&m, f64::NAN, 1e300));
+        assert!(expired(1_900_003_600.0, 1_900_003_600_000.0));
+        assert!(!expired(1_900_003_600.0, 1_900_003_599_999.0));
+        assert!(expired(-5.0, 0.0));
+        assert!(!expired(f64::NAN, 1e300));
+        assert!(!expired(f64::INFINITY, 1e300));
+    }
+
+    #[test]
+    fn an_overage_field_carries_forward_only_when_left_out_and_held() {
+        let mut m = RateLimitCore::new(0.85, "five_hour").unwrap();
+        let mut note = |os: Given, reason: Given| {
+            let n = m.note(&Frame {
+                overage_status: os,
+                overage_disabled_reason: reason,
+                ..frame(Held::Nullish, Held::Nullish, Held::Nullish)
+            });
+            (n.carry_overage_status, n.carry_overage_disabled_reason)
+        };
+        let (absent, given) = (Given::Absent, Given::Given);
+        assert_eq!(note(absent, absent), (false, false), "nothing held");
+        assert_eq!(note(given, absent), (false, false));
+        assert_eq!(
+            note(absent, absent),
+            (true, false),
+            "held since, and carried"
+        );
+        assert_eq!(note(absent, given), (true, false));
+        assert_eq!(note(absent, absent), (true, true));
+    }
+
+    #[test]
+    fn the_warning_is_once_per_monitor_at_or_above_warn_at_until_reset() {
+        use Held::*;
+        let mut m = RateLimitCore::new(0.85, "five_hour").unwrap();
+        let warns = |m: &mut RateLimitCore, top: Held, window: f64| {
+            m.note(&frame(top, Number(window), Nullish)).warn
+        };
+        assert!(!warns(&mut m, Nullish, 0.11));
+        // The top level wins as given: a string never warns, NaN neither.
+        assert!(!warns(&mut m, Other, 0.99));
+        assert!(!warns(&mut m, Number(f64::NAN), 0.99));
+        // At warn_at exactly: the warning, once.
+        assert!(warns(&mut m, Number(0.85), 0.5));
+        assert!(!warns(&mut m, Nullish, 0.99));
+        m.reset();
+        assert!(warns(&mut m, Nullish, 0.99));
+        assert_eq!(
+            Note {
+                utilization_from: 2,
+                carry_overage_status: true,
+                carry_overage_disabled_reason: false,
+                warn: true
+            }
+            .bits(),
+            0b10110
+        );
     }
 }

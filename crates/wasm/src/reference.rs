@@ -36,6 +36,17 @@ use watchdog_core::{Event, ExtendReason, KillKind, Limits, Registry, Seed, Sessi
 /// A rule that is off: a limit no session ever reaches.
 pub const OFF: Duration = Duration::MAX;
 
+/// The reference's `tickMs` default: its shared timer checks every query this often (ours
+/// is armed at the next deadline, and at most this far away).
+pub const TICK: Duration = Duration::from_secs(30);
+
+/// The reference's `toolHeartbeats` default: a `tool_progress` frame counts as work.
+pub const TOOL_HEARTBEATS: bool = true;
+
+/// The reference's write tools (`writeTools`): the first completed call of one ends the
+/// pre-write extension.
+pub const WRITE_TOOLS: [&str; 2] = ["Write", "Edit"];
+
 /// The reference's defaults, with every rule it does not have off.
 ///
 /// ```
@@ -50,7 +61,7 @@ pub const OFF: Duration = Duration::MAX;
 pub fn limits() -> Limits {
     let off = PositiveDuration::new(OFF).expect("OFF is above zero");
     let mut l = Limits::default();
-    l.set_write_tools(["Write", "Edit"])
+    l.set_write_tools(WRITE_TOOLS)
         .set_startup(off)
         .set_linger(off)
         .set_no_progress(off)
@@ -216,7 +227,80 @@ pub struct Row {
     pub effect: Effect,
     /// What it is, for the line counts.
     pub line: LineKind,
+    /// The top-level fields the core reads from it, for a message it reads whole
+    /// ([`Effect::Line`], and a `result`'s facts at the query's end): the host hands over
+    /// these and no others ([`Row::head`] and each field's JSON).
+    pub fields: &'static [&'static str],
+    /// For an [`Effect::Line`] row: when the core reads the message (otherwise it is ignored,
+    /// as the reference ignores it).
+    pub read: Read,
+    /// For an [`Effect::Line`] row: reading it may add background work to the query.
+    pub adds: bool,
 }
+
+/// When the core reads a message of an [`Effect::Line`] row whole. A message it does not read
+/// is ignored, as the reference ignores every such message: it brings nothing the core keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// Always: it changes what the query waits on (an announced back-off, the set of
+    /// background tasks).
+    Always,
+    /// When this field is `true` (a task started in the background: it joins the query's
+    /// background work); else only when [`Read::IfAdded`] holds.
+    IfTrue(&'static str),
+    /// Once a message of the query that may add background work ([`Row::adds`]) was read: a
+    /// task's end is news only then.
+    IfAdded,
+}
+
+impl Read {
+    /// The rule's number in the table handed to JavaScript: 0 always, 1 if the field is
+    /// `true` (or as 2), 2 once background work may have been added.
+    pub fn code(self) -> u8 {
+        match self {
+            Read::Always => 0,
+            Read::IfTrue(_) => 1,
+            Read::IfAdded => 2,
+        }
+    }
+
+    /// The field of [`Read::IfTrue`].
+    pub fn field(self) -> Option<&'static str> {
+        match self {
+            Read::IfTrue(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+/// What the registry reads of a background task's line (`system/task_*`,
+/// `system/background_tasks_changed`): its task and status, and whether it runs in the
+/// background (and not as Claude Code's own ambient work).
+const TASK_FIELDS: &[&str] = &[
+    "task_id",
+    "status",
+    "patch",
+    "is_backgrounded",
+    "ambient",
+    "tasks",
+];
+
+/// What the registry reads of an announced back-off (`system/api_retry`) for what this API
+/// reports: the announced delay (its status and error are a kill's evidence, which a kill of
+/// this API does not carry).
+const RETRY_FIELDS: &[&str] = &["retry_delay_ms"];
+
+/// What a query's outcome reads of its last `result` ([`ResultFacts::of_line`](watchdog_core::facts::ResultFacts::of_line)).
+pub const RESULT_FIELDS: &[&str] = &[
+    "subtype",
+    "is_error",
+    "stop_reason",
+    "terminal_reason",
+    "api_error",
+    "api_error_status",
+    "num_turns",
+    "total_cost_usd",
+];
 
 /// The reference's `observe()` (0.2.0): a message matching no row does nothing. Rows with a
 /// subtype are tried before a row of the same `type` without one.
@@ -226,12 +310,18 @@ pub const OBSERVE_TABLE: &[Row] = &[
         subtype: None,
         effect: Effect::Settle,
         line: LineKind::Result,
+        fields: RESULT_FIELDS,
+        read: Read::Always,
+        adds: false,
     },
     Row {
         kind: "rate_limit_event",
         subtype: None,
         effect: Effect::Alive,
         line: LineKind::RateLimit,
+        fields: &[],
+        read: Read::Always,
+        adds: false,
     },
     // Every stream frame, `ping` and `message_start` included, subagents' too.
     Row {
@@ -239,12 +329,18 @@ pub const OBSERVE_TABLE: &[Row] = &[
         subtype: None,
         effect: Effect::Work,
         line: LineKind::StreamEvent,
+        fields: &[],
+        read: Read::Always,
+        adds: false,
     },
     Row {
         kind: "system",
         subtype: Some("thinking_tokens"),
         effect: Effect::Work,
         line: LineKind::System,
+        fields: &[],
+        read: Read::Always,
+        adds: false,
     },
     // The reference counts a tool heartbeat as work (its docs call it a heartbeat).
     Row {
@@ -252,37 +348,56 @@ pub const OBSERVE_TABLE: &[Row] = &[
         subtype: None,
         effect: Effect::HeartbeatWork,
         line: LineKind::ToolProgress,
+        fields: &[],
+        read: Read::Always,
+        adds: false,
     },
-    // Ours, read whole: background tasks (the core's background work) and back-offs.
+    // Ours, read whole when they bring what the core keeps: background tasks (the core's
+    // background work) and announced back-offs.
     Row {
         kind: "system",
         subtype: Some("background_tasks_changed"),
         effect: Effect::Line,
         line: LineKind::System,
+        fields: TASK_FIELDS,
+        read: Read::Always,
+        adds: true,
     },
     Row {
         kind: "system",
         subtype: Some("task_started"),
         effect: Effect::Line,
         line: LineKind::System,
+        fields: TASK_FIELDS,
+        read: Read::IfTrue("is_backgrounded"),
+        adds: true,
     },
     Row {
         kind: "system",
         subtype: Some("task_updated"),
         effect: Effect::Line,
         line: LineKind::System,
+        fields: TASK_FIELDS,
+        read: Read::Always,
+        adds: true,
     },
     Row {
         kind: "system",
         subtype: Some("task_notification"),
         effect: Effect::Line,
         line: LineKind::System,
+        fields: TASK_FIELDS,
+        read: Read::IfAdded,
+        adds: false,
     },
     Row {
         kind: "system",
         subtype: Some("api_retry"),
         effect: Effect::Line,
         line: LineKind::ApiRetry,
+        fields: RETRY_FIELDS,
+        read: Read::Always,
+        adds: false,
     },
 ];
 
@@ -307,6 +422,33 @@ pub fn row(kind: &str, subtype: Option<&str>) -> Option<&'static Row> {
 }
 
 impl Row {
+    /// What the row does for a host with `tool_heartbeats` as set: [`Effect::HeartbeatWork`]
+    /// is work or nothing; every other effect is itself.
+    pub fn effect_for(&self, tool_heartbeats: bool) -> Effect {
+        match self.effect {
+            Effect::HeartbeatWork if tool_heartbeats => Effect::Work,
+            Effect::HeartbeatWork => Effect::None,
+            other => other,
+        }
+    }
+
+    /// The start of the JSON object a host hands over for this row's message: its `type` and
+    /// `subtype`, without the closing brace; the host adds `,"<field>":<json>` for each of
+    /// [`Row::fields`] the message has, then `}`.
+    ///
+    /// ```
+    /// use watchdog_wasm::reference::row;
+    /// let r = row("system", Some("api_retry")).unwrap();
+    /// assert_eq!(r.head(), r#"{"type":"system","subtype":"api_retry""#);
+    /// ```
+    pub fn head(&self) -> String {
+        let mut head = format!("{{\"type\":{}", serde_json::Value::from(self.kind));
+        if let Some(sub) = self.subtype {
+            head.push_str(&format!(",\"subtype\":{}", serde_json::Value::from(sub)));
+        }
+        head
+    }
+
     /// The class the row feeds ([`Registry::observe_class`](watchdog_core::Registry::observe_class)),
     /// or `None` when it feeds nothing: an ignored message, a heartbeat with
     /// `tool_heartbeats` off, a message the registry reads whole ([`Effect::Line`]). A
@@ -324,6 +466,13 @@ impl Row {
             kind: self.line,
         })
     }
+}
+
+/// Whether the reference's check at `now` finds the ceiling due: `now - started >=
+/// ceiling`, in the host's numbers as given (its first rule, so it names a kill whatever
+/// else fell due before the check). A `NaN` anywhere: never.
+pub fn ceiling_due(started: f64, ceiling: f64, now: f64) -> bool {
+    now - started >= ceiling
 }
 
 /// The reference's name of a kill: `watchdog_idle` and `hard_ceiling` for its two rules, ours

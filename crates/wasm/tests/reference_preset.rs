@@ -19,9 +19,10 @@ struct Host {
 
 impl Host {
     fn new(limits: Limits) -> Self {
+        let t0 = Instant::now();
         Host {
-            t0: Instant::now(),
-            reg: Registry::new(limits).checked_by_host(),
+            t0,
+            reg: Registry::new(limits).checked_by_host(t0),
         }
     }
 

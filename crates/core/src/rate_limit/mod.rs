@@ -62,5 +62,5 @@ mod reading;
 // The node binding rounds percentages the same way; not an API for users.
 #[doc(hidden)]
 pub use format::percent_half_up;
-pub use monitor::{RateLimitConfig, RateLimitEvent, RateLimitMonitor};
+pub use monitor::{reported_utilization, RateLimitConfig, RateLimitEvent, RateLimitMonitor};
 pub use reading::{Reading, Status, Window, MAX_UTILIZATION};

@@ -14,6 +14,7 @@ use crate::config::{defaults, ConfigError, Fraction, IntoValid};
 use frames::Slot;
 
 pub use event::RateLimitEvent;
+pub use frames::reported_utilization;
 
 /// The rate-limit monitor's policy: validated plain data.
 ///

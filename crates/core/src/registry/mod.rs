@@ -76,8 +76,9 @@ pub use tree::TreeWant;
 /// (a withdrawn extension, a first line after an exceeded no-progress cap) is processed too,
 /// so `poll_timeout` is always later than the last `now`, or `None`. The one exception is a
 /// registry whose host does the checking ([`Registry::checked_by_host`]): there only
-/// [`Registry::handle_timeout`] fires anything, and `poll_timeout` may lie in the past until
-/// it is called.
+/// [`Registry::handle_timeout`] fires anything, `poll_timeout` may lie in the past until
+/// it is called, and every call's instant counts as given (a session's clocks are set to the
+/// instants its own calls bring, whatever other sessions or checks brought before).
 #[derive(Debug)]
 pub struct Registry {
     limits: Limits,
@@ -148,12 +149,19 @@ impl Registry {
 
     /// `now` as nanoseconds since the epoch, never earlier than an instant already seen.
     fn clock(&mut self, now: Instant) -> u64 {
+        self.given(now);
+        self.now
+    }
+
+    /// `now` as nanoseconds since the epoch (0 before it), as given; the latest instant seen
+    /// moves to it if it is later.
+    fn given(&mut self, now: Instant) -> u64 {
         let epoch = *self.epoch.get_or_insert(now);
         let t = now
             .checked_duration_since(epoch)
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(NEVER - 1));
         self.now = self.now.max(t);
-        self.now
+        t
     }
 
     fn instant(&self, t: u64) -> Option<Instant> {
@@ -172,14 +180,19 @@ impl Registry {
     /// `run_due` settles it afterwards).
     fn advance(&mut self, now: Instant) -> u64 {
         if self.checked_by_host {
-            return self.clock(now);
+            return self.given(now);
         }
         self.check(now)
     }
 
-    /// Move the clock to `now` and fire everything due until then, in time order.
+    /// Move the clock to `now` and fire everything due until then, in time order (where the
+    /// host checks, until `now` as given).
     fn check(&mut self, now: Instant) -> u64 {
-        let t = self.clock(now);
+        let t = if self.checked_by_host {
+            self.given(now)
+        } else {
+            self.clock(now)
+        };
         self.run_rate_limit_due(t);
         if self.queue.peek().is_some_and(|at| at <= t) {
             self.fire_due(t);
@@ -208,13 +221,19 @@ impl Registry {
     /// check still comes at the exact deadline when nothing else is going on; then the kill
     /// is dated at its deadline, as always.
     ///
+    /// Such a host's instants are its caller's, as the reference package takes them: every
+    /// call counts at the instant it gives, never moved to a later one the registry saw
+    /// before (a session fed at an earlier instant than another session's, or than the last
+    /// check, has its clocks set there; a check counts at its own instant). Instants count
+    /// from `since` (an earlier one counts as `since`): give the earliest the host can pass.
+    ///
     /// ```
     /// use std::time::{Duration, Instant};
     /// use watchdog_core::{Event, Limits, Registry, SessionConfig};
     /// let t0 = Instant::now();
     /// let s = Duration::from_secs;
     /// let limits = Limits::default().with_idle(s(60)).unwrap().with_extend_factor(1.0).unwrap();
-    /// let mut reg = Registry::new(limits).checked_by_host();
+    /// let mut reg = Registry::new(limits).checked_by_host(t0);
     /// let id = reg.register(t0, SessionConfig::default());
     /// reg.tool_boundary(t0, id, None);
     /// // No check at the deadline (60 s); a boundary at 90 s comes first, and counts.
@@ -223,10 +242,16 @@ impl Registry {
     /// assert!(reg.kill(id).is_none());
     /// reg.handle_timeout(t0 + s(150));
     /// assert_eq!(reg.kill(id).unwrap().at, t0 + s(150));
+    /// // A session fed at 10 s (after the check at 150 s) counts from 10 s.
+    /// let late = reg.register(t0 + s(10), SessionConfig::default());
+    /// reg.tool_boundary(t0 + s(10), late, None);
+    /// reg.handle_timeout(t0 + s(70));
+    /// assert_eq!(reg.kill(late).unwrap().at, t0 + s(70));
     /// ```
     #[must_use]
-    pub fn checked_by_host(mut self) -> Self {
+    pub fn checked_by_host(mut self, since: Instant) -> Self {
         self.checked_by_host = true;
+        self.epoch = Some(since);
         self
     }
 
@@ -415,7 +440,10 @@ impl Registry {
         let mut dropped = Vec::new();
         for (i, e) in self.policies.entries.iter_mut().enumerate() {
             if let Some(e) = e {
-                if e.ns.is_high(before) && !e.ns.is_high(utilization) {
+                // Where the host checks, a reading may come at an instant before the last fall
+                // (its instants count as given): the fall counts from there.
+                let earlier = self.checked_by_host && e.drop_at > t;
+                if earlier || (e.ns.is_high(before) && !e.ns.is_high(utilization)) {
                     e.drop_at = t;
                     dropped.push(i as u32);
                 }

@@ -8,7 +8,7 @@
 //! `[slot, what (1 kill, 2 extension), code, at, last tool boundary]`.
 #![allow(unsafe_code)] // `#[no_mangle]` only: each export is named as it is written.
 
-use crate::reference::{self, OBSERVE_TABLE};
+use crate::reference;
 use serde_json::json;
 use watchdog_core::{ExtendReason, KillKind};
 
@@ -77,22 +77,36 @@ pub extern "C" fn records_ptr() -> *const f64 {
     with(|s| s.records.as_ptr())
 }
 
-/// The tables the host reads once, as JSON (length of the text): the observe table's rows
-/// (`type`, `subtype`, `effect` code), the effect codes, the kill names by code, the
-/// extension names by code, and the layout constants.
+/// The tables the host reads once, as JSON (length of the text): the effect and read codes
+/// (of a watchdog's observe table, [`wd_table`]), the kill names by code, the extension names by
+/// code, the layout constants, the reference preset's defaults (`createWatchdog()`'s and
+/// `createRateLimitMonitor()`'s), and the `type` of a rate-limit frame (what
+/// `createRateLimitMonitor().observe()` folds).
 #[no_mangle]
 pub extern "C" fn tables() -> u32 {
-    let rows: Vec<_> = OBSERVE_TABLE
-        .iter()
-        .map(|r| json!({"type": r.kind, "subtype": r.subtype, "effect": r.effect.code()}))
-        .collect();
+    let l = reference::limits();
+    let ms = |d: std::time::Duration| crate::clock::duration_ms(d);
+    let rate = watchdog_core::rate_limit::RateLimitConfig::default();
+    let defaults = json!({
+        "watchdog": {
+            "idleMs": ms(l.idle()),
+            "extendFactor": l.extend_factor(),
+            "highUtilization": l.high_utilization(),
+            "tickMs": ms(reference::TICK),
+            "writeTools": reference::WRITE_TOOLS,
+            "toolHeartbeats": reference::TOOL_HEARTBEATS,
+        },
+        "rateLimit": {
+            "warnAt": rate.warn_at(),
+            "fallbackWindow": rate.fallback_window(),
+        },
+    });
     let kills: serde_json::Map<_, _> = KillKind::ALL
         .iter()
         .map(|k| (kill_code(*k).to_string(), json!(reference::kill_name(*k))))
         .collect();
     let effect = |e: reference::Effect| e.code();
     let text = json!({
-        "rows": rows,
         "effects": {
             "none": effect(reference::Effect::None),
             "settle": effect(reference::Effect::Settle),
@@ -108,6 +122,13 @@ pub extern "C" fn tables() -> u32 {
         },
         "record": RECORD,
         "killBase": KILL_BASE,
+        "reads": {
+            "always": reference::Read::Always.code(),
+            "ifTrue": reference::Read::IfTrue("").code(),
+            "ifAdded": reference::Read::IfAdded.code(),
+        },
+        "defaults": defaults,
+        "rateLimitFrame": watchdog_core::LineKind::RateLimit.as_str(),
     })
     .to_string();
     with(|s| s.answer(&text))
@@ -135,9 +156,10 @@ mod tests {
     }
 
     #[test]
-    fn the_tables_name_every_kill_and_row() {
+    fn the_tables_name_every_kill_and_the_defaults() {
         let t: serde_json::Value = serde_json::from_str(&text(tables())).unwrap();
-        assert_eq!(t["rows"].as_array().unwrap().len(), OBSERVE_TABLE.len());
+        assert_eq!(t["defaults"]["watchdog"]["idleMs"], 600_000.0);
+        assert_eq!(t["defaults"]["rateLimit"]["warnAt"], 0.85);
         assert_eq!(
             t["kills"][&kill_code(KillKind::Idle).to_string()],
             "watchdog_idle"
@@ -164,11 +186,11 @@ mod tests {
             -1
         );
         assert!(text(with(|s| s.output.len() as u32)).starts_with("idle must be"));
-        wd_observe(999, 0, 0, 1.0);
-        wd_unregister(999, 3, 0, -1, -1, -1);
+        wd_sync(999, 0, 1.0, 1.0, 1, f64::NAN);
+        wd_unregister(999, 3, -1);
         assert_eq!(wd_tick(999, 1.0, f64::NAN), 0);
         assert_eq!(wd_poll_timeout(999), f64::INFINITY);
-        assert_eq!(rl_expired(999, 1.0, 2.0), 0);
+        assert_eq!(rl_note(999, 1, 0.99, -1, 0, 0.0, 0, 0.0, 0, 0), 0);
         assert_eq!(rl_new(1.5, 0), -1);
     }
 
@@ -185,8 +207,9 @@ mod tests {
             1,
             n,
         ) as u32;
-        let slot = wd_register(w, 0.0, f64::NAN);
-        assert_eq!(wd_poll_timeout(w), 1000.0);
+        let slot = wd_register(w, 100.0, f64::NAN);
+        assert_eq!(wd_poll_timeout(w), 1100.0);
+        assert_eq!(wd_activity(w, slot, -1, 300.0), 1300.0);
         assert_eq!(wd_tick(w, 1500.0, f64::NAN), 1);
         let r = with(|s| s.records.clone());
         assert_eq!(
@@ -195,8 +218,8 @@ mod tests {
                 f64::from(slot),
                 1.0,
                 f64::from(kill_code(KillKind::Idle)),
-                1000.0,
-                0.0
+                100.0,
+                300.0
             ]
         );
         wd_free(w);

@@ -2,7 +2,7 @@
 
 #![allow(unsafe_code)] // `#[no_mangle]` only: each export is named as it is written.
 
-use crate::rate_limit::{self, RateLimitCore};
+use crate::rate_limit::{self, Frame, Given, Held, RateLimitCore};
 use crate::state::with;
 
 /// A rate-limit monitor (`warn_at`, and the fallback window: the input's first `window_len`
@@ -33,25 +33,49 @@ pub extern "C" fn rl_free(m: u32) {
     with(|s| s.monitors.remove(m));
 }
 
-/// Fold a frame's `rate_limit_info` (JSON: the input's first `len` bytes) at `now`; the
-/// derived fields as JSON in the output (length of the text).
+/// Fold a frame's `rate_limit_info`, given as what the reading reads of it ([`Frame`]): each
+/// held value as its kind (0 `undefined` or `null`, 1 a number, else another type) and its
+/// number; `own_type_len` the length of `rateLimitType` (negative: not a string); each overage
+/// field's kind (0 `undefined`, else given). Returns
+/// [`RateLimitCore::note`]'s decision as [`Note::bits`](rate_limit::Note::bits).
 #[no_mangle]
-pub extern "C" fn rl_note(m: u32, len: u32, now: f64) -> u32 {
-    with(|s| {
-        let info = s.input(len).to_vec();
-        let text = s.monitors.get_mut(m).map(|m| m.note(&info, now));
-        s.answer(text.as_deref().unwrap_or("{}"))
-    })
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn rl_note(
+    m: u32,
+    top_kind: i32,
+    top: f64,
+    own_type_len: i32,
+    own_kind: i32,
+    own: f64,
+    fallback_kind: i32,
+    fallback: f64,
+    overage_status: i32,
+    overage_disabled_reason: i32,
+) -> u32 {
+    let held = |kind: i32, x: f64| match kind {
+        0 => Held::Nullish,
+        1 => Held::Number(x),
+        _ => Held::Other,
+    };
+    let given = |kind: i32| match kind {
+        0 => Given::Absent,
+        _ => Given::Given,
+    };
+    let frame = Frame {
+        top: held(top_kind, top),
+        own_named: own_type_len > 0,
+        own: held(own_kind, own),
+        fallback: held(fallback_kind, fallback),
+        overage_status: given(overage_status),
+        overage_disabled_reason: given(overage_disabled_reason),
+    };
+    with(|s| s.monitors.get_mut(m).map_or(0, |m| m.note(&frame).bits()))
 }
 
-/// Whether a reading with this `resetsAt` has expired at `now`.
+/// Whether a reading with this `resetsAt` has expired at `now` ([`rate_limit::expired`]).
 #[no_mangle]
-pub extern "C" fn rl_expired(m: u32, resets_at: f64, now: f64) -> i32 {
-    with(|s| {
-        s.monitors
-            .get_mut(m)
-            .is_some_and(|m| m.expired(resets_at, now)) as i32
-    })
+pub extern "C" fn rl_expired(resets_at: f64, now: f64) -> i32 {
+    i32::from(rate_limit::expired(resets_at, now))
 }
 
 /// Forget every reading.

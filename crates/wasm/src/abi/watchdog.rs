@@ -3,6 +3,7 @@
 #![allow(unsafe_code)] // `#[no_mangle]` only: each export is named as it is written.
 
 use watchdog_core::facts::ResultFacts;
+use watchdog_core::LineView;
 
 use super::{extend_code, kill_code, on_watchdog, option};
 use crate::state::with;
@@ -55,18 +56,42 @@ pub extern "C" fn wd_free(w: u32) {
     with(|s| s.watchdogs.remove(w));
 }
 
+/// The observe table of watchdog `w` as JSON ([`Watchdog::table_json`]; length of the text).
+#[no_mangle]
+pub extern "C" fn wd_table(w: u32) -> u32 {
+    with(|s| {
+        let text = s.watchdogs.get_mut(w).map(|w| w.table_json());
+        s.answer(text.as_deref().unwrap_or("null"))
+    })
+}
+
+/// The soonest a message can bring a deadline back after it, ms ([`Watchdog::soonest`]).
+#[no_mangle]
+pub extern "C" fn wd_soonest(w: u32) -> f64 {
+    on_watchdog(w, f64::INFINITY, |w| w.soonest())
+}
+
 /// Register a query; returns its slot (0 when `w` names nothing).
 #[no_mangle]
 pub extern "C" fn wd_register(w: u32, now: f64, ceiling_ms: f64) -> u32 {
     on_watchdog(w, 0, |w| w.register(now, ceiling_ms))
 }
 
-/// A message of row `row` of the observe table (any other number: an ignored message).
-/// This and the other feeds return the watchdog's next deadline when the feed brought it
-/// earlier, else `Infinity` (the host re-arms its timer only then).
+/// What the host kept of a query since it last told (see [`Watchdog::sync`]): its last work
+/// and its last sign of life (`NaN`: none), whether it is settled, and since when (`NaN`: no
+/// time given). This and the other feeds return the watchdog's next deadline.
 #[no_mangle]
-pub extern "C" fn wd_observe(w: u32, slot: u32, row: u32, now: f64) -> f64 {
-    on_watchdog(w, f64::INFINITY, |w| w.observe_row(slot, row, now))
+pub extern "C" fn wd_sync(
+    w: u32,
+    slot: u32,
+    work: f64,
+    last: f64,
+    settled: i32,
+    settled_at: f64,
+) -> f64 {
+    on_watchdog(w, f64::INFINITY, |w| {
+        w.sync(slot, work, last, settled != 0, settled_at)
+    })
 }
 
 /// A message the core reads whole: the input's first `len` bytes, one stream-json line.
@@ -78,6 +103,12 @@ pub extern "C" fn wd_line(w: u32, slot: u32, len: u32, now: f64) -> f64 {
             .get_mut(w)
             .map_or(f64::INFINITY, |w| w.observe_line(slot, &line, now))
     })
+}
+
+/// A message the table ignores: the child started.
+#[no_mangle]
+pub extern "C" fn wd_started(w: u32, slot: u32, now: f64) -> f64 {
+    on_watchdog(w, f64::INFINITY, |w| w.started(slot, now))
 }
 
 /// A tool boundary; the tool's name is the input's first `name_len` bytes (-1: no name).
@@ -93,63 +124,21 @@ pub extern "C" fn wd_activity(w: u32, slot: u32, name_len: i32, now: f64) -> f64
     })
 }
 
-/// Work by hand (`handle.stream()`).
+/// The query of `slot` ended, after its last `result` when `result_len` is not negative: the
+/// input's first `result_len` bytes, that result as the host hands a message over (its
+/// [`Row::fields`](crate::reference::Row::fields)).
 #[no_mangle]
-pub extern "C" fn wd_stream(w: u32, slot: u32, now: f64) -> f64 {
-    on_watchdog(w, f64::INFINITY, |w| w.stream(slot, now))
-}
-
-/// A sign of life by hand (`handle.heartbeat()`).
-#[no_mangle]
-pub extern "C" fn wd_heartbeat(w: u32, slot: u32, now: f64) -> f64 {
-    on_watchdog(w, f64::INFINITY, |w| w.heartbeat(slot, now))
-}
-
-/// Settle by hand (`handle.settle()`).
-#[no_mangle]
-pub extern "C" fn wd_settle(w: u32, slot: u32, now: f64) {
-    on_watchdog(w, (), |w| w.settle(slot, now));
-}
-
-/// The query of `slot` ended, after its last `result` if `has_result`: the input holds that
-/// result's `subtype` then its `stop_reason` (`subtype_len`, `stop_len` bytes; negative:
-/// absent), `is_error` is 0, 1, or negative for absent.
-#[no_mangle]
-pub extern "C" fn wd_unregister(
-    w: u32,
-    slot: u32,
-    has_result: i32,
-    subtype_len: i32,
-    is_error: i32,
-    stop_len: i32,
-) {
+pub extern "C" fn wd_unregister(w: u32, slot: u32, result_len: i32) {
     with(|s| {
-        let result = (has_result != 0).then(|| {
-            let bytes = s.input(u32::MAX);
-            let (subtype, rest) = field(bytes, subtype_len);
-            let (stop_reason, _) = field(rest, stop_len);
-            ResultFacts {
-                subtype,
-                is_error: u8::try_from(is_error).ok().map(|b| b != 0),
-                stop_reason,
-                ..ResultFacts::default()
-            }
+        let result = u32::try_from(result_len).ok().map(|n| {
+            LineView::parse(s.input(n))
+                .map(|v| ResultFacts::of_line(&v))
+                .unwrap_or_default()
         });
         if let Some(w) = s.watchdogs.get_mut(w) {
             w.unregister(slot, result);
         }
     });
-}
-
-/// The text of the first `len` bytes of `bytes` (a negative `len`: none), and what follows it.
-fn field(bytes: &[u8], len: i32) -> (Option<String>, &[u8]) {
-    match usize::try_from(len) {
-        Ok(n) => {
-            let (head, rest) = bytes.split_at(n.min(bytes.len()));
-            (Some(String::from_utf8_lossy(head).into_owned()), rest)
-        }
-        Err(_) => (None, bytes),
-    }
 }
 
 /// A tick at `now` with the utilization read (`NaN`: unknown); returns how many records it
@@ -167,13 +156,13 @@ pub extern "C" fn wd_tick(w: u32, now: f64, utilization: f64) -> u32 {
                 Record::Kill {
                     slot,
                     kind,
-                    at,
+                    started,
                     last_tool,
                 } => s.records.extend([
                     f64::from(slot),
                     1.0,
                     f64::from(kill_code(kind)),
-                    at,
+                    started,
                     last_tool,
                 ]),
                 Record::Extended { slot, reason } => s.records.extend([

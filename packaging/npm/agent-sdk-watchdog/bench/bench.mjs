@@ -1,18 +1,22 @@
-// Side by side, in one run: this package's createWatchdog (installed, on the Rust core) against
-// a faithful minimal model of the reference agent-sdk-watchdog 0.2.0's tick-based design
-// (reference.mjs beside this file; the reference package itself is not installable offline).
+// Side by side, in one run: this package's in-process API (installed, on the Rust core) against
+// the reference agent-sdk-watchdog 0.2.0's own code, on the real recorded messages.
 //
-//   node bench.mjs CAPTURES_DIR        (run from a project where agent-sdk-watchdog is installed)
+//   node bench.mjs CAPTURES_DIR [REFERENCE]     (run from a project where agent-sdk-watchdog is installed)
 //
-// AGENT_WATCHDOG_BENCH_REFERENCE=/abs/path/watchdog.js measures that module's createWatchdog as
-// "reference" instead of the model: e.g. the reference package's own src/watchdog.ts, compiled
-// by hand outside this repository. A path that does not load fails the bench.
+// REFERENCE (or AGENT_WATCHDOG_BENCH_REFERENCE): the reference package's compiled code, its
+// directory or its index.js / watchdog.js (the rate-limit monitor is read from
+// rate-limit-monitor.js beside a watchdog.js). Without it the bench says so and measures this
+// package alone: no ratios. A path that does not load fails the bench.
 //
-// 1. observe() per message on the real captures, next to JSON.parse of the same line, with the
-//    default clock and with an explicit time; rateLimits.observe() of a message that is not a
-//    rate-limit frame;
-// 2. the live loop: a child prints the capture lines, readline, JSON.parse, observe, against
-//    the same loop without observe (the floor), rounds interleaved;
+// A machine shared with other work is noisy, so every timing interleaves the two sides in short
+// rounds, repeats them, and reports the median and the minimum of each side and of the ratio
+// (the median of the rounds' ratios, and min / min); the load average is printed before and after.
+//
+// 1. per message over the recorded messages: observe(m, at), observe(m) (the default clock),
+//    each pass over them ending with a check (tick), which tells the core what the messages did;
+//    rateLimits.observe(m) (frames included); JSON.parse of the line beside them;
+// 2. the live loop: a child prints the messages, readline, JSON.parse, observe, against the same
+//    loop without observe (the floor);
 // 3. memory per registered query with 100,000 registered (child process, --expose-gc);
 // 4. a tick over 100,000 registered queries with nothing due;
 // 5. import + createWatchdog() in a fresh process; the installed package's size;
@@ -20,25 +24,41 @@
 import { spawnSync, spawn } from 'node:child_process';
 import readline from 'node:readline';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const mode = process.argv[2];
+const here = fileURLToPath(import.meta.url);
+const [mode, ...args] = process.argv.slice(2);
+const given = (mode === 'memory' || mode === 'lateness' ? process.env.AGENT_WATCHDOG_BENCH_REFERENCE : args[0])
+  || process.env.AGENT_WATCHDOG_BENCH_REFERENCE;
 
-const referencePath = process.env.AGENT_WATCHDOG_BENCH_REFERENCE || path.join(here, 'reference.mjs');
-const referenceName = process.env.AGENT_WATCHDOG_BENCH_REFERENCE
-  ? `the reference package's own createWatchdog (${referencePath})`
-  : 'the model of the reference (reference.mjs)';
+/** The reference's modules: `{ watchdog, rate }` file URLs, or null when no path was given. */
+function referenceModules(p) {
+  if (!p) return null;
+  const abs = path.resolve(p);
+  const file = fs.statSync(abs).isDirectory() ? path.join(abs, 'index.js') : abs;
+  const rate = path.basename(file) === 'watchdog.js' ? path.join(path.dirname(file), 'rate-limit-monitor.js') : file;
+  return { watchdog: pathToFileURL(file).href, rate: pathToFileURL(rate).href };
+}
+const reference = referenceModules(given);
+if (given) process.env.AGENT_WATCHDOG_BENCH_REFERENCE = given; // for the children
+const SIDES = reference ? ['ours', 'reference'] : ['ours'];
 
 async function lib(which) {
   if (which === 'ours') return import('agent-sdk-watchdog');
-  const mod = await import(pathToFileURL(referencePath).href);
-  if (typeof mod.createWatchdog !== 'function') throw new Error(`${referencePath} exports no createWatchdog`);
-  return mod;
+  const { createWatchdog } = await import(reference.watchdog);
+  const { createRateLimitMonitor } = await import(reference.rate);
+  if (typeof createWatchdog !== 'function' || typeof createRateLimitMonitor !== 'function') {
+    throw new Error(`${given}: no createWatchdog / createRateLimitMonitor there`);
+  }
+  return { createWatchdog, createRateLimitMonitor };
 }
 
-// ---------- 1. observe per message
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const min = (xs) => Math.min(...xs);
+const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+
 function lines(dir) {
   const out = [];
   for (const f of fs.readdirSync(dir).filter((f) => f.endsWith('.capture.jsonl')).sort()) {
@@ -51,44 +71,51 @@ function lines(dir) {
   return out;
 }
 
-function timeNs(fn, reps) {
-  for (let i = 0; i < Math.max(1, reps >> 3); i++) fn(); // warm up
-  const runs = [];
-  for (let r = 0; r < 7; r++) {
-    const t = process.hrtime.bigint();
-    for (let i = 0; i < reps; i++) fn();
-    runs.push(Number(process.hrtime.bigint() - t) / reps);
-  }
-  runs.sort((a, b) => a - b);
-  return runs[3]; // median of 7
+// ---------- 1. per message, the sides interleaved round by round
+/** One side's loops; each its own function (its own type feedback), made per side. */
+function loops(api, messages, raw) {
+  const w = api.createWatchdog();
+  const h = w.register({ hardCeilingMs: 3_600_000, abortController: new AbortController() });
+  const m = api.createRateLimitMonitor();
+  const make = new Function('h', 'w', 'm', 'ms', 'raw', `
+    let at = 1e12, sink = 0;
+    return {
+      at() { for (let i = 0; i < ms.length; i++) h.observe(ms[i], (at += 1)); w.tick(at); return ms.length; },
+      now() { for (let i = 0; i < ms.length; i++) h.observe(ms[i]); w.tick(); return ms.length; },
+      rate() { for (let i = 0; i < ms.length; i++) sink += m.observe(ms[i]) === null ? 1 : 0; return ms.length; },
+      parse() { for (let i = 0; i < raw.length; i++) sink += JSON.parse(raw[i]).type.length; return raw.length; },
+      sink: () => sink,
+    };`);
+  return make(h, w, m, messages, raw);
 }
 
-async function observeBench(dir) {
-  const raw = lines(dir);
+function timed(f, passes) {
+  const t = process.hrtime.bigint();
+  let n = 0;
+  for (let i = 0; i < passes; i++) n += f();
+  return Number(process.hrtime.bigint() - t) / n;
+}
+
+async function perMessage(raw) {
   const messages = raw.map((l) => JSON.parse(l));
-  const n = raw.length;
-  const bytes = raw.reduce((s, l) => s + l.length, 0);
-  let sink = 0;
-  const parse = timeNs(() => { for (let i = 0; i < n; i++) sink += JSON.parse(raw[i]).type.length; }, 50) / n;
-  const out = { lines: n, mean_bytes: Math.round(bytes / n), json_parse_ns: parse };
-  const others = messages.filter((m) => m.type !== 'rate_limit_event');
-  for (const which of ['ours', 'reference']) {
-    const { createWatchdog, createRateLimitMonitor } = await lib(which);
-    const w = createWatchdog();
-    const h = w.register({ hardCeilingMs: 3_600_000, abortController: new AbortController() });
-    out[`${which}_observe_ns`] = timeNs(() => { for (let i = 0; i < n; i++) h.observe(messages[i]); }, 2000) / n;
-    let at = 1e12;
-    out[`${which}_observe_at_ns`] = timeNs(() => { for (let i = 0; i < n; i++) h.observe(messages[i], (at += 1)); }, 2000) / n;
-    h.unregister();
-    w.close();
-    const m = createRateLimitMonitor();
-    out[`${which}_rate_observe_ns`] = timeNs(() => { for (let i = 0; i < others.length; i++) sink += m.observe(others[i]) === null ? 1 : 0; }, 2000) / others.length;
+  const sides = {};
+  for (const which of SIDES) sides[which] = loops(await lib(which), messages, raw);
+  const out = {};
+  for (const what of ['at', 'now', 'rate', 'parse']) {
+    const who = what === 'parse' ? ['ours'] : SIDES;
+    for (const s of who) for (let i = 0; i < 300; i++) sides[s][what](); // warm up
+    const runs = Object.fromEntries(who.map((s) => [s, []]));
+    const ratios = [];
+    for (let round = 0; round < 41; round++) {
+      for (const s of who) runs[s].push(timed(sides[s][what], 40));
+      if (who.length === 2) ratios.push(runs.ours[round] / runs.reference[round]);
+    }
+    out[what] = { runs, ratios };
   }
-  if (sink === 0) throw new Error('unreachable');
   return out;
 }
 
-// ---------- 2. the live loop: spawn, readline, JSON.parse (, observe)
+// ---------- 2. the live loop: cat, readline, JSON.parse (, observe)
 async function loopOnce(file, observe) {
   const child = spawn('cat', [file], { stdio: ['ignore', 'pipe', 'inherit'] });
   const t = process.hrtime.bigint();
@@ -101,70 +128,32 @@ async function loopOnce(file, observe) {
   return { ns: Number(process.hrtime.bigint() - t), n };
 }
 
-async function liveLoopBench(raw, workDir) {
+async function liveLoop(raw, workDir) {
   // About 200,000 lines of real messages, so a run takes long enough to time.
   const file = path.join(workDir, 'live-loop.jsonl');
   const copies = Math.max(1, Math.ceil(200_000 / raw.length));
   fs.writeFileSync(file, Array.from({ length: copies }, () => raw.join('\n')).join('\n') + '\n');
   const sides = { floor: null };
-  for (const which of ['ours', 'reference']) {
-    const { createWatchdog } = await lib(which);
-    const w = createWatchdog();
+  for (const which of SIDES) {
+    const w = (await lib(which)).createWatchdog();
     const h = w.register({ hardCeilingMs: 3_600_000, abortController: new AbortController() });
     sides[which] = (m) => h.observe(m);
   }
-  const runs = { floor: [], ours: [], reference: [] };
-  let lines = 0;
+  const runs = Object.fromEntries(Object.keys(sides).map((s) => [s, []]));
+  let count = 0;
   await loopOnce(file, null); // warm up
   for (let round = 0; round < 9; round++) {
-    for (const side of ['floor', 'ours', 'reference']) {
+    for (const side of Object.keys(sides)) {
       const r = await loopOnce(file, sides[side]);
       runs[side].push(r.ns);
-      lines = r.n;
+      count = r.n;
     }
   }
   fs.rmSync(file);
-  const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-  return { lines, floor: median(runs.floor), ours: median(runs.ours), reference: median(runs.reference) };
+  return { lines: count, runs };
 }
 
-// ---------- 4. a tick over many registered queries, nothing due
-async function tickBench(which, count) {
-  const { createWatchdog } = await lib(which);
-  const now = 1e12;
-  const w = createWatchdog({ now: () => now });
-  const ac = new AbortController();
-  for (let i = 0; i < count; i++) w.register({ hardCeilingMs: 3_600_000, abortController: ac }, now);
-  const ms = timeNs(() => w.tick(now + 1000), 20) / 1e6;
-  w.close();
-  return ms;
-}
-
-// ---------- 5. import + createWatchdog() in a fresh process; the package on disk
-function importMs(which) {
-  const spec = which === 'ours' ? 'agent-sdk-watchdog' : pathToFileURL(referencePath).href;
-  const script = `const t = performance.now(); const m = await import(${JSON.stringify(spec)}); ` +
-    'm.createWatchdog().close(); process.stdout.write(String(performance.now() - t));';
-  const times = [];
-  for (let i = 0; i < 7; i++) {
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(r.stderr);
-    times.push(Number(r.stdout));
-  }
-  times.sort((a, b) => a - b);
-  return times[3];
-}
-
-function diskBytes(dir) {
-  let total = 0;
-  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    total += e.isDirectory() ? diskBytes(p) : fs.statSync(p).size;
-  }
-  return total;
-}
-
-// ---------- 3. memory per registered query (run in a child with --expose-gc)
+// ---------- 3. memory per registered query (a child with --expose-gc)
 async function memoryChild(which, count) {
   const { createWatchdog } = await lib(which);
   const w = createWatchdog();
@@ -178,7 +167,12 @@ async function memoryChild(which, count) {
     const { core } = await import(pathToFileURL(path.join(dir, 'lib', 'core.mjs')).href);
     wasmBytes = () => core.memory.buffer.byteLength;
   }
-  const used = () => { globalThis.gc(); globalThis.gc(); const m = process.memoryUsage(); return m.heapUsed + m.arrayBuffers + wasmBytes(); };
+  const used = () => {
+    globalThis.gc();
+    globalThis.gc();
+    const m = process.memoryUsage();
+    return m.heapUsed + m.arrayBuffers + wasmBytes();
+  };
   const before = used();
   for (let i = 0; i < count; i++) handles[i] = w.register(regs[i]);
   const after = used();
@@ -187,19 +181,52 @@ async function memoryChild(which, count) {
   w.close();
 }
 
-function memoryBench(which, count) {
-  const r = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), 'memory', which, String(count)], { encoding: 'utf8' });
+function memory(which, count) {
+  const r = spawnSync(process.execPath, ['--expose-gc', here, 'memory', which, String(count)], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(r.stderr);
   return JSON.parse(r.stdout).bytes_per_query;
 }
 
-// ---------- 6. kill lateness (run in a child per side, in parallel, same schedule)
+// ---------- 4. a tick over many registered queries, nothing due
+async function tickMs(which, count) {
+  const { createWatchdog } = await lib(which);
+  const now = 1e12;
+  const w = createWatchdog({ now: () => now });
+  const ac = new AbortController();
+  for (let i = 0; i < count; i++) w.register({ hardCeilingMs: 3_600_000, abortController: ac }, now);
+  for (let i = 0; i < 5; i++) w.tick(now + 1000);
+  const runs = [];
+  for (let i = 0; i < 21; i++) runs.push(timed(() => (w.tick(now + 1000), 1), 1) / 1e6);
+  w.close();
+  return median(runs);
+}
+
+// ---------- 5. import + createWatchdog() in a fresh process; the package on disk
+function importMs(which) {
+  const spec = which === 'ours' ? 'agent-sdk-watchdog' : reference.watchdog;
+  const script = `const t = performance.now(); const m = await import(${JSON.stringify(spec)}); ` +
+    'm.createWatchdog().close(); process.stdout.write(String(performance.now() - t));';
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(r.stderr);
+  return Number(r.stdout);
+}
+
+function diskBytes(dir) {
+  let total = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    total += e.isDirectory() ? diskBytes(p) : fs.statSync(p).size;
+  }
+  return total;
+}
+
+// ---------- 6. kill lateness (a child per side, in parallel, same schedule)
 async function latenessChild(which, queries, spreadMs, idleMs) {
   const { createWatchdog } = await lib(which);
   const w = createWatchdog({ idleMs, extendFactor: 1 });
   const late = [];
   let seed = 42;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const starts = Array.from({ length: queries }, () => rand() * spreadMs).sort((a, b) => a - b);
   const hold = setInterval(() => {}, 1000);
   await new Promise((done) => {
@@ -211,7 +238,10 @@ async function latenessChild(which, queries, spreadMs, idleMs) {
         w.register({
           hardCeilingMs: 3_600_000,
           abortController: new AbortController(),
-          onKill: () => { late.push(Date.now() - deadline); if (--left === 0) done(); },
+          onKill: () => {
+            late.push(Date.now() - deadline);
+            if (--left === 0) done();
+          },
         }, at).activity('Write', at);
       }, s);
     }
@@ -219,62 +249,80 @@ async function latenessChild(which, queries, spreadMs, idleMs) {
   clearInterval(hold);
   late.sort((a, b) => a - b);
   const q = (p) => late[Math.min(late.length - 1, Math.floor(p * late.length))];
-  process.stdout.write(JSON.stringify({ p50_ms: q(0.5), p99_ms: q(0.99), max_ms: late[late.length - 1], min_ms: late[0] }));
+  process.stdout.write(JSON.stringify({ p50_ms: q(0.5), p99_ms: q(0.99), max_ms: late[late.length - 1] }));
   w.close();
 }
 
-function latenessBench(queries, spreadMs, idleMs) {
+function lateness(queries, spreadMs, idleMs) {
   const run = (which) => new Promise((res, rej) => {
-    const c = spawn(process.execPath, [fileURLToPath(import.meta.url), 'lateness', which, String(queries), String(spreadMs), String(idleMs)]);
+    const c = spawn(process.execPath, [here, 'lateness', which, String(queries), String(spreadMs), String(idleMs)]);
     let out = '';
     let err = '';
     c.stdout.on('data', (d) => (out += d));
     c.stderr.on('data', (d) => (err += d));
     c.on('exit', (code) => (code === 0 ? res(JSON.parse(out)) : rej(new Error(err))));
   });
-  return Promise.all([run('ours'), run('reference')]);
+  return Promise.all(SIDES.map(run));
 }
 
-if (mode === 'memory') await memoryChild(process.argv[3], Number(process.argv[4]));
-else if (mode === 'lateness') await latenessChild(process.argv[3], ...process.argv.slice(4).map(Number));
+// ---------- the report
+const f1 = (x) => x.toFixed(1);
+const f2 = (x) => x.toFixed(2);
+function row(label, ours, ref, unit, ratio) {
+  const side = (xs) => `${f1(median(xs))} ${unit} (min ${f1(min(xs))})`;
+  let text = `   ${label.padEnd(34)} ours ${side(ours)}`;
+  if (ref) text += `; reference ${side(ref)}; ours / reference ${ratio}`;
+  console.log(text);
+}
+
+if (mode === 'memory') await memoryChild(args[0], Number(args[1]));
+else if (mode === 'lateness') await latenessChild(args[0], ...args.slice(1).map(Number));
 else {
   const dir = mode;
-  if (!dir || !fs.existsSync(dir)) throw new Error(`usage: node bench.mjs CAPTURES_DIR (got ${dir})`);
-  const o = await observeBench(dir);
-  const f = (x) => x.toFixed(1);
-  const ratio = (a, b) => (a / b).toFixed(2);
-  console.log(`node ${process.version}; ${o.lines} real messages from ${dir} (mean ${o.mean_bytes} bytes a line)`);
-  console.log(`reference: ${referenceName}`);
-  console.log(`1. per message: JSON.parse of the line ${f(o.json_parse_ns)} ns`);
-  for (const which of ['ours', 'reference']) {
-    console.log(`   ${which.padEnd(9)} observe(message) ${f(o[`${which}_observe_ns`])} ns ` +
-      `(${f((100 * o[`${which}_observe_ns`]) / o.json_parse_ns)} % of JSON.parse); observe(message, at) ${f(o[`${which}_observe_at_ns`])} ns; ` +
-      `rateLimits.observe(not a frame) ${f(o[`${which}_rate_observe_ns`])} ns`);
-  }
-  console.log(`   ours / reference: observe ${ratio(o.ours_observe_ns, o.reference_observe_ns)}, observe(at) ` +
-    `${ratio(o.ours_observe_at_ns, o.reference_observe_at_ns)}, rateLimits.observe ${ratio(o.ours_rate_observe_ns, o.reference_rate_observe_ns)}`);
+  if (!dir || !fs.existsSync(dir)) throw new Error(`usage: node bench.mjs CAPTURES_DIR [REFERENCE] (got ${dir})`);
   const raw = lines(dir);
-  const loop = await liveLoopBench(raw, fs.mkdtempSync(path.join(process.env.TMPDIR || '/tmp', 'bench-')));
-  console.log(`2. live loop, ${loop.lines} lines (cat | readline | JSON.parse | observe), median of 9 interleaved rounds:`);
-  console.log(`   floor (no observe) ${(loop.floor / 1e6).toFixed(0)} ms; ours ${(loop.ours / 1e6).toFixed(0)} ms ` +
-    `(${ratio(loop.ours, loop.floor)} of the floor); reference ${(loop.reference / 1e6).toFixed(0)} ms (${ratio(loop.reference, loop.floor)})`);
+  console.log(`node ${process.version}, ${os.cpus().length} CPUs; load average ${load()} (1, 5, 15 min)`);
+  if (reference) {
+    console.log(`reference: the reference package's own code, ${given}`);
+  } else {
+    console.log('reference: NOT GIVEN. Pass its path (the reference package\'s compiled code: its directory, index.js or');
+    console.log('watchdog.js) as the second argument or AGENT_WATCHDOG_BENCH_REFERENCE: this package alone, no ratios.');
+  }
+  const bytes = raw.reduce((s, l) => s + l.length, 0);
+  console.log(`1. per message, ${raw.length} recorded messages from ${dir} (mean ${Math.round(bytes / raw.length)} bytes), ` +
+    '41 interleaved rounds of 40 passes; each pass of observe ends with a check (tick):');
+  const pm = await perMessage(raw);
+  console.log(`   JSON.parse of the line              ${f1(median(pm.parse.runs.ours))} ns (min ${f1(min(pm.parse.runs.ours))})`);
+  const ratio = (r) => (reference ? `${f2(median(r.ratios))} (min / min ${f2(min(r.runs.ours) / min(r.runs.reference))})` : '');
+  for (const [what, label] of [['at', 'observe(m, at)'], ['now', 'observe(m), the default clock'], ['rate', 'rateLimits.observe(m)']]) {
+    row(label, pm[what].runs.ours, pm[what].runs.reference, 'ns', ratio(pm[what]));
+  }
+  const loop = await liveLoop(raw, fs.mkdtempSync(path.join(os.tmpdir(), 'bench-')));
+  console.log(`2. the live loop, ${loop.lines} lines (cat | readline | JSON.parse | observe), 9 interleaved rounds:`);
+  const ms = (xs) => xs.map((x) => x / 1e6);
+  row('floor (no observe)', ms(loop.runs.floor), null, 'ms');
+  for (const side of SIDES) {
+    const over = loop.runs[side].map((x, i) => x / loop.runs.floor[i]);
+    row(side, ms(loop.runs[side]), null, 'ms');
+    console.log(`   ${''.padEnd(34)} ${side} / floor ${f2(median(over))} (min / min ${f2(min(loop.runs[side]) / min(loop.runs.floor))})`);
+  }
   const count = 100_000;
-  const mo = memoryBench('ours', count);
-  const mr = memoryBench('reference', count);
-  console.log(`3. memory per registered query, ${count} registered (heap + array buffers + WebAssembly memory, after gc):`);
-  console.log(`   ours ${mo.toFixed(0)} B, reference ${mr.toFixed(0)} B (ours / reference = ${ratio(mo, mr)})`);
-  const to = await tickBench('ours', count);
-  const tr = await tickBench('reference', count);
-  console.log(`4. tick() over ${count} registered queries, nothing due: ours ${to.toFixed(3)} ms, reference ${tr.toFixed(3)} ms (${ratio(to, tr)})`);
-  const io = importMs('ours');
-  const ir = importMs('reference');
+  const mem = Object.fromEntries(SIDES.map((s) => [s, [memory(s, count), memory(s, count), memory(s, count)]]));
+  console.log(`3. memory per registered query, ${count} registered (heap + array buffers + WebAssembly memory, after gc), 3 runs:`);
+  row('bytes per query', mem.ours, mem.reference, 'B', reference ? f2(median(mem.ours) / median(mem.reference)) : '');
+  const ticks = Object.fromEntries(SIDES.map((s) => [s, []]));
+  for (const s of SIDES) ticks[s].push(await tickMs(s, count));
+  console.log(`4. tick() over ${count} registered queries, nothing due:`);
+  row('one tick', ticks.ours, ticks.reference, 'ms', reference ? f2(ticks.ours[0] / ticks.reference[0]) : '');
+  const imports = Object.fromEntries(SIDES.map((s) => [s, []]));
+  for (let i = 0; i < 7; i++) for (const s of SIDES) imports[s].push(importMs(s));
   const installed = path.dirname(fileURLToPath(import.meta.resolve('agent-sdk-watchdog/package.json')));
   const wasm = fs.statSync(path.join(installed, 'lib', 'watchdog.wasm')).size;
-  console.log(`5. import + createWatchdog() in a fresh process: ours ${io.toFixed(1)} ms, reference ${ir.toFixed(1)} ms; ` +
-    `installed package ${(diskBytes(installed) / 1024).toFixed(0)} KiB (lib/watchdog.wasm ${(wasm / 1024).toFixed(0)} KiB)`);
-  const [lo, lr] = await latenessBench(200, 30_000, 2_000);
+  console.log('5. import + createWatchdog() in a fresh process, 7 interleaved runs:');
+  row('import', imports.ours, imports.reference, 'ms', reference ? f2(median(imports.ours) / median(imports.reference)) : '');
+  console.log(`   installed package ${(diskBytes(installed) / 1024).toFixed(0)} KiB (lib/watchdog.wasm ${(wasm / 1024).toFixed(0)} KiB)`);
+  const late = await lateness(200, 30_000, 2_000);
   console.log('6. kill lateness, 200 queries, idleMs 2 s, registered over 30 s (kill time − deadline):');
-  for (const [name, l] of [['ours', lo], ['reference', lr]]) {
-    console.log(`   ${name.padEnd(9)} p50 ${l.p50_ms} ms, p99 ${l.p99_ms} ms, max ${l.max_ms} ms (min ${l.min_ms} ms)`);
-  }
+  SIDES.forEach((s, i) => console.log(`   ${s.padEnd(9)} p50 ${late[i].p50_ms} ms, p99 ${late[i].p99_ms} ms, max ${late[i].max_ms} ms`));
+  console.log(`load average after: ${load()}`);
 }

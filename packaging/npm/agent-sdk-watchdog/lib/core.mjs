@@ -23,8 +23,7 @@ export function write(text) {
 
 /** Writes several strings one after the other; returns their lengths. */
 export function writeAll(texts) {
-  const all = texts.join('');
-  const max = all.length * 3;
+  const max = texts.join('').length * 3;
   const at = wasm.input(max);
   let offset = 0;
   return texts.map((t) => {
@@ -35,44 +34,58 @@ export function writeAll(texts) {
 }
 
 /** The text of `len` bytes the last call left in the output buffer. */
-export function read(len) {
-  return decoder.decode(new Uint8Array(wasm.memory.buffer, wasm.output_ptr(), len));
-}
+export const read = (len) => decoder.decode(new Uint8Array(wasm.memory.buffer, wasm.output_ptr(), len));
 
-/** The `n` records (of `RECORD` numbers each) the last tick left. */
-export function records(n, stride) {
-  return new Float64Array(wasm.memory.buffer, wasm.records_ptr(), n * stride);
-}
+/** A copy of the `n` records (of `stride` numbers each) the last tick left. */
+export const records = (n, stride) => new Float64Array(wasm.memory.buffer, wasm.records_ptr(), n * stride).slice();
 
-/** The core's tables: the observe table, effect and verdict codes, kill and extension names. */
-export const tables = Object.freeze(JSON.parse(read(wasm.tables())));
+/**
+ * The core's tables: effect and verdict codes, kill and extension names, the reference preset's
+ * defaults, the type of a rate-limit frame.
+ */
+export const tables = JSON.parse(read(wasm.tables()));
 
-// {"type": row, "type/subtype": row} -> Map(type -> row | Map(subtype -> row)); a row is
-// { index, effect }.
-const observe = new Map();
-tables.rows.forEach((r, index) => {
-  const row = Object.freeze({ index, effect: r.effect });
-  if (r.subtype === null) {
-    const seen = observe.get(r.type);
-    if (seen instanceof Map) seen.set(undefined, row);
-    else observe.set(r.type, row);
-  } else {
-    let bySubtype = observe.get(r.type);
-    if (!(bySubtype instanceof Map)) {
-      const any = bySubtype;
-      bySubtype = new Map();
-      if (any) bySubtype.set(undefined, any);
-      observe.set(r.type, bySubtype);
-    }
-    bySubtype.set(r.subtype, row);
+/**
+ * A message as the core reads it whole: `row.head` (its type and subtype), then each of
+ * `row.fields` (the fields the core declares for its row) the message has, as JSON. Nothing
+ * else of the message is read.
+ */
+export function handOver(row, message) {
+  let text = row.head;
+  for (let i = 0; i < row.fields.length; i++) {
+    const value = message[row.fields[i]];
+    const key = row.keys[i];
+    const type = typeof value;
+    if (type === 'number' || type === 'boolean') text += key + (Number.isFinite(value) || type === 'boolean' ? value : 'null');
+    else if (value !== undefined) text += jsonOf(key, value);
   }
-});
+  return write(`${text}}`);
+}
 
-/** The observe table's row of a message (`undefined`: the table ignores it). */
-export function rowOf(message) {
-  const found = observe.get(message.type);
-  if (found === undefined || !(found instanceof Map)) return found;
-  return found.get(message.subtype) ?? found.get(undefined);
+// A value JSON cannot say (a function, a cycle, a BigInt) is left out.
+function jsonOf(key, value) {
+  try {
+    const json = JSON.stringify(value);
+    return json === undefined ? '' : key + json;
+  } catch {
+    return '';
+  }
+}
+
+/** Strings to values, looked up by length, then by `===` (a message's fresh strings need no hash). */
+export function byLength(pairs) {
+  const table = [];
+  for (const [key, value] of pairs) (table[key.length] ??= []).push(key, value);
+  return table;
+}
+
+/** The value of `key` in a `byLength` table (`undefined`: none). */
+export function lookup(table, key) {
+  if (typeof key !== 'string') return undefined;
+  const candidates = table[key.length];
+  if (candidates === undefined) return undefined;
+  for (let i = 0; i < candidates.length; i += 2) if (candidates[i] === key) return candidates[i + 1];
+  return undefined;
 }
 
 /** Frees a module object when its JavaScript owner is collected. */

@@ -1,16 +1,21 @@
 // createRateLimitMonitor(): one reading merged from every rate_limit_event, the reference
-// 0.2.0 API on the Rust core's monitor (in the WebAssembly module of ./core.mjs). A reading is the SDK's own
-// object: a shallow copy of it (every field kept) with what the core derives laid over it, the
-// utilization and the carried overage fields. A frame crosses to the core as JSON text: frames
-// are rare (one per API call at most), so nothing here is hot.
-import { core, owned, read, write, writeAll } from './core.mjs';
+// 0.2.0 API on the Rust core's rules (in the WebAssembly module of ./core.mjs). A reading is
+// the SDK's own object: a shallow copy of it (every field kept) with what the core decides laid
+// over it. The merge, the warning (once per monitor at warnAt or above) and the defaults are
+// the core's: a frame crosses as the few fields it reads, each as its kind and number.
+import { core, owned, read, tables, write, writeAll } from './core.mjs';
 import { checkOption, resolveOptions } from './options.mjs';
 
-export const RATE_LIMIT_DEFAULTS = Object.freeze({
-  warnAt: 0.85,
-  fallbackWindow: 'five_hour',
-  now: () => Date.now(),
-});
+export const RATE_LIMIT_DEFAULTS = Object.freeze({ ...tables.defaults.rateLimit, now: () => Date.now() });
+const { rateLimitFrame } = tables;
+
+// A value as the core reads its kind: 0 undefined or null, 1 a number, 2 another type; an
+// overage field's: 0 undefined, 1 given.
+const kind = (v) => (v == null ? 0 : typeof v === 'number' ? 1 : 2);
+const num = (v) => (typeof v === 'number' ? v : 0);
+const given = (v) => (v === undefined ? 0 : 1);
+// The `utilization` of a window's `unifiedWindows` entry, read as the reference reads it.
+const windowOf = (windows, name) => (typeof windows === 'object' && windows !== null ? windows[name]?.utilization : undefined);
 
 export function createRateLimitMonitor(config = {}) {
   const c = resolveOptions(RATE_LIMIT_DEFAULTS, config);
@@ -21,41 +26,36 @@ export function createRateLimitMonitor(config = {}) {
   const self = { m: index };
   owned.register(self, { free: core.rl_free, index });
   let held = null;
-  let warned = false;
 
   function note(info) {
     const top = info.utilization; // a missing info throws here, as the reference's does
-    const derived = JSON.parse(read(core.rl_note(self.m, write(JSON.stringify(info) ?? 'null'), c.now())));
+    const type = info.rateLimitType;
+    const windows = info.unifiedWindows;
+    const own = typeof type === 'string' ? windowOf(windows, type) : undefined;
+    const fallback = windowOf(windows, c.fallbackWindow);
+    const bits = core.rl_note(
+      self.m, kind(top), num(top), typeof type === 'string' ? type.length : -1, kind(own), num(own),
+      kind(fallback), num(fallback), given(info.overageStatus), given(info.overageDisabledReason),
+    );
     const next = { ...info };
-    // The top level wins as given (the reference does not type-check it); else the core's.
-    if (top == null && derived.utilization !== undefined) next.utilization = derived.utilization;
-    if (info.overageStatus === undefined && derived.overageStatus !== undefined) {
-      next.overageStatus = derived.overageStatus;
-    }
-    if (info.overageDisabledReason === undefined && derived.overageDisabledReason !== undefined) {
-      next.overageDisabledReason = derived.overageDisabledReason;
-    }
+    if (bits & 3) next.utilization = (bits & 3) === 1 ? own : fallback;
+    if (bits & 4) next.overageStatus = held.overageStatus;
+    if (bits & 8) next.overageDisabledReason = held.overageDisabledReason;
     held = next;
-    // The reference's warning: once per monitor until reset().
-    if (!warned && typeof held.utilization === 'number' && held.utilization >= c.warnAt) {
-      warned = true;
-      return held;
-    }
-    return null;
+    return bits & 16 ? held : null;
   }
 
   return {
     note,
-    observe: (message) => (message.type === 'rate_limit_event' ? note(message.rate_limit_info) : null),
+    observe: (message) => (message.type === rateLimitFrame ? note(message.rate_limit_info) : null),
     latest: () => held,
     active(now = c.now()) {
-      if (held && typeof held.resetsAt === 'number' && core.rl_expired(self.m, held.resetsAt, now)) return null;
+      if (held && typeof held.resetsAt === 'number' && core.rl_expired(held.resetsAt, now)) return null;
       return held;
     },
     reset() {
       core.rl_reset(self.m);
       held = null;
-      warned = false;
     },
   };
 }

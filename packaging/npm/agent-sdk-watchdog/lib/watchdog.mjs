@@ -1,20 +1,20 @@
 // createWatchdog(): the reference agent-sdk-watchdog 0.2.0 API on the Rust core's Registry
 // (its reference preset: crates/wasm/src/reference.rs), in the WebAssembly module of
-// ./core.mjs. Every rule is the core's: this file looks a message up in the core's table,
-// hands the row's number over, and delivers what a tick found (callbacks, aborts) in the
-// reference's order. One unref'd timer per watchdog, armed at the core's next deadline.
-import { core, owned, read, records, rowOf, tables, write, writeAll } from './core.mjs';
+// ./core.mjs. Every rule and default is the core's: this file looks a message up in the core's
+// table, keeps what it must tell the core, and delivers what a check found (callbacks, aborts)
+// in the reference's order. One unref'd timer per watchdog, armed at the core's next deadline.
+import { byLength, core, handOver, lookup, owned, read, records, tables, write } from './core.mjs';
 import { checkOption, resolveOptions } from './options.mjs';
 import { watchdogOptions } from '../index.js';
 
+const D = tables.defaults.watchdog;
 export const WATCHDOG_DEFAULTS = Object.freeze({
-  // 10 min: above the longest measured productive silence (8m48s).
-  idleMs: 10 * 60 * 1000,
-  extendFactor: 2,
-  highUtilization: 0.9,
-  tickMs: 30 * 1000,
-  writeTools: Object.freeze(['Write', 'Edit']),
-  toolHeartbeats: true,
+  idleMs: D.idleMs,
+  extendFactor: D.extendFactor,
+  highUtilization: D.highUtilization,
+  tickMs: D.tickMs,
+  writeTools: Object.freeze(D.writeTools),
+  toolHeartbeats: D.toolHeartbeats,
   getUtilization: () => null,
   now: () => Date.now(),
   onError: () => {},
@@ -22,12 +22,17 @@ export const WATCHDOG_DEFAULTS = Object.freeze({
 
 const num = (v) => (v === null || v === undefined ? NaN : +v);
 const { effects: EFFECT, kills: KILL_NAMES, extends: EXTEND_NAMES, record: RECORD } = tables;
+const { none: NONE, settle: SETTLE, alive: ALIVE, work: WORK, line: LINE } = EFFECT;
+const { always: ALWAYS, ifTrue: IF_TRUE } = tables.reads;
 
 const verdictOf = (code) => {
   if (code === 0) return { verdict: 'ok' };
   if (EXTEND_NAMES[code]) return { verdict: 'extend', reason: EXTEND_NAMES[code] };
   return { verdict: 'kill', kind: KILL_NAMES[code] };
 };
+
+// The most messages (with what came between them) a handle holds for the core between checks.
+const QUEUE = 64;
 
 // Our opt-in rules (off unless given): validated like the reference's options.
 const EXTRA = ['startupMs', 'lingerMs', 'noProgressMs'];
@@ -69,7 +74,7 @@ export function createWatchdog(config = {}) {
   for (const name of EXTRA) {
     if (c[name] !== undefined) checkOption(name, c[name], 'a number > 0', (v) => v > 0);
   }
-  const { now: clock, writeTools, toolHeartbeats, idleMs, extendFactor, highUtilization } = c;
+  const { writeTools, toolHeartbeats, idleMs, extendFactor, highUtilization } = c;
   const startupOn = c.startupMs !== undefined;
   const tools = write([...writeTools].filter((t) => typeof t === 'string').join('\n'));
   const w = core.wd_new(
@@ -77,134 +82,151 @@ export function createWatchdog(config = {}) {
     toolHeartbeats ? 1 : 0, tools,
   );
   if (w < 0) throw new RangeError(read(core.output_len()));
+  // The core's observe table under these options: a message's `type`, then its `subtype`, to
+  // its row (what it does, and what the core reads of it); and the row of a `result`.
+  const table = JSON.parse(read(core.wd_table(w)));
+  const TYPES = byLength(table.types.map(([type, t]) => [type, { any: t.any ?? undefined, subs: t.subs && byLength(t.subs) }]));
+  const result = table.settles;
   const state = {
     handles: [], // slot -> handle
     live: 0,
-    seq: 0,
-    util: null, // the last check's utilization
     timer: null,
-    timerAt: Infinity,
+    next: Infinity, // the core's deadline the timer is armed for
   };
   // The module's watchdog goes when `state` does: every method, handle and the timer hold it.
   owned.register(state, { free: core.wd_free, index: w });
 
-  // Work and signs of life on a query that is not settled only move its deadlines later, so
-  // they wait here, a time per query, until anything else reaches the core (a tick, another
-  // feed, a registration): then they go in time order, each query's latest. A message thus
-  // costs no call into the core; the core still decides everything, at the next call, with
-  // every time exact. Work on a settled query (it un-settles: the idle deadline comes back)
-  // goes at once. `_settled` is what this side sent last: a result or settle() settles, work
-  // does not; nothing else settles a query of this API.
+  // What a query's messages do is kept on its handle, each the last of its kind (the
+  // reference's assignments: its last work, its last sign of life, whether it is settled),
+  // with the messages the core reads whole queued in order between them, and told to the core
+  // before the core is next asked about that query: at a check, or before a tool boundary. A
+  // message thus costs a table lookup. Nothing untold brings a deadline earlier, but for work
+  // or a message read whole on a query the core holds as settled: then the timer comes no
+  // later than the soonest deadline a message can bring (the core's bound), and re-arms.
+  const soonest = core.wd_soonest(w);
   let waiting = [];
   const wait = (h) => {
     h._waiting = true;
     waiting.push(h);
   };
-  function flush() {
-    if (waiting.length === 0) return;
-    const hs = waiting;
-    waiting = [];
-    const due = [];
-    for (const h of hs) {
-      h._waiting = false;
-      if (h._slot >= 0) {
-        if (h._alive === h._alive) due.push([h._alive, h, false]);
-        if (h._work === h._work) due.push([h._work, h, true]);
-      }
-      h._work = NaN;
-      h._alive = NaN;
+  const untold = (h) => h._work === h._work || h._last === h._last || h._settled !== h._told;
+  const sync = (h, q) => core.wd_sync(w, h._slot, q._work, q._last, q._settled ? 1 : 0, q._settledAt);
+  function tell(h) {
+    const queue = h._queue;
+    h._queue = undefined;
+    for (const q of queue ?? []) {
+      if (q.row === undefined) sync(h, q);
+      else core.wd_line(w, h._slot, handOver(q.row, q.message), q.at);
     }
-    if (due.length > 1) due.sort((a, b) => a[0] - b[0]);
-    for (const [at, h, work] of due) {
-      if (h._slot < 0) continue;
-      if (work) core.wd_stream(w, h._slot, at);
-      else core.wd_heartbeat(w, h._slot, at);
-    }
+    const next = sync(h, h);
+    h._work = NaN;
+    h._last = NaN;
+    h._told = h._settled;
+    return next;
   }
 
   // One supervised query: a slot of the core's table. `_slot` is -1 once unregistered (or
   // closed); its feeds then change nothing.
   class WatchdogHandle {
-    constructor(slot, reg, seq, startedAt) {
+    constructor(slot, reg) {
       this._slot = slot;
       this._reg = reg;
-      this._seq = seq;
-      this._startedAt = startedAt;
       this._kill = null;
-      this._started = false;
-      this._settled = false;
+      this._work = NaN; // untold: the last work
+      this._last = NaN; // untold: the last sign of life of any kind
+      this._settled = false; // the reference's flag
+      this._told = false; // the flag the core holds
+      this._settledAt = NaN;
       this._waiting = false;
-      this._work = NaN;
-      this._alive = NaN;
+      this._started = false;
       this._result = undefined;
+      this._queue = undefined; // untold: messages the core reads whole, in order with the rest
+      this._adds = false; // a message that may add background work was read
     }
 
-    activity(toolName, at = clock()) {
+    activity(toolName, at = c.now()) {
       if (this._slot < 0) return;
-      flush();
+      if (this._queue !== undefined || untold(this)) tell(this);
       const n = typeof toolName === 'string' && toolName ? write(toolName) : -1;
       this._settled = false;
-      sooner(core.wd_activity(w, this._slot, n, at));
+      this._told = false;
+      sooner(core.wd_activity(w, this._slot, n, at), at);
     }
 
-    _work_(at, row) {
-      if (this._settled) {
-        flush();
-        this._settled = false;
-        sooner(row < 0 ? core.wd_stream(w, this._slot, at) : core.wd_observe(w, this._slot, row, at));
-      } else {
-        this._work = at;
-        if (!this._waiting) wait(this);
-      }
+    stream(at = c.now()) {
+      if (this._slot >= 0) this._working(at);
     }
 
-    _alive_(at) {
-      this._alive = at;
+    heartbeat(at = c.now()) {
+      if (this._slot < 0) return;
+      this._last = at;
       if (!this._waiting) wait(this);
     }
 
-    stream(at = clock()) {
-      if (this._slot >= 0) this._work_(at, -1);
-    }
-
-    heartbeat(at = clock()) {
-      if (this._slot >= 0) this._alive_(at);
-    }
-
     settle() {
-      if (this._slot < 0) return;
-      flush();
-      this._settled = true;
-      core.wd_settle(w, this._slot, clock());
+      if (this._slot >= 0) this._settle(NaN);
     }
 
-    observe(message, at = clock()) {
+    observe(message, at = c.now()) {
       if (this._slot < 0) return;
-      const row = rowOf(message);
-      const effect = row === undefined ? EFFECT.none : row.effect;
-      if (effect === EFFECT.work || (effect === EFFECT.heartbeatWork && toolHeartbeats)) {
-        this._work_(at, row.index);
-      } else if (effect === EFFECT.alive) {
-        this._alive_(at);
-      } else if (effect === EFFECT.settle) {
+      const t = lookup(TYPES, message.type);
+      const row = t === undefined ? undefined : t.subs === null ? t.any : (lookup(t.subs, message.subtype) ?? t.any);
+      let effect = row === undefined ? NONE : row.effect;
+      // Ours: background tasks and announced back-offs, read when they bring what the core
+      // keeps (the row says when); otherwise ignored, as the reference ignores them.
+      if (effect === LINE && row.read !== ALWAYS && !this._adds && !(row.read === IF_TRUE && message[row.readIf] === true)) {
+        effect = NONE;
+      }
+      if (effect === WORK) {
+        this._working(at);
+      } else if (effect === ALIVE) {
+        this._last = at;
+        if (!this._waiting) wait(this);
+      } else if (effect === SETTLE) {
         // Kept for the end: its facts decide the outcome the query ends with (unregister()).
         this._result = message;
-        if (!this._settled) {
-          flush();
-          this._settled = true;
-          core.wd_settle(w, this._slot, at);
+        this._settle(at);
+      } else if (effect === LINE) {
+        // Read by the core whole (it can bring a deadline back on a settled query), in order
+        // with what came before.
+        if (row.adds) this._adds = true;
+        const queue = (this._queue ??= []);
+        if (untold(this)) {
+          const { _work, _last, _settled, _settledAt } = this;
+          queue.push({ _work, _last, _settled, _settledAt });
+          this._work = NaN;
+          this._last = NaN;
+          this._told = _settled;
         }
-      } else if (effect === EFFECT.line) {
-        // Ours: background tasks and announced back-offs, read whole by the core (they can
-        // bring a deadline back on a settled query).
-        flush();
-        sooner(core.wd_line(w, this._slot, write(JSON.stringify(message)), at));
+        queue.push({ row, message, at });
+        // A stream of such messages between two checks: told in batches, held no longer.
+        if (queue.length > QUEUE) return sooner(tell(this), at);
+        this._back(at);
       } else if (startupOn && !this._started) {
         // Ignored, but any message at all ends the startup wait (our opt-in rule).
         this._started = true;
-        flush();
-        core.wd_observe(w, this._slot, -1, at);
+        sooner(core.wd_started(w, this._slot, at), at);
       }
+    }
+
+    _working(at) {
+      this._work = at;
+      this._last = at;
+      this._settled = false;
+      this._back(at);
+    }
+
+    // Untold since `at`; the core may hold the query settled.
+    _back(at) {
+      if (this._told) sooner(at + soonest, at);
+      if (!this._waiting) wait(this);
+    }
+
+    _settle(at) {
+      if (this._settled) return;
+      this._settled = true;
+      this._settledAt = at;
+      if (!this._waiting) wait(this);
     }
 
     get kill() {
@@ -240,15 +262,7 @@ export function createWatchdog(config = {}) {
       // The query ended: counted by its kill, else by its last result's facts (the core's rule).
       const r = this._result;
       this._result = undefined;
-      const str = (v) => (typeof v === 'string' ? v : '');
-      const has = (v) => (typeof v === 'string' ? 1 : 0);
-      const [subtype, stop] = writeAll([str(r?.subtype), str(r?.stop_reason)]);
-      core.wd_unregister(
-        w, s, r === undefined ? 0 : 1,
-        has(r?.subtype) ? subtype : -1,
-        typeof r?.is_error === 'boolean' ? Number(r.is_error) : -1,
-        has(r?.stop_reason) ? stop : -1,
-      );
+      core.wd_unregister(w, s, r === undefined ? -1 : handOver(result, r));
       state.handles[s] = undefined;
       state.live -= 1;
       if (state.live === 0) disarm();
@@ -266,65 +280,62 @@ export function createWatchdog(config = {}) {
   function disarm() {
     if (state.timer) clearTimeout(state.timer);
     state.timer = null;
-    state.timerAt = Infinity;
+    state.next = Infinity;
   }
 
-  // The one timer: at the core's next deadline, and at most tickMs away (the reference's
-  // periodic check, which also reads a utilization that fell). Never holds the process open.
-  function arm(next = core.wd_poll_timeout(w)) {
-    if (state.live === 0) return disarm();
-    const now = clock();
-    const at = Math.min(next, now + c.tickMs);
-    if (state.timer && at >= state.timerAt) return;
+  // The one timer: at the core's next deadline `next`, from the caller's instant `from` that
+  // brought it, and at most tickMs away (the reference's periodic check, which also reads a
+  // utilization that fell). Never holds the process open; reads no clock.
+  function arm(next, from) {
     disarm();
-    state.timerAt = at;
-    state.timer = setTimeout(onTimer, Math.max(1, Math.ceil(at - now)));
+    if (state.live === 0) return;
+    state.next = next;
+    const delay = next - from < c.tickMs ? next - from : c.tickMs;
+    state.timer = setTimeout(onTimer, Math.max(1, Math.ceil(delay)));
     state.timer.unref?.();
   }
-  // A feed brought the core's next deadline to `next` (Infinity: not sooner than it was).
-  const sooner = (next) => {
-    if (next < state.timerAt) arm(next);
+  // A feed at `from` left the core's next deadline at `next`.
+  const sooner = (next, from) => {
+    if (next < state.next) arm(next, from);
   };
 
   function onTimer() {
     state.timer = null;
-    state.timerAt = Infinity;
+    state.next = Infinity;
     tick();
   }
 
-  function tick(now = clock()) {
+  function tick(now = c.now()) {
     let utilization = null;
     try {
       utilization = c.getUtilization(now);
     } catch (error) {
       report(error);
     }
-    state.util = utilization;
-    const kills = [];
-    flush();
+    for (const h of waiting) {
+      h._waiting = false;
+      if (h._slot >= 0 && (h._queue !== undefined || untold(h))) tell(h);
+    }
+    waiting = [];
     const n = core.wd_tick(w, now, num(utilization));
-    if (n === 0) {
-      arm();
-      return kills;
-    }
+    const kills = [];
+    const next = core.wd_poll_timeout(w);
+    // Nothing found, the next deadline the one armed: the timer stands.
+    if (n === 0 && state.timer && next === state.next) return kills;
+    // In registration order (the reference's insertion-ordered Set); each handle found before
+    // any callback runs (a callback may unregister a query and another take its slot).
     const r = records(n, RECORD);
-    const found = [];
-    for (let i = 0; i < n; i++) {
-      const b = i * RECORD;
-      const h = state.handles[r[b]];
-      if (h) found.push({ i, h, slot: r[b], what: r[b + 1], code: r[b + 2], lastTool: r[b + 4] });
-    }
-    // Callbacks in registration order, as the reference's insertion-ordered Set gives them.
-    found.sort((x, y) => x.h._seq - y.h._seq);
+    const found = Array.from({ length: n }, (_, i) => state.handles[r[i * RECORD]]);
     // Re-armed below; a query registered by a callback arms it for itself meanwhile.
     disarm();
-    for (const f of found) {
-      const { h } = f;
-      if (h._slot !== f.slot) continue; // unregistered (or closed) by an earlier callback
+    for (let i = 0; i < n; i++) {
+      const h = found[i];
+      const [slot, what, code, startedAt, lastToolAt] = r.subarray(i * RECORD, (i + 1) * RECORD);
+      if (h === undefined || h._slot !== slot) continue; // unregistered (or closed) by an earlier callback
       const reg = h._reg;
-      core.wd_deliver(w, f.i);
-      if (f.what === 1) {
-        const kill = { kind: KILL_NAMES[f.code], elapsedMs: now - h._startedAt, sinceToolMs: now - f.lastTool };
+      core.wd_deliver(w, i);
+      if (what === 1) {
+        const kill = { kind: KILL_NAMES[code], elapsedMs: now - startedAt, sinceToolMs: now - lastToolAt };
         h._kill = kill;
         try {
           reg.onKill?.(kill);
@@ -335,23 +346,22 @@ export function createWatchdog(config = {}) {
         kills.push(kill);
       } else {
         try {
-          reg.onExtend?.(EXTEND_NAMES[f.code], utilization);
+          reg.onExtend?.(EXTEND_NAMES[code], utilization);
         } catch (error) {
           report(error);
         }
       }
     }
-    arm();
+    arm(n === 0 ? next : core.wd_poll_timeout(w), now);
     return kills;
   }
 
   function register(reg, now = c.now()) {
-    flush();
-    const slot = core.wd_register(w, now, num(reg.hardCeilingMs));
-    const handle = new WatchdogHandle(slot, reg, state.seq++, now);
+    const slot = core.wd_register(w, now, Number(reg.hardCeilingMs));
+    const handle = new WatchdogHandle(slot, reg);
     state.handles[slot] = handle;
     state.live += 1;
-    arm();
+    sooner(core.wd_poll_timeout(w), now);
     return handle;
   }
 
@@ -368,20 +378,8 @@ export function createWatchdog(config = {}) {
   // registry names them: `idle`, `ceiling`), and the same as Prometheus text.
   function metrics() {
     const m = JSON.parse(read(core.wd_metrics_json(w)));
-    return {
-      sessions: m.sessions,
-      utilization: m.utilization,
-      ended: m.ended,
-      endedKilled: m.ended_killed,
-      kills: m.kills,
-      stallingWarnings: m.stalling_warnings,
-      extensions: m.extensions,
-      killLateness: {
-        count: m.kill_lateness.count,
-        sumSeconds: m.kill_lateness.sum,
-        buckets: m.kill_lateness.buckets.map(([le, n]) => [le === null ? Infinity : le, n]),
-      },
-    };
+    m.killLateness.buckets = m.killLateness.buckets.map(([le, n]) => [le ?? Infinity, n]);
+    return m;
   }
 
   const renderPrometheus = () => read(core.wd_render_prometheus(w));

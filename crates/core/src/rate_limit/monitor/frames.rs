@@ -188,9 +188,27 @@ impl RateLimitMonitor {
 
     fn reported_utilization(&self, frame: &Frame) -> Option<f64> {
         let window_util = |name: &str| frame.window(name).and_then(|w| w.utilization);
-        frame
-            .utilization
-            .or_else(|| frame.rate_limit_type.as_deref().and_then(window_util))
-            .or_else(|| window_util(&self.config.fallback_window))
+        reported_utilization(
+            frame.utilization,
+            frame.rate_limit_type.as_deref().and_then(window_util),
+            window_util(&self.config.fallback_window),
+        )
     }
+}
+
+/// The utilization a frame reports, of the ones read from it: its own top-level one, else
+/// its own window's (the `unifiedWindows` entry its `rateLimitType` names), else the fallback
+/// window's.
+///
+/// ```
+/// use watchdog_core::rate_limit::reported_utilization;
+/// assert_eq!(reported_utilization(None, Some(0.4), Some(0.9)), Some(0.4));
+/// assert_eq!(reported_utilization(None, None, Some(0.9)), Some(0.9));
+/// ```
+pub fn reported_utilization(
+    top: Option<f64>,
+    own: Option<f64>,
+    fallback: Option<f64>,
+) -> Option<f64> {
+    top.or(own).or(fallback)
 }
