@@ -200,7 +200,7 @@ impl Finished {
                     stdout::Failure::Blocked => "output_blocked",
                     _ => "output",
                 };
-                (e.error.to_string(), e.closed(), kind)
+                (e.error.to_string(), e.closed(), kind, e.blocked_for.map(ms))
             }),
             output_dropped_bytes: self.facts.output_dropped,
             leftovers_killed: self.facts.leftovers_killed,
@@ -252,6 +252,7 @@ mod tests {
         Some(stdout::WriteError {
             failure,
             error: std::io::Error::other("x"),
+            blocked_for: None,
         })
     }
 

@@ -192,13 +192,12 @@ async fn run(
             ms(final_run.facts.duration),
             final_run.record.num_turns(),
         );
-        let delivered = host.stdout.push_own_line(&line.to_string())
-            && matches!(
-                host.drain_stdout(Some(OUTPUT_DRAIN), std::time::Instant::now())
-                    .await,
-                Drained::Done
-            );
+        let delivered = host.stdout.push_own_line(&line.to_string()) && {
+            host.stdout.tighten(std::time::Instant::now(), OUTPUT_DRAIN);
+            matches!(host.drain_stdout().await, Drained::Done)
+        };
         if !delivered {
+            host.stdout.abandon();
             host.status
                 .say("our stdout cannot take the synthetic result: it is lost");
         }
