@@ -428,22 +428,23 @@ fn stop_for(pid: u32, sig: i32, stopped: Duration) {
 
 #[test]
 fn a_watchdog_stopped_while_its_reader_drains_is_not_the_readers_fault() {
-    // Bound 2 s; the watchdog is stopped for 5 s (SIGSTOP, and Ctrl-Z's SIGTSTP) while its
-    // reader keeps reading: the reader empties our pipe meanwhile. Before, the run was stopped
-    // `output_blocked` as soon as it went on, dated inside the stop.
+    // The case: a 20 MB flood read at about 1 MiB/s, bound 3 s; 2 s in, the watchdog
+    // is stopped for 5 s (SIGSTOP, and Ctrl-Z's SIGTSTP) while its reader keeps reading and
+    // empties our pipe. Before, the run was stopped `output_blocked` when it went on, dated
+    // inside the stop.
     let runs: Vec<_> = [(19, "SIGSTOP"), (20, "SIGTSTP")]
         .into_iter()
         .map(|(sig, name)| {
             std::thread::spawn(move || {
                 let dir = tempfile::tempdir().unwrap();
                 let s = dir.path().join("s.json");
-                let (child, expected) = flood(dir.path(), 3000);
-                let mut w = start(&["--output-blocked", "2s"], &child, &s);
+                let (child, expected) = flood(dir.path(), 20_000);
+                let mut w = start(&["--output-blocked", "3s"], &child, &s);
                 let pid = w.id();
                 let mut out = w.stdout.take().unwrap();
                 let reader = std::thread::spawn(move || {
-                    // 16 KiB every 20 ms to the end.
-                    let mut buf = vec![0; 16 * 1024];
+                    // 64 KiB every 60 ms to the end.
+                    let mut buf = vec![0; 64 * 1024];
                     let mut total = 0;
                     loop {
                         let n = out.read(&mut buf).unwrap();
@@ -451,10 +452,10 @@ fn a_watchdog_stopped_while_its_reader_drains_is_not_the_readers_fault() {
                             return total;
                         }
                         total += n;
-                        std::thread::sleep(Duration::from_millis(20));
+                        std::thread::sleep(Duration::from_millis(60));
                     }
                 });
-                std::thread::sleep(Duration::from_millis(500));
+                std::thread::sleep(Duration::from_secs(2));
                 stop_for(pid, sig, Duration::from_secs(5));
                 let got = reader.join().unwrap();
                 let (status, err) = ended(&mut w, Duration::from_secs(120));

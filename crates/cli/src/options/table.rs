@@ -132,9 +132,10 @@ options! {
         // No bound is off, which the parser reads as 0.
         default: Value(|| dur(limits().output_blocked().unwrap_or_default())),
         read_by: POLICY,
-        help: "Our stdout took nothing for this long without a break (the reader stopped \
-               reading) → kill `output_blocked`; 0 turns it off. The idle and no-progress \
-               clocks stand still while our output waits",
+        help: "Our stdout accepted no byte for this long while output waited for it (any byte \
+               restarts it; time the watchdog itself was stopped does not count) → stop \
+               `output_blocked`, exit 75; 0 turns it off. The idle and no-progress clocks stand \
+               still while the child waits on our output",
     }
     /// `--max-backoff`: the most an announced back-off storm holds the clocks.
     MAX_BACKOFF = {

@@ -466,8 +466,13 @@ impl Writer {
             match self.write_some(bytes) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
+                    let full = self.nowait && n < bytes.len().min(PIECE);
                     bytes = &bytes[n..];
                     wrote(n);
+                    if full && !bytes.is_empty() {
+                        // It took what fitted: there is no room until the reader reads.
+                        self.wait_for_room();
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait_for_room(),
