@@ -187,6 +187,15 @@ options! {
                whatever the command's own exit code (by default only a stream-json command \
                that exits 0 without one does)",
     }
+    /// `--no-command-lines`: record no command line of the process tree.
+    NO_COMMAND_LINES = {
+        name: "no_command_lines", flag: Some("no-command-lines"), value_name: None,
+        kind: Switch, default: Unset, read_by: REPORT,
+        help: "Record no command line of the child's process tree (kill receipts, the \
+               capture's samples, telemetry, stderr: each process's program name only) and \
+               only the program of the command in the summary. By default they are recorded \
+               with what looks like a secret redacted, at most 200 bytes each",
+    }
     /// `--emit-result`: the synthetic `result` on a kill (the drop-in always writes it).
     EMIT_RESULT = {
         name: "emit_result", flag: Some("emit-result"), value_name: None, kind: Switch,

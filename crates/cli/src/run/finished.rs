@@ -74,6 +74,8 @@ pub(crate) struct RunFacts {
     pub(super) kill_late: Option<Duration>,
     /// The kernel facilities the host refused (each a guarantee that did not hold).
     pub(super) unavailable: Vec<agent_sdk_watchdog::Facility>,
+    /// What the summary may say of the command line.
+    pub(super) command_lines: crate::tree_report::CommandLines,
 }
 
 impl Finished {
@@ -179,12 +181,14 @@ impl Finished {
     /// The summary of this run, with the process exit code `exit_code`.
     pub(super) fn summary(&self, exit_code: i32, recovery: Option<Value>) -> Value {
         Summary {
-            argv: self
-                .facts
-                .argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
+            argv: self.facts.command_lines.argv(
+                &self
+                    .facts
+                    .argv
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>(),
+            ),
             record: &self.record,
             stopped: self.stopped_by(),
             exit_code,

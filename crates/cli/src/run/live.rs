@@ -50,6 +50,8 @@ pub(super) struct Live<'h> {
     /// The run is ending (a kill, or the child's end, [`Live::on_phase`]): since when, and
     /// whether it is a stop.
     pub(super) ending: Option<(Instant, bool)>,
+    /// What the run's records may say of a command line.
+    pub(super) command_lines: crate::tree_report::CommandLines,
 }
 
 impl Live<'_> {
@@ -280,6 +282,12 @@ impl Live<'_> {
             // A sample of the process tree: the capture keeps it, for replay's rules.
             Output::Tree { at, sample } => {
                 let t = self.t_ms(at);
+                // The sampler redacted each command line; without command lines, the
+                // programs only.
+                let mut sample = sample;
+                if self.command_lines != crate::tree_report::CommandLines::Redacted {
+                    self.command_lines.sample(std::sync::Arc::make_mut(&mut sample));
+                }
                 if let Ok(v) = serde_json::to_value(&*sample) {
                     self.host.recorder.write(t, Record::Tree(v));
                 }
@@ -328,7 +336,9 @@ impl Live<'_> {
         self.host.status.is_live()
     }
 
-    pub(super) fn on_event(&mut self, now: Instant, ev: Event) {
+    pub(super) fn on_event(&mut self, now: Instant, mut ev: Event) {
+        // What a kill's evidence names is recorded as the run's records may say it.
+        self.command_lines.event(&mut ev);
         if self.host.telemetry.event(&ev, now, &self.handle) {
             return;
         }

@@ -67,6 +67,9 @@ pub fn main(args: RunArgs, mode: Mode) -> i32 {
             env: None,
             cwd: None,
             quiet_stdout: false,
+            command_lines: crate::tree_report::CommandLines::from_switch(
+                args.report.no_command_lines,
+            ),
         },
         Some(recovery),
     )

@@ -108,10 +108,13 @@ pub(crate) async fn supervise(
             // The policy's wall-clock anchor: a replay resets the same windows at the same
             // instants.
             wall_ms: Some(sup.started_wall_ms()),
-            argv: argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
+            // What looks like a secret redacted; the rest as it ran (replay reads the flags).
+            argv: watchdog_host::redact::args(
+                &argv
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>(),
+            ),
             env: crate::claude_code::recorded_env(cfg.env.as_deref()),
         },
     );
@@ -137,6 +140,7 @@ pub(crate) async fn supervise(
         kill_late: None,
         interrupted: false,
         ending: None,
+        command_lines: cfg.command_lines,
     };
     let mut phase = live.handle.phase();
     let dropped_before = live.host.stdout.dropped();
@@ -256,7 +260,8 @@ pub(crate) async fn supervise(
             (RunRecord::unobserved(), 0, Duration::ZERO)
         }
     };
-    let (record, leftovers_killed, blocked_on_output) = record;
+    let (mut record, leftovers_killed, blocked_on_output) = record;
+    cfg.command_lines.record(&mut record);
     let end = Instant::now();
     let exit = record.exit.unwrap_or_default();
     let t = live.t_ms(end);
@@ -298,6 +303,7 @@ pub(crate) async fn supervise(
         first_line: live.first_line.map(|t| t.saturating_duration_since(start)),
         kill_late: live.kill_late,
         unavailable,
+        command_lines: cfg.command_lines,
     };
     let finished = Finished::new(record, ours, facts, cfg);
     live.host
