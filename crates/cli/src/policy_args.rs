@@ -131,7 +131,8 @@ fn table_parser(o: &'static OptionSpec) -> Option<clap::builder::ValueParser> {
     use clap::builder::ValueParser;
     use watchdog_core::config::InvalidValue;
     fn rule<T: std::str::FromStr<Err = InvalidValue>>(text: &str) -> Result<T, Rejected> {
-        text.parse().map_err(|e: InvalidValue| Rejected::quoted(text, e))
+        text.parse()
+            .map_err(|e: InvalidValue| Rejected::quoted(text, e))
     }
     fn of<T: Clone + Send + Sync + 'static>(
         option: &'static OptionSpec,

@@ -103,8 +103,14 @@ fn assert_refused(out: &Output, o: &OptionSpec, who: &str, other: Option<&str>, 
         assert!(!line.contains(other), "{what}: names {other}: {line}");
     }
     let all = stderr(out);
-    assert!(!all.contains("tip:") && !all.contains("-- -1"), "{what}: {all}");
-    assert!(!all.contains("hunter2"), "{what}: the password shows: {all}");
+    assert!(
+        !all.contains("tip:") && !all.contains("-- -1"),
+        "{what}: {all}"
+    );
+    assert!(
+        !all.contains("hunter2"),
+        "{what}: the password shows: {all}"
+    );
 }
 
 #[test]
@@ -176,7 +182,13 @@ fn the_flag_wins_over_its_variable_and_is_the_one_named() {
         // A bad flag under a good variable: the flag is named.
         let args = [format!("--{flag}").into(), bad.clone()];
         let out = run_reader(Reader::Run, &args, &[(o.env, OsStr::new(good))], dir.path());
-        assert_refused(&out, o, &format!("'--{flag}"), Some(o.env), &format!("--{flag}"));
+        assert_refused(
+            &out,
+            o,
+            &format!("'--{flag}"),
+            Some(o.env),
+            &format!("--{flag}"),
+        );
     }
 }
 

@@ -109,7 +109,10 @@ fn a_reader_that_stops_for_good_is_bounded_by_output_blocked() {
     assert!(s["kill"]["output_blocked_ms"].as_u64() >= Some(2000), "{s}");
     assert!(s["output_dropped_bytes"].as_u64() > Some(0), "{s}");
     assert!(err.contains("killed endless.sh (output_blocked)"), "{err}");
-    assert!(err.contains("our stdout took no byte for 2s while"), "{err}");
+    assert!(
+        err.contains("our stdout took no byte for 2s while"),
+        "{err}"
+    );
 }
 
 #[test]

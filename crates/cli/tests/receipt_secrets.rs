@@ -179,7 +179,8 @@ fn no_secret_reaches_any_record_and_the_receipt_still_says_what_ran() {
     // The process the kill names: in the summary, on stderr and in the telemetry, redacted.
     let named = k["evidence"]["named"]["command"].as_str().unwrap();
     // (`python3` may be a shim that runs the interpreter by its path.)
-    let named_line = "python3 -c import time; time.sleep(1000) --token *** Authorization: Bearer ***";
+    let named_line =
+        "python3 -c import time; time.sleep(1000) --token *** Authorization: Bearer ***";
     assert!(named.contains(named_line), "{named}");
     assert!(stderr(&r.out).contains("--token ***"), "{}", stderr(&r.out));
     assert!(
@@ -198,7 +199,9 @@ fn no_secret_reaches_any_record_and_the_receipt_still_says_what_ran() {
     // redacted all the same.
     let (_, gh) = &secret_scripts()[0];
     let old = dir.path().join("old.jsonl");
-    let raw = r.capture.replace("GITHUB_TOKEN=***", &format!("GITHUB_TOKEN={}", gh[0]));
+    let raw = r
+        .capture
+        .replace("GITHUB_TOKEN=***", &format!("GITHUB_TOKEN={}", gh[0]));
     assert!(raw.contains(gh[0]), "the old capture carries the token");
     std::fs::write(&old, raw).unwrap();
     for flags in [&["--json"][..], &[]] {
@@ -212,9 +215,15 @@ fn no_secret_reaches_any_record_and_the_receipt_still_says_what_ran() {
         let shown = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
         assert!(shown.contains("no_progress"), "{shown}");
         if flags == ["--json"] {
-            assert!(shown.contains("gh pr create"), "the receipt is shown: {shown}");
+            assert!(
+                shown.contains("gh pr create"),
+                "the receipt is shown: {shown}"
+            );
         }
-        assert!(!shown.contains(gh[0]), "replay {flags:?} shows the token: {shown}");
+        assert!(
+            !shown.contains(gh[0]),
+            "replay {flags:?} shows the token: {shown}"
+        );
     }
 }
 

@@ -243,7 +243,10 @@ mod tests {
         // The run is being stopped: at most 2 s more, from now.
         w.tighten(t0 + s(1000), s(20));
         assert_eq!(w.bound(), Some(s(20)));
-        assert_eq!(drive(&mut w, t0, s(1000), s(1100), |_| false), Some(s(1020)));
+        assert_eq!(
+            drive(&mut w, t0, s(1000), s(1100), |_| false),
+            Some(s(1020))
+        );
         // A shorter bound in force stays; a byte taken restarts the count.
         let mut w = ReaderWait::new(Some(s(10)));
         w.tighten(t0, s(20));

@@ -132,10 +132,7 @@ fn a_stop_of_the_host_is_not_the_readers_fault() {
     // 1.9 s counted; stopped from 2 s to 7 s.
     assert!(matches!(w.look(t0 + sec(7.0), true, false), Look::Again(_)));
     assert!(w.blocked_for(t0 + sec(7.0)) < Some(sec(3.0)));
-    assert!(matches!(
-        w.look(t0 + sec(7.1), true, true),
-        Look::Again(_)
-    ));
+    assert!(matches!(w.look(t0 + sec(7.1), true, true), Look::Again(_)));
     assert_eq!(w.blocked_for(t0 + sec(7.1)), Some(Duration::ZERO));
 }
 

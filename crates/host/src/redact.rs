@@ -108,8 +108,7 @@ fn names_the_next(word: &str, value: &str) -> bool {
 fn user_password(value: &str) -> Option<usize> {
     let colon = value.find(':')?;
     let pw = &value[colon + 1..];
-    (!pw.is_empty() && !pw.bytes().all(|c| c.is_ascii_digit()) && pw != REDACTED)
-        .then_some(colon)
+    (!pw.is_empty() && !pw.bytes().all(|c| c.is_ascii_digit()) && pw != REDACTED).then_some(colon)
 }
 
 /// A reference to a variable (`$TOKEN`, `${TOKEN}`), not a value.
@@ -207,7 +206,10 @@ fn name_char(c: u8) -> bool {
 /// Where an unquoted value ends: at a space or what ends a shell word.
 fn value_end(c: u8, json: bool) -> bool {
     c.is_ascii_whitespace()
-        || matches!(c, b'"' | b'\'' | b';' | b'&' | b'|' | b')' | b'<' | b'>' | b'`')
+        || matches!(
+            c,
+            b'"' | b'\'' | b';' | b'&' | b'|' | b')' | b'<' | b'>' | b'`'
+        )
         || (json && matches!(c, b',' | b'}'))
 }
 
@@ -456,23 +458,91 @@ fn letter(c: u8) -> bool {
 
 /// Well-known key and token shapes (longest prefixes first where they overlap).
 const SHAPES: [Shape; 17] = [
-    Shape { prefix: "github_pat_", chars: word, min: 20 },
-    Shape { prefix: "ghp_", chars: alnum, min: 20 },
-    Shape { prefix: "gho_", chars: alnum, min: 20 },
-    Shape { prefix: "ghu_", chars: alnum, min: 20 },
-    Shape { prefix: "ghs_", chars: alnum, min: 20 },
-    Shape { prefix: "ghr_", chars: alnum, min: 20 },
-    Shape { prefix: "sk-ant-", chars: dashed, min: 10 },
-    Shape { prefix: "sk-", chars: dashed, min: 20 },
-    Shape { prefix: "sk_live_", chars: alnum, min: 16 },
-    Shape { prefix: "sk_test_", chars: alnum, min: 16 },
-    Shape { prefix: "rk_live_", chars: alnum, min: 16 },
-    Shape { prefix: "AKIA", chars: upper, min: 16 },
-    Shape { prefix: "ASIA", chars: upper, min: 16 },
-    Shape { prefix: "glpat-", chars: dashed, min: 20 },
-    Shape { prefix: "npm_", chars: alnum, min: 36 },
-    Shape { prefix: "hf_", chars: letter, min: 30 },
-    Shape { prefix: "AIza", chars: dashed, min: 35 },
+    Shape {
+        prefix: "github_pat_",
+        chars: word,
+        min: 20,
+    },
+    Shape {
+        prefix: "ghp_",
+        chars: alnum,
+        min: 20,
+    },
+    Shape {
+        prefix: "gho_",
+        chars: alnum,
+        min: 20,
+    },
+    Shape {
+        prefix: "ghu_",
+        chars: alnum,
+        min: 20,
+    },
+    Shape {
+        prefix: "ghs_",
+        chars: alnum,
+        min: 20,
+    },
+    Shape {
+        prefix: "ghr_",
+        chars: alnum,
+        min: 20,
+    },
+    Shape {
+        prefix: "sk-ant-",
+        chars: dashed,
+        min: 10,
+    },
+    Shape {
+        prefix: "sk-",
+        chars: dashed,
+        min: 20,
+    },
+    Shape {
+        prefix: "sk_live_",
+        chars: alnum,
+        min: 16,
+    },
+    Shape {
+        prefix: "sk_test_",
+        chars: alnum,
+        min: 16,
+    },
+    Shape {
+        prefix: "rk_live_",
+        chars: alnum,
+        min: 16,
+    },
+    Shape {
+        prefix: "AKIA",
+        chars: upper,
+        min: 16,
+    },
+    Shape {
+        prefix: "ASIA",
+        chars: upper,
+        min: 16,
+    },
+    Shape {
+        prefix: "glpat-",
+        chars: dashed,
+        min: 20,
+    },
+    Shape {
+        prefix: "npm_",
+        chars: alnum,
+        min: 36,
+    },
+    Shape {
+        prefix: "hf_",
+        chars: letter,
+        min: 30,
+    },
+    Shape {
+        prefix: "AIza",
+        chars: dashed,
+        min: 35,
+    },
 ];
 
 /// Keys and tokens of a well-known shape, Slack's (`xoxb-…`), JSON Web Tokens and Slack
@@ -487,7 +557,10 @@ fn shapes(s: &str) -> Option<String> {
             continue;
         }
         let run = |from: usize, ok: fn(u8) -> bool| {
-            b[from..].iter().position(|&c| !ok(c)).map_or(b.len(), |k| from + k)
+            b[from..]
+                .iter()
+                .position(|&c| !ok(c))
+                .map_or(b.len(), |k| from + k)
         };
         let rest = &s[i..];
         let mut found = None;

@@ -19,7 +19,10 @@ fn every_secret_of_the_corpus_is_redacted_inside_a_shell_string() {
             assert!(!whole.contains(s), "{s} in {whole}");
             // The recorded line is bounded; what it keeps holds no part of a secret's value.
             assert!(!line.contains(s), "{s} in {line}");
-            assert!(!line.contains(&s[..s.len().min(12)]), "{s} begins in {line}");
+            assert!(
+                !line.contains(&s[..s.len().min(12)]),
+                "{s} begins in {line}"
+            );
         }
         assert!(whole.contains(REDACTED), "{whole}");
         // Redacting again changes nothing.

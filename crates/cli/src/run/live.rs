@@ -286,7 +286,8 @@ impl Live<'_> {
                 // programs only.
                 let mut sample = sample;
                 if self.command_lines != crate::tree_report::CommandLines::Redacted {
-                    self.command_lines.sample(std::sync::Arc::make_mut(&mut sample));
+                    self.command_lines
+                        .sample(std::sync::Arc::make_mut(&mut sample));
                 }
                 if let Ok(v) = serde_json::to_value(&*sample) {
                     self.host.recorder.write(t, Record::Tree(v));

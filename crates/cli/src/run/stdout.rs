@@ -28,9 +28,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use watchdog_core::reader_wait::{Look, ReaderWait};
 #[cfg(doc)]
 use watchdog_core::reader_wait::LOOK_EVERY;
+use watchdog_core::reader_wait::{Look, ReaderWait};
 
 /// Buffered child stdout is handed to the writer at once past this size.
 const FLUSH_AT: usize = 256 * 1024;
@@ -383,8 +383,7 @@ enum Kind {
 
 fn kind_of_stdout() -> Kind {
     use rustix::fs::FileType;
-    match rustix::fs::fstat(rustix::stdio::stdout()).map(|st| FileType::from_raw_mode(st.st_mode))
-    {
+    match rustix::fs::fstat(rustix::stdio::stdout()).map(|st| FileType::from_raw_mode(st.st_mode)) {
         Ok(FileType::Fifo) => Kind::Pipe,
         Ok(FileType::Socket) => Kind::Socket,
         _ => Kind::Other,

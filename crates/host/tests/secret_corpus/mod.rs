@@ -8,15 +8,28 @@
 pub fn secret_scripts() -> Vec<(String, Vec<&'static str>)> {
     const GH: &str = concat!("gh", "p_", "R4nd0mT0k3nW1thTh1rtySixCh4r4ct3rsX");
     const GH_PAT: &str = concat!(
-        "github", "_pat_",
+        "github",
+        "_pat_",
         "11ABCDEFG0abcdefghij_klmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789ab"
     );
     const GHS: &str = concat!("gh", "s_", "16C7e42F292c6912E7710c838347Ae178B4a");
-    const ANT: &str = concat!("sk-", "ant-", "api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_AbCdEfGhIjKl");
-    const OPENAI: &str = concat!("sk-", "proj-", "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1HgFeDcBa0123456789abcdefT3BlbkFJ");
+    const ANT: &str = concat!(
+        "sk-",
+        "ant-",
+        "api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_AbCdEfGhIjKl"
+    );
+    const OPENAI: &str = concat!(
+        "sk-",
+        "proj-",
+        "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1HgFeDcBa0123456789abcdefT3BlbkFJ"
+    );
     const AKIA: &str = "AKIAIOSFODNN7EXAMPLE";
     const AWS_SECRET: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
-    const SLACK: &str = concat!("xo", "xb-", "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx");
+    const SLACK: &str = concat!(
+        "xo",
+        "xb-",
+        "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+    );
     const HOOK: &str = "T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX";
     const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
     const STRIPE: &str = concat!("sk_", "live_", "4eC39HqLyjWDarjtT1zdp7dc");
@@ -25,13 +38,22 @@ pub fn secret_scripts() -> Vec<(String, Vec<&'static str>)> {
     const HF: &str = concat!("h", "f_", "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh");
     const GOOGLE: &str = concat!("AI", "za", "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q");
     vec![
-        (format!("export GITHUB_TOKEN={GH} && gh pr create --fill"), vec![GH]),
-        (format!("GH_TOKEN='{GH_PAT}' gh repo clone org/repo"), vec![GH_PAT]),
+        (
+            format!("export GITHUB_TOKEN={GH} && gh pr create --fill"),
+            vec![GH],
+        ),
+        (
+            format!("GH_TOKEN='{GH_PAT}' gh repo clone org/repo"),
+            vec![GH_PAT],
+        ),
         (
             format!("git clone https://x-access-token:{GHS}@github.com/org/repo.git"),
             vec![GHS],
         ),
-        (format!("ANTHROPIC_API_KEY={ANT} claude -p 'say hi'"), vec![ANT]),
+        (
+            format!("ANTHROPIC_API_KEY={ANT} claude -p 'say hi'"),
+            vec![ANT],
+        ),
         (
             format!(
                 "curl -s https://api.openai.com/v1/models -H \"Authorization: Bearer {OPENAI}\""
@@ -69,10 +91,7 @@ pub fn secret_scripts() -> Vec<(String, Vec<&'static str>)> {
             "curl -u admin:adm1n-pass https://jenkins.example.com/api/json".into(),
             vec!["adm1n-pass"],
         ),
-        (
-            format!("SLACK_BOT_TOKEN={SLACK} node bot.js"),
-            vec![SLACK],
-        ),
+        (format!("SLACK_BOT_TOKEN={SLACK} node bot.js"), vec![SLACK]),
         (
             format!(
                 "curl -X POST -d '{{\"text\":\"done\"}}' https://hooks.slack.com/services/{HOOK}"
@@ -92,7 +111,10 @@ pub fn secret_scripts() -> Vec<(String, Vec<&'static str>)> {
             format!("npm config set //registry.npmjs.org/:_authToken {NPM}"),
             vec![NPM],
         ),
-        (format!("export HF_TOKEN={HF}; huggingface-cli whoami"), vec![HF]),
+        (
+            format!("export HF_TOKEN={HF}; huggingface-cli whoami"),
+            vec![HF],
+        ),
         (
             format!("python deploy.py --api-key={GOOGLE} --region us"),
             vec![GOOGLE],
@@ -162,4 +184,3 @@ pub fn ordinary_scripts() -> Vec<&'static str> {
         "sleep 1000",
     ]
 }
-
