@@ -117,16 +117,24 @@ fn is_reference(value: &str) -> bool {
     v.starts_with('$') && !v.starts_with("$(")
 }
 
-/// Whether `name` holds, in any case, a piece of every word [`secret_name`] looks for: most
-/// words of a command line do not, and are let go without splitting them.
+/// Whether `name` holds, in any case, a piece of every word [`secret_name`] looks for
+/// (`tok`, `sec`, `sig`, `pas`, `pwd`, `pat`, `cred`, `cook`, `auth`, `key`): most words of a
+/// command line do not, and are let go without splitting them. One pass, no allocation.
 fn may_be_secret(name: &str) -> bool {
-    const PIECES: [&[u8]; 10] = [
-        b"tok", b"sec", b"pas", b"pwd", b"cred", b"auth", b"cook", b"key", b"sig", b"pat",
-    ];
     let b = name.as_bytes();
-    PIECES
-        .iter()
-        .any(|p| b.windows(p.len()).any(|w| w.eq_ignore_ascii_case(p)))
+    let at = |i: usize, piece: &[u8]| {
+        b.get(i..i + piece.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(piece))
+    };
+    (0..b.len()).any(|i| match b[i].to_ascii_lowercase() {
+        b't' => at(i + 1, b"ok"),
+        b's' => at(i + 1, b"ec") || at(i + 1, b"ig"),
+        b'p' => at(i + 1, b"as") || at(i + 1, b"wd") || at(i + 1, b"at"),
+        b'c' => at(i + 1, b"red") || at(i + 1, b"ook"),
+        b'a' => at(i + 1, b"uth"),
+        b'k' => at(i + 1, b"ey"),
+        _ => false,
+    })
 }
 
 /// Whether `name` (a variable, a flag, a JSON key, a header) says its value is secret.
@@ -562,6 +570,11 @@ fn shapes(s: &str) -> Option<String> {
                 .position(|&c| !ok(c))
                 .map_or(b.len(), |k| from + k)
         };
+        // Every shape begins with one of these.
+        if !matches!(b[i], b'g' | b's' | b'r' | b'A' | b'x' | b'e' | b'h' | b'n') {
+            i += 1;
+            continue;
+        }
         let rest = &s[i..];
         let mut found = None;
         for shape in &SHAPES {

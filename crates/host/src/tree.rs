@@ -30,7 +30,19 @@ pub const MAX_COMMAND: usize = 200;
 /// assert!(command_line(&["x".repeat(500)]).ends_with('…'));
 /// ```
 pub fn command_line<A: AsRef<[u8]>>(argv: &[A]) -> String {
-    let shown: Vec<String> = argv
+    // Only the arguments up to the one that crosses the bound are read: the rest would be cut
+    // (what redaction hides may leave the line shorter than the bound: a loss of words, never
+    // of a secret, and no cost for a long command line's every argument).
+    let mut raw = 0;
+    let kept = argv
+        .iter()
+        .take_while(|a| {
+            let keep = raw <= MAX_COMMAND;
+            raw += a.as_ref().len() + 1;
+            keep
+        })
+        .count();
+    let shown: Vec<String> = argv[..kept]
         .iter()
         .map(|a| {
             String::from_utf8_lossy(a.as_ref())
