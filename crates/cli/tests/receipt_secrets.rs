@@ -263,3 +263,39 @@ fn with_no_command_lines_only_the_programs_are_recorded() {
         }
     }
 }
+
+#[test]
+fn the_drop_in_records_no_secret_either() {
+    // `claude-watchdog` under an SDK host: the same records, from the variables.
+    let dir = tempfile::tempdir().unwrap();
+    let child = claude(dir.path());
+    let summary = dir.path().join("summary.json");
+    let capture = dir.path().join("capture.jsonl");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_claude-watchdog"))
+        .env("AGENT_WATCHDOG_CLAUDE", &child)
+        .env("AGENT_WATCHDOG_NO_PROGRESS", "3500ms")
+        .env("AGENT_WATCHDOG_BUSY_CAP", "0")
+        .env("AGENT_WATCHDOG_SUMMARY", &summary)
+        .env("AGENT_WATCHDOG_RECORD", &capture)
+        .env_remove("AGENT_WATCHDOG_NO_COMMAND_LINES")
+        .args(["-p", "hi", "--api-key", "own-argument-secret-77"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    // A kill: the synthetic result, exit 1.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    let capture = std::fs::read_to_string(&capture).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(summary.contains("gh pr create"), "the receipt is there");
+    for secret in all_secrets() {
+        for (place, text) in [
+            ("summary", &summary),
+            ("capture", &capture),
+            ("stderr", &stderr(&out)),
+            ("the synthetic result", &stdout),
+        ] {
+            assert!(!text.contains(&secret), "{secret} in the drop-in's {place}");
+        }
+    }
+}
