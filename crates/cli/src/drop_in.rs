@@ -114,6 +114,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         env: None,
         cwd: None,
         quiet_stdout: false,
+        command_lines: crate::tree_report::CommandLines::from_switch(report.no_command_lines),
     });
     if let Some(g) = guardian {
         g.done();

@@ -14,7 +14,7 @@
 //! | 124 | killed by the watchdog: `idle`, `no_progress` or `linger` |
 //! | 125 | killed by the watchdog: `startup` (no stdout line at all) |
 //! | 137 | killed by the watchdog: `ceiling` |
-//! | 75 | killed by the watchdog: `output_blocked` (our stdout took nothing for `--output-blocked`), or after the command ended our stdout took nothing for that long and its last output was dropped |
+//! | 75 | killed by the watchdog: `output_blocked` (our stdout accepted no byte for `--output-blocked` while output waited for it), or after the command ended our stdout took no byte for that long and its last output was dropped |
 //! | 71 | killed by the watchdog: `memory` (the process tree's memory stayed above `--max-rss`) |
 //! | 141 | our stdout reader went away (EPIPE): the child was stopped; `replay` / `audit` end quietly |
 //! | 74 | our stdout could not be written (ENOSPC, EIO, …): the child was stopped |
@@ -39,7 +39,7 @@ pub const KILLED_STALLED: i32 = 124;
 pub const KILLED_STARTUP: i32 = 125;
 /// Killed at the total-age ceiling: `ceiling`.
 pub const KILLED_CEILING: i32 = 137;
-/// Killed because our stdout took nothing for the output-blocked bound: `output_blocked`
+/// Stopped because our stdout accepted no byte for the output-blocked bound: `output_blocked`
 /// (`EX_TEMPFAIL`: the reader, not the command, stopped).
 pub const KILLED_OUTPUT_BLOCKED: i32 = 75;
 /// Killed by the memory guard: `memory` (`EX_OSERR`: a system resource ran out).
@@ -101,8 +101,8 @@ pub enum StoppedBy<'a> {
         /// The reader went away (EPIPE) rather than another write error.
         closed: bool,
     },
-    /// After the child ended by itself, our stdout took nothing for the output-blocked bound:
-    /// the rest of its output was dropped.
+    /// Our stdout accepted no byte for the output-blocked bound while output waited for it:
+    /// we stopped the child (or, after it ended by itself, dropped the rest of its output).
     OutputBlocked,
     /// We forwarded the user's signal number `signo` (SIGHUP, SIGINT, SIGQUIT, SIGTERM) and
     /// the child ended after it.
@@ -277,8 +277,8 @@ Exit codes:
   124              killed: idle, no_progress or linger
   125              killed: startup (no stdout line at all)
   137              killed: ceiling (total age)
-  75               killed: output_blocked (our stdout took nothing for --output-blocked); or
-                   the command ended and our stdout took nothing for that long after it
+  75               killed: output_blocked (our stdout accepted no byte for --output-blocked
+                   while output waited); or the command ended and it took none for that long
   71               killed: memory (the process tree's memory stayed above --max-rss)
   141 / 74         our stdout reader went away (EPIPE) / stdout not writable (ENOSPC, EIO...):
                    the command was stopped

@@ -32,27 +32,162 @@ pub fn forget_empty_env_vars() {
     }
 }
 
-/// A parse error of options read from the environment, naming the variable the user set
-/// rather than the flag it stands for (the table's, [`options::by_flag`]):
-/// `AGENT_WATCHDOG_STRICT: invalid value 'maybe' for '--strict': value was not a boolean`.
+/// A parse error of options read from the environment (the drop-in's), as one line: the
+/// table's parsers name the variable the user set ([`from_table`]): `invalid value 'maybe' in
+/// AGENT_WATCHDOG_STRICT: must be a switch (…), got "maybe"`.
 pub fn env_error_text(e: &clap::Error) -> String {
-    use clap::error::{ContextKind, ContextValue};
     let rendered = e.render().to_string();
     let first = rendered.lines().next().unwrap_or("invalid environment");
     let first = first.strip_prefix("error: ").unwrap_or(first).trim();
-    let var = match e.get(ContextKind::InvalidArg) {
-        Some(ContextValue::String(arg)) => arg
-            .trim_start_matches('-')
-            .split_whitespace()
-            .next()
-            .and_then(options::by_flag)
-            .map(|o| o.env),
-        _ => None,
-    };
-    match var {
-        Some(var) => format!("{var}: {first}"),
-        None => format!("invalid {ENV_PREFIX}* environment: {first}"),
+    if first.contains(ENV_PREFIX) {
+        first.to_owned()
+    } else {
+        format!("invalid {ENV_PREFIX}* environment: {first}")
     }
+}
+
+/// A value an option's rule refused: the value as it may be shown, and why.
+struct Rejected {
+    /// The value, quoted (a ledger URL's without its password).
+    shown: String,
+    /// The rule's words (`must be a duration > 0, got 0s`).
+    why: String,
+}
+
+impl Rejected {
+    fn quoted(text: &str, why: impl ToString) -> Self {
+        Rejected {
+            shown: format!("'{text}'"),
+            why: why.to_string(),
+        }
+    }
+}
+
+/// The value parser of an option of the table ([`from_table`]): the field type's rule (the
+/// core's; the table's words for a switch; a ledger URL's own), with an error that names where
+/// the bad value came from, and the rule with its range: the variable when the environment set
+/// it (`invalid value '0s' in AGENT_WATCHDOG_IDLE: must be a duration > 0, got 0s`), the flag
+/// when the command line did (`invalid value '0s' for '--idle <DURATION>': …`).
+#[derive(Clone)]
+struct TableParser<T> {
+    option: &'static OptionSpec,
+    parse: fn(&str) -> Result<T, Rejected>,
+}
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for TableParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        self.parse_ref_(cmd, arg, value, clap::parser::ValueSource::CommandLine)
+    }
+
+    fn parse_ref_(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+        source: clap::parser::ValueSource,
+    ) -> Result<T, clap::Error> {
+        let o = self.option;
+        let parsed = match value.to_str() {
+            Some(text) => (self.parse)(text),
+            None => Err(Rejected {
+                shown: format!("{value:?}"),
+                why: "must be UTF-8 text".to_owned(),
+            }),
+        };
+        parsed.map_err(|r| {
+            let (place, who) = match (source, o.flag) {
+                (clap::parser::ValueSource::EnvVariable, _) | (_, None) => {
+                    (format!("in {}", o.env), o.env.to_owned())
+                }
+                (_, Some(flag)) => match o.value_name {
+                    Some(v) => (format!("for '--{flag} <{v}>'"), format!("--{flag}")),
+                    None => (format!("for '--{flag}'"), format!("--{flag}")),
+                },
+            };
+            // The range, when the rule's words did not say it (a value that is no duration).
+            let range = if r.why.contains(o.range()) {
+                String::new()
+            } else {
+                format!("; {who} takes {}", o.range())
+            };
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value {} {place}: {}{range}\n", r.shown, r.why),
+            )
+            .with_cmd(cmd)
+        })
+    }
+}
+
+/// The table's parser for option `o` (`None`: clap's own, for a path, which takes anything).
+fn table_parser(o: &'static OptionSpec) -> Option<clap::builder::ValueParser> {
+    use clap::builder::ValueParser;
+    use watchdog_core::config::InvalidValue;
+    fn rule<T: std::str::FromStr<Err = InvalidValue>>(text: &str) -> Result<T, Rejected> {
+        text.parse()
+            .map_err(|e: InvalidValue| Rejected::quoted(text, e))
+    }
+    fn of<T: Clone + Send + Sync + 'static>(
+        option: &'static OptionSpec,
+        parse: fn(&str) -> Result<T, Rejected>,
+    ) -> Option<ValueParser> {
+        Some(ValueParser::new(TableParser { option, parse }))
+    }
+    match o.kind {
+        ValueKind::PositiveDuration => of::<PositiveDuration>(o, rule),
+        ValueKind::Duration => of::<HumanDuration>(o, rule),
+        ValueKind::Factor => of::<Factor>(o, rule),
+        ValueKind::Fraction => of::<Fraction>(o, rule),
+        ValueKind::NonZeroFraction => of::<NonZeroFraction>(o, rule),
+        ValueKind::Size => of::<ByteSize>(o, rule),
+        ValueKind::Switch => of::<bool>(o, |text| {
+            options::parse_switch(text).ok_or_else(|| {
+                let e = ValueKind::Switch.check(text).err();
+                Rejected::quoted(text, e.map(|e| e.to_string()).unwrap_or_default())
+            })
+        }),
+        ValueKind::LedgerUrl => of::<LedgerUrl>(o, parse_ledger),
+        ValueKind::List => of::<String>(o, |text| Ok(text.to_owned())),
+        _ => None,
+    }
+}
+
+/// A ledger URL, shown without its password whichever way it came.
+fn parse_ledger(text: &str) -> Result<LedgerUrl, Rejected> {
+    LedgerUrl::parse(text).map_err(|e| Rejected {
+        shown: e.shown().to_owned(),
+        why: e.why().to_owned(),
+    })
+}
+
+/// The parser of a `--ledger` field (`value_parser = ledger_parser()`: a `LedgerUrl` has no
+/// `FromStr`): the table's ([`from_table`] sets the same one).
+pub(crate) fn ledger_parser() -> clap::builder::ValueParser {
+    clap::builder::ValueParser::new(TableParser {
+        option: &options::LEDGER,
+        parse: parse_ledger,
+    })
+}
+
+/// Whether a value of this kind can never start with `-` legitimately, so that `--max-rss -1`
+/// is read as the flag's (bad) value, refused with the flag's range, rather than as a flag.
+fn takes_hyphen_values(kind: ValueKind) -> bool {
+    matches!(
+        kind,
+        ValueKind::PositiveDuration
+            | ValueKind::Duration
+            | ValueKind::Factor
+            | ValueKind::Fraction
+            | ValueKind::NonZeroFraction
+            | ValueKind::Size
+    )
 }
 
 /// Give every argument that is an option of the table ([`options::OPTIONS`], by its
@@ -70,6 +205,12 @@ pub(crate) fn from_table(arg: clap::Arg) -> clap::Arg {
     let mut arg = arg.long(flag).env(o.env).help(table_help(o));
     if let Some(v) = o.value_name {
         arg = arg.value_name(v);
+    }
+    if let Some(parser) = table_parser(o) {
+        arg = arg.value_parser(parser);
+    }
+    if takes_hyphen_values(o.kind) {
+        arg = arg.allow_hyphen_values(true);
     }
     match (o.default_value(), o.kind) {
         // A list's default is shown in the help as it is written (comma-separated), not as
@@ -214,36 +355,9 @@ pub struct RecoveryArgs {
     /// [`options::STATE_DIR`].
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
-    /// [`options::LEDGER`].
-    #[arg(long, value_parser = LedgerUrlParser)]
+    /// [`options::LEDGER`] (its parser shows the URL without its password).
+    #[arg(long, value_parser = ledger_parser())]
     pub ledger: Option<LedgerUrl>,
-}
-
-/// The parser of `--ledger`: clap's own error would quote the value, password included; this
-/// one quotes it without ([`LedgerUrl`]'s error).
-#[derive(Debug, Clone, Copy)]
-pub struct LedgerUrlParser;
-
-impl clap::builder::TypedValueParser for LedgerUrlParser {
-    type Value = LedgerUrl;
-
-    fn parse_ref(
-        &self,
-        _cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<LedgerUrl, clap::Error> {
-        let text = value.to_string_lossy();
-        LedgerUrl::parse(&text).map_err(|e| {
-            let flag = arg
-                .and_then(clap::Arg::get_long)
-                .map_or_else(String::new, |l| format!(" for '--{l}'"));
-            clap::Error::raw(
-                clap::error::ErrorKind::ValueValidation,
-                format!("{}{flag}: {}\n", e.shown(), e.why()),
-            )
-        })
-    }
 }
 
 #[cfg(test)]

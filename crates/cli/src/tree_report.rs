@@ -3,15 +3,105 @@
 //! `leftovers_tree`), what the run's samples said (`tree`: the peak memory), and the clause a
 //! kill's stderr line adds, naming the process that tells most (`Bash tool: \`git push\` (pid
 //! 4121) asleep 29m, 0 CPU`).
+//!
+//! What a record may say of a command line is decided here too ([`CommandLines`]): every
+//! command line shown goes through the one redaction rule ([`watchdog_host::redact`]; a
+//! capture written before it is redacted when shown), and with `--no-command-lines` the run's
+//! records keep each process's program name only.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use watchdog_core::config::{format_bytes, HumanDuration};
-use watchdog_core::evidence::{ProcFacts, Receipt, TreeEvidence, TreeFacts};
-use watchdog_core::{Kill, KillKind};
+use watchdog_core::evidence::{ProcFacts, Receipt, TreeEvidence, TreeFacts, TreeSample};
+use watchdog_core::{Event, Kill, KillKind, RunRecord};
+use watchdog_host::redact;
 
 use crate::millis::ms;
+
+/// What a run's records (summary, capture, telemetry, stderr) may say of a command line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CommandLines {
+    /// The command line, with what looks like a secret redacted and at most 200 bytes (the
+    /// default).
+    #[default]
+    Redacted,
+    /// The program's name only (`--no-command-lines`).
+    ProgramOnly,
+}
+
+impl CommandLines {
+    /// `ProgramOnly` when `--no-command-lines` is on.
+    pub fn from_switch(no_command_lines: bool) -> Self {
+        if no_command_lines {
+            CommandLines::ProgramOnly
+        } else {
+            CommandLines::Redacted
+        }
+    }
+
+    /// A process's command line as a record keeps it: redacted, or its program's name
+    /// (`bash`, not `/usr/bin/bash -c …`; a `[comm]` stays).
+    pub fn show(self, cmd: &str) -> Cow<'_, str> {
+        match self {
+            CommandLines::Redacted => redact::text(cmd),
+            CommandLines::ProgramOnly if cmd.starts_with('[') => Cow::Borrowed(cmd),
+            CommandLines::ProgramOnly => {
+                let program = cmd.split(' ').next().unwrap_or_default();
+                Cow::Borrowed(program.rsplit('/').next().unwrap_or(program))
+            }
+        }
+    }
+
+    /// The command a run ran, as its summary keeps it (`command`).
+    pub fn argv(self, argv: &[String]) -> Vec<String> {
+        match self {
+            CommandLines::Redacted => redact::args(argv),
+            CommandLines::ProgramOnly => argv
+                .first()
+                .map(|p| vec![p.rsplit('/').next().unwrap_or(p).to_owned()])
+                .unwrap_or_default(),
+        }
+    }
+
+    fn proc(self, p: &mut ProcFacts) {
+        let shown = self.show(&p.cmd);
+        if shown != p.cmd.as_str() {
+            let shown = shown.into_owned();
+            p.cmd = shown;
+        }
+    }
+
+    /// A sample of the tree as a record keeps it.
+    pub fn sample(self, s: &mut TreeSample) {
+        s.procs.iter_mut().for_each(|p| self.proc(p));
+    }
+
+    /// A kill as a record keeps it (the process its evidence names).
+    pub fn kill(self, k: &mut Kill) {
+        if let Some(p) = k.tree.as_mut().and_then(|e| e.named.as_mut()) {
+            self.proc(p);
+        }
+    }
+
+    /// An event as a record keeps it (a kill's evidence).
+    pub fn event(self, ev: &mut Event) {
+        if let Event::Killed(k) = ev {
+            self.kill(k);
+        }
+    }
+
+    /// A run's record as a record keeps it: its kill and its receipt.
+    pub fn record(self, r: &mut RunRecord) {
+        if let Some(k) = r.kill.as_mut() {
+            self.kill(k);
+        }
+        if let Some(receipt) = r.receipt.as_mut() {
+            self.sample(&mut receipt.tree);
+        }
+    }
+}
 
 /// One process as JSON: `pid`, `ppid`, `pgid`, `command`, `state`, `cpu_ms`, `rss_bytes`,
 /// `age_ms`, `tcp`, `net_bytes`.
@@ -20,7 +110,7 @@ pub fn proc_json(p: &ProcFacts) -> Value {
         "pid": p.pid,
         "ppid": p.ppid,
         "pgid": p.pgid,
-        "command": p.cmd,
+        "command": redact::text(&p.cmd),
         "state": p.state.as_str(),
         "cpu_ms": p.cpu_ms,
         "rss_bytes": p.rss,
@@ -134,7 +224,7 @@ fn coarse(ms: u64) -> String {
 fn proc_clause(p: &ProcFacts) -> String {
     format!(
         "`{}` (pid {}) {} {}, {} CPU",
-        p.cmd,
+        redact::text(&p.cmd),
         p.pid,
         p.state.as_str(),
         coarse(p.age_ms),
@@ -159,7 +249,7 @@ pub fn kill_clause(kill: &Kill) -> String {
         KillKind::Memory => e.named.as_ref().map_or(String::new(), |p| {
             format!(
                 "; largest: `{}` (pid {}) {}",
-                p.cmd,
+                redact::text(&p.cmd),
                 p.pid,
                 format_bytes(p.rss)
             )

@@ -186,7 +186,7 @@ pub fn kill_detail(kill: &Kill) -> String {
         KillKind::Ceiling => format!("it reached the ceiling of {}", HumanDuration(kill.elapsed)),
         KillKind::Memory => crate::tree_report::memory_detail(kill),
         KillKind::OutputBlocked => format!(
-            "our stdout took nothing for {} (the reader stopped reading)",
+            "our stdout took no byte for {} while output waited (the reader stopped reading)",
             HumanDuration(kill.output_blocked.unwrap_or_default())
         ),
         other => format!("{other} after {}", HumanDuration(kill.elapsed)),

@@ -188,7 +188,10 @@ fn a_missing_claude_or_a_bad_policy_is_a_clear_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--idle") && err.contains("0s"), "{err}");
+    assert!(
+        err.contains("AGENT_WATCHDOG_IDLE") && err.contains("0s"),
+        "{err}"
+    );
 }
 
 /// One parser for every variable: `run` and the drop-in read each `AGENT_WATCHDOG_*` value the

@@ -436,5 +436,10 @@ fn recovery_is_configured_from_the_environment_too() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--max-wait"), "{}", stderr(&out));
+    // The variable the user set is named, not the flag it stands for.
+    assert!(
+        stderr(&out).contains("AGENT_WATCHDOG_MAX_WAIT"),
+        "{}",
+        stderr(&out)
+    );
 }

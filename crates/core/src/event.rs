@@ -45,8 +45,9 @@ pub enum KillKind {
     Idle,
     /// Keep-alives kept coming but no progress for the no-progress cap.
     NoProgress,
-    /// The host could not hand the session's output on for the output-blocked bound: its
-    /// reader stopped reading ([`Registry::output_blocked`](crate::Registry::output_blocked)).
+    /// The host's reader took no byte for the output-blocked bound while output waited for
+    /// it ([`reader_wait`](crate::reader_wait)): a stop the host decides where it writes,
+    /// never one of the registry's deadlines.
     OutputBlocked,
     /// The process tree's resident memory stayed above the memory guard
     /// ([`Limits::max_rss`](crate::Limits::max_rss)).

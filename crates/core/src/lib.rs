@@ -29,6 +29,8 @@
 //!   ([`format_iso_ms`], [`parse_iso_ms`]).
 //! - [`rate_limit`]: one usable reading from many `rate_limit_event` frames, per window (the
 //!   registry keeps one, fed by its sessions' lines; a window's reset is one of its deadlines).
+//! - [`reader_wait`]: the output-blocked bound as one rule: how long a host's reader took no
+//!   byte while output waited for it, leaving out time the host itself did not run.
 //! - [`recovery`]: the continue-at-most-once decision, and the ledger that makes it durable
 //!   ([`recovery::SubagentDecision`]: the same for Claude Code subagents, keyed by session + agent id).
 //!
@@ -78,7 +80,7 @@
 //! | `no_progress` | 30m | no progress for this long, keep-alives or not; while an MCP tool call is outstanding, never before the call's start + where Claude Code gives up on it (1,800 s by default) + 30 s ([`McpLimits`]) |
 //! | `linger` | 11m | a `result` came, then no progress, and the stream has not ended; not while the session waits for its host (a stream-json reader whose host input is open, [`SessionConfig::with_host_input`]: from the end of that input) |
 //! | `ceiling` | none | total age (checked first; wins over everything) |
-//! | `output_blocked` | 30m | the host could not hand the output on for this long without a break ([`Registry::output_blocked`]); `None`: never |
+//! | `output_blocked` | 30m | not a deadline of the registry: the host's reader took no byte for this long while output waited for it ([`reader_wait`], the one rule a host applies where it writes: it then stops the child); `None`: never. While the host cannot hand the output on ([`Registry::output_blocked`]), the idle and no-progress clocks stand still |
 //! | `busy_cap` | 2h | not a kill of its own: while a tool call is outstanding and its processes are busy (the host's samples of the tree, [`evidence`]), the `no_progress` kill waits, at most this long after the last progress |
 //! | `max_rss` | none | the process tree's resident memory above this for 5 s (kill `memory`) |
 //! | `warn_at` | 0.8 | not a kill: one [`Event::Stalling`] per quiet spell when the idle or no-progress clock passes this fraction of its limit |
@@ -92,7 +94,7 @@
 //! `pre_write`); when the extension is withdrawn (the first write lands, or
 //! [`Registry::set_utilization`] drops below the threshold) a session already past its base idle
 //! is killed at that instant. Ties on one instant go to the first of ceiling, startup, linger,
-//! idle, no_progress, output_blocked. Every option can be set per registry and overridden per session
+//! idle, no_progress. Every option can be set per registry and overridden per session
 //! ([`SessionConfig`]).
 //!
 //! **The MCP floor.** Claude Code aborts an MCP tool call that sent no response or progress
@@ -218,5 +220,7 @@ pub use wall::{format_iso_ms, parse_iso_ms, WallMs};
 pub use time::Instant;
 
 pub mod rate_limit;
+
+pub mod reader_wait;
 
 pub mod recovery;

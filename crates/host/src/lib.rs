@@ -14,6 +14,8 @@
 //! - [`claude_code`]: how Claude Code was started ([`claude_code::Invocation`]: `{argv, env,
 //!   cwd}`), which session it runs, the hook timeout. The MCP rule it implies is the policy's
 //!   ([`watchdog_core::mcp`]).
+//! - [`redact`]: what looks like a secret in a command line, redacted, inside a `bash -c`
+//!   string too: the one rule for everything recorded of a command.
 //! - [`tree`]: what a host reads of the child's process tree for the core's evidence: a
 //!   process's command line, bounded and redacted ([`tree::command_line`]).
 //! - [`warning_filter`]: show a known repeated warning once, count the rest (the SDK's warnings
@@ -24,6 +26,7 @@
 pub mod capture;
 pub mod claude_code;
 pub mod metrics;
+pub mod redact;
 pub mod replay;
 pub mod tree;
 pub mod warning_filter;

@@ -4,108 +4,65 @@
 //! samples, captures, summaries, telemetry and stderr, so what it keeps is chosen for a reader,
 //! not for a re-run.
 
+use crate::redact;
+
 /// The longest command line kept, in bytes (longer ones end with `…`).
 pub const MAX_COMMAND: usize = 200;
 
-/// What stands for a redacted value.
-const REDACTED: &str = "***";
-
-/// Words in a flag or variable name that say its value is a secret.
-const SECRET_WORDS: [&str; 9] = [
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "pass",
-    "apikey",
-    "api_key",
-    "api-key",
-    "credential",
-];
-
-/// Prefixes of well-known secret values (API keys, access tokens).
-const SECRET_PREFIXES: [&str; 8] = [
-    "sk-",
-    "ghp_",
-    "gho_",
-    "ghs_",
-    "github_pat_",
-    "xoxb-",
-    "xoxp-",
-    "AKIA",
-];
-
-fn secret_name(name: &str) -> bool {
-    let n = name.trim_start_matches('-').to_ascii_lowercase();
-    n == "auth" || SECRET_WORDS.iter().any(|w| n.contains(w))
-}
-
-/// One argument, redacted: a known secret value, the userinfo of a URL, the value of a
-/// `--flag=value` or `NAME=value` whose name says secret, or an `Authorization` header.
-fn redact_arg(arg: &str) -> String {
-    if SECRET_PREFIXES.iter().any(|p| arg.starts_with(p)) && arg.len() >= 12 {
-        return REDACTED.into();
-    }
-    let lower = arg.to_ascii_lowercase();
-    if let Some(i) = lower.find("authorization:") {
-        return format!("{} {REDACTED}", &arg[..i + "authorization:".len()]);
-    }
-    if let Some(scheme) = arg.find("://") {
-        let rest = &arg[scheme + 3..];
-        let host_end = rest.find('/').unwrap_or(rest.len());
-        if let Some(at) = rest[..host_end].rfind('@') {
-            return format!("{}{REDACTED}@{}", &arg[..scheme + 3], &rest[at + 1..]);
-        }
-    }
-    if let Some((name, _)) = arg.split_once('=') {
-        if !name.is_empty() && !name.contains(' ') && secret_name(name) {
-            return format!("{name}={REDACTED}");
-        }
-    }
-    arg.to_owned()
-}
-
-/// `argv` as one line for a reader: `argv[0]`, then the rest separated by spaces, each
-/// argument redacted where it looks like a secret (the value after a flag named like one,
-/// `--token=…`, `NAME_TOKEN=…`, a URL's `user:password@`, an `Authorization:` header, keys
-/// with a well-known prefix such as `sk-…`), control characters shown as `?`, at most
-/// [`MAX_COMMAND`] bytes (then `…`). Bytes that are not UTF-8 are replaced.
+/// `argv` as one line for a reader: `argv[0]`, then the rest separated by spaces, what looks
+/// like a secret redacted inside every argument ([`redact::args`]: a `bash -c` script's
+/// `export TOKEN=…` as much as `--token …`), control characters shown as `?`, at most
+/// [`MAX_COMMAND`] bytes (then `…`), cut after redaction so no secret is cut in two. Bytes
+/// that are not UTF-8 are replaced.
 ///
 /// ```
 /// use watchdog_host::tree::command_line;
 /// assert_eq!(command_line(&["git", "push"]), "git push");
 /// assert_eq!(
 ///     command_line(&["curl", "-H", "Authorization: Bearer abc", "https://u:pw@example.com/x"]),
-///     "curl -H Authorization: *** https://***@example.com/x"
+///     "curl -H Authorization: Bearer *** https://***@example.com/x"
 /// );
 /// assert_eq!(command_line(&["tool", "--token", "abc", "--api-key=xyz"]), "tool --token *** --api-key=***");
+/// assert_eq!(
+///     command_line(&["bash", "-c", "export GITHUB_TOKEN=ghp_x && gh pr list"]),
+///     "bash -c export GITHUB_TOKEN=*** && gh pr list"
+/// );
 /// assert!(command_line(&["x".repeat(500)]).ends_with('…'));
 /// ```
 pub fn command_line<A: AsRef<[u8]>>(argv: &[A]) -> String {
-    let mut out = String::new();
-    let mut hide_next = false;
-    for (i, arg) in argv.iter().enumerate() {
-        let arg = String::from_utf8_lossy(arg.as_ref());
-        let arg: String = arg
-            .chars()
-            .map(|c| if c.is_control() { '?' } else { c })
-            .collect();
-        let shown = if hide_next {
-            REDACTED.to_owned()
-        } else if i == 0 {
-            arg.clone()
-        } else {
-            redact_arg(&arg)
-        };
-        hide_next = i > 0 && arg.starts_with('-') && !arg.contains('=') && secret_name(&arg);
-        if i > 0 {
-            out.push(' ');
+    // Only the arguments up to the one that crosses the bound are read: the rest would be cut
+    // (what redaction hides may leave the line shorter than the bound: a loss of words, never
+    // of a secret, and no cost for a long command line's every argument).
+    let mut raw = 0;
+    let kept = argv
+        .iter()
+        .take_while(|a| {
+            let keep = raw <= MAX_COMMAND;
+            raw += a.as_ref().len() + 1;
+            keep
+        })
+        .count();
+    let shown: Vec<String> = argv[..kept]
+        .iter()
+        .map(|a| {
+            String::from_utf8_lossy(a.as_ref())
+                .chars()
+                .map(|c| if c.is_control() { '?' } else { c })
+                .collect()
+        })
+        .collect();
+    let mut out = match shown.split_first() {
+        // `argv[0]` is the program, shown as it is.
+        Some((program, rest)) => {
+            let mut line = program.clone();
+            for arg in redact::args(rest) {
+                line.push(' ');
+                line.push_str(&arg);
+            }
+            line
         }
-        out.push_str(&shown);
-        if out.len() > MAX_COMMAND {
-            break;
-        }
-    }
+        None => String::new(),
+    };
     if out.len() > MAX_COMMAND {
         let mut end = MAX_COMMAND;
         while !out.is_char_boundary(end) {
@@ -151,12 +108,19 @@ mod tests {
     }
 
     #[test]
-    fn long_lines_are_bounded_on_a_char_boundary() {
+    fn long_lines_are_bounded_on_a_char_boundary_after_redaction() {
         let long = "é".repeat(300);
         let c = command_line(&[long.as_str()]);
         assert!(c.len() <= MAX_COMMAND + '…'.len_utf8());
         assert!(c.ends_with('…'));
         assert_eq!(command_line::<&[u8]>(&[b"\xff\xfe"]), "\u{fffd}\u{fffd}");
         assert_eq!(command_line::<&str>(&[]), "");
+        // A token across the bound is redacted whole, not cut in two.
+        let script = format!(
+            "{} export T=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "x".repeat(180)
+        );
+        let c = command_line(&["bash", "-c", &script]);
+        assert!(!c.contains("ghp_"), "{c}");
     }
 }

@@ -6,7 +6,7 @@ use agent_sdk_watchdog::LedgerUrl;
 use clap::Args;
 use watchdog_core::recovery::{Recovery, Trigger};
 
-use crate::policy_args::{from_table, LedgerUrlParser};
+use crate::policy_args::{from_table, ledger_parser};
 
 /// Flags of `claim`.
 #[derive(Debug, Clone, Args)]
@@ -29,6 +29,6 @@ pub struct ClaimArgs {
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
     /// [`options::LEDGER`](crate::options::LEDGER).
-    #[arg(long, value_parser = LedgerUrlParser)]
+    #[arg(long, value_parser = ledger_parser())]
     pub ledger: Option<LedgerUrl>,
 }

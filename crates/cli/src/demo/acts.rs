@@ -183,6 +183,7 @@ fn run_act(
         env: Some(cmd.env.clone()),
         cwd: Some(cmd.cwd.clone()),
         quiet_stdout: true,
+        command_lines: Default::default(),
     });
     let took = started.elapsed();
     server.shutdown();

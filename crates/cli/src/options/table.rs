@@ -132,9 +132,10 @@ options! {
         // No bound is off, which the parser reads as 0.
         default: Value(|| dur(limits().output_blocked().unwrap_or_default())),
         read_by: POLICY,
-        help: "Our stdout took nothing for this long without a break (the reader stopped \
-               reading) → kill `output_blocked`; 0 turns it off. The idle and no-progress \
-               clocks stand still while our output waits",
+        help: "Our stdout accepted no byte for this long while output waited for it (any byte \
+               restarts it; time the watchdog itself was stopped does not count) → stop \
+               `output_blocked`, exit 75; 0 turns it off. The idle and no-progress clocks stand \
+               still while the child waits on our output",
     }
     /// `--max-backoff`: the most an announced back-off storm holds the clocks.
     MAX_BACKOFF = {
@@ -185,6 +186,15 @@ options! {
         help: "Exit 3 for every ending without a usable `result` (no_result, incomplete), \
                whatever the command's own exit code (by default only a stream-json command \
                that exits 0 without one does)",
+    }
+    /// `--no-command-lines`: record no command line of the process tree.
+    NO_COMMAND_LINES = {
+        name: "no_command_lines", flag: Some("no-command-lines"), value_name: None,
+        kind: Switch, default: Unset, read_by: REPORT,
+        help: "Record no command line of the child's process tree (kill receipts, the \
+               capture's samples, telemetry, stderr: each process's program name only) and \
+               only the program of the command in the summary. By default they are recorded \
+               with what looks like a secret redacted, at most 200 bytes each",
     }
     /// `--emit-result`: the synthetic `result` on a kill (the drop-in always writes it).
     EMIT_RESULT = {

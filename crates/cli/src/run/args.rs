@@ -49,4 +49,7 @@ pub struct ReportArgs {
     /// [`options::STRICT`](crate::options::STRICT).
     #[arg(long, value_parser = BoolishValueParser::new())]
     pub strict: bool,
+    /// [`options::NO_COMMAND_LINES`](crate::options::NO_COMMAND_LINES).
+    #[arg(long, value_parser = BoolishValueParser::new())]
+    pub no_command_lines: bool,
 }

@@ -43,6 +43,8 @@ pub struct RunConfig {
     pub cwd: Option<PathBuf>,
     /// Discard the child's stdout instead of passing it through (for `demo`).
     pub quiet_stdout: bool,
+    /// What the run's records may say of a command line.
+    pub command_lines: crate::tree_report::CommandLines,
 }
 
 /// Whether the run writes the synthetic `result` on a kill.

@@ -74,6 +74,8 @@ pub(crate) struct RunFacts {
     pub(super) kill_late: Option<Duration>,
     /// The kernel facilities the host refused (each a guarantee that did not hold).
     pub(super) unavailable: Vec<agent_sdk_watchdog::Facility>,
+    /// What the summary may say of the command line.
+    pub(super) command_lines: crate::tree_report::CommandLines,
 }
 
 impl Finished {
@@ -179,12 +181,14 @@ impl Finished {
     /// The summary of this run, with the process exit code `exit_code`.
     pub(super) fn summary(&self, exit_code: i32, recovery: Option<Value>) -> Value {
         Summary {
-            argv: self
-                .facts
-                .argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
+            argv: self.facts.command_lines.argv(
+                &self
+                    .facts
+                    .argv
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>(),
+            ),
             record: &self.record,
             stopped: self.stopped_by(),
             exit_code,
@@ -200,7 +204,7 @@ impl Finished {
                     stdout::Failure::Blocked => "output_blocked",
                     _ => "output",
                 };
-                (e.error.to_string(), e.closed(), kind)
+                (e.error.to_string(), e.closed(), kind, e.blocked_for.map(ms))
             }),
             output_dropped_bytes: self.facts.output_dropped,
             leftovers_killed: self.facts.leftovers_killed,
@@ -252,6 +256,7 @@ mod tests {
         Some(stdout::WriteError {
             failure,
             error: std::io::Error::other("x"),
+            blocked_for: None,
         })
     }
 

@@ -29,21 +29,18 @@ pub(crate) enum Drained {
     Done,
     /// Writing failed: nothing more is written.
     Failed(stdout::WriteError),
-    /// The reader took nothing for the bound (or the user signalled us meanwhile): what was
-    /// left is dropped.
-    Abandoned,
+    /// The reader took no byte for the output-blocked bound in force, for this long
+    /// (counted): what waits is still there, for the caller to drop and say.
+    Blocked(Duration),
+    /// The user signalled us meanwhile: what waited (this many bytes) was dropped.
+    Interrupted(u64),
 }
 
 impl Host {
     /// Wait until everything handed to our stdout is delivered, as long as the reader takes
-    /// bytes: once it has taken nothing for `bound` (counted from `since` at the earliest;
-    /// `None`: no bound), or the user signals us, what is left is dropped. A reader that does
-    /// read gets every byte.
-    pub(crate) async fn drain_stdout(
-        &mut self,
-        bound: Option<Duration>,
-        since: Instant,
-    ) -> Drained {
+    /// bytes: the output-blocked bound in force ([`stdout::StdoutSink::look`]) or a signal of
+    /// the user's ends the wait. A reader that does read gets every byte.
+    pub(crate) async fn drain_stdout(&mut self) -> Drained {
         loop {
             self.stdout.flush();
             if let Some(e) = self.stdout.take_error() {
@@ -52,29 +49,30 @@ impl Host {
             if self.stdout.in_flight() == 0 {
                 return Drained::Done;
             }
-            let give_up = match (bound, self.stdout.stalled_since()) {
-                (Some(b), Some(stalled)) => stalled.max(since).checked_add(b),
-                _ => None,
-            };
-            let sleep = async {
-                match give_up {
-                    Some(at) => tokio::time::sleep_until(at.into()).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let look_at = self.stdout.look_at();
             tokio::select! {
                 biased;
                 () = self.stdout.progressed() => {}
                 _ = self.signals.recv() => {
+                    let waiting = self.stdout.waiting();
                     self.stdout.abandon();
-                    return Drained::Abandoned;
+                    return Drained::Interrupted(waiting);
                 }
-                () = sleep => {
-                    self.stdout.abandon();
-                    return Drained::Abandoned;
+                () = sleep_until_opt(look_at) => {
+                    if let Some(d) = self.stdout.look(Instant::now()) {
+                        return Drained::Blocked(d);
+                    }
                 }
             }
         }
+    }
+}
+
+/// Sleep until `at`, or for ever (`None`).
+pub(crate) async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -47,9 +47,11 @@ pub(super) struct Live<'h> {
     pub(super) kill_late: Option<Duration>,
     /// We forwarded a signal of the user's: the run is being stopped.
     pub(super) interrupted: bool,
-    /// The run is ending (a kill, or the child's end, [`Live::on_phase`]): since when, how
-    /// long our stdout may then take nothing, and whether it is a stop.
-    pub(super) ending: Option<(Instant, Option<Duration>, bool)>,
+    /// The run is ending (a kill, or the child's end, [`Live::on_phase`]): since when, and
+    /// whether it is a stop.
+    pub(super) ending: Option<(Instant, bool)>,
+    /// What the run's records may say of a command line.
+    pub(super) command_lines: crate::tree_report::CommandLines,
 }
 
 impl Live<'_> {
@@ -71,10 +73,15 @@ impl Live<'_> {
         if self.output_error.is_some() {
             return;
         }
-        self.host.status.say(&format!(
-            "{e}; stopping {} and its whole process tree",
-            self.what
-        ));
+        if e.failure == Failure::Blocked {
+            // It says the stop itself (`killed … (output_blocked) …`).
+            self.host.status.say(&e.to_string());
+        } else {
+            self.host.status.say(&format!(
+                "{e}; stopping {} and its whole process tree",
+                self.what
+            ));
+        }
         if self.kill.is_none() {
             self.handle.kill_now();
         }
@@ -91,67 +98,101 @@ impl Live<'_> {
         self.on_write_error(WriteError {
             failure: Failure::Closed,
             error: gone.error(),
+            blocked_for: None,
         });
     }
 
     /// The run reached `phase` (a kill under way, or the child's own exit), learnt even while
     /// our reader takes nothing (then none of the child's output, the kill event included,
-    /// reaches this loop): from now on our stdout may take nothing for at most `bound`
-    /// before what waits for it is dropped (`None`: no bound).
-    pub(super) fn on_phase(&mut self, phase: RunPhase, output_blocked: Option<Duration>) {
-        if self.ending.is_some() {
+    /// reaches this loop). After the child's own end the output-blocked bound still holds; once
+    /// the run is being stopped, our stdout may take nothing for at most [`OUTPUT_DRAIN`] more
+    /// before what waits for it is dropped.
+    pub(super) fn on_phase(&mut self, phase: RunPhase) {
+        if self.ending.is_some() || phase == RunPhase::Running {
             return;
         }
+        let now = Instant::now();
         let stopped = phase == RunPhase::Stopping
             || self.interrupted
             || self.output_error.is_some()
             || self.session_mismatch.is_some();
-        let bound = match phase {
-            RunPhase::Running => return,
-            _ if stopped => Some(OUTPUT_DRAIN),
-            _ => output_blocked,
-        };
-        self.ending = Some((Instant::now(), bound, stopped));
-    }
-
-    /// When what waits for our stdout is dropped, if the run is ending and the reader takes
-    /// nothing.
-    pub(super) fn abandon_at(&self) -> Option<Instant> {
-        let (since, bound, _) = self.ending?;
-        let stalled = self.host.stdout.stalled_since()?;
-        stalled.max(since).checked_add(bound?)
-    }
-
-    /// The reader took nothing for the bound while the run ends: stop forwarding (the rest of
-    /// the child's output is still read and recorded) and say what was dropped. After the
-    /// child's own end this is our output failing (exit 75); after a kill or a stop, the
-    /// stop's own code stands.
-    pub(super) fn abandon_stdout(&mut self) {
-        let Some((_, bound, stopped)) = self.ending else {
-            return;
-        };
-        self.host.stdout.abandon();
-        let bound = HumanDuration(bound.unwrap_or_default()).to_string();
-        let dropped = self.host.stdout.dropped();
         if stopped {
-            self.host.status.say(&format!(
-                "our stdout took nothing for {bound} while {} was being stopped: {dropped} \
-                 bytes of its output were not delivered",
+            self.host.stdout.tighten(now, OUTPUT_DRAIN);
+        }
+        self.ending = Some((now, stopped));
+    }
+
+    /// Look at our stdout's writer (the loop does every so often while bytes wait): a reader
+    /// that took no byte for the bound is handled ([`Live::on_blocked`]).
+    pub(super) fn look_at_stdout(&mut self) {
+        if let Some(d) = self.host.stdout.look(Instant::now()) {
+            self.on_blocked(d);
+        }
+    }
+
+    /// Our stdout accepted no byte for the bound while bytes waited for it, `blocked_for`
+    /// counted: what waits is dropped and nothing more is forwarded (the rest of the child's
+    /// output is still read and recorded). While the child runs this is a stop of its own
+    /// (`output_blocked`, exit 75: the child is stopped, it would work on for nobody); after
+    /// the child's own end it is our output failing (exit 75 too); while the run is being
+    /// stopped, the stop's own code stands.
+    pub(super) fn on_blocked(&mut self, blocked_for: Duration) {
+        let waiting = self.host.stdout.waiting();
+        let bound = self.host.stdout.bound().unwrap_or(blocked_for);
+        self.host.stdout.abandon();
+        let took = format!("our stdout took no byte for {}", HumanDuration(bound));
+        match self.ending {
+            Some((_, true)) => self.host.status.say(&format!(
+                "{took} while {} was being stopped: {waiting} bytes of its output were not \
+                 delivered",
                 self.what
-            ));
-        } else {
-            let e = WriteError {
-                failure: Failure::Blocked,
-                error: std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
+            )),
+            Some((_, false)) => {
+                let e = WriteError::blocked(
+                    blocked_for,
                     format!(
-                        "our stdout took nothing for {bound} after {} ended (the reader \
-                         stopped reading): {dropped} bytes of its output were not delivered",
+                        "{took} after {} ended, while {waiting} bytes of its output waited \
+                         (the reader stopped reading): they were not delivered",
                         self.what
                     ),
+                );
+                self.host.status.say(&e.to_string());
+                self.output_error = Some(e);
+            }
+            None => self.on_write_error(WriteError::blocked(
+                blocked_for,
+                format!(
+                    "killed {} (output_blocked) after {}: {took} while {waiting} bytes of its \
+                     output waited (the reader stopped reading); stopping its whole process \
+                     tree",
+                    self.what,
+                    HumanDuration(self.start.elapsed()),
                 ),
-            };
-            self.host.status.say(&e.to_string());
+            )),
+        }
+    }
+
+    /// The user signalled us while the child had ended and our stdout still had bytes to
+    /// deliver: they are dropped (the reader was not taking them).
+    pub(super) fn on_drain_interrupted(&mut self, waiting: u64) {
+        if let Some((_, true)) = self.ending {
+            self.host.status.say(&format!(
+                "a signal came while {} was being stopped: {waiting} bytes of its output our \
+                 stdout had not taken were not delivered",
+                self.what
+            ));
+            return;
+        }
+        let e = WriteError::blocked(
+            Duration::ZERO,
+            format!(
+                "a signal came while our stdout still had {waiting} bytes of {}'s output to \
+                 deliver: they were not delivered",
+                self.what
+            ),
+        );
+        self.host.status.say(&e.to_string());
+        if self.output_error.is_none() {
             self.output_error = Some(e);
         }
     }
@@ -241,6 +282,13 @@ impl Live<'_> {
             // A sample of the process tree: the capture keeps it, for replay's rules.
             Output::Tree { at, sample } => {
                 let t = self.t_ms(at);
+                // The sampler redacted each command line; without command lines, the
+                // programs only.
+                let mut sample = sample;
+                if self.command_lines != crate::tree_report::CommandLines::Redacted {
+                    self.command_lines
+                        .sample(std::sync::Arc::make_mut(&mut sample));
+                }
                 if let Ok(v) = serde_json::to_value(&*sample) {
                     self.host.recorder.write(t, Record::Tree(v));
                 }
@@ -289,7 +337,9 @@ impl Live<'_> {
         self.host.status.is_live()
     }
 
-    pub(super) fn on_event(&mut self, now: Instant, ev: Event) {
+    pub(super) fn on_event(&mut self, now: Instant, mut ev: Event) {
+        // What a kill's evidence names is recorded as the run's records may say it.
+        self.command_lines.event(&mut ev);
         if self.host.telemetry.event(&ev, now, &self.handle) {
             return;
         }

@@ -67,6 +67,9 @@ pub fn main(args: RunArgs, mode: Mode) -> i32 {
             env: None,
             cwd: None,
             quiet_stdout: false,
+            command_lines: crate::tree_report::CommandLines::from_switch(
+                args.report.no_command_lines,
+            ),
         },
         Some(recovery),
     )
@@ -192,13 +195,12 @@ async fn run(
             ms(final_run.facts.duration),
             final_run.record.num_turns(),
         );
-        let delivered = host.stdout.push_own_line(&line.to_string())
-            && matches!(
-                host.drain_stdout(Some(OUTPUT_DRAIN), std::time::Instant::now())
-                    .await,
-                Drained::Done
-            );
+        let delivered = host.stdout.push_own_line(&line.to_string()) && {
+            host.stdout.tighten(std::time::Instant::now(), OUTPUT_DRAIN);
+            matches!(host.drain_stdout().await, Drained::Done)
+        };
         if !delivered {
+            host.stdout.abandon();
             host.status
                 .say("our stdout cannot take the synthetic result: it is lost");
         }

@@ -61,9 +61,17 @@ pub(crate) fn settings(args: &RecoveryArgs) -> Settings {
 /// The facts of a finished run, for the decision: `role` says whether `run` started it as
 /// the continuation (after claiming the marker) or by itself.
 pub(crate) fn facts_of(run: &Finished, role: ChainRole) -> TerminalFacts {
-    TerminalFacts::from_record(&run.record, run.facts.ended_wall_ms)
+    let mut facts = TerminalFacts::from_record(&run.record, run.facts.ended_wall_ms)
         .with_role(role)
-        .with_user_interrupt(run.ours.interrupted.is_some())
+        .with_user_interrupt(run.ours.interrupted.is_some());
+    // Our own output_blocked stop is a kill of that kind for recovery (never continued: the
+    // reader takes nothing).
+    if matches!(run.stopped_by(), crate::exit_code::StoppedBy::OutputBlocked) {
+        facts.outcome = watchdog_core::Outcome::Killed {
+            kind: watchdog_core::KillKind::OutputBlocked,
+        };
+    }
+    facts
 }
 
 /// What recovery decided after the first run: the plan `run` carries out.

@@ -32,11 +32,12 @@ pub struct Summary<'a> {
     pub base: std::time::Instant,
     /// What recovery did (`run` only): `{trigger, marker, continued_outcome, notice, …}`.
     pub recovery: Option<Value>,
-    /// Our stdout could not be written: the error, whether the reader went away, and its kind
-    /// (`output`, or `output_blocked` when the reader took nothing for the bound after the
-    /// child ended). When it stopped the run the `kill` is of that kind; the summary's
-    /// `output_error` says it either way.
-    pub output_error: Option<(String, bool, &'static str)>,
+    /// Our stdout could not be written: the error, whether the reader went away, its kind
+    /// (`output`, or `output_blocked` when the reader took no byte for the bound while bytes
+    /// waited), and for `output_blocked` how long it took nothing (ms, counted). When it
+    /// stopped the run the `kill` is of that kind; the summary's `output_error` says it either
+    /// way.
+    pub output_error: Option<(String, bool, &'static str, Option<u64>)>,
     /// Bytes of the child's output read but never delivered to our stdout (its reader went
     /// away or took nothing for the bound).
     pub output_dropped_bytes: u64,
@@ -56,9 +57,16 @@ impl Summary<'_> {
     /// The JSON object.
     pub fn to_json(&self) -> Value {
         let mut v = record_json(self.record, self.base);
-        let output_error = self.output_error.as_ref().map(|(error, reader_gone, kind)| {
-            json!({"kind": kind, "error": error, "reader_gone": reader_gone})
-        });
+        let output_error = self
+            .output_error
+            .as_ref()
+            .map(|(error, reader_gone, kind, blocked)| {
+                let mut e = json!({"kind": kind, "error": error, "reader_gone": reader_gone});
+                if let Some(ms) = blocked {
+                    e["output_blocked_ms"] = json!(ms);
+                }
+                e
+            });
         match self.stopped {
             // The watchdog's kill: the record's, as `record_json` renders it.
             StoppedBy::Watchdog(_) => {}

@@ -13,7 +13,7 @@ use watchdog_host::claude_code::session::RESUME_TURN_VARS;
 
 use super::config::{program_name, RunConfig};
 use super::finished::{Finished, Ours, RunFacts};
-use super::host::{wall_ms, Drained, Host};
+use super::host::{sleep_until_opt, wall_ms, Drained, Host};
 use super::host_signals::UserSig;
 use super::live::Live;
 use super::stderr_dedup::StderrDedup;
@@ -37,14 +37,6 @@ impl Interrupts {
             Some(at) => tokio::time::sleep_until(at).await,
             None => std::future::pending().await,
         }
-    }
-}
-
-/// Sleep until `at` (forever without one).
-async fn sleep_until_opt(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -116,10 +108,13 @@ pub(crate) async fn supervise(
             // The policy's wall-clock anchor: a replay resets the same windows at the same
             // instants.
             wall_ms: Some(sup.started_wall_ms()),
-            argv: argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
+            // What looks like a secret redacted; the rest as it ran (replay reads the flags).
+            argv: watchdog_host::redact::args(
+                &argv
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>(),
+            ),
             env: crate::claude_code::recorded_env(cfg.env.as_deref()),
         },
     );
@@ -145,10 +140,12 @@ pub(crate) async fn supervise(
         kill_late: None,
         interrupted: false,
         ending: None,
+        command_lines: cfg.command_lines,
     };
     let mut phase = live.handle.phase();
     let dropped_before = live.host.stdout.dropped();
-    let output_blocked = cfg.limits.output_blocked();
+    // How long our stdout may take no byte while bytes wait for it (judged where we write).
+    live.host.stdout.set_bound(cfg.limits.output_blocked());
     let mut signals = Interrupts {
         first: None,
         escalate_at: None,
@@ -159,7 +156,7 @@ pub(crate) async fn supervise(
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let abandon_at = live.abandon_at();
+        let look_at = live.host.stdout.look_at();
         let (room, in_flight) = (
             live.host.stdout.has_room(),
             live.host.stdout.in_flight() > 0,
@@ -179,9 +176,9 @@ pub(crate) async fn supervise(
             r = phase.changed(), if live.ending.is_none() => match r {
                 Ok(()) => {
                     let p = *phase.borrow_and_update();
-                    live.on_phase(p, output_blocked);
+                    live.on_phase(p);
                 }
-                Err(_) => live.on_phase(RunPhase::Stopping, output_blocked),
+                Err(_) => live.on_phase(RunPhase::Stopping),
             },
             // The child's output, while our stdout has room for it: a reader that stops
             // reading holds the child back, and the kill, the signals and the end still come.
@@ -192,9 +189,8 @@ pub(crate) async fn supervise(
             () = live.host.stdout.progressed(), if in_flight => {
                 live.on_stdout_progress();
             }
-            () = sleep_until_opt(abandon_at), if abandon_at.is_some() => {
-                live.abandon_stdout();
-            }
+            // While bytes wait for our stdout: did the reader take any?
+            () = sleep_until_opt(look_at), if look_at.is_some() => live.look_at_stdout(),
             // Nothing else is ready: hand what the child printed to our stdout.
             () = std::future::ready(()), if !live.host.stdout.is_empty() => live.flush_stdout(),
             sig = live.host.signals.recv() => {
@@ -236,15 +232,13 @@ pub(crate) async fn supervise(
     // The child is gone: deliver what waits for our stdout, as long as the reader takes it.
     if live.ending.is_none() {
         let p = *phase.borrow();
-        live.on_phase(p, output_blocked);
+        live.on_phase(p);
     }
-    let (since, bound, _) = live
-        .ending
-        .unwrap_or((Instant::now(), output_blocked, false));
-    match live.host.drain_stdout(bound, since).await {
+    match live.host.drain_stdout().await {
         Drained::Done => {}
         Drained::Failed(e) => live.on_write_error(e),
-        Drained::Abandoned => live.abandon_stdout(),
+        Drained::Blocked(d) => live.on_blocked(d),
+        Drained::Interrupted(waiting) => live.on_drain_interrupted(waiting),
     }
     if let Some(n) = live.overlong.take() {
         live.end_overlong(Instant::now(), n);
@@ -266,7 +260,8 @@ pub(crate) async fn supervise(
             (RunRecord::unobserved(), 0, Duration::ZERO)
         }
     };
-    let (record, leftovers_killed, blocked_on_output) = record;
+    let (mut record, leftovers_killed, blocked_on_output) = record;
+    cfg.command_lines.record(&mut record);
     let end = Instant::now();
     let exit = record.exit.unwrap_or_default();
     let t = live.t_ms(end);
@@ -308,6 +303,7 @@ pub(crate) async fn supervise(
         first_line: live.first_line.map(|t| t.saturating_duration_since(start)),
         kill_late: live.kill_late,
         unavailable,
+        command_lines: cfg.command_lines,
     };
     let finished = Finished::new(record, ours, facts, cfg);
     live.host

@@ -88,6 +88,18 @@ fn switched_on(value: Option<&str>) -> bool {
     value.and_then(crate::options::parse_switch) == Some(true)
 }
 
+/// The one warning for a value of [`SWITCH`] that is no switch word (telemetry then stays
+/// off, the documented fallback); `None` for a switch word, an empty or unset variable.
+pub fn switch_warning(value: Option<&str>) -> Option<String> {
+    let v = value.filter(|v| !v.trim().is_empty())?;
+    crate::options::parse_switch(v).is_none().then(|| {
+        format!(
+            "{SWITCH}={v:?} is not {}: telemetry stays off",
+            crate::options::TELEMETRY.range()
+        )
+    })
+}
+
 impl Config {
     /// The configuration from the process environment; `None` when the switch is off.
     pub fn from_env() -> Option<Config> {

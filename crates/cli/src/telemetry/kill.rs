@@ -115,7 +115,7 @@ pub(super) fn record(
         }
         return;
     }
-    // The watchdog's kill, or our stop after the child's own end (`output_blocked`).
+    // The watchdog's kill, or our own `output_blocked` stop (the reader took no byte).
     let late_us = run.kill_late.map(|d| d.as_micros() as u64);
     if let Some(i) = inst {
         i.kills.add(1, &a);

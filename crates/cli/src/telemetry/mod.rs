@@ -74,6 +74,10 @@ impl Telemetry {
     /// From the environment, for `use_`; as [`Telemetry::from_env`].
     pub(crate) fn from_env_for(use_: Use) -> Telemetry {
         let Some(cfg) = config::Config::from_env() else {
+            let switch = std::env::var(config::SWITCH).ok();
+            if let Some(w) = config::switch_warning(switch.as_deref()) {
+                eprintln!("agent-watchdog: telemetry: {w}");
+            }
             return Telemetry::off();
         };
         for w in &cfg.warnings {

@@ -23,7 +23,7 @@ use super::{
 /// | `linger` | 11m | after a `result`, no new progress and the stream has not ended → kill `linger` |
 /// | `ceiling` | none | total age → kill `ceiling` |
 /// | `warn_at` | 0.8 | a `Stalling` event when the idle or no-progress clock passes this fraction |
-/// | `output_blocked` | 30m | the host could not hand the output on for this long, without a break → kill `output_blocked` (`None`: never) |
+/// | `output_blocked` | 30m | the host's reader took no byte for this long while output waited for it → the host stops the session, `output_blocked` ([`reader_wait`](crate::reader_wait); `None`: never) |
 /// | `max_backoff` | 2h | the most an announced API back-off storm (`system/api_retry`) holds the idle and no-progress clocks |
 /// | `busy_cap` | 2h | while a tool call is outstanding and its processes are busy (CPU or socket bytes above the noise floor), no progress is no hang, for at most this long after the last progress (0: never) |
 /// | `max_rss` | none | the process tree's memory above this for 5 s → kill `memory` |
@@ -346,9 +346,11 @@ impl Limits {
     pub fn warn_at(&self) -> f64 {
         self.warn_at.get()
     }
-    /// The bound on continuous blocked output: when the host has been unable to hand the
-    /// session's output on for this long without a break (its reader stopped reading), the
-    /// session is killed `output_blocked`. `None`: never.
+    /// The bound on blocked output: when the host's reader has taken no byte for this long
+    /// while output waited for it (time the host itself did not run left out), the host stops
+    /// the session, `output_blocked`. The host applies it where it writes, with the one rule
+    /// of [`ReaderWait`](crate::reader_wait::ReaderWait); the registry's own deadlines never
+    /// do. `None`: never.
     pub fn output_blocked(&self) -> Option<Duration> {
         self.output_blocked.map(PositiveDuration::get)
     }

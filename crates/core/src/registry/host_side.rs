@@ -150,7 +150,9 @@ impl Registry {
     /// fall due, and when the block ends the time it lasted does not count toward those
     /// clocks (as with [`pause_clocks`](Self::pause_clocks)). The startup, linger and ceiling
     /// deadlines keep running. The same rule whoever drives the timer. Repeating a state
-    /// changes nothing; no effect on an ended session.
+    /// changes nothing; no effect on an ended session. A block is no kill of its own here:
+    /// how long the host's reader may take nothing is the host's rule, measured where it
+    /// writes ([`reader_wait`](crate::reader_wait)).
     ///
     /// ```
     /// use std::time::{Duration, Instant};

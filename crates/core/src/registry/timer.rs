@@ -8,7 +8,7 @@ use crate::time::Instant;
 use crate::config::INPUT_HOLD;
 use crate::deadline_queue::Slots;
 use crate::event::{Backoff, Event, Kill, KillKind, McpCall};
-use crate::session::{Cold, Due, End, Host, HostDue, Note, Said, Session, NEVER};
+use crate::session::{Cold, Due, End, Host, Note, Said, Session, NEVER};
 
 use super::holds::{Hold, Holds};
 use super::tree::{tree_due, Trees};
@@ -63,10 +63,7 @@ impl Facts<'_> {
             p.drop_at,
             s.retry_end(c, p.ns.max_backoff),
             s.mcp_floor(c),
-            HostDue {
-                blocked_since: blocked_since(s, slot, self.holds),
-                ..tree
-            },
+            tree,
         )
     }
 }

@@ -15,7 +15,7 @@ use crate::config::defaults::TOOL_SLACK;
 use crate::event::{KillKind, SessionId};
 use crate::evidence::rule::TreeState;
 use crate::evidence::{TreeEvidence, TreeFacts, TreeSample};
-use crate::session::{dur_ns, Cold, Host, HostDue, LimitsNs, Session, NEVER};
+use crate::session::{dur_ns, Cold, Host, HostDue, LimitsNs, Session};
 use crate::view::{ContentBlock, LineView};
 
 use super::Registry;
@@ -81,7 +81,6 @@ impl Trees {
 pub(super) fn tree_due(trees: &Trees, slot: u32, s: &Session, ns: &LimitsNs) -> HostDue {
     match trees.get(slot).filter(|_| s.host.has(Host::Tree)) {
         Some(st) => HostDue {
-            blocked_since: NEVER,
             busy_floor: st.busy_floor(s.progress_anchor, ns),
             memory_at: st.memory_due(),
         },

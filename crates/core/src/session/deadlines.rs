@@ -13,12 +13,10 @@ use crate::event::{ExtendReason, KillKind, StallClock};
 
 use super::{End, Host, LimitsNs, Phase, Said, Session, Side, NEVER};
 
-/// What the host's facts add to a session's deadlines: its blocked output, and the process
-/// tree ([`crate::evidence`]).
+/// What the host's facts add to a session's deadlines: the process tree's
+/// ([`crate::evidence`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HostDue {
-    /// Since when the host cannot hand the output on ([`NEVER`]: it can).
-    pub blocked_since: u64,
     /// A busy tool's hold: the no-progress kill comes no earlier (0: none).
     pub busy_floor: u64,
     /// When the memory guard kills ([`NEVER`]: not over it).
@@ -28,7 +26,6 @@ pub(crate) struct HostDue {
 impl HostDue {
     /// Nothing from the host.
     pub(crate) const NONE: HostDue = HostDue {
-        blocked_since: NEVER,
         busy_floor: 0,
         memory_at: NEVER,
     };
@@ -50,9 +47,9 @@ impl Session {
     /// instant the utilization fell below it (an extension withdrawn then kills no earlier
     /// than then).
     /// `retry_end`: [`Session::retry_end`] (neither clock counts an announced back-off);
-    /// `mcp_floor`: [`Session::mcp_floor`] (the no-progress kill comes no earlier); `host`:
-    /// since when the host cannot hand the output on, a busy tool's hold (the no-progress kill
-    /// comes no earlier, and its warning moves with it) and the memory guard's kill.
+    /// `mcp_floor`: [`Session::mcp_floor`] (the no-progress kill comes no earlier); `host`: a
+    /// busy tool's hold (the no-progress kill comes no earlier, and its warning moves with it)
+    /// and the memory guard's kill.
     pub(crate) fn next_due(
         &self,
         l: &LimitsNs,
@@ -63,7 +60,6 @@ impl Session {
         host: HostDue,
     ) -> Option<(u64, Due)> {
         let HostDue {
-            blocked_since,
             busy_floor,
             memory_at,
         } = host;
@@ -77,12 +73,6 @@ impl Session {
             }
         };
         let blocked = self.host.has(Host::OutputBlocked);
-        if blocked && blocked_since != NEVER {
-            take(
-                blocked_since.saturating_add(l.output_blocked),
-                KillKind::OutputBlocked,
-            );
-        }
         take(memory_at, KillKind::Memory);
         if !self.phase.seen_line() {
             take(self.started.saturating_add(l.startup), KillKind::Startup);

@@ -23,8 +23,6 @@ pub(crate) struct LimitsNs {
     pub no_progress: u64,
     pub linger: u64,
     pub ceiling: u64,
-    /// The bound on continuous blocked output, or [`NEVER`].
-    pub output_blocked: u64,
     /// The most an announced back-off storm holds the idle and no-progress clocks.
     pub max_backoff: u64,
     /// How long a busy tool may hold the no-progress kill after the last progress (0: never).
@@ -50,7 +48,6 @@ impl LimitsNs {
             no_progress,
             linger: dur_ns(l.linger()),
             ceiling: l.ceiling().map_or(NEVER, dur_ns),
-            output_blocked: l.output_blocked().map_or(NEVER, dur_ns),
             max_backoff: dur_ns(l.max_backoff()),
             busy_cap: dur_ns(l.busy_cap()),
             max_rss: l.max_rss().unwrap_or(u64::MAX),
