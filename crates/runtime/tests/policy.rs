@@ -223,8 +223,11 @@ async fn a_slow_caller_pauses_the_clocks_on_a_private_and_on_a_shared_cell_alike
             ..policy(slow_caller_limits())
         };
         let mut sup = Supervisor::spawn(sh(&script), config).unwrap();
-        // Four idle limits without taking anything.
-        tokio::time::sleep(Duration::from_millis(6000)).await;
+        // Take nothing until the child is blocked on its full pipe (how long that takes is the
+        // machine's load), then for two idle limits more.
+        let blocked = wait_until_blocked_writing(sup.pid(), Duration::from_secs(120)).await;
+        assert!(blocked, "shared: {shared}: the child never filled its pipe");
+        tokio::time::sleep(Duration::from_millis(3500)).await;
         let mut lines = 0;
         while let Some(out) = sup.next_output().await {
             if let Output::Stdout(_) = out {
@@ -247,4 +250,40 @@ async fn a_slow_caller_pauses_the_clocks_on_a_private_and_on_a_shared_cell_alike
         );
     }
     assert_eq!(watchdog.len(), 0);
+}
+
+/// Whether `parent`'s child `head` (the writer of the supervised stdout; `yes` before it always
+/// waits on `head`) sleeps in a pipe write (its reader takes nothing), polled until
+/// `limit`: the kernel's own account (`/proc/<pid>/wchan`), so no fixed sleep guesses how
+/// long a loaded machine needs to fill a pipe.
+async fn wait_until_blocked_writing(parent: u32, limit: Duration) -> bool {
+    let until = std::time::Instant::now() + limit;
+    let mut blocked_since = None;
+    while std::time::Instant::now() < until {
+        let entries = std::fs::read_dir("/proc").into_iter().flatten().flatten();
+        let blocked = entries
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .any(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                // The parent pid is the second field after the command's closing parenthesis.
+                let ppid = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+                stat.starts_with(&format!("{pid} (head) "))
+                    && ppid == Some(parent.to_string().as_str())
+                    && std::fs::read_to_string(format!("/proc/{pid}/wchan"))
+                        .is_ok_and(|w| w.ends_with("pipe_write"))
+            });
+        // Blocked at every look for a second: the supervisor stopped reading, not a slow read.
+        blocked_since = if blocked {
+            blocked_since.or(Some(std::time::Instant::now()))
+        } else {
+            None
+        };
+        if blocked_since.is_some_and(|t| t.elapsed() >= Duration::from_secs(1)) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
 }
