@@ -20,9 +20,19 @@ stages_begin() {
     trap stages_end EXIT
 }
 
+# _stages_kill_tree PID: TERM to PID and every descendant, the leaves first (a background job
+# is a subshell around its command: killing the subshell alone would leave its compilers).
+_stages_kill_tree() {
+    local child
+    for child in $(pgrep -P "$1" 2>/dev/null); do
+        _stages_kill_tree "$child"
+    done
+    kill "$1" 2>/dev/null || true
+}
+
 stages_end() {
     local rc=$? p
-    for p in "${STAGES_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${STAGES_PIDS[@]}"; do _stages_kill_tree "$p"; done
     if [[ -s "$STAGES_TABLE" ]]; then
         echo "== $STAGES_NAME: where the time went (a stage marked & ran beside the ones after it)" >&2
         printf '   %7s %7s  %-6s %s\n' wall CPU start stage >&2
