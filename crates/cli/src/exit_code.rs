@@ -37,8 +37,8 @@
 
 pub use watchdog_core::ending::{
     decide, for_kill, Ending, StoppedBy, INTERNAL, INTERRUPTED, KILLED_CEILING, KILLED_MEMORY,
-    KILLED_OUTPUT_BLOCKED, KILLED_STALLED, KILLED_STARTUP, NO_RESULT, OUTPUT_CLOSED,
-    OUTPUT_ERROR, TERMINATED, USAGE,
+    KILLED_OUTPUT_BLOCKED, KILLED_STALLED, KILLED_STARTUP, NO_RESULT, OUTPUT_CLOSED, OUTPUT_ERROR,
+    TERMINATED, USAGE,
 };
 
 /// The exit code of `replay` or `audit` after a failed write of `what` to stdout: a closed

@@ -384,7 +384,7 @@ pub fn failure(name: &str) -> Failure {
 mod tests {
     use super::*;
     use crate::record::ChildExit;
-    use crate::{LineKind, Limits, Registry, SessionConfig};
+    use crate::{Limits, LineKind, Registry, SessionConfig};
     use std::time::Instant;
 
     fn kill(kind: KillKind) -> Kill {
@@ -592,7 +592,11 @@ mod tests {
                 assert!(RunEnd::Killed(kind).retry().is_some());
             }
             // The status Claude Code exits with after each: 1 after an error result.
-            let status = if matches!(outcome, Outcome::ErrorResult(_)) { 1 } else { 0 };
+            let status = if matches!(outcome, Outcome::ErrorResult(_)) {
+                1
+            } else {
+                0
+            };
             let r = record(outcome, Some(status), true, None);
             let end = RunEnd::of(outcome, StoppedBy::Child);
             // Exit 0 and a success name agree; exit 3 is `no_result` or `incomplete`.
@@ -611,7 +615,10 @@ mod tests {
     fn every_ending_but_success_has_a_failure_and_a_ceiling_is_never_retried() {
         assert_eq!(RunEnd::Success.retry(), None);
         let linger = RunEnd::Killed(KillKind::Linger).retry().unwrap();
-        assert_eq!((linger.error_type, linger.retryable), ("WatchdogLinger", true));
+        assert_eq!(
+            (linger.error_type, linger.retryable),
+            ("WatchdogLinger", true)
+        );
         let ceiling = RunEnd::Killed(KillKind::Ceiling).retry().unwrap();
         assert_eq!(
             (ceiling.error_type, ceiling.retryable),
@@ -619,7 +626,10 @@ mod tests {
         );
         let incomplete = RunEnd::Incomplete.retry().unwrap();
         assert_eq!(incomplete.error_type, "ClaudeIncomplete");
-        assert_eq!(RunEnd::KilledOther.retry().unwrap().error_type, "WatchdogKill");
+        assert_eq!(
+            RunEnd::KilledOther.retry().unwrap().error_type,
+            "WatchdogKill"
+        );
         let names: Vec<&str> = FAILURES.iter().map(|(n, _)| *n).collect();
         for (i, n) in names.iter().enumerate() {
             assert!(!names[..i].contains(n), "{n} twice");

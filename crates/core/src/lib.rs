@@ -22,6 +22,7 @@
 //!   spells ([`facts::SpellTracker`], the one classifier).
 //! - [`ending`]: who stopped a run, how it ended ([`ending::RunEnd`]), its exit code and
 //!   whether a retry is right: one precedence for `run`, the drop-in and the SDK helpers.
+//! - [`synthetic`]: the synthetic final `result` the watchdog writes on a kill, and its reader.
 //! - `record`: how one run ended, as one value ([`RunRecord`]), from the registry's end
 //!   ([`Registry::finish`]) and the host's own facts (its kill ladder, the exit, the lines).
 //! - [`mcp`]: what Claude Code itself does about MCP servers, as the policy applies it: where
@@ -191,6 +192,7 @@ pub mod mcp;
 mod record;
 mod registry;
 mod session;
+pub mod synthetic;
 mod time;
 mod view;
 mod wall;

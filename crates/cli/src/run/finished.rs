@@ -15,9 +15,9 @@ use super::host_signals::UserSig;
 use super::stdout;
 use super::summary::Summary;
 use crate::exit_code::{self, Ending, StoppedBy};
-use watchdog_core::ending::{HostStops, OutputStop};
 use crate::run_report::{RecoveryResult, RunReport};
 use crate::verdict::ms;
+use watchdog_core::ending::{HostStops, OutputStop};
 
 /// What `run` itself did to a run, beside the watchdog's kill (which is the record's).
 #[derive(Debug, Default)]
