@@ -14,6 +14,9 @@
 //! - [`claude_code`]: how Claude Code was started ([`claude_code::Invocation`]: `{argv, env,
 //!   cwd}`), which session it runs, the hook timeout. The MCP rule it implies is the policy's
 //!   ([`watchdog_core::mcp`]).
+//! - [`options`]: the one table of user-facing options (name, flag, variable, kind, default,
+//!   range, help) the command line is built from and the SDK helpers' policies are checked by,
+//!   and [`ledger_url`], a shared ledger's URL as an option's value.
 //! - [`tree`]: what a host reads of the child's process tree for the core's evidence: a
 //!   process's command line, bounded and redacted ([`tree::command_line`]).
 //! - [`warning_filter`]: show a known repeated warning once, count the rest (the SDK's warnings
@@ -23,7 +26,9 @@
 
 pub mod capture;
 pub mod claude_code;
+pub mod ledger_url;
 pub mod metrics;
+pub mod options;
 pub mod replay;
 pub mod tree;
 pub mod warning_filter;
