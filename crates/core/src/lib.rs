@@ -23,6 +23,8 @@
 //! - [`ending`]: who stopped a run, how it ended ([`ending::RunEnd`]), its exit code and
 //!   whether a retry is right: one precedence for `run`, the drop-in and the SDK helpers.
 //! - [`synthetic`]: the synthetic final `result` the watchdog writes on a kill, and its reader.
+//! - [`transcript`]: one line of a Claude Code transcript, read once ([`transcript::Entry`]),
+//!   and the interrupt marker.
 //! - `record`: how one run ended, as one value ([`RunRecord`]), from the registry's end
 //!   ([`Registry::finish`]) and the host's own facts (its kill ladder, the exit, the lines).
 //! - [`mcp`]: what Claude Code itself does about MCP servers, as the policy applies it: where
@@ -194,6 +196,7 @@ mod registry;
 mod session;
 pub mod synthetic;
 mod time;
+pub mod transcript;
 mod view;
 mod wall;
 

@@ -61,12 +61,14 @@ impl Trees {
     }
 
     /// A fresh state for the session in `slot`.
-    pub(super) fn start(&mut self, slot: u32) {
+    pub(super) fn start(&mut self, slot: u32, busy_presumed: bool) {
         let i = slot as usize;
         if self.0.len() <= i {
             self.0.resize_with(i + 1, || None);
         }
-        self.0[i] = Some(Box::default());
+        let mut st = Box::<TreeState>::default();
+        st.presume_busy(busy_presumed);
+        self.0[i] = Some(st);
     }
 
     pub(super) fn forget(&mut self, slot: u32) {
