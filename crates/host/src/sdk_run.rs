@@ -112,7 +112,7 @@ impl SdkRun {
             start: now,
             start_wall: wall,
             allowance: INTERRUPT_WAIT
-                .saturating_add(policy.grace)
+                .saturating_add(policy.drop_in_grace())
                 .saturating_add(margin),
             pending: None,
             last_progress: None,

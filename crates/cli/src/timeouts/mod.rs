@@ -25,28 +25,12 @@ use std::time::Duration;
 use serde_json::json;
 use watchdog_core::config::Quiet;
 use watchdog_core::mcp::McpSetup;
-use watchdog_core::Limits;
 
 mod args;
 
 pub use args::TimeoutsArgs;
 
-/// The two timeouts of `limits` with `grace` and `margin`: (heartbeat, start-to-close).
-pub fn activity_timeouts(
-    limits: &Limits,
-    grace: Duration,
-    margin: Duration,
-) -> (Duration, Option<Duration>) {
-    let heartbeat = limits
-        .quiet(true)
-        .unheld
-        .saturating_add(grace)
-        .saturating_add(margin);
-    let start_to_close = limits
-        .ceiling()
-        .map(|c| c.saturating_add(grace).saturating_add(margin));
-    (heartbeat, start_to_close)
-}
+pub use watchdog_host::options::activity_timeouts;
 
 /// Run `timeouts`: print the JSON line, return 0.
 pub fn main(args: TimeoutsArgs) -> i32 {
@@ -79,6 +63,7 @@ pub fn main(args: TimeoutsArgs) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use watchdog_core::Limits;
 
     #[test]
     fn the_longest_quiet_without_a_hold_plus_grace_and_margin() {

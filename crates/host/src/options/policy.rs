@@ -202,7 +202,7 @@ pub fn env_for(
 pub struct SessionPolicy {
     /// The limits.
     pub limits: Limits,
-    /// SIGTERM to SIGKILL (the drop-in caps it at 2 s).
+    /// SIGTERM to SIGKILL, as set (the drop-in caps it: [`SessionPolicy::drop_in_grace`]).
     pub grace: Duration,
 }
 
@@ -216,7 +216,7 @@ impl SessionPolicy {
     /// use watchdog_host::options::SessionPolicy;
     /// let p = SessionPolicy::from_env([("AGENT_WATCHDOG_IDLE", "90s"), ("HOME", "/h")]).unwrap();
     /// assert_eq!(p.limits.idle(), Duration::from_secs(90));
-    /// assert_eq!(p.grace, Duration::from_secs(2), "the drop-in's cap");
+    /// assert_eq!(p.grace, Duration::from_secs(5), "the default");
     /// let e = SessionPolicy::from_env([("AGENT_WATCHDOG_IDLE", "0")]).unwrap_err();
     /// assert_eq!(e, "AGENT_WATCHDOG_IDLE: must be a duration > 0, got 0");
     /// ```
@@ -286,11 +286,49 @@ impl SessionPolicy {
                 _ => {}
             }
         }
-        Ok(SessionPolicy {
-            limits,
-            grace: grace.min(DROP_IN_GRACE),
-        })
+        Ok(SessionPolicy { limits, grace })
     }
+
+    /// The grace the drop-in uses: the policy's, at most [`DROP_IN_GRACE`].
+    pub fn drop_in_grace(&self) -> Duration {
+        self.grace.min(DROP_IN_GRACE)
+    }
+
+    /// The Temporal activity timeouts of this policy plus `margin` ([`activity_timeouts`]).
+    pub fn activity_timeouts(&self, margin: Duration) -> (Duration, Option<Duration>) {
+        activity_timeouts(&self.limits, self.grace, margin)
+    }
+}
+
+/// The Temporal activity timeouts of `limits` with `grace` and `margin`: (heartbeat,
+/// start-to-close). The heartbeat timeout is the longest a healthy session that holds nothing
+/// goes quiet ([`Quiet::unheld`](watchdog_core::config::Quiet::unheld)) plus the grace and the
+/// margin: the helpers heartbeat on a timer through every hold, so it is how fast a dead
+/// worker is noticed. The start-to-close timeout is the ceiling plus the grace and the margin
+/// (`None` without a ceiling).
+///
+/// ```
+/// use std::time::Duration;
+/// use watchdog_core::Limits;
+/// use watchdog_host::options::activity_timeouts;
+/// let s = Duration::from_secs;
+/// // max(startup 3m, idle 10m × 2, no_progress 30m) + 5 s + 1 min; no ceiling.
+/// assert_eq!(activity_timeouts(&Limits::default(), s(5), s(60)), (s(1865), None));
+/// ```
+pub fn activity_timeouts(
+    limits: &Limits,
+    grace: Duration,
+    margin: Duration,
+) -> (Duration, Option<Duration>) {
+    let heartbeat = limits
+        .quiet(true)
+        .unheld
+        .saturating_add(grace)
+        .saturating_add(margin);
+    let start_to_close = limits
+        .ceiling()
+        .map(|c| c.saturating_add(grace).saturating_add(margin));
+    (heartbeat, start_to_close)
 }
 
 /// The drop-in's cap on the grace: an SDK's own close waits about this long.
@@ -387,7 +425,8 @@ mod tests {
         assert_eq!(p.limits.busy_cap(), s(60));
         assert_eq!(p.limits.max_backoff(), s(20));
         assert_eq!(p.limits.ceiling(), Some(s(7200)));
-        assert_eq!(p.grace, s(2), "capped as the drop-in caps it");
+        assert_eq!(p.grace, s(5));
+        assert_eq!(p.drop_in_grace(), s(2), "capped as the drop-in caps it");
         assert_eq!(
             SessionPolicy::from_env([("AGENT_WATCHDOG_IDLE", "")])
                 .unwrap()
