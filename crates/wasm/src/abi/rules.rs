@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
+use watchdog_core::config::{HumanDuration, InvalidValue};
 use watchdog_core::ending::FAILURES;
 use watchdog_core::recovery::{Recovery, Trigger};
 use watchdog_core::synthetic::SyntheticKill;
@@ -120,42 +121,53 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The Temporal activity timeouts of the policy in the environment (a JSON object in the
-/// input: the `AGENT_WATCHDOG_*` variables over the worker's) plus `margin_ms`:
+/// `{"env": {…}, "margin": …}` (the input): the session's environment (the
+/// `AGENT_WATCHDOG_*` variables over the worker's) and the margin (a duration's text, or
+/// seconds).
+fn env_and_margin(len: u32) -> Result<(BTreeMap<String, String>, Duration), String> {
+    let v = input_json(len);
+    let margin = match &v["margin"] {
+        Value::Null => Duration::from_secs(60),
+        Value::String(t) => t
+            .parse::<HumanDuration>()
+            .map(HumanDuration::get)
+            .map_err(|e| format!("margin: {e}"))?,
+        Value::Number(n) => n
+            .as_f64()
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .ok_or_else(|| format!("margin: must be a duration >= 0, got {n}"))?,
+        other => return Err(format!("margin: expected a duration, got {other}")),
+    };
+    Ok((env_of(&v["env"]), margin))
+}
+
+/// The Temporal activity timeouts of a policy ([`env_and_margin`] in the input):
 /// `{"heartbeatTimeout", "startToCloseTimeout"}` in ms (`null` without a ceiling), or
 /// `{"error"}` (length of the text).
 #[no_mangle]
-pub extern "C" fn rules_timeouts(len: u32, margin_ms: f64) -> u32 {
-    let env = env_of(&input_json(len));
-    let Some(margin) = Duration::try_from_secs_f64(margin_ms / 1000.0).ok() else {
-        return answer(&error(
-            format!("margin: must be a duration >= 0, got {margin_ms} ms"),
-            false,
-        ));
-    };
-    let out = match SessionPolicy::from_env(&env) {
-        Ok(p) => {
-            let (hb, stc) = p.activity_timeouts(margin);
-            json!({"heartbeatTimeout": ms(hb), "startToCloseTimeout": stc.map(ms)})
-        }
-        Err(e) => error(format!("invalid watchdog policy: {e}"), false),
-    };
-    answer(&out)
+pub extern "C" fn rules_timeouts(len: u32) -> u32 {
+    let out = env_and_margin(len).and_then(|(env, margin)| {
+        let p =
+            SessionPolicy::from_env(&env).map_err(|e| format!("invalid watchdog policy: {e}"))?;
+        let (hb, stc) = p.activity_timeouts(margin);
+        Ok(json!({"heartbeatTimeout": ms(hb), "startToCloseTimeout": stc.map(ms)}))
+    });
+    answer(&out.unwrap_or_else(|e| error(e, false)))
 }
 
 /// A fold of one SDK session that starts at `now` (`wall`: epoch ms then) under the policy of
-/// its environment (a JSON object in the input), with `margin_ms` added to the kill ladder:
-/// its index, or -1 with the error in the output.
+/// its environment, with the margin added to the kill ladder ([`env_and_margin`] in the
+/// input): its index, or -1 with the error in the output.
 #[no_mangle]
-pub extern "C" fn rules_run_new(now: f64, wall: f64, margin_ms: f64, len: u32) -> i32 {
-    let env = env_of(&input_json(len));
-    let margin = Duration::try_from_secs_f64(margin_ms.max(0.0) / 1000.0).unwrap_or_default();
+pub extern "C" fn rules_run_new(now: f64, wall: f64, len: u32) -> i32 {
     let wall = if wall.is_finite() && wall > 0.0 {
         wall as u64
     } else {
         0
     };
-    match SdkRun::from_env(clock::instant(now), wall, &env, margin) {
+    let made = env_and_margin(len)
+        .and_then(|(env, margin)| SdkRun::from_env(clock::instant(now), wall, &env, margin));
+    match made {
         Ok(run) => RUNS
             .with(|r| r.borrow_mut().insert(run))
             .map_or(-1, |i| i as i32),
@@ -250,23 +262,53 @@ pub extern "C" fn rules_metrics_answer(len: u32) -> u32 {
 pub extern "C" fn rules_metrics_options(len: u32) -> u32 {
     let given = input_json(len);
     let d = ServeBounds::default();
-    let num = |k: &str, default: f64| given.get(k).map_or(Some(default), Value::as_f64);
+    // A value checked by `rule` as a number, named `k`; a value that is no number is refused
+    // as JavaScript shows it (`String(value)`).
+    fn field<T>(
+        given: &Value,
+        k: &str,
+        default: f64,
+        rule: impl Fn(f64) -> Result<T, InvalidValue>,
+    ) -> Result<T, String> {
+        let (n, shown) = match given.get(k) {
+            None => (default, None),
+            Some(Value::Number(n)) => (n.as_f64().unwrap_or(f64::NAN), None),
+            Some(Value::String(s)) => (f64::NAN, Some(s.clone())),
+            Some(other) => (f64::NAN, Some(other.to_string())),
+        };
+        rule(n).map_err(|mut e| {
+            if let Some(shown) = shown {
+                e.value = shown;
+            }
+            format!("{k} {e}")
+        })
+    }
     let checked = (|| -> Result<Value, String> {
-        let named = |k: &str, e: watchdog_core::config::InvalidValue| format!("{k} {e}");
-        let port = num("port", f64::from(d.port)).unwrap_or(f64::NAN);
-        let port = ServeBounds::port(port).map_err(|e| named("port", e))?;
+        let port = field(&given, "port", f64::from(d.port), ServeBounds::port)?;
         let host = match given.get("host") {
             None => d.host.clone(),
-            Some(Value::String(s)) => ServeBounds::host(s).map_err(|e| named("host", e))?,
+            Some(Value::String(s)) => ServeBounds::host(s).map_err(|e| format!("host {e}"))?,
             Some(other) => return Err(format!("host must be a non-empty string, got {other}")),
         };
-        let t = num("timeoutMs", d.timeout.as_secs_f64() * 1000.0).unwrap_or(f64::NAN);
-        let timeout = ServeBounds::timeout_secs(t / 1000.0)
-            .map_err(|_| format!("timeoutMs must be a number > 0, got {t}"))?;
-        let head = num("maxHeaderBytes", d.max_head as f64).unwrap_or(f64::NAN);
-        let head = ServeBounds::count(head).map_err(|e| named("maxHeaderBytes", e))?;
-        let conns = num("maxConnections", d.max_connections as f64).unwrap_or(f64::NAN);
-        let conns = ServeBounds::count(conns).map_err(|e| named("maxConnections", e))?;
+        let default_ms = d.timeout.as_secs_f64() * 1000.0;
+        let timeout = field(&given, "timeoutMs", default_ms, |ms| {
+            ServeBounds::timeout_secs(ms / 1000.0).map_err(|mut e| {
+                e.value = format!("{ms}");
+                e
+            })
+        })?;
+        let head = field(
+            &given,
+            "maxHeaderBytes",
+            d.max_head as f64,
+            ServeBounds::count,
+        )?;
+        let conns = field(
+            &given,
+            "maxConnections",
+            d.max_connections as f64,
+            ServeBounds::count,
+        )?;
         Ok(
             json!({"port": port, "host": host, "timeoutMs": timeout.as_secs_f64() * 1000.0,
                   "maxHeaderBytes": head, "maxConnections": conns}),
@@ -310,17 +352,16 @@ mod tests {
         assert_eq!(bad["typeError"], false, "{bad}");
         let unknown = out(rules_env(write(r#"{"idel": "5m"}"#)));
         assert_eq!(unknown["typeError"], true);
-        let t = out(rules_timeouts(
-            write(r#"{"AGENT_WATCHDOG_CEILING": "1h"}"#),
-            60_000.0,
-        ));
+        let t = out(rules_timeouts(write(
+            r#"{"env": {"AGENT_WATCHDOG_CEILING": "1h"}, "margin": "1m"}"#,
+        )));
         assert_eq!(t["heartbeatTimeout"], (1800 + 5 + 60) * 1000);
         assert_eq!(t["startToCloseTimeout"], (3600 + 5 + 60) * 1000);
     }
 
     #[test]
     fn a_fold_reads_a_session_and_ends_as_run_does() {
-        let r = rules_run_new(0.0, 1.9e12, 1000.0, write("{}")) as u32;
+        let r = rules_run_new(0.0, 1.9e12, write(r#"{"env": {}, "margin": 1}"#)) as u32;
         let init = r#"{"type":"system","subtype":"init","session_id":"s-1"}"#;
         assert_eq!(rules_run_observe(r, write(init), 0.0), 0);
         assert_eq!(
@@ -345,9 +386,12 @@ mod tests {
         );
         rules_run_free(r);
         assert_eq!(rules_run_alive(r, 40.0), 0, "a freed fold is nothing");
-        assert_eq!(
-            rules_run_new(0.0, 0.0, 0.0, write(r#"{"AGENT_WATCHDOG_IDLE": "0"}"#)),
-            -1
+        let bad = r#"{"env": {"AGENT_WATCHDOG_IDLE": "0"}}"#;
+        assert_eq!(rules_run_new(0.0, 0.0, write(bad)), -1);
+        let t = out(rules_timeouts(write(r#"{"env": {}, "margin": "x"}"#)));
+        assert!(
+            t["error"].as_str().unwrap().starts_with("margin: must be"),
+            "{t}"
         );
     }
 
