@@ -228,8 +228,9 @@ impl Kinds {
                 if let Ok(sid) = message.getattr(intern!(py, "session_id")) {
                     buf.str_field("session_id", &sid);
                 }
-                let parent = message.getattr(intern!(py, "parent_tool_use_id"))?;
-                buf.str_field("parent_tool_use_id", &parent);
+                if let Some(parent) = message.getattr_opt(intern!(py, "parent_tool_use_id"))? {
+                    buf.str_field("parent_tool_use_id", &parent);
+                }
                 buf.raw(r#","message":{"content":["#);
                 let content = message.getattr(intern!(py, "content"))?;
                 // The interrupt marker (a user message's text): the end of a stopped turn.
