@@ -13,8 +13,8 @@ use crate::time::Instant;
 use crate::classify::LineKind;
 use crate::config::defaults::TOOL_SLACK;
 use crate::event::{KillKind, SessionId};
-use crate::evidence::rule::TreeState;
 use crate::evidence::{TreeEvidence, TreeFacts, TreeSample};
+use crate::session::tree::TreeState;
 use crate::session::{dur_ns, Cold, Host, HostDue, LimitsNs, Session, NEVER};
 use crate::view::{ContentBlock, LineView};
 

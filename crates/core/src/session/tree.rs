@@ -10,11 +10,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::config::defaults::{BUSY_CPU_FLOOR, BUSY_NET_FLOOR, MEMORY_HOLD};
-use crate::session::{id_hash, LimitsNs, NEVER};
+use crate::evidence::{is_shell, ProcFacts, ToolCall, TreeEvidence, TreeFacts, TreeSample};
 
-use super::command::is_shell;
-use super::receipt::{ToolCall, TreeEvidence, TreeFacts};
-use super::sample::{ProcFacts, TreeSample};
+use super::{id_hash, LimitsNs, NEVER};
 
 /// At most this many outstanding tool calls are remembered (a hostile stream cannot grow a
 /// session without bound; extra ids are ignored).
