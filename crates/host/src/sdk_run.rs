@@ -65,6 +65,26 @@ pub struct SdkEnding {
     pub result: Option<ResultFacts>,
 }
 
+impl SdkEnding {
+    /// One sentence saying how it ended, for the host's error: the kill's own sentence, or
+    /// what the result (or its absence) says. Empty for a success.
+    pub fn message(&self) -> String {
+        let subtype = self.result.as_ref().and_then(|r| r.subtype.as_deref());
+        match (&self.kill, self.end) {
+            (Some(k), _) => format!("watchdog {}: {}", k.kind, k.reason),
+            (None, RunEnd::Success) => String::new(),
+            (None, RunEnd::NoResult) => "the session ended without a result".into(),
+            (None, RunEnd::Incomplete) => {
+                "the session stopped mid-task (a success result on tool_use)".into()
+            }
+            (None, _) => format!(
+                "the session ended with an error result ({})",
+                subtype.unwrap_or("none")
+            ),
+        }
+    }
+}
+
 /// One Agent SDK session, folded (see the [module docs](self)).
 #[derive(Debug)]
 pub struct SdkRun {
@@ -80,6 +100,8 @@ pub struct SdkRun {
     /// When the core's deadline under the drop-in's policy passed (the drop-in should have
     /// killed then).
     overdue_from: Option<Instant>,
+    /// The host's permission callbacks asked so far (each one's request id).
+    asked: u64,
 }
 
 impl SdkRun {
@@ -119,6 +141,7 @@ impl SdkRun {
             interrupted: false,
             kill: None,
             overdue_from: None,
+            asked: 0,
         }
     }
 
@@ -177,6 +200,30 @@ impl SdkRun {
         let p = self.pending.take()?;
         self.last_progress = Some(p);
         Some(p)
+    }
+
+    /// The host's permission callback was called at `now` (the SDK answers Claude Code's
+    /// `can_use_tool` request itself: the request never reaches `query()`'s messages): a human
+    /// wait holds the clocks, as the drop-in sees the request, until the answer
+    /// ([`SdkRun::permission_answered`] with the id returned).
+    pub fn permission_asked(&mut self, now: Instant) -> u64 {
+        self.asked += 1;
+        let line = format!(
+            r#"{{"type":"control_request","request_id":"sdk-run-{}","request":{{"subtype":"can_use_tool"}}}}"#,
+            self.asked
+        );
+        self.registry.observe_line(now, self.id, line.as_bytes());
+        self.asked
+    }
+
+    /// The permission callback `asked` answered at `now`: its human wait ends.
+    pub fn permission_answered(&mut self, now: Instant, asked: u64) {
+        let line = format!(
+            r#"{{"type":"control_response","response":{{"request_id":"sdk-run-{asked}","subtype":"success"}}}}"#
+        );
+        if let Ok(view) = LineView::parse(line.as_bytes()) {
+            self.registry.observe_input(now, self.id, &view);
+        }
     }
 
     /// Claude Code's session id, once a line named it.
@@ -330,6 +377,10 @@ mod tests {
         assert_eq!(end.end, RunEnd::Killed(watchdog_core::KillKind::Idle));
         let f = end.failure.unwrap();
         assert_eq!((f.error_type, f.retryable), ("WatchdogIdle", true));
+        assert_eq!(
+            end.message(),
+            "watchdog idle: agent-watchdog killed claude (idle)"
+        );
     }
 
     /// The helpers' ending is run's: a kill after a success is the kill, a success that
@@ -351,6 +402,19 @@ mod tests {
         );
         assert_eq!(end(&[INIT, TEXT, SUCCESS]), RunEnd::Success);
         assert_eq!(end(&[INIT, TOOL, MID_TASK]), RunEnd::Incomplete);
+        let mut r = run(t0, &[]);
+        r.observe(t0, MID_TASK.as_bytes());
+        assert_eq!(
+            r.finish(t0).message(),
+            "the session stopped mid-task (a success result on tool_use)"
+        );
+        let mut r = run(t0, &[]);
+        let error = r#"{"type":"result","subtype":"error_max_turns","is_error":true}"#;
+        r.observe(t0, error.as_bytes());
+        assert_eq!(
+            r.finish(t0).message(),
+            "the session ended with an error result (error_max_turns)"
+        );
         assert_eq!(end(&[INIT, TEXT]), RunEnd::NoResult);
         let newer = ours("somethingnew");
         let e = end(&[INIT, &newer]);
@@ -427,5 +491,17 @@ mod tests {
             r#"{"type":"system","subtype":"session_state_changed","state":"requires_action"}"#;
         r.observe(t0 + s(1), wait.as_bytes());
         assert!(r.alive(t0 + s(3600)), "unbounded while a human wait holds");
+
+        // The host's own permission callback: the same hold, until it answers.
+        let mut r = run(t0, &vars);
+        r.observe(t0, INIT.as_bytes());
+        let asked = r.permission_asked(t0 + s(1));
+        assert!(r.alive(t0 + s(3600)), "held while the callback runs");
+        r.permission_answered(t0 + s(3600), asked);
+        assert!(r.alive(t0 + s(3600) + s(5)), "no_progress runs again from the answer");
+        assert!(
+            !r.alive(t0 + s(3600) + s(60)),
+            "the clocks run again from the answer"
+        );
     }
 }

@@ -276,6 +276,23 @@ impl SdkRun {
         })
     }
 
+    /// The host's permission callback was called at `now`: its id, for
+    /// `permission_answered` (a human wait holds the clocks until then).
+    fn permission_asked(&self, now: f64) -> u64 {
+        self.with(|s| {
+            let at = s.at(now);
+            s.fold.permission_asked(at)
+        })
+    }
+
+    /// The permission callback `asked` answered at `now`.
+    fn permission_answered(&self, asked: u64, now: f64) {
+        self.with(|s| {
+            let at = s.at(now);
+            s.fold.permission_answered(at, asked);
+        });
+    }
+
     /// The last confirmed progress, epoch seconds; `None` before any.
     #[getter]
     fn last_progress(&self) -> Option<f64> {
@@ -306,7 +323,7 @@ impl SdkRun {
         })
     }
 
-    /// The stream ended at `now`: `{"end", "failure": (type, retryable) | None, "kill":
+    /// The stream ended at `now`: `{"end", "message", "failure": (type, retryable) | None, "kill":
     /// (kind, reason) | None, "result": {...} | None}`.
     fn finish<'py>(&self, py: Python<'py>, now: f64) -> PyResult<Bound<'py, PyDict>> {
         let e = self.with(|s| {
@@ -315,6 +332,7 @@ impl SdkRun {
         });
         let d = PyDict::new(py);
         d.set_item("end", e.end.name())?;
+        d.set_item("message", e.message())?;
         d.set_item("failure", e.failure.map(|f| (f.error_type, f.retryable)))?;
         d.set_item("kill", e.kill.map(|k| (k.kind, k.reason)))?;
         let result = match e.result {

@@ -217,6 +217,24 @@ pub extern "C" fn rules_run_session(r: u32) -> i32 {
     id.map_or(-1, |id| with(|s| s.answer(&id)) as i32)
 }
 
+/// The host's permission callback was called at `now`: its id, for [`rules_run_answered`]
+/// (the SDK answers Claude Code's `can_use_tool` itself; until the answer a human wait holds
+/// the clocks).
+#[no_mangle]
+pub extern "C" fn rules_run_asked(r: u32, now: f64) -> f64 {
+    on_run(r, 0.0, |run| {
+        run.permission_asked(clock::instant(now)) as f64
+    })
+}
+
+/// The permission callback `asked` answered at `now`.
+#[no_mangle]
+pub extern "C" fn rules_run_answered(r: u32, asked: f64, now: f64) {
+    on_run(r, (), |run| {
+        run.permission_answered(clock::instant(now), asked as u64)
+    });
+}
+
 /// Whether the session is alive at `now` (1) or the watchdog beside it failed to end it (0).
 #[no_mangle]
 pub extern "C" fn rules_run_alive(r: u32, now: f64) -> i32 {
@@ -224,7 +242,7 @@ pub extern "C" fn rules_run_alive(r: u32, now: f64) -> i32 {
 }
 
 /// The stream ended at `now`: how the session ended, as JSON (length of the text): `end` (its
-/// name), `failure` (`{type, retryable}`, `null` for a success), `kill` (`{kind, reason}`),
+/// name), `message` (one sentence), `failure` (`{type, retryable}`, `null` for a success), `kill` (`{kind, reason}`),
 /// `result` (the last result's `subtype`, `terminal_reason`, `num_turns`, `total_cost_usd`).
 #[no_mangle]
 pub extern "C" fn rules_run_finish(r: u32, now: f64) -> u32 {
@@ -232,6 +250,7 @@ pub extern "C" fn rules_run_finish(r: u32, now: f64) -> u32 {
         let e = run.finish(clock::instant(now));
         json!({
             "end": e.end.name(),
+            "message": e.message(),
             "failure": e.failure.map(|f| json!({"type": f.error_type, "retryable": f.retryable})),
             "kill": e.kill.map(|k| json!({"kind": k.kind, "reason": k.reason})),
             "result": e.result.map(|r| json!({

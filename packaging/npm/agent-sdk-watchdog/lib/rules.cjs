@@ -55,6 +55,16 @@ function bind(core) {
       return len < 0 ? null : read(len);
     }
 
+    /** Runs the host's permission callback `ask` as a human wait (the SDK answers it itself). */
+    async asked(ask, args) {
+      const id = core().rules_run_asked(this.index, performance.now());
+      try {
+        return await ask(...args);
+      } finally {
+        core().rules_run_answered(this.index, id, performance.now());
+      }
+    }
+
     alive() {
       return core().rules_run_alive(this.index, performance.now()) === 1;
     }

@@ -138,8 +138,9 @@ export async function runSession(prompt, {
   const queryOptions = { ...options, ...sdk, abortController };
   if (cwd !== undefined) queryOptions.cwd = cwd;
   if (continued) queryOptions.resume = sessionId;
-  // The session's fold, under the policy the drop-in reads.
+  // The session's fold, under the policy the drop-in reads; a permission callback is a human wait.
   const run = new SdkRun(sdk.env, margin);
+  if (typeof options.canUseTool === 'function') queryOptions.canUseTool = (...args) => run.asked(options.canUseTool, args);
 
   const heartbeat = () => {
     const details = { session_id: run.sessionId ?? sessionId, last_progress: run.lastProgress, continued };
@@ -169,15 +170,10 @@ export async function runSession(prompt, {
   if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;
   const facts = { session_id: run.sessionId ?? sessionId, continued, attempt: info.attempt };
   if (failed && !result && !run.killed) throw failed;
-  const { end, kill } = run.finish();
-  if (kill) throw applicationFailure(end, `watchdog ${kill.kind}: ${kill.reason}`, { ...facts, kill });
-  if (end === 'no_result') throw applicationFailure(end, 'the session ended without a result', facts);
+  const { end, message, failure, kill } = run.finish();
+  if (kill) throw applicationFailure(end, message, { ...facts, kill });
   const text = typeof result?.result === 'string' ? result.result : null;
-  if (end !== 'success') {
-    const what = end === 'incomplete' ? 'stopped mid-task (a success result on tool_use)' : `ended with an error result (${result.subtype})`;
-    throw applicationFailure(end, `the session ${what}`, {
-      ...facts, subtype: result.subtype ?? null, terminal_reason: result.terminal_reason ?? null, result: text,
-    });
-  }
+  if (result && failure) Object.assign(facts, { subtype: result.subtype ?? null, terminal_reason: result.terminal_reason ?? null, result: text });
+  if (failure) throw applicationFailure(end, message, facts);
   return { ...facts, result: text, num_turns: result.num_turns ?? null, total_cost_usd: result.total_cost_usd ?? null };
 }

@@ -313,9 +313,20 @@ async def run_session(
         fields["cwd"] = os.fspath(cwd)
     if continued:
         fields["resume"] = session_id
-    agent_options = ClaudeAgentOptions(**fields)
     # The session's fold, under the policy the drop-in reads (its environment over the worker's).
     run = _native.SdkRun({**os.environ, **sdk["env"]}, _seconds("margin", policy.margin), time.monotonic(), time.time())
+    ask = fields.get("can_use_tool")
+    if ask is not None:
+        # The SDK answers Claude Code's permission request itself: the callback is a human wait.
+        async def asked(*args: Any, **kwargs: Any) -> Any:
+            wait = run.permission_asked(time.monotonic())
+            try:
+                return await ask(*args, **kwargs)
+            finally:
+                run.permission_answered(wait, time.monotonic())
+
+        fields["can_use_tool"] = asked
+    agent_options = ClaudeAgentOptions(**fields)
 
     def heartbeat() -> None:
         details = {"session_id": run.session_id or session_id, "last_progress": run.last_progress, "continued": continued}
@@ -359,19 +370,13 @@ async def run_session(
         raise failed
     ending = run.finish(time.monotonic())
     facts: Dict[str, Any] = {"session_id": run.session_id or session_id, "continued": continued, "attempt": info.attempt}
-    end, kill = ending["end"], ending["kill"]
-    if kill is not None:
-        raise application_error(end, f"watchdog {kill[0]}: {kill[1]}", {**facts, "kill": {"kind": kill[0], "reason": kill[1]}})
-    if end == "no_result":
-        raise application_error(end, "the session ended without a result", facts)
-    if end != "success":
-        subtype = getattr(result, "subtype", None)
-        what = "stopped mid-task (a success result on tool_use)" if end == "incomplete" else f"ended with an error result ({subtype})"
-        raise application_error(
-            end,
-            f"the session {what}",
-            {**facts, "subtype": subtype, "terminal_reason": getattr(result, "terminal_reason", None), "result": getattr(result, "result", None)},
-        )
+    if ending["kill"] is not None:
+        kind, reason = ending["kill"]
+        raise application_error(ending["end"], ending["message"], {**facts, "kill": {"kind": kind, "reason": reason}})
+    if result is not None and ending["failure"] is not None:
+        facts.update({k: getattr(result, k, None) for k in ("subtype", "terminal_reason", "result")})
+    if ending["failure"] is not None:
+        raise application_error(ending["end"], ending["message"], facts)
     return {
         **facts,
         "result": getattr(result, "result", None),
