@@ -153,6 +153,8 @@ export async function runSession(prompt, {
 
   let result = null;
   let failed = null;
+  let facts;
+  let ending;
   try {
     for await (const message of query({ prompt: continued ? continuePrompt : prompt, options: queryOptions })) {
       const step = run.observe(message);
@@ -161,16 +163,16 @@ export async function runSession(prompt, {
     }
   } catch (error) {
     // The SDK throws after an error result too (ours included), and when it is aborted.
-    if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? error;
-    failed = error;
+    failed = ctx.cancellationSignal.aborted ? (ctx.cancellationSignal.reason ?? error) : error;
   } finally {
     clearInterval(timer);
     ctx.cancellationSignal.removeEventListener('abort', onCancel);
+    facts = { session_id: run.sessionId ?? sessionId, continued, attempt: info.attempt };
+    ending = run.finish(); // the fold is freed, whatever happens next
   }
-  if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;
-  const facts = { session_id: run.sessionId ?? sessionId, continued, attempt: info.attempt };
+  if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? failed;
   if (failed && !result && !run.killed) throw failed;
-  const { end, message, failure, kill } = run.finish();
+  const { end, message, failure, kill } = ending;
   if (kill) throw applicationFailure(end, message, { ...facts, kill });
   const text = typeof result?.result === 'string' ? result.result : null;
   if (result && failure) Object.assign(facts, { subtype: result.subtype ?? null, terminal_reason: result.terminal_reason ?? null, result: text });
