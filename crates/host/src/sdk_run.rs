@@ -66,6 +66,15 @@ pub struct SdkEnding {
 }
 
 impl SdkEnding {
+    /// The ending's name ([`RunEnd::name`]); a kill this build does not name goes by the
+    /// kind its synthetic result says (the failure table may know it: `output`).
+    pub fn name(&self) -> &str {
+        match (&self.kill, self.end) {
+            (Some(k), RunEnd::KilledOther) => &k.kind,
+            _ => self.end.name(),
+        }
+    }
+
     /// One sentence saying how it ended, for the host's error: the kill's own sentence, or
     /// what the result (or its absence) says. Empty for a success.
     pub fn message(&self) -> String {
@@ -297,9 +306,13 @@ impl SdkRun {
                 RunEnd::of(&outcome, StoppedBy::Child)
             }
         };
+        let failure = match (&self.kill, end) {
+            (Some(k), RunEnd::KilledOther) => Some(watchdog_core::ending::failure(&k.kind)),
+            _ => end.retry(),
+        };
         SdkEnding {
             end,
-            failure: end.retry(),
+            failure,
             kill: self.kill.clone(),
             result,
         }
@@ -420,6 +433,12 @@ mod tests {
         let e = end(&[INIT, &newer]);
         assert_eq!(e, RunEnd::KilledOther);
         assert_eq!(e.retry().unwrap().error_type, "WatchdogKill");
+        // A kind the table names goes by its own row.
+        let mut r = run(t0, &[]);
+        r.observe(t0, ours("output").as_bytes());
+        let e = r.finish(t0);
+        assert_eq!(e.name(), "output");
+        assert_eq!(e.failure.unwrap().error_type, "WatchdogOutput");
     }
 
     /// Alive while the drop-in lets the session run, every hold included; not alive once its
@@ -498,7 +517,10 @@ mod tests {
         let asked = r.permission_asked(t0 + s(1));
         assert!(r.alive(t0 + s(3600)), "held while the callback runs");
         r.permission_answered(t0 + s(3600), asked);
-        assert!(r.alive(t0 + s(3600) + s(5)), "no_progress runs again from the answer");
+        assert!(
+            r.alive(t0 + s(3600) + s(5)),
+            "no_progress runs again from the answer"
+        );
         assert!(
             !r.alive(t0 + s(3600) + s(60)),
             "the clocks run again from the answer"

@@ -331,7 +331,7 @@ impl SdkRun {
             s.fold.finish(at)
         });
         let d = PyDict::new(py);
-        d.set_item("end", e.end.name())?;
+        d.set_item("end", e.name())?;
         d.set_item("message", e.message())?;
         d.set_item("failure", e.failure.map(|f| (f.error_type, f.retryable)))?;
         d.set_item("kill", e.kill.map(|k| (k.kind, k.reason)))?;

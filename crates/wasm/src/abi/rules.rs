@@ -249,7 +249,7 @@ pub extern "C" fn rules_run_finish(r: u32, now: f64) -> u32 {
     let out = on_run(r, Value::Null, |run| {
         let e = run.finish(clock::instant(now));
         json!({
-            "end": e.end.name(),
+            "end": e.name(),
             "message": e.message(),
             "failure": e.failure.map(|f| json!({"type": f.error_type, "retryable": f.retryable})),
             "kill": e.kill.map(|k| json!({"kind": k.kind, "reason": k.reason})),
