@@ -74,7 +74,14 @@ fn helper_ending(child: &std::path::Path) -> String {
         .unwrap();
     let t0 = Instant::now();
     let policy = SessionPolicy::from_env(&vars).unwrap();
-    let mut fold = SdkRun::new(t0, 0, &policy, &BTreeMap::new(), Duration::from_secs(1));
+    let mut fold = SdkRun::new(
+        t0,
+        0,
+        &policy,
+        &BTreeMap::new(),
+        Duration::from_secs(1),
+        true,
+    );
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         fold.observe(t0, line.as_bytes());
     }

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use watchdog_core::config::MAX_DURATION;
 use watchdog_core::ending::{Failure, RunEnd, StoppedBy};
 use watchdog_core::facts::ResultFacts;
 use watchdog_core::mcp::McpSetup;
@@ -117,18 +118,26 @@ impl SdkRun {
     /// A session that starts at `now` (`wall`: the wall-clock time then, ms since the epoch)
     /// under `policy`, the drop-in's, with the MCP limits its environment `mcp_env` implies (as
     /// the drop-in reads them); `margin`: added to the drop-in's kill ladder before the session
-    /// counts as not alive.
+    /// counts as not alive. `keep_alives`: the host's SDK yields every keep-alive line (the
+    /// TypeScript SDK does; the Python SDK drops `tool_progress`, which keeps the idle clock of
+    /// a long tool): without them silence is no sign of a hang here, and the fold judges no
+    /// progress alone (the drop-in, which sees every line, still judges silence).
     pub fn new(
         now: Instant,
         wall: WallMs,
         policy: &SessionPolicy,
         mcp_env: &BTreeMap<String, String>,
         margin: Duration,
+        keep_alives: bool,
     ) -> SdkRun {
         let setup = McpSetup::read(&["claude".to_owned()], mcp_env, Path::new("/"), |_| {
             Err(String::new())
         });
         let (limits, _) = policy.limits.clone().with_mcp_setup(&setup);
+        let limits = match keep_alives {
+            true => limits,
+            false => limits.clone().with_idle(MAX_DURATION).unwrap_or(limits),
+        };
         let mut registry = Registry::new(limits);
         registry.set_wall_clock(now, wall);
         // The SDK keeps the session's input open (its control channel): after a `result` the
@@ -162,9 +171,10 @@ impl SdkRun {
         wall: WallMs,
         vars: &BTreeMap<String, String>,
         margin: Duration,
+        keep_alives: bool,
     ) -> Result<SdkRun, String> {
         let policy = SessionPolicy::from_env(vars)?;
-        Ok(SdkRun::new(now, wall, &policy, vars, margin))
+        Ok(SdkRun::new(now, wall, &policy, vars, margin, keep_alives))
     }
 
     /// Fold one message (a stream-json line: the TypeScript SDK's message as JSON, the Python
@@ -354,6 +364,7 @@ mod tests {
             &policy(vars),
             &BTreeMap::new(),
             Duration::from_secs(1),
+            true,
         )
     }
 
@@ -510,6 +521,27 @@ mod tests {
             r#"{"type":"system","subtype":"session_state_changed","state":"requires_action"}"#;
         r.observe(t0 + s(1), wait.as_bytes());
         assert!(r.alive(t0 + s(3600)), "unbounded while a human wait holds");
+
+        // A host whose SDK drops the tool's keep-alives (Python's): a 50 s silent busy tool is
+        // judged by no progress alone, held by the busy-tool presumption.
+        let mut r = SdkRun::new(t0, 0, &policy(&vars), &BTreeMap::new(), s(1), false);
+        r.observe(t0, INIT.as_bytes());
+        r.observe(t0, TOOL.as_bytes());
+        assert!(
+            r.alive(t0 + s(50)),
+            "silence is no sign of a hang without the keep-alives"
+        );
+        assert!(
+            !r.alive(t0 + s(70)),
+            "past busy_cap (60 s) and the allowance"
+        );
+        let mut seen = run(t0, &vars);
+        seen.observe(t0, INIT.as_bytes());
+        seen.observe(t0, TOOL.as_bytes());
+        assert!(
+            !seen.alive(t0 + s(50)),
+            "with them, 40 s of silence is the idle kill"
+        );
 
         // The host's own permission callback: the same hold, until it answers.
         let mut r = run(t0, &vars);

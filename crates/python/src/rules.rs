@@ -253,8 +253,16 @@ impl SdkRun {
         } else {
             0
         };
-        let fold = Fold::from_env(base, wall_ms, &env_map(env)?, secs("margin", margin)?)
-            .map_err(|e| PyValueError::new_err(format!("invalid watchdog policy: {e}")))?;
+        // The Python SDK drops `tool_progress` (and every type it does not know): the fold
+        // judges no progress alone.
+        let fold = Fold::from_env(
+            base,
+            wall_ms,
+            &env_map(env)?,
+            secs("margin", margin)?,
+            false,
+        )
+        .map_err(|e| PyValueError::new_err(format!("invalid watchdog policy: {e}")))?;
         Ok(SdkRun {
             state: Mutex::new(RunState {
                 fold,

@@ -32,9 +32,9 @@ const policy = Object.fromEntries(Object.entries(fields).map(([k, v]) => [camel(
 
 const activities = {
   async runClaude(prompt) {
-    const { attempt } = Context.current().info;
+    const { attempt, currentAttemptScheduledTimestampMs: scheduled } = Context.current().info;
     attempts.add(attempt);
-    emit({ event: 'attempt_started', attempt, t: Date.now() / 1000 });
+    emit({ event: 'attempt_started', attempt, t: Date.now() / 1000, scheduled: scheduled / 1000 });
     try {
       return await runSession(prompt, {
         policy,
@@ -57,6 +57,9 @@ const activities = {
           firstHeartbeat();
         },
       });
+    } catch (e) {
+      emit({ event: 'attempt_error', attempt, error: `${e?.name}: ${e?.message}`, type: e?.type ?? null });
+      throw e;
     } finally {
       emit({ event: 'attempt_ended', attempt, t: Date.now() / 1000 });
     }

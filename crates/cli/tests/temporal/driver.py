@@ -8,7 +8,7 @@ first attempt runs on a worker of its own (this script with ROLE=worker and QUEU
 once it has heartbeated a session that made progress; this process's worker takes the retry.
 
 Prints one JSON line per event on stdout:
-  {"event":"attempt_started","attempt":n,"t":…}
+  {"event":"attempt_started","attempt":n,"t":…,"scheduled":… (when the server scheduled it)}
   {"event":"heartbeat","attempt":n,"session_id":…,"last_progress":…,"continued":…,"t":…}
   {"event":"attempt_ended","attempt":n}
   {"event":"cancel_sent"}
@@ -79,7 +79,8 @@ def reported_query(prompt, options):
 @activity.defn
 async def claude_session(prompt: str) -> dict:
     attempts_seen.add(activity.info().attempt)
-    emit(event="attempt_started", attempt=activity.info().attempt, t=time.time())
+    info = activity.info()
+    emit(event="attempt_started", attempt=info.attempt, t=time.time(), scheduled=info.current_attempt_scheduled_time.timestamp())
     try:
         return await run_session(
             prompt,
@@ -93,6 +94,9 @@ async def claude_session(prompt: str) -> dict:
             on_heartbeat=on_heartbeat,
             query=reported_query,
         )
+    except BaseException as e:
+        emit(event="attempt_error", attempt=activity.info().attempt, error=f"{type(e).__name__}: {e}", type=getattr(e, "type", None))
+        raise
     finally:
         emit(event="attempt_ended", attempt=activity.info().attempt, t=time.time())
 

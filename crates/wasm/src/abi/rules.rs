@@ -166,7 +166,8 @@ pub extern "C" fn rules_run_new(now: f64, wall: f64, len: u32) -> i32 {
         0
     };
     let made = env_and_margin(len)
-        .and_then(|(env, margin)| SdkRun::from_env(clock::instant(now), wall, &env, margin));
+        // The TypeScript SDK yields every keep-alive line.
+        .and_then(|(env, margin)| SdkRun::from_env(clock::instant(now), wall, &env, margin, true));
     match made {
         Ok(run) => RUNS
             .with(|r| r.borrow_mut().insert(run))
