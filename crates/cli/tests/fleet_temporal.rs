@@ -540,6 +540,19 @@ fn an_announced_back_off_longer_than_the_heartbeat_timeout_completes_in_one_atte
             starts(&r)
         );
         assert_eq!(server.main_request_count(), 2, "one 429, one answer");
+        let (_, t0) = starts(&r)[0];
+        let ended = r
+            .events
+            .iter()
+            .find(|e| e["event"] == "attempt_ended")
+            .unwrap()["t"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            ended - t0 > hb,
+            "{lang:?}: the attempt ran {:.1} s",
+            ended - t0
+        );
         let retry = r
             .events
             .iter()
