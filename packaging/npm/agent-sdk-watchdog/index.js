@@ -128,8 +128,10 @@ function pluginPath() {
   return dir;
 }
 
-// The policy's variables and ranges, and the synthetic result's reader, are the Rust core's.
-const { watchdogEnv, watchdogKill } = require('./lib/rules.cjs');
+// The policy's variables and ranges, and the synthetic result's reader, are the Rust core's
+// (lib/rules.cjs, loaded on first use).
+const watchdogEnv = (policy) => require('./lib/rules.cjs').watchdogEnv(policy);
+const watchdogKill = (message) => require('./lib/rules.cjs').watchdogKill(message);
 
 const OPTION_KEYS = new Set(['plugin', 'plugins', 'from']);
 
