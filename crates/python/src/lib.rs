@@ -8,7 +8,7 @@
 //! events are handed to Python, rendered for Prometheus, the answer to a scrape).
 //!
 //! What follows from the rules (the policy's variables, the synthetic result's reader, the
-//! activity timeouts, the SDK-run fold, the failure table) is [`rules`]'s, for the helpers.
+//! activity timeouts, the SDK-run fold, the failure table) is the `rules` module's, for the helpers.
 //!
 //! Time: every call takes `now` as seconds on the caller's clock (a float); the registry sees
 //! `base + (now - epoch)`, so a virtual clock works as well as `time.monotonic()`.

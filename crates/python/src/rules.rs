@@ -8,7 +8,7 @@
 //! - `watchdog_kill(message)`: the watchdog's kill, read from its synthetic result.
 //! - `activity_timeouts(env, margin)`: the Temporal activity timeouts of a policy.
 //! - `SdkRun`: the SDK-run fold ([`watchdog_host::sdk_run::SdkRun`]) over the SDK's message
-//!   objects (written as lines by [`crate::messages`]); times are seconds on the caller's
+//!   objects (written as lines by the `messages` module); times are seconds on the caller's
 //!   clock, as everywhere in this module.
 //! - `rules_tables()`: the continuation prompt, the failure table, the policy's options, the
 //!   `/metrics` endpoint's defaults; `metrics_bounds(...)`: the endpoint's values checked.

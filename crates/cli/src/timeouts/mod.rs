@@ -1,6 +1,6 @@
 //! `agent-watchdog timeouts [POLICY FLAGS]`: the Temporal activity timeouts a watchdog policy
 //! implies, as one JSON line, for the helpers (`agent_sdk_watchdog.temporal`,
-//! `agent-sdk-watchdog/temporal`): one rule, the core's ([`Limits::quiet`]), for both.
+//! `agent-sdk-watchdog/temporal`): one rule, the core's ([`watchdog_core::Limits::quiet`]), for both.
 //!
 //! - `heartbeat_timeout`: the longest a healthy session that holds nothing goes quiet under the
 //!   policy ([`Quiet::unheld`](watchdog_core::config::Quiet::unheld): `max(startup, idle ×

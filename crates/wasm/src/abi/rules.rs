@@ -141,7 +141,7 @@ fn env_and_margin(len: u32) -> Result<(BTreeMap<String, String>, Duration), Stri
     Ok((env_of(&v["env"]), margin))
 }
 
-/// The Temporal activity timeouts of a policy ([`env_and_margin`] in the input):
+/// The Temporal activity timeouts of a policy (`{"env": {…}, "margin": …}` in the input):
 /// `{"heartbeatTimeout", "startToCloseTimeout"}` in ms (`null` without a ceiling), or
 /// `{"error"}` (length of the text).
 #[no_mangle]
@@ -156,8 +156,8 @@ pub extern "C" fn rules_timeouts(len: u32) -> u32 {
 }
 
 /// A fold of one SDK session that starts at `now` (`wall`: epoch ms then) under the policy of
-/// its environment, with the margin added to the kill ladder ([`env_and_margin`] in the
-/// input): its index, or -1 with the error in the output.
+/// its environment, with the margin added to the kill ladder (`{"env": {…}, "margin": …}` in
+/// the input): its index, or -1 with the error in the output.
 #[no_mangle]
 pub extern "C" fn rules_run_new(now: f64, wall: f64, len: u32) -> i32 {
     let wall = if wall.is_finite() && wall > 0.0 {
