@@ -1,8 +1,8 @@
 //! One line of a Claude Code transcript (`~/.claude/projects/…/<session>.jsonl`, a subagent's
 //! `agent-<id>.jsonl`), read once, in place, for the fields the project reads of it
 //! ([`Entry`]): the audit's timing entries and how a subagent's transcript ends
-//! ([`SubagentEnd::from_transcript`](crate::recovery::SubagentEnd::from_transcript)). One reader, one JSON walker (the one
-//! the stream-json view uses).
+//! ([`SubagentEnd::from_transcript`](crate::recovery::SubagentEnd::from_transcript)). One
+//! reader, one JSON walker (the one the stream-json view uses).
 //!
 //! And the mark Claude Code leaves when it stops a turn on an interrupt ([`INTERRUPT_MARKER`],
 //! [`is_interrupt_text`]), in its transcripts and on its stdout alike: the one spelling every
