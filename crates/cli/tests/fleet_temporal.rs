@@ -437,6 +437,31 @@ fn starts(r: &Run) -> Vec<(u64, f64)> {
         .collect()
 }
 
+/// The run had one attempt, and it lasted longer than the heartbeat timeout `hb`: its start.
+fn one_attempt_longer_than(r: &Run, hb: f64, lang: Lang) -> f64 {
+    let starts = starts(r);
+    assert_eq!(
+        starts.len(),
+        1,
+        "{lang:?}: one attempt: {starts:?}\n{:#?}",
+        r.events
+    );
+    let ended = r
+        .events
+        .iter()
+        .find(|e| e["event"] == "attempt_ended")
+        .unwrap()["t"]
+        .as_f64()
+        .unwrap();
+    let t0 = starts[0].1;
+    assert!(
+        ended - t0 > hb,
+        "{lang:?}: the attempt ran {:.1} s",
+        ended - t0
+    );
+    t0
+}
+
 /// The heartbeats of attempt 1 during the span `[from, to]` (epoch seconds).
 fn beats_between(r: &Run, from: f64, to: f64) -> usize {
     r.heartbeats()
@@ -475,26 +500,7 @@ fn a_busy_tool_longer_than_the_heartbeat_timeout_completes_in_one_attempt() {
             r.done,
             r.heartbeats()
         );
-        assert_eq!(
-            starts(&r).len(),
-            1,
-            "{lang:?}: one attempt: {:?}\n{:#?}",
-            starts(&r),
-            r.events
-        );
-        let (_, t0) = starts(&r)[0];
-        let ended = r
-            .events
-            .iter()
-            .find(|e| e["event"] == "attempt_ended")
-            .unwrap()["t"]
-            .as_f64()
-            .unwrap();
-        assert!(
-            ended - t0 > hb,
-            "{lang:?}: the attempt ran {:.1} s",
-            ended - t0
-        );
+        let t0 = one_attempt_longer_than(&r, hb, lang);
         // Heartbeats kept coming through the tool, at least one per heartbeat timeout.
         assert!(
             beats_between(&r, t0 + 5.0, t0 + 5.0 + hb) >= 1,
@@ -533,26 +539,8 @@ fn an_announced_back_off_longer_than_the_heartbeat_timeout_completes_in_one_atte
             r.done,
             r.events
         );
-        assert_eq!(
-            starts(&r).len(),
-            1,
-            "{lang:?}: one attempt: {:?}",
-            starts(&r)
-        );
+        one_attempt_longer_than(&r, hb, lang);
         assert_eq!(server.main_request_count(), 2, "one 429, one answer");
-        let (_, t0) = starts(&r)[0];
-        let ended = r
-            .events
-            .iter()
-            .find(|e| e["event"] == "attempt_ended")
-            .unwrap()["t"]
-            .as_f64()
-            .unwrap();
-        assert!(
-            ended - t0 > hb,
-            "{lang:?}: the attempt ran {:.1} s",
-            ended - t0
-        );
         let retry = r
             .events
             .iter()
