@@ -4,11 +4,15 @@
 //! helper (`agent_sdk_watchdog.temporal`) and the TypeScript one
 //! (`agent-sdk-watchdog/temporal`) the same way:
 //!
-//! (a) a healthy session heartbeats only on progress and completes; (b) one that only sends
-//! keep-alives records no heartbeat, is ended by the watchdog, and leaves no process behind;
-//! (c) a retried attempt resumes the same session once, and a third never continues it again;
-//! (d) a workflow cancel stops the running session's tree; (e) each ending arrives as its typed
-//! error with the kill as details.
+//! (a) a healthy session heartbeats while it runs and completes; (b) one that only sends
+//! keep-alives is ended by the watchdog, and leaves no process behind; (c) a retried attempt
+//! resumes the same session once, and a third never continues it again; (d) a workflow cancel
+//! stops the running session's tree; (e) each ending arrives as its typed error with the kill as
+//! details. Temporal never times out a session the watchdog lets run, and notices a dead worker
+//! fast (issue 50): (f) a busy tool and (g) an announced back-off, each longer than the
+//! heartbeat timeout, complete in one attempt; (h) a worker SIGKILLed mid-session is noticed
+//! within the heartbeat timeout (the bound without a hold: max(startup, idle × extend,
+//! no_progress) + grace + margin) after the kill, and another worker continues the session once.
 //!
 //! Needs what `scripts/test-fleet` provides: `AGENT_WATCHDOG_TEST_TEMPORAL` (the dev server),
 //! `AGENT_WATCHDOG_TEST_TEMPORAL_PYTHON` (a fresh virtual environment with the built wheel,
@@ -148,7 +152,7 @@ fn policy(extra: Value) -> Value {
 }
 
 #[test]
-fn a_healthy_session_heartbeats_only_on_progress_and_completes() {
+fn a_healthy_session_heartbeats_while_it_runs_and_completes() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for lang in LANGS {
         let options = ScenarioOptions {
@@ -166,23 +170,10 @@ fn a_healthy_session_heartbeats_only_on_progress_and_completes() {
         );
         assert_eq!(ok["continued"], false);
         let sid = ok["session_id"].as_str().unwrap();
+        // Heartbeats with each progress the core counts (once the next message shows it was no
+        // interruption) and on a timer: each names the session, and its progress only moves on.
         let beats = r.heartbeats();
-        // Each message that moved the conversation (a model turn, a tool result) is one
-        // heartbeat, sent when the next message shows it was no interruption; the last is
-        // concluded by the result. Nothing else heartbeats.
-        let progress = r
-            .events
-            .iter()
-            .filter(|e| e["event"] == "message")
-            .filter(|e| {
-                matches!(
-                    e["type"].as_str(),
-                    Some("assistant" | "user" | "AssistantMessage" | "UserMessage")
-                )
-            })
-            .count();
-        assert!(progress >= 3, "{lang:?}: {:#?}", r.events);
-        assert_eq!(beats.len(), progress - 1, "{lang:?}: {:#?}", r.events);
+        assert!(!beats.is_empty(), "{lang:?}: {:#?}", r.events);
         let mut last = 0.0;
         for b in &beats {
             assert_eq!(b["session_id"], sid, "{b}");
@@ -196,7 +187,7 @@ fn a_healthy_session_heartbeats_only_on_progress_and_completes() {
 }
 
 #[test]
-fn keep_alives_alone_record_no_heartbeat_and_the_watchdog_ends_the_session_and_its_tree() {
+fn keep_alives_alone_are_ended_by_the_watchdog_with_its_tree() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for lang in LANGS {
         let options = ScenarioOptions {
@@ -213,12 +204,6 @@ fn keep_alives_alone_record_no_heartbeat_and_the_watchdog_ends_the_session_and_i
             policy(json!({"no_progress": "3s"})),
             1,
             false,
-        );
-        assert!(
-            r.heartbeats().is_empty(),
-            "{lang:?}: {:?}\n{:#?}",
-            r.heartbeats(),
-            r.events
         );
         assert_eq!(r.error_type(), "WatchdogNoProgress", "{lang:?}: {}", r.done);
         assert_eq!(r.done["error"]["non_retryable"], false);
@@ -441,4 +426,203 @@ fn the_readmes_example_runs_with_one_command() {
     let v: Value = serde_json::from_str(&stdout).unwrap();
     assert!(v["result"].as_str().unwrap().contains(FINAL_TEXT), "{v}");
     assert!(cmd.cwd.join("hello.txt").is_file());
+}
+
+/// The attempts' start times, by attempt.
+fn starts(r: &Run) -> Vec<(u64, f64)> {
+    r.events
+        .iter()
+        .filter(|e| e["event"] == "attempt_started")
+        .map(|e| (e["attempt"].as_u64().unwrap(), e["t"].as_f64().unwrap()))
+        .collect()
+}
+
+/// The run had one attempt, and it lasted longer than the heartbeat timeout `hb`: its start.
+fn one_attempt_longer_than(r: &Run, hb: f64, lang: Lang) -> f64 {
+    let starts = starts(r);
+    assert_eq!(
+        starts.len(),
+        1,
+        "{lang:?}: one attempt: {starts:?}\n{:#?}",
+        r.events
+    );
+    let ended = r
+        .events
+        .iter()
+        .find(|e| e["event"] == "attempt_ended")
+        .unwrap()["t"]
+        .as_f64()
+        .unwrap();
+    let t0 = starts[0].1;
+    assert!(
+        ended - t0 > hb,
+        "{lang:?}: the attempt ran {:.1} s",
+        ended - t0
+    );
+    t0
+}
+
+/// The heartbeats of attempt 1 during the span `[from, to]` (epoch seconds).
+fn beats_between(r: &Run, from: f64, to: f64) -> usize {
+    r.heartbeats()
+        .into_iter()
+        .filter(|b| b["attempt"] == 1)
+        .filter(|b| b["t"].as_f64().is_some_and(|t| t >= from && t <= to))
+        .count()
+}
+
+#[test]
+fn a_busy_tool_longer_than_the_heartbeat_timeout_completes_in_one_attempt() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for lang in LANGS {
+        // The tool burns CPU for 45 s (busy: the drop-in holds the no-progress kill up to
+        // busy_cap) and prints nothing; Claude Code's own keep-alive (tool_progress, every 30 s)
+        // keeps the idle clock. The heartbeat timeout, 35 + 2 + 1 s, is shorter than the tool.
+        let scenario = Scenario::new("busy_tool")
+            .turn(Turn::new().text("Running a long computation.").bash(
+                "toolu_busy_1",
+                "end=$((SECONDS+45)); while [ $SECONDS -lt $end ]; do :; done; echo done",
+            ))
+            .turn(Turn::answer(FINAL_TEXT));
+        let server = BlockingMockServer::start(scenario).unwrap();
+        let policy = json!({"idle": "35s", "extend_factor": 1.0, "no_progress": "5s",
+                            "startup": "20s", "busy_cap": "2m", "ceiling": "5m",
+                            "grace": "2s", "margin": "1s"});
+        let r = run_case(lang, "busy", &server, policy, 3, false);
+        let hb = r.done["heartbeat_timeout"].as_f64().unwrap();
+        assert_eq!(hb, 38.0, "{lang:?}: {}", r.done);
+        assert!(
+            r.done["ok"]["result"]
+                .as_str()
+                .unwrap_or("")
+                .contains(FINAL_TEXT),
+            "{lang:?}: {}\n{:#?}",
+            r.done,
+            r.heartbeats()
+        );
+        let t0 = one_attempt_longer_than(&r, hb, lang);
+        // Heartbeats kept coming through the tool, at least one per heartbeat timeout.
+        assert!(
+            beats_between(&r, t0 + 5.0, t0 + 5.0 + hb) >= 1,
+            "{lang:?}: {:#?}",
+            r.heartbeats()
+        );
+        assert_eq!(r.done["left"], json!([]));
+    }
+}
+
+#[test]
+fn an_announced_back_off_longer_than_the_heartbeat_timeout_completes_in_one_attempt() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for lang in LANGS {
+        // A 429 with retry-after 20 s: Claude Code announces the wait (system/api_retry) and
+        // prints nothing until it retries. The heartbeat timeout is 10 + 2 + 1 s.
+        let options = ScenarioOptions {
+            reset_in: Duration::from_secs(20),
+            ..ScenarioOptions::default()
+        };
+        let server = BlockingMockServer::start(
+            Scenario::named_with("rate_limited_then_ok", &options).unwrap(),
+        )
+        .unwrap();
+        let policy = json!({"idle": "5s", "extend_factor": 1.0, "no_progress": "5s",
+                            "startup": "10s", "ceiling": "3m", "grace": "2s", "margin": "1s"});
+        let r = run_case(lang, "backoff", &server, policy, 3, false);
+        let hb = r.done["heartbeat_timeout"].as_f64().unwrap();
+        assert_eq!(hb, 13.0, "{lang:?}: {}", r.done);
+        assert!(
+            r.done["ok"]["result"]
+                .as_str()
+                .unwrap_or("")
+                .contains(FINAL_TEXT),
+            "{lang:?}: {}\n{:#?}",
+            r.done,
+            r.events
+        );
+        one_attempt_longer_than(&r, hb, lang);
+        assert_eq!(server.main_request_count(), 2, "one 429, one answer");
+        let retry = r
+            .events
+            .iter()
+            .any(|e| e["event"] == "message" && e["subtype"] == "api_retry");
+        assert!(
+            retry,
+            "{lang:?}: the back-off was announced: {:#?}",
+            r.events
+        );
+        assert_eq!(r.done["left"], json!([]));
+    }
+}
+
+#[test]
+fn a_worker_killed_mid_session_is_noticed_within_the_heartbeat_timeout_and_continued_once() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for lang in LANGS {
+        // Tool call after tool call (progress all along) until the continuation prompt.
+        let mut scenario = Scenario::new("busy").when(
+            Matcher::LastUserTextContains("stopped making progress".into()),
+            Turn::answer(FINAL_TEXT),
+        );
+        for i in 0..200 {
+            scenario = scenario.turn(
+                Turn::new()
+                    .text("Next step.")
+                    .bash(format!("toolu_step_{i}"), "sleep 0.3; echo step"),
+            );
+        }
+        let server = BlockingMockServer::start(scenario).unwrap();
+        let policy = json!({"idle": "5s", "extend_factor": 1.0, "no_progress": "5s",
+                            "startup": "10s", "ceiling": "3m", "grace": "2s", "margin": "1s"});
+        let r = run_case(lang, "kill", &server, policy, 3, true);
+        let hb = r.done["heartbeat_timeout"].as_f64().unwrap();
+        assert_eq!(hb, 13.0, "{lang:?}: {}", r.done);
+        let ok = &r.done["ok"];
+        assert_eq!(
+            ok["continued"], true,
+            "{lang:?}: {}\n{:#?}",
+            r.done, r.events
+        );
+        let killed = r
+            .events
+            .iter()
+            .find(|e| e["event"] == "worker_killed")
+            .unwrap()["t"]
+            .as_f64()
+            .unwrap();
+        let second = r
+            .events
+            .iter()
+            .find(|e| e["event"] == "attempt_started" && e["attempt"] == 2)
+            .unwrap_or_else(|| panic!("{lang:?}: no second attempt: {:#?}", r.events));
+        // The server scheduled the retry when it noticed the timeout, plus the retry's 200 ms.
+        let noticed = second["scheduled"].as_f64().unwrap() - 0.2 - killed;
+        let began = second["t"].as_f64().unwrap() - killed;
+        eprintln!(
+            "{lang:?}: the dead worker was noticed {noticed:.1} s after the SIGKILL (heartbeat \
+             timeout {hb} s), the second attempt began after {began:.1} s"
+        );
+        // The heartbeat timeout runs from the last heartbeat (the throttle's 0.5 s before the
+        // kill at most); the server checks its timers about once a second.
+        assert!(
+            noticed <= hb + 1.0,
+            "{lang:?}: noticed {noticed:.1} s after the kill"
+        );
+        assert!(
+            began <= hb + 3.0,
+            "{lang:?}: the retry began {began:.1} s after the kill"
+        );
+        let first: Vec<&Value> = r
+            .heartbeats()
+            .into_iter()
+            .filter(|b| b["attempt"] == 1)
+            .collect();
+        let sid = first.last().unwrap()["session_id"].as_str().unwrap();
+        assert_eq!(ok["session_id"], sid, "the same session");
+        assert_eq!(
+            continuation_requests(&server),
+            [Some(sid.to_owned())],
+            "continued once"
+        );
+        assert_eq!(r.done["left"], json!([]));
+    }
 }

@@ -1,7 +1,9 @@
 //! The option table (`agent_watchdog::options`) is the one list of options: the
 //! command line is built from it, and the guide's tables (`docs/cli.md`), every variable the
-//! README and the guide name, and the Python and npm helpers must say what it says. Each
-//! failure names the option and the file that differs.
+//! README and the guide name, and the helper calls the READMEs and the guide show must say what
+//! it says. (The Python and npm helpers do not restate it: they call the table through the
+//! bindings, `watchdog_host::options::env_for`.) Each failure names the option and the file
+//! that differs.
 
 use std::collections::BTreeSet;
 
@@ -14,10 +16,6 @@ use agent_watchdog::options::{self, OptionSpec, Reader, ValueKind};
 mod docs;
 
 use docs::{read as repo_file, CLI};
-
-const PYTHON: &str = "packaging/python/python/agent_sdk_watchdog/__init__.py";
-const NPM_JS: &str = "packaging/npm/agent-sdk-watchdog/index.js";
-const NPM_TYPES: &str = "packaging/npm/agent-sdk-watchdog/index.d.ts";
 
 /// The option of the table read from `env`, or a failure naming `file`.
 fn option_of_env(file: &str, env: &str) -> &'static OptionSpec {
@@ -213,224 +211,6 @@ fn every_variable_the_readme_and_the_guide_name_is_an_option() {
     }
 }
 
-/// The parameters of the Python function `name` (keyword-only, one a line), in order.
-fn python_params(source: &str, name: &str) -> Vec<String> {
-    let start = source
-        .find(&format!("def {name}("))
-        .unwrap_or_else(|| panic!("{PYTHON}: no def {name}("));
-    let body = &source[start..];
-    let end = body.find(") ->").unwrap();
-    body[..end]
-        .lines()
-        .skip(1)
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && *l != "*,")
-        .map(|l| l.split(':').next().unwrap().to_owned())
-        .collect()
-}
-
-/// What a helper's converter makes of a value, as the table's kinds it fits.
-fn fits(converter: &str, kind: ValueKind) -> bool {
-    match converter {
-        "positive duration" => kind == ValueKind::PositiveDuration,
-        "duration >= 0" => kind == ValueKind::Duration,
-        "number" => matches!(
-            kind,
-            ValueKind::Factor | ValueKind::Fraction | ValueKind::NonZeroFraction
-        ),
-        // Written as the text given: a path, or the ledger's URL.
-        "path" => matches!(kind, ValueKind::Path | ValueKind::LedgerUrl),
-        "list" => kind == ValueKind::List,
-        _ => false,
-    }
-}
-
-#[test]
-fn the_python_helper_is_the_table() {
-    let source = repo_file(PYTHON);
-    let body = &source[source.find("def watchdog_env(").unwrap()..];
-    let body = &body[..body.find("\ndef ").unwrap()];
-    let params = python_params(&source, "watchdog_env");
-    assert!(params.len() >= 10, "{PYTHON}: watchdog_env has {params:?}");
-    for name in &params {
-        let o = options::find(name)
-            .unwrap_or_else(|| panic!("{PYTHON}: watchdog_env({name}=) is no option of the table"));
-        // The session's environment: the drop-in reads it, and the plugin's hook it loads.
-        assert!(
-            o.is_read_by(Reader::DropIn) || o.is_read_by(Reader::Hook),
-            "{PYTHON}: {name} is neither the drop-in's nor the hook's"
-        );
-        // Where the helper writes it: a loop over ("key", value) pairs, or one assignment.
-        let pair = body.find(&format!("\", {name})")).map(|at| {
-            let key_at = body[..at].rfind("(\"").unwrap() + 2;
-            let line = body[..at].matches('\n').count();
-            (line, body[key_at..at].to_owned())
-        });
-        let (env, converter) = if let Some((i, key)) = pair {
-            let header = body
-                .lines()
-                .take(i + 1)
-                .filter(|l| l.contains("for "))
-                .last();
-            let header = header.unwrap_or_else(|| panic!("{PYTHON}: {name}: no loop"));
-            let (env, converter) = if header.contains("for key, dur in") {
-                (key.to_uppercase(), "positive duration")
-            } else if header.contains("for key, num in") {
-                (key.to_uppercase(), "number")
-            } else if header.contains("for var, path in") {
-                (key, "path")
-            } else {
-                panic!("{PYTHON}: {name}: an unknown loop {header:?}");
-            };
-            (format!("{}{env}", options::ENV_PREFIX), converter)
-        } else {
-            let line = body
-                .lines()
-                .find(|l| l.contains(&format!("env[\"{}\"] =", o.env)))
-                .unwrap_or_else(|| {
-                    panic!("{PYTHON}: watchdog_env does not write {name} as {}", o.env)
-                });
-            let env = line.split('"').nth(1).unwrap().to_owned();
-            let converter = if line.contains("allow_zero=True") {
-                "duration >= 0"
-            } else if line.contains("join(") {
-                "list"
-            } else {
-                "unknown"
-            };
-            (env, converter)
-        };
-        assert_eq!(env, o.env, "{PYTHON}: the variable of {name}");
-        assert!(
-            fits(converter, o.kind),
-            "{PYTHON}: {name} is written as a {converter}, the table's type is {:?}",
-            o.kind
-        );
-    }
-    // The loops build the variable the way this test reads it.
-    assert!(body.contains("env[f\"AGENT_WATCHDOG_{key.upper()}\"]"));
-    assert!(body.contains("env[f\"AGENT_WATCHDOG_{var}\"]"));
-    // sdk_options takes the same policy and passes each one on.
-    let sdk = python_params(&source, "sdk_options");
-    let extra: BTreeSet<&str> = ["env", "plugin", "plugins"].into();
-    let sdk_policy: Vec<&String> = sdk.iter().filter(|p| !extra.contains(p.as_str())).collect();
-    assert_eq!(
-        sdk_policy,
-        params.iter().collect::<Vec<_>>(),
-        "{PYTHON}: sdk_options"
-    );
-    for name in &params {
-        assert!(
-            source.contains(&format!("{name}={name},")),
-            "{PYTHON}: sdk_options does not pass {name} on"
-        );
-    }
-    every_variable_is_an_option(PYTHON, &source);
-}
-
-fn snake(camel: &str) -> String {
-    let mut out = String::new();
-    for c in camel.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// The `key: 'VALUE'` pairs of `const name = { … };` in the npm helper.
-fn js_object(source: &str, name: &str) -> Vec<(String, String)> {
-    let start = source
-        .find(&format!("const {name} = {{"))
-        .unwrap_or_else(|| panic!("{NPM_JS}: no const {name}"));
-    let body = &source[start..];
-    let body = &body[body.find('{').unwrap() + 1..body.find('}').unwrap()];
-    body.split(',')
-        .filter_map(|pair| {
-            let (k, v) = pair.split_once(':')?;
-            Some((k.trim().to_owned(), v.trim().trim_matches('\'').to_owned()))
-        })
-        .collect()
-}
-
-#[test]
-fn the_npm_helper_is_the_table() {
-    let js = repo_file(NPM_JS);
-    let mut keys = BTreeSet::new();
-    for (object, converter) in [
-        ("DURATIONS", "positive duration"),
-        ("NUMBERS", "number"),
-        ("PATHS", "path"),
-    ] {
-        for (key, suffix) in js_object(&js, object) {
-            let o = options::find(&snake(&key))
-                .unwrap_or_else(|| panic!("{NPM_JS}: the policy field {key} is no option"));
-            let env = format!("{}{suffix}", options::ENV_PREFIX);
-            assert_eq!(env, o.env, "{NPM_JS}: the variable of {key}");
-            assert!(
-                fits(converter, o.kind),
-                "{NPM_JS}: {key} is written as a {converter}, the table's type is {:?}",
-                o.kind
-            );
-            keys.insert(key);
-        }
-    }
-    assert!(js.contains("env[`AGENT_WATCHDOG_${DURATIONS[key]}`]"));
-    // The two fields written one by one.
-    for (key, converter) in [("grace", "duration >= 0"), ("writeTools", "list")] {
-        let o = options::find(&snake(key)).unwrap();
-        assert!(
-            js.contains(&format!("env.{} =", o.env)),
-            "{NPM_JS}: {key} is not written as {}",
-            o.env
-        );
-        assert!(fits(converter, o.kind), "{NPM_JS}: the type of {key}");
-        keys.insert(key.to_owned());
-    }
-    assert!(js.contains("'grace', 'writeTools'"), "{NPM_JS}: KEYS");
-    every_variable_is_an_option(NPM_JS, &js);
-
-    // The types document the same fields, with the table's defaults.
-    let types = repo_file(NPM_TYPES);
-    let start = types
-        .find("export interface WatchdogPolicy {")
-        .expect("WatchdogPolicy");
-    let body = &types[start..];
-    let body = &body[..body.find("\n}").unwrap()];
-    let mut documented = BTreeSet::new();
-    let mut doc = String::new();
-    for line in body.lines().skip(1).map(str::trim) {
-        if line.starts_with("/**") {
-            doc = line.to_owned();
-            continue;
-        }
-        let Some((field, _)) = line.split_once("?:") else {
-            continue;
-        };
-        let o = options::find(&snake(field)).unwrap_or_else(|| {
-            panic!("{NPM_TYPES}: the policy field {field} is no option of the table")
-        });
-        if let Some(i) = doc.find("(default ") {
-            let rest = &doc[i + "(default ".len()..];
-            let default = &rest[..rest.find([';', ')']).unwrap()];
-            assert_eq!(
-                default,
-                o.default_text(),
-                "{NPM_TYPES}: the default of {field}"
-            );
-        }
-        documented.insert(field.to_owned());
-    }
-    assert_eq!(
-        documented, keys,
-        "{NPM_TYPES} and {NPM_JS}: the policy fields"
-    );
-    every_variable_is_an_option(NPM_TYPES, &types);
-}
-
 /// The `key=value` (Python) or `key: value` (TypeScript) pairs of every call of `call` in
 /// `text`, up to its closing bracket `end`.
 fn call_arguments(text: &str, call: &str, sep: char, end: char) -> Vec<(String, String)> {
@@ -460,8 +240,6 @@ fn the_documented_helper_calls_name_options_with_valid_values() {
         [
             "packaging/python/README.md",
             "packaging/npm/agent-sdk-watchdog/README.md",
-            PYTHON,
-            NPM_TYPES,
         ]
         .map(String::from),
     );
@@ -473,18 +251,20 @@ fn the_documented_helper_calls_name_options_with_valid_values() {
             call_arguments(&text, "watchdogOptions({", ':', '}'),
         ];
         for (key, value) in calls.concat() {
-            let name = snake(&key);
-            if extras.contains(&name.as_str()) {
+            if extras.contains(&options::snake_case(&key).as_str()) {
                 continue;
             }
-            let o = options::find(&name)
-                .unwrap_or_else(|| panic!("{file}: a helper call sets {key}, no option"));
-            let value = value.trim_matches(|c| c == '"' || c == '\'');
-            assert!(
-                o.kind.check(value).is_ok(),
-                "{file}: {key}: {value:?} is not {}",
-                o.range()
-            );
+            // The value as the helper gets it: a number, or the text of a string.
+            let text = value.trim_matches(|c| c == '"' || c == '\'');
+            let value = match value.parse::<f64>() {
+                Ok(n) => serde_json::json!(n),
+                Err(_) => serde_json::json!(text),
+            };
+            let policy = serde_json::json!({ key.clone(): value });
+            // What the helpers do with it: the table's rule, through the bindings.
+            if let Err(e) = options::env_for(policy.as_object().unwrap()) {
+                panic!("{file}: a helper call sets {key}: {e}");
+            }
             seen += 1;
         }
     }

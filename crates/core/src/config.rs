@@ -10,6 +10,7 @@
 pub(crate) mod defaults;
 pub(crate) mod limits;
 pub(crate) mod mcp;
+mod quiet;
 pub(crate) mod session;
 mod size;
 pub(crate) mod values;
@@ -18,6 +19,7 @@ pub(crate) mod values;
 pub use defaults::{INPUT_HOLD, MAX_LINE};
 pub(crate) use limits::Limits;
 pub(crate) use mcp::McpLimits;
+pub use quiet::Quiet;
 pub(crate) use session::SessionConfig;
 pub use size::{format_bytes, ByteSize};
 pub(crate) use values::ConfigError;

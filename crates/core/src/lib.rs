@@ -20,6 +20,11 @@
 //!   id ([`facts::ClaudeSessionId`]), the last `result`'s fields ([`facts::ResultFacts`]), the
 //!   tally of its work ([`facts::Tally`]: activity, turns, subagent failures) and its quiet
 //!   spells ([`facts::SpellTracker`], the one classifier).
+//! - [`ending`]: who stopped a run, how it ended ([`ending::RunEnd`]), its exit code and
+//!   whether a retry is right: one precedence for `run`, the drop-in and the SDK helpers.
+//! - [`synthetic`]: the synthetic final `result` the watchdog writes on a kill, and its reader.
+//! - [`transcript`]: one line of a Claude Code transcript, read once ([`transcript::Entry`]),
+//!   and the interrupt marker.
 //! - `record`: how one run ended, as one value ([`RunRecord`]), from the registry's end
 //!   ([`Registry::finish`]) and the host's own facts (its kill ladder, the exit, the lines).
 //! - [`mcp`]: what Claude Code itself does about MCP servers, as the policy applies it: where
@@ -183,6 +188,7 @@
 mod classify;
 pub mod config;
 mod deadline_queue;
+pub mod ending;
 mod event;
 pub mod evidence;
 pub mod facts;
@@ -190,7 +196,9 @@ pub mod mcp;
 mod record;
 mod registry;
 mod session;
+pub mod synthetic;
 mod time;
+pub mod transcript;
 mod view;
 mod wall;
 

@@ -16,6 +16,12 @@
 //!   ([`watchdog_core::mcp`]).
 //! - [`redact`]: what looks like a secret in a command line, redacted, inside a `bash -c`
 //!   string too: the one rule for everything recorded of a command.
+//! - [`options`]: the one table of user-facing options (name, flag, variable, kind, default,
+//!   range, help) the command line is built from and the SDK helpers' policies are checked by,
+//!   and [`ledger_url`], a shared ledger's URL as an option's value.
+//! - [`sdk_run`]: one Agent SDK session as its host reads it, folded ([`sdk_run::SdkRun`]):
+//!   progress, the interruption, the watchdog's kill, whether it is alive, how it ended. The
+//!   loop of every SDK host (the Temporal helpers).
 //! - [`tree`]: what a host reads of the child's process tree for the core's evidence: a
 //!   process's command line, bounded and redacted ([`tree::command_line`]).
 //! - [`warning_filter`]: show a known repeated warning once, count the rest (the SDK's warnings
@@ -25,8 +31,11 @@
 
 pub mod capture;
 pub mod claude_code;
+pub mod ledger_url;
 pub mod metrics;
+pub mod options;
 pub mod redact;
 pub mod replay;
+pub mod sdk_run;
 pub mod tree;
 pub mod warning_filter;

@@ -23,14 +23,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod agents;
 pub mod harness;
 mod http;
 mod scenario;
 mod server;
 mod validate;
 
-pub use agents::{AgentScript, CutOffs};
+pub use scenario::agents;
+pub use scenario::agents::{AgentScript, CutOffs};
 pub use scenario::{
     Block, Matcher, RateLimitHeaders, Scenario, ScenarioOptions, Stall, StopReason, Turn,
     BASH_TOOL_ID, FINAL_TEXT, MCP_CALL_ID, MCP_FINAL_TEXT, MCP_SEARCH_ID, WRITE_TOOL_ID,

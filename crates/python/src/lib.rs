@@ -7,6 +7,9 @@
 //! once-per-category memory, and the fleet metrics (`watchdog_host::metrics`: counted as the
 //! events are handed to Python, rendered for Prometheus, the answer to a scrape).
 //!
+//! What follows from the rules (the policy's variables, the synthetic result's reader, the
+//! activity timeouts, the SDK-run fold, the failure table) is the `rules` module's, for the helpers.
+//!
 //! Time: every call takes `now` as seconds on the caller's clock (a float); the registry sees
 //! `base + (now - epoch)`, so a virtual clock works as well as `time.monotonic()`.
 //!
@@ -18,6 +21,7 @@ mod core_class;
 mod messages;
 mod options;
 mod rate_limit;
+mod rules;
 mod to_python;
 mod warning_dedup;
 mod watchdog_state;
@@ -42,5 +46,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(watchdog_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(head_end, m)?)?;
     rate_limit::register(m)?;
+    rules::register(m)?;
     Ok(())
 }

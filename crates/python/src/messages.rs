@@ -2,8 +2,17 @@
 //!
 //! `query()` yields dataclass instances (`AssistantMessage`, `StreamEvent`, …); the core reads
 //! stream-json lines. Each message is written here as the smallest line that carries what the
-//! core reads of it (type, subtype, tool ids and names, the result's verdict, the session id),
-//! straight from the object's attributes: no `dict`, no `json.dumps`. A class is recognised by
+//! core reads of it (type, subtype, tool ids and names, the result's verdict and text, the
+//! session id, a stream event's `ping` or not and its `abandoned_blocks`, a user message's
+//! [interrupt marker](watchdog_core::transcript::INTERRUPT_MARKER)), straight from the
+//! object's attributes: no `dict`, no `json.dumps`.
+//!
+//! A stream event is a keep-alive when its event is a `ping` or when it carries
+//! `abandoned_blocks` (the classifier's two fields). The SDK's `StreamEvent` (0.1.x) does not
+//! keep the CLI's top-level `abandoned_blocks` (its parser takes `uuid`, `session_id`,
+//! `event`, `parent_tool_use_id` and the user message ids only), so today an abandoned
+//! stream's last events count as progress under the Python SDK; the attribute is read when an
+//! SDK keeps it. A class is recognised by
 //! the names in its MRO once and cached by type, so the SDK's own subclasses
 //! (`TaskStartedMessage` is a `SystemMessage`) and a future SDK's new fields need nothing here;
 //! a class that is none of them counts as the core counts an unknown line type (a keep-alive).
@@ -12,6 +21,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use serde_json::Value;
+use watchdog_core::transcript::is_interrupt_text;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
@@ -28,6 +38,7 @@ enum Kind {
 enum Block {
     ToolUse,
     ToolResult,
+    Text,
     Other,
 }
 
@@ -123,6 +134,7 @@ fn block_kind(ty: &Bound<'_, PyType>) -> Block {
         match name.as_str() {
             "ToolUseBlock" => return Block::ToolUse,
             "ToolResultBlock" => return Block::ToolResult,
+            "TextBlock" => return Block::Text,
             _ => {}
         }
     }
@@ -190,14 +202,22 @@ impl Kinds {
                     .and_then(|d| d.get_item(intern!(py, "type")).ok().flatten());
                 let line: &[u8] = match ty {
                     Some(t) if t.eq(intern!(py, "ping"))? => {
-                        br#"{"type":"stream_event","event":{"type":"ping"}}"#
+                        br#"{"type":"stream_event","event":{"type":"ping"}"#
                     }
                     Some(t) if t.cast::<PyString>().is_ok() => {
-                        br#"{"type":"stream_event","event":{"type":"content_block_delta"}}"#
+                        br#"{"type":"stream_event","event":{"type":"content_block_delta"}"#
                     }
-                    _ => br#"{"type":"stream_event","event":{}}"#,
+                    _ => br#"{"type":"stream_event","event":{}"#,
                 };
                 buf.set(line);
+                // The classifier's other field: an abandoned stream's events are keep-alives.
+                let abandoned = message
+                    .getattr_opt(intern!(py, "abandoned_blocks"))?
+                    .is_some_and(|v| !v.is_none());
+                if abandoned {
+                    buf.raw(r#","abandoned_blocks":{}"#);
+                }
+                buf.raw("}");
             }
             Kind::Assistant | Kind::User => {
                 buf.raw(if kind == Kind::Assistant {
@@ -208,22 +228,45 @@ impl Kinds {
                 if let Ok(sid) = message.getattr(intern!(py, "session_id")) {
                     buf.str_field("session_id", &sid);
                 }
-                let parent = message.getattr(intern!(py, "parent_tool_use_id"))?;
-                buf.str_field("parent_tool_use_id", &parent);
+                if let Some(parent) = message.getattr_opt(intern!(py, "parent_tool_use_id"))? {
+                    buf.str_field("parent_tool_use_id", &parent);
+                }
                 buf.raw(r#","message":{"content":["#);
                 let content = message.getattr(intern!(py, "content"))?;
+                // The interrupt marker (a user message's text): the end of a stopped turn.
+                let marker = |text: &Bound<'_, PyAny>| -> Option<String> {
+                    let s = text.cast::<PyString>().ok()?.to_cow().ok()?;
+                    is_interrupt_text(&s).then(|| s.into_owned())
+                };
+                let mut first = true;
+                if kind == Kind::User {
+                    if let Some(text) = marker(&content) {
+                        buf.raw(r#"{"type":"text","text":"#);
+                        buf.string(&text);
+                        buf.raw("}");
+                        first = false;
+                    }
+                }
                 if let Ok(list) = content.cast::<PyList>() {
-                    let mut first = true;
                     for block in list.iter() {
                         let b = self.block(block.get_type());
-                        if b == Block::Other {
-                            continue;
-                        }
+                        let text = match b {
+                            Block::Other => continue,
+                            Block::Text if kind != Kind::User => continue,
+                            Block::Text => match marker(&block.getattr(intern!(py, "text"))?) {
+                                Some(t) => Some(t),
+                                None => continue,
+                            },
+                            _ => None,
+                        };
                         if !first {
                             buf.raw(",");
                         }
                         first = false;
-                        if b == Block::ToolUse {
+                        if let Some(text) = text {
+                            buf.raw(r#"{"type":"text","text":"#);
+                            buf.string(&text);
+                        } else if b == Block::ToolUse {
                             buf.raw(r#"{"type":"tool_use""#);
                             buf.str_field("id", &block.getattr(intern!(py, "id"))?);
                             buf.str_field("name", &block.getattr(intern!(py, "name"))?);
@@ -285,7 +328,7 @@ impl Kinds {
                 } else {
                     buf.raw(r#","is_error":false"#);
                 }
-                for key in ["stop_reason", "session_id", "terminal_reason"] {
+                for key in ["stop_reason", "session_id", "terminal_reason", "result"] {
                     if let Ok(v) = message.getattr(key) {
                         buf.str_field(key, &v);
                     }

@@ -31,6 +31,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
+use watchdog_host::metrics::bounds::ServeBounds;
 use watchdog_host::metrics::scrape::{head_end, Request};
 
 use crate::Watchdog;
@@ -51,11 +52,13 @@ pub struct ServeConfig {
 }
 
 impl Default for ServeConfig {
+    /// The bounds every host's endpoint has by default ([`ServeBounds`]).
     fn default() -> Self {
+        let d = ServeBounds::default();
         ServeConfig {
-            timeout: Duration::from_secs(5),
-            max_head: watchdog_host::metrics::scrape::MAX_HEAD,
-            max_connections: 64,
+            timeout: d.timeout,
+            max_head: d.max_head,
+            max_connections: d.max_connections,
         }
     }
 }

@@ -31,6 +31,22 @@ export interface WatchdogPolicy {
   claude?: string;
   /** The shared ledger (`redis://…`, `postgres://…`) the subagent plugin's hook keeps its markers in. */
   ledger?: string;
+  /** How long a busy tool holds the no-progress kill after the last progress (default 2h; 0: never). */
+  busyCap?: Duration;
+  /** The most an announced API back-off storm holds the idle and no-progress clocks (default 2h). */
+  maxBackoff?: Duration;
+  /** The drop-in's stdout took nothing for this long: kill `output_blocked` (default 30m; 0: off). */
+  outputBlocked?: Duration;
+  /** The process tree's memory above this (`512M`, `2G`, or bytes) for 5 s: kill `memory`. */
+  maxRss?: string | number;
+  /** Exit 3 for every ending without a usable `result`. */
+  strict?: boolean;
+  /** Where the plugin's hook keeps its continuation markers (without a ledger). */
+  stateDir?: string;
+  /** Do not continue a subagent cut off by the output token limit. */
+  noRecoverOutputLimit?: boolean;
+  /** The agent-watchdog the plugin's hook runs. */
+  bin?: string;
 }
 
 /** A local plugin, as query()'s `plugins` option takes it. */

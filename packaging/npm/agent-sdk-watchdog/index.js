@@ -2,7 +2,7 @@
 // agent-sdk-watchdog: the agent-watchdog and claude-watchdog binaries, shipped in one package
 // per platform (`@agent-sdk-watchdog/<platform>-<arch>`, an optional dependency that npm
 // installs only where it fits), the Claude Code plugin (plugin/), and the query() wiring for
-// the TypeScript Agent SDK.
+// the TypeScript Agent SDK. watchdogEnv and watchdogKill call the Rust rules (lib/rules.cjs).
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -128,70 +128,10 @@ function pluginPath() {
   return dir;
 }
 
-/**
- * The watchdog's kill, if `message` is the final result claude-watchdog wrote
- * (`subtype: 'error_during_execution'`, `is_error: true`, `terminal_reason: 'watchdog_<kind>'`):
- * `{ kind, reason }`; `null` for any other message or anything malformed. Never throws.
- */
-function watchdogKill(message) {
-  if (message === null || typeof message !== 'object') return null;
-  const { type, subtype, is_error: isError, terminal_reason: reason, result } = message;
-  if (type !== undefined && type !== 'result') return null;
-  if (subtype !== 'error_during_execution' || isError !== true) return null;
-  if (typeof reason !== 'string' || !reason.startsWith('watchdog_') || reason.length === 'watchdog_'.length) return null;
-  if (typeof result !== 'string') return null;
-  return { kind: reason.slice('watchdog_'.length), reason: result };
-}
-
-function duration(key, value) {
-  if (typeof value === 'string') {
-    if (value.trim() === '') throw new RangeError(`${key}: empty duration`);
-    return value.trim();
-  }
-  if (typeof value !== 'number') throw new TypeError(`${key}: expected a duration, got ${typeof value}`);
-  if (!(value > 0) || !Number.isFinite(value)) {
-    throw new RangeError(`${key}: expected a duration > 0, got ${value}`);
-  }
-  return String(value);
-}
-
-function number(key, value) {
-  if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw new TypeError(`${key}: expected a finite number, got ${String(value)}`);
-  }
-  return String(value);
-}
-
-const DURATIONS = { idle: 'IDLE', noProgress: 'NO_PROGRESS', startup: 'STARTUP', linger: 'LINGER', ceiling: 'CEILING' };
-const NUMBERS = { extendFactor: 'EXTEND_FACTOR', highUtilization: 'HIGH_UTILIZATION', warnAt: 'WARN_AT' };
-const PATHS = { record: 'RECORD', summary: 'SUMMARY', claude: 'CLAUDE', ledger: 'LEDGER' };
-const KEYS = new Set([...Object.keys(DURATIONS), ...Object.keys(NUMBERS), ...Object.keys(PATHS), 'grace', 'writeTools']);
-
-/** The `AGENT_WATCHDOG_*` variables for a policy; unset fields are left out. */
-function watchdogEnv(policy = {}) {
-  if (policy === null || typeof policy !== 'object') throw new TypeError('policy: expected an object');
-  const env = {};
-  for (const [key, value] of Object.entries(policy)) {
-    if (!KEYS.has(key)) throw new TypeError(`unknown policy field ${JSON.stringify(key)}: expected one of ${[...KEYS].join(', ')}`);
-    if (value === undefined || value === null) continue;
-    if (key in DURATIONS) env[`AGENT_WATCHDOG_${DURATIONS[key]}`] = duration(key, value);
-    else if (key in NUMBERS) env[`AGENT_WATCHDOG_${NUMBERS[key]}`] = number(key, value);
-    else if (key in PATHS) {
-      if (typeof value !== 'string' || value === '') throw new TypeError(`${key}: expected a path`);
-      env[`AGENT_WATCHDOG_${PATHS[key]}`] = value;
-    } else if (key === 'grace') {
-      // 0 is a valid grace (SIGKILL right after SIGTERM).
-      env.AGENT_WATCHDOG_GRACE = value === 0 ? '0' : duration(key, value);
-    } else {
-      if (!Array.isArray(value)) throw new TypeError('writeTools: expected an array of tool names');
-      if (value.some((t) => typeof t !== 'string' || t.trim() === '' || t.includes(','))) {
-        throw new RangeError(`writeTools: tool names must be non-empty strings without commas: ${JSON.stringify(value)}`);
-      }
-      env.AGENT_WATCHDOG_WRITE_TOOLS = value.join(',');
-    }
-  }
-  return env;
-}
+// The policy's variables and ranges, and the synthetic result's reader, are the Rust core's
+// (lib/rules.cjs, loaded on first use).
+const watchdogEnv = (policy) => require('./lib/rules.cjs').watchdogEnv(policy);
+const watchdogKill = (message) => require('./lib/rules.cjs').watchdogKill(message);
 
 const OPTION_KEYS = new Set(['plugin', 'plugins', 'from']);
 

@@ -336,11 +336,11 @@ def test_a_port_in_use_is_a_clear_error_and_bad_options_are_refused():
         assert e.value.errno == errno.EADDRINUSE
         assert f"cannot listen on 127.0.0.1:{server.port}" in str(e.value)
     for kw, message in [
-        ({"port": -1}, "port: expected an integer in [0, 65535], got -1"),
-        ({"port": "80"}, "port: expected an integer in [0, 65535], got '80'"),
-        ({"timeout": 0}, "timeout: expected a number of seconds > 0, got 0"),
-        ({"max_head": 0}, "max_head: expected an integer >= 1, got 0"),
-        ({"max_connections": 1.5}, "max_connections: expected an integer >= 1, got 1.5"),
+        ({"port": -1}, "port: must be an integer in [0, 65535], got -1"),
+        ({"port": "80"}, "port: must be an integer in [0, 65535], got '80'"),
+        ({"timeout": 0}, "timeout: must be a number > 0, got 0"),
+        ({"max_head": 0}, "max_head: must be an integer >= 1, got 0"),
+        ({"max_connections": 1.5}, "max_connections: must be an integer >= 1, got 1.5"),
     ]:
         with pytest.raises(ValueError) as e:
             w.serve_metrics(wd, **kw)

@@ -308,7 +308,7 @@ def test_sdk_options_route_through_the_drop_in_with_this_policy():
     h = wd.register(hard_ceiling=3600)
     o = h.sdk_options()
     assert o["cli_path"].endswith("claude-watchdog")
-    assert o["env"]["AGENT_WATCHDOG_IDLE"] == "90.0"
-    assert o["env"]["AGENT_WATCHDOG_NO_PROGRESS"] == "1200.0"
-    assert o["env"]["AGENT_WATCHDOG_CEILING"] == "3600.0"
+    assert o["env"]["AGENT_WATCHDOG_IDLE"] == "90"
+    assert o["env"]["AGENT_WATCHDOG_NO_PROGRESS"] == "1200"
+    assert o["env"]["AGENT_WATCHDOG_CEILING"] == "3600"
     assert h.sdk_options(idle="5m")["env"]["AGENT_WATCHDOG_IDLE"] == "5m"

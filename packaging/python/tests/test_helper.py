@@ -41,14 +41,13 @@ class CliPath(unittest.TestCase):
 
     def test_where_there_are_no_binaries_the_package_imports_and_says_so_in_one_line(self):
         """As on macOS and Windows, whose wheels carry the in-process API only: a copy of the
-        installed package with no binary anywhere and, for the import, no extension either."""
+        installed package with no binary anywhere; then, as where the extension does not load,
+        without it."""
         pkg = os.path.dirname(w.__file__)
         with tempfile.TemporaryDirectory() as tmp:
             shutil.copytree(pkg, os.path.join(tmp, "agent_sdk_watchdog"))
             native = [f for f in os.listdir(os.path.join(tmp, "agent_sdk_watchdog")) if f.startswith("_native")]
             self.assertTrue(native, "the installed package carries its extension")
-            for f in native:
-                os.remove(os.path.join(tmp, "agent_sdk_watchdog", f))
             code = (
                 "import sys, sysconfig, agent_sdk_watchdog as w\n"
                 "assert 'agent_sdk_watchdog._native' not in sys.modules, 'imported eagerly'\n"
@@ -58,6 +57,7 @@ class CliPath(unittest.TestCase):
                 "    w.sdk_options(claude='/bin/true', plugin=False)\n"
                 "except FileNotFoundError as e:\n"
                 "    print('helper:', e)\n"
+                "sys.modules['agent_sdk_watchdog._native'] = None; w.__dict__.pop('_native', None)\n"
                 "try:\n"
                 "    w.create_watchdog\n"
                 "except ImportError as e:\n"
@@ -114,12 +114,12 @@ class Env(unittest.TestCase):
             env,
             {
                 "AGENT_WATCHDOG_IDLE": "5m",
-                "AGENT_WATCHDOG_NO_PROGRESS": "90.0",
-                "AGENT_WATCHDOG_STARTUP": "120.0",
+                "AGENT_WATCHDOG_NO_PROGRESS": "90",
+                "AGENT_WATCHDOG_STARTUP": "120",
                 "AGENT_WATCHDOG_LINGER": "1.5",
                 "AGENT_WATCHDOG_CEILING": "2h",
-                "AGENT_WATCHDOG_GRACE": "0.0",
-                "AGENT_WATCHDOG_EXTEND_FACTOR": "1.0",
+                "AGENT_WATCHDOG_GRACE": "0",
+                "AGENT_WATCHDOG_EXTEND_FACTOR": "1",
                 "AGENT_WATCHDOG_HIGH_UTILIZATION": "0.95",
                 "AGENT_WATCHDOG_WARN_AT": "0.5",
                 "AGENT_WATCHDOG_WRITE_TOOLS": "Write,Bash",
@@ -351,11 +351,20 @@ class TheBinaryAcceptsWhatTheHelperWrites(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertIn('"subtype":"success"', out.stdout)
 
-    def test_an_out_of_range_value_is_a_usage_error_naming_the_setting(self):
-        out = self.run_drop_in(high_utilization=1.5)
+    def test_an_out_of_range_value_is_refused_naming_the_setting(self):
+        # By the helper, with the rule the drop-in reads the variable by...
+        with self.assertRaisesRegex(ValueError, "high_utilization: must be a number in \\[0, 1\\], got 1.5"):
+            w.sdk_options(claude="/bin/true", high_utilization=1.5)
+        # ... and by the drop-in, for a variable set by hand: a usage error.
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {"PATH": os.environ.get("PATH", ""), "HOME": tmp, "AGENT_WATCHDOG_CLAUDE": fake_claude(tmp)}
+            env["AGENT_WATCHDOG_HIGH_UTILIZATION"] = "1.5"
+            out = subprocess.run(
+                [w.cli_path(), "-p", "hi", "--output-format", "stream-json", "--verbose"],
+                capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=60,
+            )
         self.assertEqual(out.returncode, 2, out.stdout)
         self.assertIn("AGENT_WATCHDOG_", out.stderr)
-        self.assertIn("--high-utilization", out.stderr)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ use super::summary::Summary;
 use crate::exit_code::{self, Ending, StoppedBy};
 use crate::run_report::{RecoveryResult, RunReport};
 use crate::verdict::ms;
+use watchdog_core::ending::{HostStops, OutputStop};
 
 /// What `run` itself did to a run, beside the watchdog's kill (which is the record's).
 #[derive(Debug, Default)]
@@ -217,25 +218,20 @@ impl Finished {
     }
 }
 
-/// Who stopped the run `record` tells of, given what `run` did to it: the first stop `run`
-/// learnt of (see [`StoppedBy`]). Our output error wins unless the watchdog's kill was said
-/// before it; the watchdog's kill wins over a forwarded signal, which wins over a session
-/// mismatch.
+/// Who stopped the run `record` tells of, given what `run` did to it: the core's one
+/// precedence ([`watchdog_core::ending::stopped_by`]).
 fn stopped_by<'a>(record: &'a RunRecord, ours: &Ours) -> StoppedBy<'a> {
-    match (&ours.output_error, record.kill.as_ref()) {
-        // A write that failed once the kill was said does not change who stopped the run.
-        (Some(_), Some(kill)) if ours.kill_said => StoppedBy::Watchdog(kill),
-        (Some(e), _) => match e.failure {
-            stdout::Failure::Blocked => StoppedBy::OutputBlocked,
-            _ => StoppedBy::Output { closed: e.closed() },
-        },
-        (None, Some(kill)) => StoppedBy::Watchdog(kill),
-        (None, None) => match (ours.interrupted, &ours.session_mismatch) {
-            (Some(sig), _) => StoppedBy::Signal(sig.signal().number()),
-            (None, Some(_)) => StoppedBy::SessionMismatch,
-            (None, None) => StoppedBy::Child,
-        },
-    }
+    let host = HostStops {
+        output: ours.output_error.as_ref().map(|e| match e.failure {
+            stdout::Failure::Blocked => OutputStop::Blocked,
+            _ if e.closed() => OutputStop::Closed,
+            _ => OutputStop::Error,
+        }),
+        kill_said: ours.kill_said,
+        signal: ours.interrupted.map(|sig| sig.signal().number()),
+        session_mismatch: ours.session_mismatch.is_some(),
+    };
+    watchdog_core::ending::stopped_by(record.kill.as_ref(), &host)
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
 //! The synthetic final `result` line written on a kill by `claude-watchdog` and
-//! `run --emit-result`: a message every Agent SDK already reads as an error result.
+//! `run --emit-result`: a message every Agent SDK already reads as an error result. Its shape
+//! and its reader are the core's ([`watchdog_core::synthetic`]); the ids are made here.
 
 use std::io::Read;
 
-use serde_json::{json, Value};
+use serde_json::Value;
+use watchdog_core::synthetic::SyntheticResult;
 use watchdog_core::{facts::ClaudeSessionId, Kill};
 
 /// A random (version 4) UUID, from the OS's random source; time-based if that is unavailable.
@@ -33,8 +35,9 @@ pub fn uuid_v4() -> String {
     )
 }
 
-/// The synthetic `result` for `kill`: `subtype: error_during_execution`, `is_error: true`,
-/// `terminal_reason: watchdog_<kind>`, `result`: one sentence saying what was killed and why.
+/// The synthetic `result` for `kill` (the core's shape, [`SyntheticResult`]): `subtype:
+/// error_during_execution`, `is_error: true`, `terminal_reason: watchdog_<kind>`, `result`: one
+/// sentence saying what was killed and why.
 pub fn result_line(
     kill: &Kill,
     sentence: &str,
@@ -42,31 +45,16 @@ pub fn result_line(
     duration_ms: u64,
     num_turns: u64,
 ) -> Value {
-    json!({
-        "type": "result",
-        "subtype": "error_during_execution",
-        "is_error": true,
-        "terminal_reason": format!("watchdog_{}", kill.kind.as_str()),
-        "result": sentence,
-        "errors": [sentence],
-        "session_id": session_id.map_or_else(uuid_v4, |id| id.as_str().to_owned()),
-        "uuid": uuid_v4(),
-        "duration_ms": duration_ms,
-        "duration_api_ms": 0,
-        "num_turns": num_turns,
-        "stop_reason": null,
-        "total_cost_usd": 0,
-        "usage": {
-            "input_tokens": 0,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "output_tokens": 0,
-            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
-            "service_tier": "standard",
-        },
-        "modelUsage": {},
-        "permission_denials": [],
-    })
+    let session_id = session_id.map_or_else(uuid_v4, |id| id.as_str().to_owned());
+    SyntheticResult {
+        kind: kill.kind.as_str(),
+        sentence,
+        session_id: &session_id,
+        uuid: &uuid_v4(),
+        duration_ms,
+        num_turns,
+    }
+    .to_json()
 }
 
 #[cfg(test)]

@@ -64,7 +64,7 @@ function run(env, s, extra = {}) {
   });
 }
 
-test('heartbeats only when the conversation moves', async () => {
+test('each progress the core counts is heartbeated once confirmed; keep-alives are not', async () => {
   const { env, beats } = envWith();
   const s = script([
     INIT,
@@ -81,10 +81,16 @@ test('heartbeats only when the conversation moves', async () => {
   const out = await run(env, s);
   assert.equal(out.result, 'done');
   assert.equal(out.continued, false);
-  // Each progress message is heartbeated once the next one shows it was no interruption; the
-  // last is concluded by the result.
-  assert.equal(beats.length, 2, JSON.stringify(beats));
-  for (const b of beats) assert.deepEqual([b.session_id, b.continued], [SID, false]);
+  // init, the tool call, the status, the tool result and the answer: each once the next
+  // progress (or the result) shows it was no interruption; pings, the retry, the rate-limit
+  // event and the tool's heartbeat are keep-alives.
+  assert.equal(beats.length, 5, JSON.stringify(beats));
+  let last = 0;
+  for (const b of beats) {
+    assert.deepEqual([b.session_id, b.continued], [SID, false]);
+    assert.ok(b.last_progress >= last);
+    last = b.last_progress;
+  }
   const { options } = s.calls[0];
   assert.match(options.pathToClaudeCodeExecutable, /claude-watchdog$/);
   assert.equal(options.env.AGENT_WATCHDOG_IDLE, '1m');
@@ -106,7 +112,7 @@ for (const kind of ['idle', 'no_progress', 'startup', 'output', 'ceiling', 'ling
   });
 }
 
-test("the interruption's partial reply and marker record no heartbeat", async () => {
+test("the interruption's partial reply and marker are no progress", async () => {
   const { env, beats } = envWith();
   await assert.rejects(run(env, script([
     INIT,
@@ -116,7 +122,8 @@ test("the interruption's partial reply and marker record no heartbeat", async ()
     { type: 'user', session_id: SID, message: { content: [{ type: 'text', text: '[Request interrupted by user]' }] } },
     ours('idle'),
   ])));
-  assert.equal(beats.length, 2, JSON.stringify(beats));
+  // init, the tool call, the tool result; not the partial reply.
+  assert.equal(beats.length, 3, JSON.stringify(beats));
   const quiet = envWith();
   await assert.rejects(run(quiet.env, script([
     INIT,
@@ -125,11 +132,15 @@ test("the interruption's partial reply and marker record no heartbeat", async ()
     { type: 'user', session_id: SID, message: { content: '[Request interrupted by user]' } },
     ours('no_progress'),
   ])));
-  assert.deepEqual(quiet.beats, []);
+  // init only.
+  assert.equal(quiet.beats.length, 1, JSON.stringify(quiet.beats));
 });
 
-test('a success then a linger kill is a success; an error result and no result are typed', async () => {
-  assert.equal((await run(envWith().env, script([INIT, success(), ours('linger')]))).result, 'done');
+test('the ending is run\'s: a linger kill after a success is the kill, a success on tool_use is incomplete', async () => {
+  await assert.rejects(run(envWith().env, script([INIT, success(), ours('linger')])), (e) =>
+    e.type === 'WatchdogLinger' && e.nonRetryable === false && e.details[0].kill.kind === 'linger');
+  const midTask = { type: 'result', subtype: 'success', is_error: false, stop_reason: 'tool_use', session_id: SID };
+  await assert.rejects(run(envWith().env, script([INIT, midTask])), (e) => e.type === 'ClaudeIncomplete' && e.nonRetryable === false);
   await assert.rejects(run(envWith().env, script([INIT, { type: 'result', subtype: 'success', is_error: true, session_id: SID }])), (e) =>
     e.type === 'ClaudeErrorResult' && e.nonRetryable === true);
   await assert.rejects(run(envWith().env, script([INIT])), (e) => e.type === 'ClaudeNoResult' && e.nonRetryable === false);

@@ -17,7 +17,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const CASE = process.env.CASE;
 const WORK_DIR = process.env.WORK_DIR;
 const POLICY = JSON.parse(process.env.POLICY ?? '{}');
-const OWN = new Set(['CASE', 'POLICY', 'MAX_ATTEMPTS', 'TEMPORAL_ADDRESS', 'LEDGER', 'STATE_DIR', 'NODE_MODULES']);
+const OWN = new Set(['CASE', 'POLICY', 'MAX_ATTEMPTS', 'TEMPORAL_ADDRESS', 'LEDGER', 'STATE_DIR', 'NODE_MODULES', 'ROLE', 'QUEUE']);
 const SESSION_ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !OWN.has(k)));
 
 const emit = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
@@ -32,8 +32,9 @@ const policy = Object.fromEntries(Object.entries(fields).map(([k, v]) => [camel(
 
 const activities = {
   async runClaude(prompt) {
-    const { attempt } = Context.current().info;
+    const { attempt, currentAttemptScheduledTimestampMs: scheduled } = Context.current().info;
     attempts.add(attempt);
+    emit({ event: 'attempt_started', attempt, t: Date.now() / 1000, scheduled: scheduled / 1000 });
     try {
       return await runSession(prompt, {
         policy,
@@ -41,6 +42,7 @@ const activities = {
         ledger: process.env.LEDGER || undefined,
         stateDir: process.env.STATE_DIR || undefined,
         env: SESSION_ENV,
+        margin,
         // Partial messages on: the keep-alives (pings) reach the helper, which must not heartbeat on them.
         options: { permissionMode: 'bypassPermissions', allowDangerouslySkipPermissions: true, includePartialMessages: true },
         // The SDK's query(), each message it yields reported (what the heartbeats are checked against).
@@ -51,10 +53,13 @@ const activities = {
           }
         })(),
         onHeartbeat: (d) => {
-          emit({ event: 'heartbeat', attempt, ...d });
+          emit({ event: 'heartbeat', attempt, t: Date.now() / 1000, ...d });
           firstHeartbeat();
         },
       });
+    } catch (e) {
+      emit({ event: 'attempt_error', attempt, error: `${e?.name}: ${e?.message}`, type: e?.type ?? null });
+      throw e;
     } finally {
       emit({ event: 'attempt_ended', attempt, t: Date.now() / 1000 });
     }
@@ -85,10 +90,10 @@ function describe(err) {
 
 Runtime.install({ logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m) => process.stderr.write(`${m}\n`) } });
 const address = process.env.TEMPORAL_ADDRESS;
-// Derived from the policy outside the workflow (it runs a command), passed in as input.
+// Derived from the policy outside the workflow, passed in as input.
 const timeouts = activityTimeouts(policy, { margin, env: SESSION_ENV });
-const queue = `claude-${randomUUID()}`;
-const worker = await Worker.create({
+const queue = process.env.QUEUE || `claude-${randomUUID()}`;
+const makeWorker = async () => Worker.create({
   connection: await NativeConnection.connect({ address }),
   taskQueue: queue,
   workflowsPath: path.join(here, 'workflows.mjs'),
@@ -97,16 +102,50 @@ const worker = await Worker.create({
   maxHeartbeatThrottleInterval: '500ms',
   defaultHeartbeatThrottleInterval: '500ms',
 });
+if (process.env.ROLE === 'worker') {
+  await (await makeWorker()).run(); // until SIGKILLed
+}
+
+// CASE=kill: a worker of its own runs the first attempt; SIGKILL it once it heartbeated a
+// session that made progress twice. Its events are relayed.
+async function firstAttemptElsewhere() {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url)], {
+    env: { ...process.env, ROLE: 'worker', QUEUE: queue },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const progress = new Set();
+  const { createInterface } = await import('node:readline');
+  for await (const line of createInterface({ input: child.stdout })) {
+    process.stdout.write(`${line}\n`);
+    let e;
+    try { e = JSON.parse(line); } catch { continue; }
+    if (e.event === 'heartbeat' && e.session_id && e.last_progress) progress.add(e.last_progress);
+    if (progress.size >= 2) break;
+  }
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  emit({ event: 'worker_killed', t: Date.now() / 1000 });
+  await exited;
+}
+
 const client = new Client({ connection: await Connection.connect({ address }) });
 let ok = null;
 let error = null;
 let cancelled = false;
+const start = () => client.workflow.start('claudeSession', {
+  args: [process.env.PROMPT ?? 'Say hello.', timeouts.heartbeatTimeout, timeouts.startToCloseTimeout, Number(process.env.MAX_ATTEMPTS ?? '1')],
+  taskQueue: queue,
+  workflowId: `claude-${randomUUID()}`,
+});
+let handle = null;
+if (CASE === 'kill') {
+  handle = await start();
+  await firstAttemptElsewhere();
+}
+const worker = await makeWorker();
 await worker.runUntil(async () => {
-  const handle = await client.workflow.start('claudeSession', {
-    args: [process.env.PROMPT ?? 'Say hello.', timeouts.heartbeatTimeout, timeouts.startToCloseTimeout, Number(process.env.MAX_ATTEMPTS ?? '1')],
-    taskQueue: queue,
-    workflowId: `claude-${randomUUID()}`,
-  });
+  handle ??= await start();
   if (CASE === 'cancel') {
     await heartbeated;
     await handle.cancel();
@@ -126,5 +165,5 @@ while (left.length && Date.now() < deadline) {
   await new Promise((r) => setTimeout(r, 50));
   left = treeLeft();
 }
-emit({ event: 'done', ok, error, cancelled, attempts: attempts.size, left, gone_t: left.length ? null : Date.now() / 1000 });
+emit({ event: 'done', ok, error, cancelled, attempts: attempts.size, left, gone_t: left.length ? null : Date.now() / 1000, heartbeat_timeout: timeouts.heartbeatTimeout / 1000 });
 process.exit(0);

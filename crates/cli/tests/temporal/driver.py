@@ -1,19 +1,24 @@
 """A Temporal workflow + worker + activity around agent_sdk_watchdog.temporal.run_session, run
 against a real Temporal server (crates/cli/tests/fleet_temporal.rs drives it).
 
-Environment: TEMPORAL_ADDRESS, CASE (healthy | retry | cancel | once), PROMPT, WORK_DIR,
-POLICY (JSON: SessionPolicy fields), MAX_ATTEMPTS, LEDGER (optional), STATE_DIR (optional);
-everything else is passed to the session (the mock's environment).
+Environment: TEMPORAL_ADDRESS, CASE (healthy | retry | cancel | once | kill | …), PROMPT,
+WORK_DIR, POLICY (JSON: SessionPolicy fields), MAX_ATTEMPTS, LEDGER (optional), STATE_DIR
+(optional); everything else is passed to the session (the mock's environment). CASE=kill: the
+first attempt runs on a worker of its own (this script with ROLE=worker and QUEUE), SIGKILLed
+once it has heartbeated a session that made progress; this process's worker takes the retry.
 
 Prints one JSON line per event on stdout:
-  {"event":"heartbeat","attempt":n,"session_id":…,"last_progress":…,"continued":…}
+  {"event":"attempt_started","attempt":n,"t":…,"scheduled":… (when the server scheduled it)}
+  {"event":"heartbeat","attempt":n,"session_id":…,"last_progress":…,"continued":…,"t":…}
   {"event":"attempt_ended","attempt":n}
   {"event":"cancel_sent"}
+  {"event":"worker_killed","t":…}
   {"event":"done","ok":{…}|null,"error":{"type","non_retryable","message","details"}|null,
    "cancelled":bool,"attempts":n,"left":[pids whose cwd is WORK_DIR, 5 s after the end]}
 """
 
 import asyncio
+import dataclasses
 import datetime
 import json
 import os
@@ -32,11 +37,14 @@ with workflow.unsafe.imports_passed_through():
 
 CASE = os.environ["CASE"]
 WORK_DIR = os.environ["WORK_DIR"]
-POLICY = SessionPolicy(**json.loads(os.environ.get("POLICY", "{}")))
+_FIELDS = json.loads(os.environ.get("POLICY", "{}"))
+_OWN = {f.name for f in dataclasses.fields(SessionPolicy)} - {"extra"}
+# SessionPolicy's own fields, the rest (busy_cap, max_backoff, …) as its extra policy.
+POLICY = SessionPolicy(**{k: v for k, v in _FIELDS.items() if k in _OWN}, extra={k: v for k, v in _FIELDS.items() if k not in _OWN})
 SESSION_ENV = {
     k: v
     for k, v in os.environ.items()
-    if k not in ("CASE", "POLICY", "MAX_ATTEMPTS", "TEMPORAL_ADDRESS", "LEDGER", "STATE_DIR")
+    if k not in ("CASE", "POLICY", "MAX_ATTEMPTS", "TEMPORAL_ADDRESS", "LEDGER", "STATE_DIR", "ROLE", "QUEUE")
 }
 first_heartbeat = asyncio.Event()
 attempts_seen = set()
@@ -48,7 +56,7 @@ def emit(**o):
 
 
 def on_heartbeat(details):
-    emit(event="heartbeat", attempt=activity.info().attempt, **details)
+    emit(event="heartbeat", attempt=activity.info().attempt, t=time.time(), **details)
     first_heartbeat.set()
 
 
@@ -71,6 +79,8 @@ def reported_query(prompt, options):
 @activity.defn
 async def claude_session(prompt: str) -> dict:
     attempts_seen.add(activity.info().attempt)
+    info = activity.info()
+    emit(event="attempt_started", attempt=info.attempt, t=time.time(), scheduled=info.current_attempt_scheduled_time.timestamp())
     try:
         return await run_session(
             prompt,
@@ -84,6 +94,9 @@ async def claude_session(prompt: str) -> dict:
             on_heartbeat=on_heartbeat,
             query=reported_query,
         )
+    except BaseException as e:
+        emit(event="attempt_error", attempt=activity.info().attempt, error=f"{type(e).__name__}: {e}", type=getattr(e, "type", None))
+        raise
     finally:
         emit(event="attempt_ended", attempt=activity.info().attempt, t=time.time())
 
@@ -138,16 +151,8 @@ def describe(err):
     return {"type": type(err).__name__, "message": str(err)}, False
 
 
-async def main():
-    client = await Client.connect(os.environ["TEMPORAL_ADDRESS"])
-    queue = f"claude-{uuid.uuid4()}"
-    # Derived from the policy outside the workflow (it runs a command), passed in as input.
-    timeouts = POLICY.activity_options()
-    heartbeat_s = timeouts["heartbeat_timeout"].total_seconds()
-    start_to_close_s = timeouts["start_to_close_timeout"].total_seconds()
-    ok = error = None
-    cancelled = False
-    async with Worker(
+def worker(client, queue):
+    return Worker(
         client,
         task_queue=queue,
         workflows=[ClaudeSession],
@@ -155,13 +160,51 @@ async def main():
         # Heartbeats reach the server at once (a cancel is delivered with the answer to one).
         max_heartbeat_throttle_interval=datetime.timedelta(milliseconds=500),
         default_heartbeat_throttle_interval=datetime.timedelta(milliseconds=500),
-    ):
-        handle = await client.start_workflow(
-            ClaudeSession.run,
-            args=[os.environ.get("PROMPT", "Say hello."), heartbeat_s, start_to_close_s, int(os.environ.get("MAX_ATTEMPTS", "1"))],
-            id=f"claude-{uuid.uuid4()}",
-            task_queue=queue,
-        )
+    )
+
+
+async def first_attempt_elsewhere(queue):
+    """CASE=kill: a worker of its own runs the first attempt; SIGKILL it once it heartbeated a
+    session that made progress twice. Its events are relayed."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, env={**os.environ, "ROLE": "worker", "QUEUE": queue}, stdout=asyncio.subprocess.PIPE
+    )
+    progress = set()
+    async for line in child.stdout:
+        sys.stdout.write(line.decode())
+        sys.stdout.flush()
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if e.get("event") == "heartbeat" and e.get("session_id") and e.get("last_progress"):
+            progress.add(e["last_progress"])
+            if len(progress) >= 2:
+                break
+    child.kill()
+    emit(event="worker_killed", t=time.time())
+    await child.wait()
+
+
+async def main():
+    client = await Client.connect(os.environ["TEMPORAL_ADDRESS"])
+    queue = os.environ.get("QUEUE") or f"claude-{uuid.uuid4()}"
+    if os.environ.get("ROLE") == "worker":
+        async with worker(client, queue):
+            await asyncio.Event().wait()
+    # Derived from the policy outside the workflow, passed in as input.
+    timeouts = POLICY.activity_options()
+    heartbeat_s = timeouts["heartbeat_timeout"].total_seconds()
+    start_to_close_s = timeouts["start_to_close_timeout"].total_seconds()
+    ok = error = None
+    cancelled = False
+    args = [os.environ.get("PROMPT", "Say hello."), heartbeat_s, start_to_close_s, int(os.environ.get("MAX_ATTEMPTS", "1"))]
+    if CASE == "kill":
+        handle = await client.start_workflow(ClaudeSession.run, args=args, id=f"claude-{uuid.uuid4()}", task_queue=queue)
+        await first_attempt_elsewhere(queue)
+    async with worker(client, queue):
+        if CASE != "kill":
+            handle = await client.start_workflow(ClaudeSession.run, args=args, id=f"claude-{uuid.uuid4()}", task_queue=queue)
         if CASE == "cancel":
             await first_heartbeat.wait()
             await handle.cancel()
@@ -176,7 +219,7 @@ async def main():
     while left and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
         left = tree_left()
-    emit(event="done", ok=ok, error=error, cancelled=cancelled, attempts=len(attempts_seen), left=left, gone_t=time.time() if not left else None)
+    emit(event="done", ok=ok, error=error, cancelled=cancelled, attempts=len(attempts_seen), left=left, gone_t=time.time() if not left else None, heartbeat_timeout=heartbeat_s)
 
 
 if __name__ == "__main__":

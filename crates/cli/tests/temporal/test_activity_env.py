@@ -15,6 +15,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from agent_sdk_watchdog import _native
 from agent_sdk_watchdog.temporal import AFTER_KILL_PROMPT, ENDINGS, SessionPolicy, run_session
 
 
@@ -30,11 +31,32 @@ class AssistantMessage:
     content: list
     model: str = "m"
     session_id: Optional[str] = None
+    parent_tool_use_id: Optional[str] = None
 
 
 @dataclass
 class UserMessage:
-    content: list
+    content: Any
+    parent_tool_use_id: Optional[str] = None
+
+
+@dataclass
+class TextBlock:
+    text: str
+
+
+@dataclass
+class ToolUseBlock:
+    id: str
+    name: str
+    input: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ToolResultBlock:
+    tool_use_id: str
+    content: Any = None
+    is_error: Optional[bool] = None
 
 
 @dataclass
@@ -56,6 +78,7 @@ class ResultMessage:
     terminal_reason: Optional[str] = None
     num_turns: int = 1
     total_cost_usd: Optional[float] = None
+    stop_reason: Optional[str] = None
 
 
 SID = "90455ab9-05b5-4ba0-9d10-01a53fd0bcdc"
@@ -121,7 +144,11 @@ def run(env, script, tmp_path, **kw):
 INIT = SystemMessage("init", {"session_id": SID})
 
 
-def test_heartbeats_only_when_the_conversation_moves(tmp_path):
+TOOL = ToolUseBlock("t1", "Bash")
+TOOL_RESULT = ToolResultBlock("t1", "ok")
+
+
+def test_each_progress_the_core_counts_is_heartbeated_once_confirmed(tmp_path):
     env, beats = env_with()
     script = Script(
         [
@@ -129,19 +156,20 @@ def test_heartbeats_only_when_the_conversation_moves(tmp_path):
             StreamEvent({"type": "ping"}),
             SystemMessage("api_retry", {}),
             RateLimitEvent(),
-            AssistantMessage([{"type": "tool_use"}], session_id=SID),
+            AssistantMessage([TOOL], session_id=SID),
             StreamEvent({"type": "ping"}),
             SystemMessage("status", {}),
-            UserMessage([{"type": "tool_result", "content": "ok"}]),
-            AssistantMessage([{"type": "text", "text": "done"}], session_id=SID),
+            UserMessage([TOOL_RESULT]),
+            AssistantMessage([TextBlock("done")], session_id=SID),
             success(),
         ]
     )
     out = asyncio.run(run(env, script, tmp_path))
     assert out["result"] == "done" and out["continued"] is False and out["session_id"] == SID
-    # Each progress message is heartbeated once the next one shows it was no interruption;
-    # the last is concluded by the result.
-    assert len(beats) == 2, beats
+    # init, the tool call, the status, the tool result and the answer: each once the next
+    # progress (or the result) shows it was no interruption; pings, the retry and the
+    # rate-limit event are keep-alives.
+    assert len(beats) == 5, beats
     assert all(b["session_id"] == SID and b["continued"] is False for b in beats)
     assert beats[0]["last_progress"] <= beats[1]["last_progress"]
     # The session went to the drop-in, the policy with it.
@@ -163,41 +191,50 @@ def test_each_kill_is_its_typed_error_with_the_kill_as_details(tmp_path, kind):
     assert details["session_id"] == SID
 
 
-def test_the_interruptions_partial_reply_and_marker_record_no_heartbeat(tmp_path):
+def test_the_interruptions_partial_reply_and_marker_are_no_progress(tmp_path):
     # The watchdog's ladder interrupts claude: it reports its partial reply and the marker.
     env, beats = env_with()
     script = Script(
         [
             INIT,
-            AssistantMessage([{"type": "tool_use"}], session_id=SID),
-            UserMessage([{"type": "tool_result", "content": "ok"}]),
-            AssistantMessage([{"type": "text", "text": "Working on the next "}], session_id=SID),
-            UserMessage([{"type": "text", "text": "[Request interrupted by user]"}]),
+            AssistantMessage([TOOL], session_id=SID),
+            UserMessage([TOOL_RESULT]),
+            AssistantMessage([TextBlock("Working on the next ")], session_id=SID),
+            UserMessage([TextBlock("[Request interrupted by user]")]),
             ours("idle"),
         ]
     )
     with pytest.raises(ApplicationError):
         asyncio.run(run(env, script, tmp_path))
-    assert len(beats) == 2, beats
+    # init, the tool call, the tool result; not the partial reply.
+    assert len(beats) == 3, beats
     env, beats = env_with()
     only_keepalives = Script(
         [
             INIT,
             StreamEvent({"type": "ping"}),
-            AssistantMessage([{"type": "text", "text": "Thinking about "}], session_id=SID),
+            AssistantMessage([TextBlock("Thinking about ")], session_id=SID),
             UserMessage("[Request interrupted by user]"),
             ours("no_progress"),
         ]
     )
     with pytest.raises(ApplicationError):
         asyncio.run(run(env, only_keepalives, tmp_path))
-    assert beats == []
+    assert len(beats) == 1, beats  # init only
 
 
-def test_a_success_then_a_linger_kill_is_a_success(tmp_path):
+def test_the_ending_is_runs_a_linger_kill_after_a_success_is_the_kill(tmp_path):
     env, _ = env_with()
-    out = asyncio.run(run(env, Script([INIT, success(), ours("linger")]), tmp_path))
-    assert out["result"] == "done"
+    with pytest.raises(ApplicationError) as e:
+        asyncio.run(run(env, Script([INIT, success(), ours("linger")]), tmp_path))
+    assert (e.value.type, e.value.non_retryable) == ("WatchdogLinger", False)
+    assert e.value.details[0]["kill"]["kind"] == "linger"
+    # A success that stopped on tool_use exited mid-task: incomplete, as run exits 3.
+    env, _ = env_with()
+    mid_task = ResultMessage("success", False, SID, result="", stop_reason="tool_use")
+    with pytest.raises(ApplicationError) as e:
+        asyncio.run(run(env, Script([INIT, mid_task]), tmp_path))
+    assert (e.value.type, e.value.non_retryable) == ("ClaudeIncomplete", False)
 
 
 def test_an_error_result_and_no_result_are_typed_too(tmp_path):
@@ -273,5 +310,9 @@ def test_the_timeouts_are_derived_from_the_policy():
     assert t["start_to_close_timeout"] == datetime.timedelta(hours=2, minutes=1, seconds=2)
     with pytest.raises(ValueError, match="ceiling"):
         SessionPolicy().activity_options()
-    with pytest.raises(ValueError, match="invalid watchdog policy"):
+    with pytest.raises(ValueError, match="idle: must be a duration > 0"):
         SessionPolicy(idle="0s", ceiling="1h").activity_options()
+    # A bad variable of the worker's environment, as the drop-in would refuse it.
+    env = SessionPolicy(ceiling="1h").session_env({"AGENT_WATCHDOG_NO_PROGRESS": "soon"})
+    with pytest.raises(ValueError, match="AGENT_WATCHDOG_NO_PROGRESS"):
+        _native.activity_timeouts(env, 60.0)

@@ -20,6 +20,7 @@ pub struct SessionConfig {
     tally: bool,
     live_facts: bool,
     tree_evidence: bool,
+    busy_presumed: bool,
     expect_session: Option<crate::facts::ClaudeSessionId>,
 }
 
@@ -105,6 +106,39 @@ impl SessionConfig {
     /// ([`SessionConfig::with_tree_evidence`]).
     pub fn tree_evidence(&self) -> bool {
         self.tree_evidence
+    }
+    /// The host cannot sample the process tree but runs beside one that does (an SDK host
+    /// beside the drop-in): every outstanding tool call is taken for busy, so the no-progress
+    /// kill comes no earlier than the busy-tool hold allows (the last progress plus
+    /// [`busy_cap`](crate::Limits::busy_cap)): the latest the watchdog beside it may kill.
+    /// Implies [`SessionConfig::with_tree_evidence`] (the tool calls are kept); no sample is
+    /// wanted. Default false.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use watchdog_core::{Event, KillKind, Limits, Registry, SessionConfig};
+    /// let (t0, s) = (Instant::now(), Duration::from_secs);
+    /// let limits = Limits::default().with_no_progress(s(60)).unwrap().with_busy_cap(s(300)).unwrap();
+    /// let mut reg = Registry::new(limits);
+    /// let id = reg.register(t0, SessionConfig::default().with_busy_tools_presumed(true));
+    /// reg.observe_line(t0, id, br#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}}"#);
+    /// while let Some(at) = reg.poll_timeout() {
+    ///     reg.handle_timeout(at);
+    ///     if reg.kill(id).is_some() { break; }
+    /// }
+    /// // Held to the last progress plus the cap, not killed at no_progress (60 s).
+    /// let kill = reg.kill(id).unwrap();
+    /// assert_eq!((kill.kind, kill.elapsed), (KillKind::NoProgress, s(300)));
+    /// ```
+    pub fn with_busy_tools_presumed(mut self, on: bool) -> Self {
+        self.busy_presumed = on;
+        self.tree_evidence |= on;
+        self
+    }
+    /// Whether every outstanding tool call is taken for busy
+    /// ([`SessionConfig::with_busy_tools_presumed`]).
+    pub fn busy_tools_presumed(&self) -> bool {
+        self.busy_presumed
     }
     /// The overriding limits, if any.
     pub fn limits(&self) -> Option<&Limits> {

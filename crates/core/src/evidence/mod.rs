@@ -25,12 +25,14 @@
 //!
 //! A kill carries what the tree said ([`TreeEvidence`]), the run's record what its samples
 //! said ([`TreeFacts`]: the peak memory among them), and the host adds its receipt
-//! ([`Receipt`]).
+//! ([`Receipt`]). The rules run on each session's tree state (`session::tree`, in the
+//! registry's nanoseconds), so these facts depend on nothing of the session's.
 
 mod command;
 mod receipt;
-pub(crate) mod rule;
 mod sample;
+
+pub(crate) use command::is_shell;
 
 pub use receipt::{Ended, ProcAction, Receipt, ReceiptCause, ToolCall, TreeEvidence, TreeFacts};
 pub use sample::{ProcFacts, ProcState, TreeSample};

@@ -302,7 +302,7 @@ impl Registry {
             config.clocks_from_registration(),
         );
         if config.tree_evidence() {
-            self.trees.start(slot);
+            self.trees.start(slot, config.busy_tools_presumed());
         }
         if config.tally() || config.expected_session().is_some() {
             let watched = Watched {

@@ -13,8 +13,8 @@ use crate::time::Instant;
 use crate::classify::LineKind;
 use crate::config::defaults::TOOL_SLACK;
 use crate::event::{KillKind, SessionId};
-use crate::evidence::rule::TreeState;
 use crate::evidence::{TreeEvidence, TreeFacts, TreeSample};
+use crate::session::tree::TreeState;
 use crate::session::{dur_ns, Cold, Host, HostDue, LimitsNs, Session};
 use crate::view::{ContentBlock, LineView};
 
@@ -61,12 +61,14 @@ impl Trees {
     }
 
     /// A fresh state for the session in `slot`.
-    pub(super) fn start(&mut self, slot: u32) {
+    pub(super) fn start(&mut self, slot: u32, busy_presumed: bool) {
         let i = slot as usize;
         if self.0.len() <= i {
             self.0.resize_with(i + 1, || None);
         }
-        self.0[i] = Some(Box::default());
+        let mut st = Box::<TreeState>::default();
+        st.presume_busy(busy_presumed);
+        self.0[i] = Some(st);
     }
 
     pub(super) fn forget(&mut self, slot: u32) {

@@ -14,6 +14,7 @@ mod deadlines;
 mod extension;
 mod limits;
 mod state;
+pub(crate) mod tree;
 mod work;
 
 pub(crate) use crate::facts::PendingMcp;

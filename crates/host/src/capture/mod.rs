@@ -17,9 +17,10 @@
 //!
 //! Unknown keys are ignored on read, so other tools' recordings with extra fields replay.
 //!
-//! Two readers: [`Entry::parse`] builds owned records (for tools and tests), and
-//! [`EntryView::parse`] borrows from the line, validating it once and reading the `line` record
-//! through the same [`LineView`] as a live run: this is what [`crate::replay`] streams.
+//! One reader, two results: [`EntryView::parse`] borrows from the line, validating it once and
+//! reading the `line` record through the same [`LineView`] as a live run (what
+//! [`crate::replay`] streams); [`Entry::parse`] keeps each record's JSON, owned (for tools and
+//! tests), read by the same grammar.
 //! A capture (or a transcript) is split into those lines by [`lines::Lines`], from any reader,
 //! in bounded memory.
 
@@ -172,134 +173,137 @@ fn i32_of(f: Option<Field<'_>>) -> Option<i32> {
     (n.fract() == 0.0 && n >= f64::from(i32::MIN) && n <= f64::from(i32::MAX)).then_some(n as i32)
 }
 
-impl<'a> EntryView<'a> {
-    /// Read one capture line in place: it is validated once, and a `line` record becomes a
-    /// [`LineView`] without a second check or any copy. The record is chosen by the same
-    /// precedence as [`Entry::parse`]; `Ok(None)` for an object with a `t_ms` and none of the
-    /// known keys.
-    pub fn parse(line: &'a [u8]) -> Result<Option<Self>, CaptureError> {
+/// The keys of a capture line's records, in their precedence (`t_ms` first).
+const KEYS: [&str; 10] = [
+    "t_ms", "line", "raw", "stderr", "stdin", "exit", "start", "boundary", "tree", "receipt",
+];
+
+/// One capture line read once, in place: the one grammar both readers use. Its members by key
+/// (the last duplicate wins, as in a `serde_json::Map`), its time, the record it holds (the
+/// first of the record keys present) and, for a `line`, its view (read in the pass that
+/// validates the capture line).
+struct Members<'a> {
+    t_ms: Option<Result<u64, BadTime>>,
+    record: Option<(usize, RawJson<'a>)>,
+    line: Option<LineView<'a>>,
+}
+
+impl<'a> Members<'a> {
+    fn read(line: &'a [u8]) -> Result<Self, CaptureError> {
         let text = std::str::from_utf8(line)
             .map_err(|e| CaptureError::NotAnObject(format!("not UTF-8: {e}")))?;
-        // Members by key (the last duplicate wins, as in a `serde_json::Map`); the members of
-        // `line` are read in the same pass that validates the capture line.
         let mut m: [Option<RawJson<'a>>; 10] = [None; 10];
-        const KEYS: [&str; 10] = [
-            "t_ms", "line", "raw", "stderr", "stdin", "exit", "start", "boundary", "tree",
-            "receipt",
-        ];
         let line = LineView::parse_envelope(text, "line", |key, v| {
             if let Some(i) = KEYS.iter().position(|x| *x == key) {
                 m[i] = Some(v);
             }
         })
         .map_err(|e| CaptureError::NotAnObject(e.reason))?;
-        let t_ms = m[0].and_then(time_of).ok_or(CaptureError::NoTime)?;
-        let field = Field::Raw;
-        let record = if m[1].is_some() {
-            match line {
+        let record = (1..KEYS.len()).find_map(|i| m[i].map(|v| (i, v)));
+        Ok(Members {
+            t_ms: m[0].and_then(time_of),
+            record,
+            line,
+        })
+    }
+}
+
+impl<'a> EntryView<'a> {
+    /// Read one capture line in place: it is validated once, and a `line` record becomes a
+    /// [`LineView`] without a second check or any copy. `Ok(None)` for an object with a `t_ms`
+    /// and none of the known keys.
+    pub fn parse(line: &'a [u8]) -> Result<Option<Self>, CaptureError> {
+        let m = Members::read(line)?;
+        let t_ms = m.t_ms.ok_or(CaptureError::NoTime)?;
+        let Some((i, v)) = m.record else {
+            return Ok(None);
+        };
+        let field = Field::Raw(v);
+        let record = match KEYS[i] {
+            "line" => match m.line {
                 Some(view) => RecordView::Line(view),
                 None => RecordView::Unparseable,
+            },
+            "raw" => RecordView::Unparseable,
+            "stderr" => RecordView::Stderr,
+            "stdin" => RecordView::Stdin(LineView::parse_validated(v.get().as_bytes())),
+            "exit" => RecordView::Exit {
+                code: i32_of(field.member("code")),
+                signal: i32_of(field.member("signal")),
+            },
+            "start" => {
+                let wall_ms = field
+                    .member("wall_ms")
+                    .and_then(|w| match w {
+                        Field::Raw(r) => time_of(r),
+                        Field::Value(_) => None,
+                    })
+                    .and_then(Result::ok);
+                let stream_json_input = field
+                    .member("argv")
+                    .and_then(|a| a.to_value())
+                    .and_then(|a| match a {
+                        Value::Array(items) => {
+                            Some(crate::claude_code::session::reads_stream_json_input(
+                                items.iter().filter_map(Value::as_str),
+                            ))
+                        }
+                        _ => None,
+                    })
+                    .unwrap_or(false);
+                RecordView::Start {
+                    wall_ms,
+                    stream_json_input,
+                }
             }
-        } else if m[2].is_some() {
-            RecordView::Unparseable
-        } else if m[3].is_some() {
-            RecordView::Stderr
-        } else if let Some(v) = m[4] {
-            RecordView::Stdin(LineView::parse_validated(v.get().as_bytes()))
-        } else if let Some(v) = m[5] {
-            let f = field(v);
-            RecordView::Exit {
-                code: i32_of(f.member("code")),
-                signal: i32_of(f.member("signal")),
-            }
-        } else if let Some(v) = m[6] {
-            let wall_ms = field(v)
-                .member("wall_ms")
-                .and_then(|w| match w {
-                    Field::Raw(r) => time_of(r),
-                    Field::Value(_) => None,
-                })
-                .and_then(Result::ok);
-            let stream_json_input = field(v)
-                .member("argv")
-                .and_then(|a| a.to_value())
-                .and_then(|a| match a {
-                    Value::Array(items) => {
-                        Some(crate::claude_code::session::reads_stream_json_input(
-                            items.iter().filter_map(Value::as_str),
-                        ))
-                    }
-                    _ => None,
-                })
-                .unwrap_or(false);
-            RecordView::Start {
-                wall_ms,
-                stream_json_input,
-            }
-        } else if m[7].is_some() {
-            RecordView::Boundary
-        } else if let Some(v) = m[8] {
-            RecordView::Tree(serde_json::from_str(v.get()).ok().map(Box::new))
-        } else if let Some(v) = m[9] {
-            RecordView::Receipt(serde_json::from_str(v.get()).ok().map(Box::new))
-        } else {
-            return Ok(None);
+            "boundary" => RecordView::Boundary,
+            "tree" => RecordView::Tree(serde_json::from_str(v.get()).ok().map(Box::new)),
+            _ => RecordView::Receipt(serde_json::from_str(v.get()).ok().map(Box::new)),
         };
         Ok(Some(EntryView { t_ms, record }))
     }
 }
 
 impl Entry {
-    /// Read one capture line. `Ok(None)` for an object with a valid `t_ms` but none of the
-    /// known keys (skipped, as other tools' extra records are).
+    /// Read one capture line into owned records: the grammar of [`EntryView::parse`] (the one
+    /// reader: the same precedence, duplicates and times), each record's JSON kept. `Ok(None)`
+    /// for an object with a valid `t_ms` but none of the known keys (skipped, as other tools'
+    /// extra records are); a `t_ms` that is not a whole number of milliseconds is no time.
     pub fn parse(line: &[u8]) -> Result<Option<Entry>, CaptureError> {
-        let v: Value =
-            serde_json::from_slice(line).map_err(|e| CaptureError::NotAnObject(e.to_string()))?;
-        let Value::Object(mut m) = v else {
-            return Err(CaptureError::NotAnObject("not an object".into()));
+        let m = Members::read(line)?;
+        let t_ms = match m.t_ms {
+            Some(Ok(t)) => t,
+            _ => return Err(CaptureError::NoTime),
         };
-        let t = m.get("t_ms").and_then(|t| {
-            t.as_u64().or_else(|| {
-                t.as_f64()
-                    .filter(|f| *f >= 0.0 && f.is_finite())
-                    .map(|f| f as u64)
-            })
-        });
-        let t_ms = t.ok_or(CaptureError::NoTime)?;
-        let record = if let Some(v) = m.remove("line") {
-            Record::Line(v)
-        } else if let Some(v) = m.remove("raw") {
-            Record::Raw(match v {
-                Value::String(s) => s,
-                other => other.to_string(),
-            })
-        } else if let Some(v) = m.remove("stderr") {
-            Record::Stderr(match v {
-                Value::String(s) => s,
-                other => other.to_string(),
-            })
-        } else if let Some(v) = m.remove("stdin") {
-            Record::Stdin(v)
-        } else if let Some(v) = m.remove("exit") {
-            Record::Exit {
+        let Some((i, raw)) = m.record else {
+            return Ok(None);
+        };
+        let v: Value = serde_json::from_str(raw.get())
+            .map_err(|e| CaptureError::NotAnObject(e.to_string()))?;
+        let text = |v: Value| match v {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        let record = match KEYS[i] {
+            "line" => Record::Line(v),
+            "raw" => Record::Raw(text(v)),
+            "stderr" => Record::Stderr(text(v)),
+            "stdin" => Record::Stdin(v),
+            "exit" => Record::Exit {
                 code: as_i32(v.get("code")),
                 signal: as_i32(v.get("signal")),
+            },
+            "start" => {
+                let (argv, env) = start_argv_env(&v);
+                Record::Start {
+                    wall_ms: v.get("wall_ms").and_then(Value::as_u64),
+                    argv,
+                    env,
+                }
             }
-        } else if let Some(v) = m.remove("start") {
-            let (argv, env) = start_argv_env(&v);
-            Record::Start {
-                wall_ms: v.get("wall_ms").and_then(Value::as_u64),
-                argv,
-                env,
-            }
-        } else if let Some(v) = m.remove("boundary") {
-            Record::Boundary(v)
-        } else if let Some(v) = m.remove("tree") {
-            Record::Tree(v)
-        } else if let Some(v) = m.remove("receipt") {
-            Record::Receipt(v)
-        } else {
-            return Ok(None);
+            "boundary" => Record::Boundary(v),
+            "tree" => Record::Tree(v),
+            _ => Record::Receipt(v),
         };
         Ok(Some(Entry { t_ms, record }))
     }

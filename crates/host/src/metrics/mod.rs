@@ -34,6 +34,7 @@
 //! ));
 //! ```
 
+pub mod bounds;
 pub mod catalogue;
 mod exposition;
 pub mod scrape;

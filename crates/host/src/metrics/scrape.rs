@@ -82,45 +82,77 @@ impl Request {
         }
     }
 
+    /// What the request line `method target` asks for, for a host whose HTTP server has read
+    /// the request itself (node:http): as [`Request::classify`] of that line.
+    pub fn of(method: &str, target: &str) -> Request {
+        Request::classify(format!("{method} {target} HTTP/1.1").as_bytes())
+    }
+
+    /// The answer's parts: its status, content type, `Allow` header and body (`None`: the
+    /// metrics), for a host whose HTTP server writes the head itself.
+    pub fn answer(&self) -> Answer {
+        let (status, reason, body) = match self {
+            Request::Metrics { .. } => (200, "OK", None),
+            Request::NotFound => (404, "Not Found", Some("not found: try /metrics\n")),
+            Request::MethodNotAllowed => (405, "Method Not Allowed", Some("method not allowed\n")),
+            Request::BadRequest => (400, "Bad Request", Some("bad request\n")),
+            Request::HeadTooLarge => (
+                431,
+                "Request Header Fields Too Large",
+                Some("request head too large\n"),
+            ),
+        };
+        Answer {
+            status,
+            reason,
+            content_type: match self {
+                Request::Metrics { .. } => CONTENT_TYPE,
+                _ => "text/plain; charset=utf-8",
+            },
+            allow: matches!(self, Request::MethodNotAllowed).then_some("GET, HEAD"),
+            body,
+            head_only: matches!(self, Request::Metrics { head_only: true }),
+        }
+    }
+
     /// The whole answer (status line, headers, `Connection: close`, body); `render` is called
     /// only for a scrape of `/metrics` (with [`Metrics::render_prometheus`](super::Metrics::render_prometheus)).
     pub fn response(&self, render: impl FnOnce() -> String) -> Vec<u8> {
-        let (status, extra, body, head_only) = match self {
-            Request::Metrics { head_only } => ("200 OK", "", render(), *head_only),
-            Request::NotFound => (
-                "404 Not Found",
-                "",
-                "not found: try /metrics\n".into(),
-                false,
-            ),
-            Request::MethodNotAllowed => (
-                "405 Method Not Allowed",
-                "Allow: GET, HEAD\r\n",
-                "method not allowed\n".into(),
-                false,
-            ),
-            Request::BadRequest => ("400 Bad Request", "", "bad request\n".into(), false),
-            Request::HeadTooLarge => (
-                "431 Request Header Fields Too Large",
-                "",
-                "request head too large\n".into(),
-                false,
-            ),
-        };
-        let content_type = match self {
-            Request::Metrics { .. } => CONTENT_TYPE,
-            _ => "text/plain; charset=utf-8",
-        };
+        let a = self.answer();
+        let body = a.body.map_or_else(render, str::to_owned);
+        let extra = a
+            .allow
+            .map_or_else(String::new, |v| format!("Allow: {v}\r\n"));
         let mut out = format!(
-            "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+            a.status,
+            a.reason,
+            a.content_type,
             body.len()
         )
         .into_bytes();
-        if !head_only {
+        if !a.head_only {
             out.extend_from_slice(body.as_bytes());
         }
         out
     }
+}
+
+/// The parts of an answer ([`Request::answer`]); every answer closes its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer {
+    /// The status code.
+    pub status: u16,
+    /// The status's reason phrase.
+    pub reason: &'static str,
+    /// The `Content-Type`.
+    pub content_type: &'static str,
+    /// The `Allow` header, if any.
+    pub allow: Option<&'static str>,
+    /// The body; `None`: the metrics, rendered by the host.
+    pub body: Option<&'static str>,
+    /// A `HEAD`: the head without the body.
+    pub head_only: bool,
 }
 
 #[cfg(test)]
@@ -150,6 +182,20 @@ mod tests {
         ] {
             assert_eq!(classify(bad), Request::BadRequest, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_request_read_by_the_hosts_server_gets_the_same_answer() {
+        assert_eq!(
+            Request::of("GET", "/metrics?x=1"),
+            Request::Metrics { head_only: false }
+        );
+        assert_eq!(Request::of("DELETE", "/metrics"), Request::MethodNotAllowed);
+        assert_eq!(Request::of("GET", "/"), Request::NotFound);
+        assert_eq!(Request::of("GET", ""), Request::BadRequest);
+        let a = Request::of("HEAD", "/metrics").answer();
+        assert_eq!((a.status, a.body, a.head_only), (200, None, true));
+        assert_eq!(Request::MethodNotAllowed.answer().allow, Some("GET, HEAD"));
     }
 
     #[test]

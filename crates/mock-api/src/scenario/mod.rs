@@ -4,9 +4,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::agents::AgentScript;
 use crate::RequestSummary;
+use agents::AgentScript;
 
+pub mod agents;
 mod matcher;
 mod rate_limit;
 mod turn;

@@ -6,7 +6,6 @@ mod exec;
 mod postgres_store;
 #[cfg(feature = "ledger-redis")]
 mod redis_store;
-mod url;
 
 use watchdog_core::recovery::{Claim, Ledger, LedgerEntry, LedgerError, Marker};
 use watchdog_core::recovery::{SubagentKey, SubagentMarker};
@@ -17,7 +16,7 @@ use crate::ledger::records::{
 };
 use exec::Exec;
 pub use exec::REQUEST_TIMEOUT_SECS;
-pub use url::{LedgerBackend, LedgerUrl, LedgerUrlError};
+pub use watchdog_host::ledger_url::{LedgerBackend, LedgerUrl, LedgerUrlError};
 
 enum Store {
     /// Keeps the enum inhabited-in-type when no backend is built in.

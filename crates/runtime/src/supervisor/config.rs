@@ -12,7 +12,7 @@ use super::hook::{LineInfo, StdoutHook};
 /// [`SupervisorConfig::interrupt_grace`]'s default.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// [`SupervisorConfig::term_grace`]'s default (`--grace`).
-const TERM_GRACE: Duration = Duration::from_secs(5);
+const TERM_GRACE: Duration = watchdog_host::options::TERM_GRACE;
 /// [`SupervisorConfig::tree_scan`]'s default.
 const TREE_SCAN: Duration = Duration::from_secs(1);
 /// [`SupervisorConfig::tree_sample`]'s default.

@@ -16,10 +16,12 @@ use crate::state::with;
 use crate::watchdog::Watchdog;
 
 mod monitor;
+mod rules;
 mod timeline;
 mod watchdog;
 
 pub use monitor::*;
+pub use rules::*;
 pub use timeline::*;
 pub use watchdog::*;
 

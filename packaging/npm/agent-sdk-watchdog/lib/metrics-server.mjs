@@ -5,28 +5,25 @@
 // connection. Prints nothing. node:http is loaded on the first call, not at import (it is the
 // largest part of importing this package, and most hosts never serve).
 
-export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+import { createRequire } from 'node:module';
 
-export const METRICS_SERVER_DEFAULTS = Object.freeze({
-  port: 9464,
-  host: '127.0.0.1',
-  timeoutMs: 5000,
-  maxHeaderBytes: 8 * 1024,
-  maxConnections: 64,
-});
+import { core } from './core.mjs';
 
-const positiveInteger = (v) => Number.isInteger(v) && v >= 1;
+const { bind, ok } = createRequire(import.meta.url)('./rules.cjs');
+const { call, metricsAnswer, tables } = bind(() => core);
 
-function check(name, value, what, ok) {
-  if (!ok(value)) throw new RangeError(`${name} must be ${what}, got ${String(value)}`);
-}
+// The endpoint's content type, defaults, bounds and answers are every host's (the Rust core's:
+// watchdog_host::metrics).
+export const METRICS_CONTENT_TYPE = tables().metrics.contentType;
 
-function answer(res, status, body, extra = {}) {
+export const METRICS_SERVER_DEFAULTS = Object.freeze({ ...tables().metrics.defaults });
+
+function answer(res, status, body, type, allow) {
   res.writeHead(status, {
-    'Content-Type': status === 200 ? METRICS_CONTENT_TYPE : 'text/plain; charset=utf-8',
+    'Content-Type': type,
     'Content-Length': Buffer.byteLength(body),
     Connection: 'close',
-    ...extra,
+    ...(allow ? { Allow: allow } : {}),
   });
   res.end(body); // node:http sends no body for HEAD
 }
@@ -39,13 +36,8 @@ export async function serveMetrics(watchdog, options = {}) {
   if (typeof watchdog?.renderPrometheus !== 'function') {
     throw new TypeError('serveMetrics: expected a watchdog from createWatchdog() (it has renderPrometheus())');
   }
-  const o = { ...METRICS_SERVER_DEFAULTS };
-  for (const [k, v] of Object.entries(options ?? {})) if (v !== undefined) o[k] = v;
-  check('port', o.port, 'an integer in [0, 65535]', (v) => Number.isInteger(v) && v >= 0 && v <= 65535);
-  check('host', o.host, 'a non-empty string', (v) => typeof v === 'string' && v.length > 0);
-  check('timeoutMs', o.timeoutMs, 'a number > 0', (v) => typeof v === 'number' && v > 0 && Number.isFinite(v));
-  check('maxHeaderBytes', o.maxHeaderBytes, 'an integer >= 1', positiveInteger);
-  check('maxConnections', o.maxConnections, 'an integer >= 1', positiveInteger);
+  const given = Object.fromEntries(Object.entries(options ?? {}).filter(([, v]) => v !== undefined));
+  const o = ok(call('rules_metrics_options', given)).options;
 
   const { default: http } = await import('node:http');
   const server = http.createServer(
@@ -57,20 +49,16 @@ export async function serveMetrics(watchdog, options = {}) {
       connectionsCheckingInterval: Math.min(1000, o.timeoutMs),
     },
     (req, res) => {
-      // As the Rust side classifies (watchdog_host::metrics::scrape): the method first, then the path.
-      const path = (req.url ?? '').split('?')[0];
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        answer(res, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
-      } else if (path !== '/metrics') {
-        answer(res, 404, 'not found: try /metrics\n');
-      } else {
+      const a = metricsAnswer(req.method, req.url ?? '');
+      if (a.body !== null) answer(res, a.status, a.body, a.contentType, a.allow);
+      else {
         let body;
         try {
           body = watchdog.renderPrometheus();
         } catch {
-          return answer(res, 500, 'the watchdog could not be read\n');
+          return answer(res, 500, 'the watchdog could not be read\n', 'text/plain; charset=utf-8');
         }
-        answer(res, 200, body);
+        answer(res, 200, body, a.contentType);
       }
       // A body we do not read is drained, so the close does not reset the connection.
       req.resume();

@@ -19,12 +19,16 @@ export type SessionPolicy = Pick<
   | 'highUtilization'
   | 'warnAt'
   | 'writeTools'
+  | 'busyCap'
+  | 'maxBackoff'
+  | 'outputBlocked'
+  | 'maxRss'
 >;
 
 /** What each heartbeat carries, and what a retried attempt reads back. */
 export interface ProgressDetails {
   session_id: string | null;
-  /** Epoch seconds of the last progress. */
+  /** Epoch seconds of the last progress the core counts, or null before any. */
   last_progress: number | null;
   continued: boolean;
 }
@@ -41,7 +45,7 @@ export interface SessionResult {
 
 export type Ending =
   | 'idle' | 'no_progress' | 'startup' | 'output' | 'linger' | 'ceiling'
-  | 'error_result' | 'refused' | 'ledger' | 'no_result';
+  | 'error_result' | 'refused' | 'ledger' | 'no_result' | 'incomplete';
 
 /** Each ending: [ApplicationFailure type, retryable]. */
 export declare const ENDINGS: Readonly<Record<Ending, readonly [string, boolean]>>;
@@ -71,6 +75,8 @@ export interface RunSessionOptions {
   options?: Record<string, unknown>;
   /** The real claude (default: the one the SDK would run). */
   claude?: string;
+  /** What the drop-in's kill may take beyond its ladder before the heartbeats stop (default 1m). */
+  margin?: Duration;
   onHeartbeat?: (details: ProgressDetails) => void;
   /** Stands in for the SDK's query() (a wrapper of yours, or a test's). */
   query?: (args: { prompt: string; options: Record<string, unknown> }) => AsyncIterable<Record<string, any>>;

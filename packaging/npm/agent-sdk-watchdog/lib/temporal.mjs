@@ -6,76 +6,56 @@
 // watchdogOptions()): the watchdog ends a stalled session with its ladder and stops the whole
 // process tree, and a guardian stops it even if the worker is SIGKILLed.
 //
-// - Heartbeats only on progress: when the conversation moves (an `assistant` or `user`
-//   message), never on keep-alives. Details: { session_id, last_progress, continued }
-//   (last_progress: epoch seconds).
+// - Heartbeats while the watchdog lets the session run: on a timer (a quarter of the
+//   heartbeat timeout, at most 30 s) and on each progress, for as long as the Rust core, under
+//   the drop-in's policy, says the session is alive or held (a busy tool, an announced
+//   back-off Claude Code waits out in silence, an MCP call, a human wait). When it says the
+//   drop-in should have ended the session and it did not, the heartbeats stop. Details:
+//   { session_id, last_progress, continued } (last_progress: epoch seconds, or null).
 // - A retried attempt resumes the same session once (`resume`), after claiming its marker in
 //   the ledger (`agent-watchdog claim`: the marker `run --resume-after-kill` uses); an attempt
 //   that finds the session already continued ends with the non-retryable ContinuationRefused.
 // - A cancellation (delivered by Temporal with a heartbeat's answer) aborts the query: the SDK
 //   sends SIGTERM, the drop-in's ladder stops the tree within its grace (at most 2 s).
-// - Each ending is a typed ApplicationFailure (ENDINGS), the kill as its details.
-import { execFile, execFileSync } from 'node:child_process';
+// - Each ending is a typed ApplicationFailure (ENDINGS), the kill as its details: the ending
+//   `agent-watchdog run` reports for the same stream.
+// The rules (the session's fold, the endings, the timeouts, the prompt) are the Rust core's
+// (lib/rules.cjs); this file is the SDK loop around them.
+import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 
 import { ApplicationFailure, Context } from '@temporalio/activity';
 
+import { core } from './core.mjs';
+
 const require = createRequire(import.meta.url);
-const { binaryPath, watchdogEnv, watchdogKill, watchdogOptions } = require('../index.js');
+const { binaryPath, watchdogEnv, watchdogOptions } = require('../index.js');
+const { bind, ok } = require('./rules.cjs');
+const { SdkRun, call, tables } = bind(() => core);
 
 /** The prompt a retried attempt resumes the session with (the watchdog's own, for `run`). */
-export const AFTER_KILL_PROMPT =
-  'The previous run was stopped because it stopped making progress. Continue the unfinished task from where it stopped, without recap.';
+export const AFTER_KILL_PROMPT = tables().afterKillPrompt;
 
 /** Each ending: [ApplicationFailure type, retryable]. */
-export const ENDINGS = Object.freeze({
-  idle: ['WatchdogIdle', true],
-  no_progress: ['WatchdogNoProgress', true],
-  startup: ['WatchdogStartup', true],
-  output: ['WatchdogOutput', true],
-  linger: ['WatchdogLinger', true],
-  ceiling: ['WatchdogCeiling', false],
-  error_result: ['ClaudeErrorResult', false],
-  refused: ['ContinuationRefused', false],
-  ledger: ['LedgerUnavailable', true],
-  no_result: ['ClaudeNoResult', true],
-});
+export const ENDINGS = Object.freeze(tables().failures);
 
 /** The typed failure of `ending` (a key of ENDINGS; an unknown kill kind is retryable). */
 export function applicationFailure(ending, message, details) {
-  const [type, retryable] = ENDINGS[ending] ?? ['WatchdogKill', true];
+  const [type, retryable] = ENDINGS[ending] ?? tables().fallback;
   return ApplicationFailure.create({ message, type, nonRetryable: !retryable, details: [details] });
 }
 
-const POLICY_KEYS = new Set(['idle', 'noProgress', 'startup', 'ceiling', 'extendFactor', 'grace', 'linger', 'writeTools', 'highUtilization', 'warnAt']);
-
-function policyOnly(policy) {
-  const out = {};
-  for (const [k, v] of Object.entries(policy ?? {})) {
-    if (!POLICY_KEYS.has(k)) throw new TypeError(`unknown policy field ${JSON.stringify(k)}: expected one of ${[...POLICY_KEYS].join(', ')}`);
-    out[k] = v;
-  }
-  return out;
-}
-
 /**
- * The activity timeouts a policy implies, by `agent-watchdog timeouts` (the one rule, for both
- * helpers), in milliseconds: `heartbeatTimeout` = max(startup, idle × extendFactor,
- * noProgress) + grace + margin (past it the watchdog has ended the session: a heartbeat
- * timeout means the worker is gone), `startToCloseTimeout` = ceiling + grace + margin
- * (`null` without a ceiling). The policy is read as the drop-in reads it: these fields over
- * `env`'s `AGENT_WATCHDOG_*` variables. Call it where the workflow is started, not in workflow
- * code (it runs a command).
+ * The activity timeouts a policy implies (the core's rule, the one `agent-watchdog timeouts`
+ * prints), in milliseconds: `heartbeatTimeout` = max(startup, idle × extendFactor,
+ * noProgress) + grace + margin (runSession heartbeats through every hold, so this is how late a
+ * dead worker is noticed at most), `startToCloseTimeout` = ceiling + grace + margin (`null`
+ * without a ceiling). The policy is read as the drop-in reads it: these fields over `env`'s
+ * `AGENT_WATCHDOG_*` variables.
  */
 export function activityTimeouts(policy = {}, { margin = '1m', env = process.env } = {}) {
-  const vars = { ...env, ...watchdogEnv(policyOnly(policy)) };
-  const out = execFileSync(binaryPath('agent-watchdog'), ['timeouts', '--margin', String(margin)], {
-    env: vars,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const t = JSON.parse(out);
-  return { heartbeatTimeout: t.heartbeat_timeout_ms, startToCloseTimeout: t.start_to_close_timeout_ms };
+  const t = ok(call('rules_timeouts', { env: { ...env, ...watchdogEnv(policy) }, margin }));
+  return { heartbeatTimeout: t.heartbeatTimeout, startToCloseTimeout: t.startToCloseTimeout };
 }
 
 function claim(sessionId, { ledger, stateDir, prompt, env }) {
@@ -94,27 +74,6 @@ function claim(sessionId, { ledger, stateDir, prompt, env }) {
   });
 }
 
-// How Claude Code marks a turn it stopped on an interrupt (the watchdog's ladder starts with
-// one): "[Request interrupted by user]", "… for tool use]".
-const INTERRUPTED = '[Request interrupted';
-
-function* texts(content) {
-  if (typeof content === 'string') yield content;
-  else if (Array.isArray(content)) {
-    for (const block of content) {
-      if (block && typeof block === 'object') {
-        for (const v of [block.text, block.content]) if (typeof v === 'string' || Array.isArray(v)) yield* texts(v);
-      }
-    }
-  }
-}
-
-/** A user message that says the turn was interrupted: the end of a stopped turn, not progress. */
-function interrupted(message) {
-  for (const t of texts(message?.message?.content)) if (t.trimStart().startsWith(INTERRUPTED)) return true;
-  return false;
-}
-
 function previousDetails(details) {
   const d = Array.isArray(details) ? details.find((x) => x && typeof x === 'object') : details;
   return d && typeof d === 'object' && typeof d.session_id === 'string' && d.session_id ? d : null;
@@ -129,8 +88,9 @@ function previousDetails(details) {
  * ledger every worker uses for the continue-once marker; without one, the state directory
  * (`stateDir`, else the default) of this machine. `options`: more query() options
  * (`permissionMode`, `allowedTools`…); `env` (default `process.env`) the session's environment;
- * `onHeartbeat(details)` sees each heartbeat (for logs and tests); `query` stands in for the
- * SDK's query() (a wrapper of yours, or a test's).
+ * `margin` (default 1m) what the drop-in's kill may take beyond its ladder before the
+ * heartbeats stop; `onHeartbeat(details)` sees each heartbeat (for logs and tests); `query`
+ * stands in for the SDK's query() (a wrapper of yours, or a test's).
  */
 export async function runSession(prompt, {
   policy = {},
@@ -141,6 +101,7 @@ export async function runSession(prompt, {
   env = process.env,
   options = {},
   claude,
+  margin = '1m',
   onHeartbeat,
   query,
 } = {}) {
@@ -154,11 +115,9 @@ export async function runSession(prompt, {
   const previous = previousDetails(info.heartbeatDetails);
   let continued = false;
   let sessionId = null;
-  let lastProgress = null;
   if (previous) {
     sessionId = previous.session_id;
-    lastProgress = previous.last_progress ?? null;
-    const facts = { session_id: sessionId, attempt: info.attempt, last_progress: lastProgress };
+    const facts = { session_id: sessionId, attempt: info.attempt, last_progress: previous.last_progress ?? null };
     if (previous.continued) {
       throw applicationFailure('refused', `session ${sessionId} was already continued once: not continuing it again`, facts);
     }
@@ -175,71 +134,48 @@ export async function runSession(prompt, {
   const abortController = new AbortController();
   const onCancel = () => abortController.abort();
   ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
-  const sdk = watchdogOptions({ ...policyOnly(policy), ...(claude ? { claude } : {}) }, sessionEnv);
+  const sdk = watchdogOptions({ ...policy, ...(claude ? { claude } : {}) }, sessionEnv);
   const queryOptions = { ...options, ...sdk, abortController };
   if (cwd !== undefined) queryOptions.cwd = cwd;
   if (continued) queryOptions.resume = sessionId;
+  // The session's fold, under the policy the drop-in reads; a permission callback is a human wait.
+  const run = new SdkRun(sdk.env, margin);
+  if (typeof options.canUseTool === 'function') queryOptions.canUseTool = (...args) => run.asked(options.canUseTool, args);
 
-  const heartbeat = (at) => {
-    const details = { session_id: sessionId, last_progress: at, continued };
+  const heartbeat = () => {
+    const details = { session_id: run.sessionId ?? sessionId, last_progress: run.lastProgress, continued };
     ctx.heartbeat(details);
     if (onHeartbeat) onHeartbeat(details);
   };
-  // A progress message is heartbeated when the next message shows it was not the start of an
-  // interruption (the watchdog's ladder begins with one: Claude Code then reports its partial
-  // reply and "[Request interrupted by user]", which are the end of a stall, not progress).
-  let pending = null;
+  const every = Math.min(Math.max((info.heartbeatTimeoutMs ?? 120_000) / 4, 50), 30_000);
+  // Stops for good once the watchdog should have ended the session: the heartbeat timeout says so.
+  const timer = setInterval(() => (run.alive() ? heartbeat() : clearInterval(timer)), every);
 
-  let kill = null;
   let result = null;
+  let failed = null;
+  let facts;
+  let ending;
   try {
     for await (const message of query({ prompt: continued ? continuePrompt : prompt, options: queryOptions })) {
-      if (message.type === 'system' && message.subtype === 'init') {
-        if (typeof message.session_id === 'string' && message.session_id) sessionId = message.session_id;
-      } else if (message.type === 'assistant' || message.type === 'user') {
-        if (message.type === 'user' && interrupted(message)) {
-          pending = null;
-          continue;
-        }
-        // The conversation moved: a model turn or a tool result.
-        if (pending !== null && sessionId) heartbeat(pending);
-        if (typeof message.session_id === 'string' && message.session_id) sessionId = message.session_id;
-        lastProgress = pending = Date.now() / 1000;
-      } else if (message.type === 'result') {
-        pending = null;
-        const ours = watchdogKill(message);
-        if (ours) kill = kill ?? ours;
-        else if (!result) result = message;
-      }
+      const step = run.observe(message);
+      if (step.progress) heartbeat();
+      if (!step.kill && message?.type === 'result') result = message;
     }
   } catch (error) {
     // The SDK throws after an error result too (ours included), and when it is aborted.
-    if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? error;
-    if (!result && !kill) throw error;
+    failed = ctx.cancellationSignal.aborted ? (ctx.cancellationSignal.reason ?? error) : error;
   } finally {
+    clearInterval(timer);
     ctx.cancellationSignal.removeEventListener('abort', onCancel);
+    facts = { session_id: run.sessionId ?? sessionId, continued, attempt: info.attempt };
+    ending = run.finish(); // the fold is freed, whatever happens next
   }
-  if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;
-
-  const facts = { session_id: sessionId, continued, attempt: info.attempt };
-  const succeeded = result !== null && result.is_error !== true && result.subtype === 'success';
-  // A session that succeeded and then stayed open (a `linger` kill) did its work.
-  if (kill && !succeeded) {
-    throw applicationFailure(kill.kind, `watchdog ${kill.kind}: ${kill.reason}`, { ...facts, kill });
-  }
-  if (!result) throw applicationFailure('no_result', 'the session ended without a result', facts);
-  if (!succeeded) {
-    throw applicationFailure('error_result', `the session ended with an error result (${result.subtype})`, {
-      ...facts,
-      subtype: result.subtype ?? null,
-      terminal_reason: result.terminal_reason ?? null,
-      result: typeof result.result === 'string' ? result.result : null,
-    });
-  }
-  return {
-    ...facts,
-    result: typeof result.result === 'string' ? result.result : null,
-    num_turns: result.num_turns ?? null,
-    total_cost_usd: result.total_cost_usd ?? null,
-  };
+  if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? failed;
+  if (failed && !result && !run.killed) throw failed;
+  const { end, message, failure, kill } = ending;
+  if (kill) throw applicationFailure(end, message, { ...facts, kill });
+  const text = typeof result?.result === 'string' ? result.result : null;
+  if (result && failure) Object.assign(facts, { subtype: result.subtype ?? null, terminal_reason: result.terminal_reason ?? null, result: text });
+  if (failure) throw applicationFailure(end, message, facts);
+  return { ...facts, result: text, num_turns: result.num_turns ?? null, total_cost_usd: result.total_cost_usd ?? null };
 }

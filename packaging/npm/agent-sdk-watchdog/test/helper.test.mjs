@@ -209,11 +209,13 @@ test('the bin launchers run the binaries and end with their exit code', () => {
   const ok = spawnSync(path.join(binDir, 'claude-watchdog'), ['-p', 'hi'], { env, encoding: 'utf8' });
   assert.equal(ok.status, 0, ok.stderr);
   assert.match(ok.stdout, /"subtype":"success"/);
+  // The helper refuses the value by the drop-in's rule; set by hand, the drop-in refuses it.
+  assert.throws(() => watchdogEnv({ highUtilization: 1.5 }), /highUtilization: must be a number in \[0, 1\], got 1.5/);
   const bad = spawnSync(path.join(binDir, 'claude-watchdog'), ['-p', 'hi'], {
-    env: { ...env, ...watchdogEnv({ highUtilization: 1.5 }) }, encoding: 'utf8',
+    env: { ...env, AGENT_WATCHDOG_HIGH_UTILIZATION: '1.5' }, encoding: 'utf8',
   });
   assert.equal(bad.status, 2, 'a usage error is exit code 2 through the launcher');
-  assert.match(bad.stderr, /--high-utilization/);
+  assert.match(bad.stderr, /AGENT_WATCHDOG_HIGH_UTILIZATION|--high-utilization/);
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 

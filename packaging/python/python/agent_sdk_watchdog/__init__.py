@@ -15,6 +15,9 @@ environment), and the real ``claude`` the drop-in runs: the one the SDK would ha
 (the installed ``claude_agent_sdk``'s bundled binary, else ``claude`` on ``PATH``), or
 ``claude=``. ``plugins`` loads this package's Claude Code plugin (a subagent cut off by the
 output limit is continued once). :func:`watchdog_kill` reads the watchdog's final result.
+
+The policy's rules (each option's variable and range) and the result's reader are the Rust
+core's, through the extension ``agent_sdk_watchdog._native`` (loaded on the first call).
 """
 
 from __future__ import annotations
@@ -165,138 +168,48 @@ def plugin_path() -> str:
     return path
 
 
-def _get(message: Any, key: str) -> Any:
-    if isinstance(message, dict):
-        return message.get(key)
-    return getattr(message, key, None)
-
-
 def watchdog_kill(message: Any) -> Optional[WatchdogKill]:
     """The watchdog's kill, if ``message`` is the final ``result`` ``claude-watchdog`` wrote.
 
     Takes the SDK's ``ResultMessage`` or a plain dict (a stream-json line). Returns
     ``WatchdogKill(kind, reason)`` for our result (``subtype == "error_during_execution"``,
     ``is_error``, ``terminal_reason == "watchdog_<kind>"``), and ``None`` for any other message,
-    a result of Claude Code's own, or anything malformed. Never raises.
+    a result of Claude Code's own, or anything malformed. Never raises. (The reader is the
+    core's, the one the drop-in's writer is checked against.)
     """
-    if isinstance(message, dict) and message.get("type", "result") != "result":
+    from . import _native
+
+    try:
+        found = _native.watchdog_kill(message)
+    except Exception:  # noqa: BLE001 - never raises, whatever the object
         return None
-    reason = _get(message, "terminal_reason")
-    text = _get(message, "result")
-    if (
-        _get(message, "subtype") != "error_during_execution"
-        or _get(message, "is_error") is not True
-        or not isinstance(reason, str)
-        or not reason.startswith("watchdog_")
-        or len(reason) == len("watchdog_")
-        or not isinstance(text, str)
-    ):
-        return None
-    return WatchdogKill(kind=reason[len("watchdog_") :], reason=text)
+    return None if found is None else WatchdogKill(*found)
 
 
-def _duration(key: str, value: Duration, allow_zero: bool = False) -> str:
-    if isinstance(value, bool):
-        raise TypeError(f"{key}: expected a duration, got a bool")
-    if isinstance(value, datetime.timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str):
-        if not value.strip():
-            raise ValueError(f"{key}: empty duration")
-        return value.strip()
-    else:
-        raise TypeError(f"{key}: expected a duration, got {type(value).__name__}")
-    if not (seconds > 0 or (allow_zero and seconds == 0)) or seconds == float("inf"):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{key}: expected a duration {bound}, got {value!r}")
-    return repr(seconds)
+def watchdog_env(**policy: Any) -> Dict[str, str]:
+    """The ``AGENT_WATCHDOG_*`` variables for the given policy; ``None`` values are left out.
 
-
-def _number(key: str, value: Union[int, float]) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{key}: expected a number, got {type(value).__name__}")
-    return repr(float(value))
-
-
-def watchdog_env(
-    *,
-    idle: Optional[Duration] = None,
-    no_progress: Optional[Duration] = None,
-    startup: Optional[Duration] = None,
-    linger: Optional[Duration] = None,
-    ceiling: Optional[Duration] = None,
-    grace: Optional[Duration] = None,
-    extend_factor: Optional[float] = None,
-    high_utilization: Optional[float] = None,
-    warn_at: Optional[float] = None,
-    write_tools: Optional[Iterable[str]] = None,
-    record: Optional[Union[str, os.PathLike]] = None,
-    summary: Optional[Union[str, os.PathLike]] = None,
-    claude: Optional[Union[str, os.PathLike]] = None,
-    ledger: Optional[str] = None,
-) -> Dict[str, str]:
-    """The ``AGENT_WATCHDOG_*`` variables for the given policy; unset values are left out.
-
-    Durations are checked for type here; their ranges are checked by ``claude-watchdog``,
-    which refuses a bad value with exit code 2 and a message naming the variable. ``record``
-    and ``summary`` name a capture and a summary file; ``claude`` the real ``claude``;
-    ``ledger`` the shared ledger (``redis://…``, ``postgres://…``) the subagent plugin's hook
-    keeps its markers in (docs/fleets.md).
+    Every option the drop-in or the plugin's hook reads is a keyword (``idle``,
+    ``no_progress``, ``startup``, ``linger``, ``ceiling``, ``grace``, ``extend_factor``,
+    ``high_utilization``, ``warn_at``, ``write_tools``, ``busy_cap``, ``max_backoff``,
+    ``output_blocked``, ``max_rss``, ``record``, ``summary``, ``claude``, ``ledger``, …; the
+    table of docs/cli.md). A duration is ``"90s"``, ``"10m"``, a number of seconds or a
+    ``timedelta``; ``write_tools`` a list of names; ``record``, ``summary`` and ``claude`` paths;
+    ``ledger`` the shared ledger (``redis://…``, ``postgres://…``, docs/fleets.md). Each value is
+    checked by its option's rule (the one the drop-in reads it by): ``TypeError`` for an
+    unknown field or a value of the wrong type, ``ValueError`` for one out of its range.
     """
-    env: Dict[str, str] = {}
-    for key, dur in (
-        ("idle", idle),
-        ("no_progress", no_progress),
-        ("startup", startup),
-        ("linger", linger),
-        ("ceiling", ceiling),
-    ):
-        if dur is not None:
-            env[f"AGENT_WATCHDOG_{key.upper()}"] = _duration(key, dur)
-    if grace is not None:
-        # 0 is a valid grace (SIGKILL right after SIGTERM).
-        env["AGENT_WATCHDOG_GRACE"] = _duration("grace", grace, allow_zero=True)
-    for key, num in (
-        ("extend_factor", extend_factor),
-        ("high_utilization", high_utilization),
-        ("warn_at", warn_at),
-    ):
-        if num is not None:
-            env[f"AGENT_WATCHDOG_{key.upper()}"] = _number(key, num)
-    if write_tools is not None:
-        if isinstance(write_tools, str):
-            raise TypeError("write_tools: expected a list of tool names, got a str")
-        tools = [str(t) for t in write_tools]
-        if any("," in t or not t.strip() for t in tools):
-            raise ValueError(f"write_tools: tool names must be non-empty and without commas: {tools!r}")
-        env["AGENT_WATCHDOG_WRITE_TOOLS"] = ",".join(tools)
-    for var, path in (("RECORD", record), ("SUMMARY", summary), ("CLAUDE", claude), ("LEDGER", ledger)):
-        if path is not None:
-            env[f"AGENT_WATCHDOG_{var}"] = os.fspath(path)
-    return env
+    from . import _native
+
+    return dict(_native.watchdog_env(policy))
 
 
 def sdk_options(
     *,
     env: Optional[Dict[str, str]] = None,
-    idle: Optional[Duration] = None,
-    no_progress: Optional[Duration] = None,
-    startup: Optional[Duration] = None,
-    linger: Optional[Duration] = None,
-    ceiling: Optional[Duration] = None,
-    grace: Optional[Duration] = None,
-    extend_factor: Optional[float] = None,
-    high_utilization: Optional[float] = None,
-    warn_at: Optional[float] = None,
-    write_tools: Optional[Iterable[str]] = None,
-    record: Optional[Union[str, os.PathLike]] = None,
-    summary: Optional[Union[str, os.PathLike]] = None,
-    claude: Optional[Union[str, os.PathLike]] = None,
-    ledger: Optional[str] = None,
     plugin: bool = True,
     plugins: Optional[Iterable[SdkPlugin]] = None,
+    **policy: Any,
 ) -> SdkOptions:
     """``cli_path``, ``env`` and ``plugins`` for ``ClaudeAgentOptions``:
     ``ClaudeAgentOptions(**sdk_options(...))``.
@@ -312,24 +225,7 @@ def sdk_options(
     if not isinstance(plugin, bool):
         raise TypeError(f"plugin: expected a bool, got {type(plugin).__name__}")
     merged = dict(env or {})
-    merged.update(
-        watchdog_env(
-            idle=idle,
-            no_progress=no_progress,
-            startup=startup,
-            linger=linger,
-            ceiling=ceiling,
-            grace=grace,
-            extend_factor=extend_factor,
-            high_utilization=high_utilization,
-            warn_at=warn_at,
-            write_tools=write_tools,
-            record=record,
-            summary=summary,
-            claude=claude,
-            ledger=ledger,
-        )
-    )
+    merged.update(watchdog_env(**policy))
     if "AGENT_WATCHDOG_CLAUDE" not in merged and not os.environ.get("AGENT_WATCHDOG_CLAUDE"):
         merged["AGENT_WATCHDOG_CLAUDE"] = sdk_claude()
     if plugins is not None and isinstance(plugins, (str, dict)):
@@ -341,8 +237,8 @@ def sdk_options(
     return {"cli_path": cli_path(), "env": merged, "plugins": all_plugins}
 
 # --- In-process API (the Rust core as a Python extension): see agent_sdk_watchdog.inprocess.
-# Kept as one separate block; the helpers above do not depend on it. Loaded on first use
-# (PEP 562), so that `import agent_sdk_watchdog` and the helpers never need the extension.
+# Kept as one separate block. Loaded on first use (PEP 562), so that `import agent_sdk_watchdog`
+# never needs the extension.
 _LAZY = {
     **dict.fromkeys(
         (

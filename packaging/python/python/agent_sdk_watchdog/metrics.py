@@ -215,32 +215,32 @@ class MetricsServer:
 
 def serve_metrics(
     watchdog: "Watchdog",
-    port: int = 9464,
-    host: str = "127.0.0.1",
+    port: Optional[int] = None,
+    host: Optional[str] = None,
     *,
-    timeout: float = 5.0,
-    max_head: int = 8 * 1024,
-    max_connections: int = 64,
+    timeout: Optional[float] = None,
+    max_head: Optional[int] = None,
+    max_connections: Optional[int] = None,
 ) -> MetricsServer:
-    """Serve ``watchdog``'s metrics for Prometheus on ``host:port`` from a daemon thread, until
-    :meth:`MetricsServer.close`. ``GET`` and ``HEAD`` of ``/metrics`` answer 200 (format 0.0.4);
-    another path 404; another method 405; a request that is not HTTP 400; a request head over
-    ``max_head`` bytes 431. A client gets ``timeout`` seconds for its whole request head (then
-    it is dropped unanswered); at most ``max_connections`` are served at once (more wait in the
-    listen backlog). Every answer closes its connection.
+    """Serve ``watchdog``'s metrics for Prometheus on ``host:port`` (default
+    ``127.0.0.1:9464``) from a daemon thread, until :meth:`MetricsServer.close`. ``GET`` and
+    ``HEAD`` of ``/metrics`` answer 200 (format 0.0.4); another path 404; another method 405; a
+    request that is not HTTP 400; a request head over ``max_head`` bytes (default 8 KiB) 431. A
+    client gets ``timeout`` seconds (default 5) for its whole request head (then it is dropped
+    unanswered); at most ``max_connections`` (default 64) are served at once (more wait in the
+    listen backlog). Every answer closes its connection. The answers, the defaults and the
+    rules of these values are every host's (the Rust core's).
 
     The port is bound before this returns: a port in use raises :class:`OSError` naming the
     address (``port=0`` takes a free one, see :attr:`MetricsServer.port`)."""
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
-        raise ValueError(f"timeout: expected a number of seconds > 0, got {timeout!r}")
-    for option, value in (("max_head", max_head), ("max_connections", max_connections)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{option}: expected an integer >= 1, got {value!r}")
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ValueError(f"port: expected an integer in [0, 65535], got {port!r}")
+    d = _native.rules_tables()["metrics"]
+    given = {"host": host, "port": port, "timeout": timeout, "max_head": max_head, "max_connections": max_connections}
+    host, port, timeout, max_head, max_connections = _native.metrics_bounds(
+        *(d[k] if v is None else v for k, v in given.items())
+    )
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
         sock = socket.create_server((host, port), family=family)
     except OSError as e:
         raise OSError(e.errno, f"serve_metrics: cannot listen on {host}:{port}: {e.strerror or e}") from e
-    return MetricsServer(watchdog._core, sock, float(timeout), max_head, max_connections)
+    return MetricsServer(watchdog._core, sock, timeout, max_head, max_connections)

@@ -22,10 +22,14 @@ The session runs through the drop-in (``claude-watchdog`` as the SDK's ``cli_pat
 :func:`agent_sdk_watchdog.sdk_options`): the watchdog ends a stalled session with its ladder and
 stops the whole process tree, and a guardian stops it even if the worker is SIGKILLed.
 
-- **Heartbeats only on progress**: when the conversation moves (an ``assistant`` or ``user``
-  message: a model turn, a tool result), never on keep-alives (pings, ``tool_progress``,
-  rate-limit events, retries, status). Details: ``{"session_id", "last_progress", "continued"}``
-  (``last_progress``: epoch seconds of the last progress).
+- **Heartbeats while the watchdog lets the session run**: on a timer (a quarter of the
+  activity's heartbeat timeout, at most 30 s) and on each progress, for as long as the Rust
+  core, under the drop-in's policy, says the session is alive or held (a busy tool, an
+  announced back-off Claude Code waits out in silence, an MCP call, a human wait), so Temporal
+  never times out a session the watchdog lets run, and notices a dead worker within the
+  heartbeat timeout. When the core says the drop-in should have ended the session and it did
+  not, the heartbeats stop. Details: ``{"session_id", "last_progress", "continued"}``
+  (``last_progress``: epoch seconds of the last progress the core counts, or ``None``).
 - **Retries resume, once**: an attempt that finds the details of an earlier one resumes that
   session (``--resume``) with a continuation prompt, after claiming the session's marker in the
   ledger (``agent-watchdog claim``, the same marker ``run --resume-after-kill`` uses; pass
@@ -34,7 +38,12 @@ stops the whole process tree, and a guardian stops it even if the worker is SIGK
 - **Cancellation** (delivered by Temporal with a heartbeat's answer) sends the activity's drop-in
   SIGTERM at once (found by a tag in its environment, on Linux) and closes the SDK's query: the
   drop-in's ladder stops the whole tree within its grace (at most 2 s).
-- **Each ending is a typed** ``ApplicationError`` (:data:`ENDINGS`), the kill as its details.
+- **Each ending is a typed** ``ApplicationError`` (:data:`ENDINGS`), the kill as its details:
+  the ending ``agent-watchdog run`` reports for the same stream (a ``linger`` kill after a
+  success is the kill; a success that stopped on ``tool_use`` is ``incomplete``).
+
+The rules (the session's fold, the endings, the timeouts, the continuation prompt) are the Rust
+core's, through the extension; this module is the SDK loop around them.
 """
 
 from __future__ import annotations
@@ -53,7 +62,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from . import Duration, _duration, cli_path, sdk_options, watchdog_env, watchdog_kill
+from . import Duration, _native, cli_path, sdk_options, watchdog_env
+from ._durations import _seconds
 
 __all__ = [
     "AFTER_KILL_PROMPT",
@@ -63,30 +73,17 @@ __all__ = [
     "run_session",
 ]
 
-AFTER_KILL_PROMPT = (
-    "The previous run was stopped because it stopped making progress. Continue the unfinished "
-    "task from where it stopped, without recap."
-)
+_TABLES = _native.rules_tables()
+
+AFTER_KILL_PROMPT: str = _TABLES["after_kill_prompt"]
 """The prompt a retried attempt resumes the session with (the watchdog's own, for ``run``)."""
 
-ENDINGS: Dict[str, Tuple[str, bool]] = {
-    "idle": ("WatchdogIdle", True),
-    "no_progress": ("WatchdogNoProgress", True),
-    "startup": ("WatchdogStartup", True),
-    "output": ("WatchdogOutput", True),
-    "linger": ("WatchdogLinger", True),
-    "ceiling": ("WatchdogCeiling", False),
-    "error_result": ("ClaudeErrorResult", False),
-    "refused": ("ContinuationRefused", False),
-    "ledger": ("LedgerUnavailable", True),
-    "no_result": ("ClaudeNoResult", True),
-}
-"""Each ending: the ``ApplicationError`` type and whether Temporal may retry it.
-
-Retryable: the watchdog's ``idle``, ``no_progress``, ``startup``, ``output`` (the host's output
-went away) and ``linger`` kills, a ledger that cannot be reached, a session that ended without
-a result. Non-retryable: the ``ceiling``, an error result of Claude Code's own, and a refused
-continuation (the session was already continued once)."""
+ENDINGS: Dict[str, Tuple[str, bool]] = dict(_TABLES["failures"])
+"""Each ending: the ``ApplicationError`` type and whether Temporal may retry it (the core's
+table). Retried: a stall (``idle``, ``no_progress``, ``linger``), ``startup``, ``output``, a
+ledger that cannot be reached, a session without a usable result (``no_result``,
+``incomplete``). Not retried: the ``ceiling``, an error result of Claude Code's own, a refused
+continuation. Any other kill: ``WatchdogKill``, retried."""
 
 
 @dataclass(frozen=True)
@@ -94,60 +91,55 @@ class SessionPolicy:
     """The watchdog's policy for the session, and the activity timeouts it implies.
 
     The same values go to the drop-in (:meth:`sdk_policy`) and into the timeouts
-    (:meth:`activity_options`), so Temporal never gives up on a session the watchdog still
-    lets run, and never waits much longer than it would.
+    (:meth:`activity_options`). A field left ``None`` is the worker's own
+    ``AGENT_WATCHDOG_*`` variable, else the watchdog's default (docs/cli.md).
     """
 
-    idle: Duration = "10m"
-    no_progress: Duration = "30m"
-    startup: Duration = "3m"
+    idle: Optional[Duration] = None
+    no_progress: Optional[Duration] = None
+    startup: Optional[Duration] = None
     ceiling: Optional[Duration] = None
-    extend_factor: float = 2.0
-    grace: Duration = "2s"
+    extend_factor: Optional[float] = None
+    grace: Optional[Duration] = None
     margin: Duration = "1m"
     """Added to each timeout: the drop-in's kill ladder, the SDK's close, a slow worker."""
     extra: Mapping[str, Any] = field(default_factory=dict)
-    """More :func:`agent_sdk_watchdog.sdk_options` policy arguments (``linger``, ``write_tools``…)."""
+    """More :func:`agent_sdk_watchdog.sdk_options` policy arguments (``linger``,
+    ``busy_cap``, ``max_backoff``, ``write_tools``…)."""
 
     def sdk_policy(self) -> Dict[str, Any]:
         """The :func:`agent_sdk_watchdog.sdk_options` arguments of this policy."""
         policy: Dict[str, Any] = dict(self.extra)
-        policy.update(
-            idle=self.idle,
-            no_progress=self.no_progress,
-            startup=self.startup,
-            extend_factor=self.extend_factor,
-            grace=self.grace,
-        )
-        if self.ceiling is not None:
-            policy["ceiling"] = self.ceiling
+        for key in ("idle", "no_progress", "startup", "ceiling", "extend_factor", "grace"):
+            if getattr(self, key) is not None:
+                policy[key] = getattr(self, key)
         return policy
 
-    def timeouts(self) -> Dict[str, Optional[datetime.timedelta]]:
-        """``heartbeat_timeout`` and ``start_to_close_timeout`` of this policy, by
-        ``agent-watchdog timeouts`` (the one rule, for both helpers):
+    def session_env(self, env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+        """The environment the drop-in reads the policy from: these fields over ``env`` (the
+        worker's, by default)."""
+        merged = dict(os.environ if env is None else env)
+        merged.update(watchdog_env(**self.sdk_policy()))
+        return merged
 
-        - ``heartbeat_timeout``: the longest a healthy session goes without progress under the
-          policy, ``max(startup, idle × extend_factor, no_progress)``, plus the grace and the
-          margin. Past it the watchdog has ended the session already: a heartbeat timeout
-          means the worker itself is gone.
+    def timeouts(self) -> Dict[str, Optional[datetime.timedelta]]:
+        """``heartbeat_timeout`` and ``start_to_close_timeout`` of this policy (the core's
+        rule, the one ``agent-watchdog timeouts`` prints):
+
+        - ``heartbeat_timeout``: the longest a healthy session that holds nothing goes quiet
+          under the policy, ``max(startup, idle × extend_factor, no_progress)``, plus the grace
+          and the margin. :func:`run_session` heartbeats through every hold, so this is how
+          late a worker that died is noticed at most.
         - ``start_to_close_timeout``: the ceiling plus the grace and the margin (``None``
           without a ceiling).
-
-        The policy is read as the drop-in reads it: these fields over the worker's own
-        ``AGENT_WATCHDOG_*`` variables.
         """
-        env = dict(os.environ)
-        env.update(watchdog_env(**self.sdk_policy()))
-        argv = [cli_path("agent-watchdog"), "timeouts", "--margin", _duration("margin", self.margin, allow_zero=True)]
-        done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise ValueError(f"invalid watchdog policy: {done.stderr.strip()}")
-        answer = json.loads(done.stdout)
-        stc = answer.get("start_to_close_timeout_ms")
+        try:
+            hb, stc = _native.activity_timeouts(self.session_env(), _seconds("margin", self.margin))
+        except ValueError as e:
+            raise ValueError(str(e)) from None
         return {
-            "heartbeat_timeout": datetime.timedelta(milliseconds=answer["heartbeat_timeout_ms"]),
-            "start_to_close_timeout": None if stc is None else datetime.timedelta(milliseconds=stc),
+            "heartbeat_timeout": datetime.timedelta(seconds=hb),
+            "start_to_close_timeout": None if stc is None else datetime.timedelta(seconds=stc),
         }
 
     def activity_options(self) -> Dict[str, datetime.timedelta]:
@@ -166,8 +158,7 @@ class SessionPolicy:
 def application_error(ending: str, message: str, details: Mapping[str, Any]) -> ApplicationError:
     """The typed error of ``ending`` (a key of :data:`ENDINGS`) with ``details`` as its
     single detail."""
-    # A kill kind this version does not know: retryable, as a stall is.
-    error_type, retryable = ENDINGS.get(ending, ("WatchdogKill", True))
+    error_type, retryable = ENDINGS.get(ending, tuple(_TABLES["fallback"]))
     return ApplicationError(message, dict(details), type=error_type, non_retryable=not retryable)
 
 
@@ -242,29 +233,12 @@ async def _stop_on_cancel(tag: str) -> None:
             pass
 
 
-def _kind(message: Any) -> str:
-    return type(message).__name__
-
-
-_INTERRUPTED = "[Request interrupted"
-"""How Claude Code marks a turn it stopped on an interrupt (the watchdog's ladder starts with
-one): ``[Request interrupted by user]``, ``… for tool use]``."""
-
-
-def _texts(content: Any) -> Iterable[str]:
-    if isinstance(content, str):
-        yield content
-    elif isinstance(content, list):
-        for block in content:
-            for key in ("text", "content"):
-                value = block.get(key) if isinstance(block, dict) else getattr(block, key, None)
-                if isinstance(value, (str, list)):
-                    yield from _texts(value)
-
-
-def _interrupted(message: Any) -> bool:
-    """A user message that says the turn was interrupted: the end of a stopped turn, not progress."""
-    return any(t.lstrip().startswith(_INTERRUPTED) for t in _texts(getattr(message, "content", None)))
+def _beat_every(info: Any) -> float:
+    """The heartbeat timer's period: a quarter of the heartbeat timeout, at most 30 s."""
+    timeout = getattr(info, "heartbeat_timeout", None)
+    if not timeout:
+        return 30.0
+    return min(max(timeout.total_seconds() / 4, 0.05), 30.0)
 
 
 async def run_session(
@@ -307,11 +281,9 @@ async def run_session(
     previous = _previous(info.heartbeat_details)
     continued = False
     session_id: Optional[str] = None
-    last_progress: Optional[float] = None
     if previous is not None:
         session_id = previous["session_id"]
-        last_progress = previous.get("last_progress")
-        facts = {"session_id": session_id, "attempt": info.attempt, "last_progress": last_progress}
+        facts = {"session_id": session_id, "attempt": info.attempt, "last_progress": previous.get("last_progress")}
         if previous.get("continued"):
             raise application_error(
                 "refused",
@@ -341,80 +313,70 @@ async def run_session(
         fields["cwd"] = os.fspath(cwd)
     if continued:
         fields["resume"] = session_id
+    # The session's fold, under the policy the drop-in reads (its environment over the worker's).
+    run = _native.SdkRun({**os.environ, **sdk["env"]}, _seconds("margin", policy.margin), time.monotonic(), time.time())
+    ask = fields.get("can_use_tool")
+    if ask is not None:
+        # The SDK answers Claude Code's permission request itself: the callback is a human wait.
+        async def asked(*args: Any, **kwargs: Any) -> Any:
+            wait = run.permission_asked(time.monotonic())
+            try:
+                return await ask(*args, **kwargs)
+            finally:
+                run.permission_answered(wait, time.monotonic())
+
+        fields["can_use_tool"] = asked
     agent_options = ClaudeAgentOptions(**fields)
 
-    def heartbeat(at: float) -> None:
-        details = {"session_id": session_id, "last_progress": at, "continued": continued}
+    def heartbeat() -> None:
+        details = {"session_id": run.session_id or session_id, "last_progress": run.last_progress, "continued": continued}
         activity.heartbeat(details)
         if on_heartbeat is not None:
             on_heartbeat(details)
 
-    # A progress message is heartbeated when the next message shows it was not the start of an
-    # interruption (the watchdog's ladder begins with one: Claude Code then reports its partial
-    # reply and "[Request interrupted by user]", which are the end of a stall, not progress).
-    pending: Optional[float] = None
+    async def beat_while_alive() -> None:
+        every = _beat_every(info)
+        while True:
+            await asyncio.sleep(every)
+            if not run.alive(time.monotonic()):
+                return  # the watchdog should have ended it: let the heartbeat timeout say so
+            heartbeat()
 
-    kill = None
     result = None
+    failed: Optional[BaseException] = None
     stream = query(prompt=continue_prompt if continued else prompt, options=agent_options)
     watcher = asyncio.ensure_future(_stop_on_cancel(tag))
+    beats = asyncio.ensure_future(beat_while_alive())
     try:
         async for message in stream:
-            kind = _kind(message)
-            if kind == "SystemMessage" and getattr(message, "subtype", None) == "init":
-                sid = (getattr(message, "data", None) or {}).get("session_id")
-                if isinstance(sid, str) and sid:
-                    session_id = sid
-            elif kind in ("AssistantMessage", "UserMessage"):
-                if kind == "UserMessage" and _interrupted(message):
-                    pending = None
-                    continue
-                # The conversation moved: a model turn or a tool result.
-                if pending is not None and session_id:
-                    heartbeat(pending)
-                sid = getattr(message, "session_id", None)
-                if isinstance(sid, str) and sid:
-                    session_id = sid
-                last_progress = pending = time.time()
-            elif kind == "ResultMessage":
-                pending = None
-                ours = watchdog_kill(message)
-                if ours is not None:
-                    kill = kill or ours
-                elif result is None:
-                    result = message
+            progress, _, kill = run.observe(message, time.monotonic())
+            if progress:
+                heartbeat()
+            if not kill and type(message).__name__ == "ResultMessage":
+                result = message
     except asyncio.CancelledError:
         raise
-    except Exception:  # noqa: BLE001 - the SDK raises after an error result too (ours included)
-        if result is None and kill is None:
-            raise
+    except Exception as e:  # noqa: BLE001 - the SDK raises after an error result too (ours included)
+        failed = e
     finally:
         watcher.cancel()
+        beats.cancel()
         # Cancelled or not: close the query, so the SDK ends the drop-in (and its tree).
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             await asyncio.shield(aclose())
 
-    facts: Dict[str, Any] = {"session_id": session_id, "continued": continued, "attempt": info.attempt}
-    succeeded = result is not None and not getattr(result, "is_error", False) and getattr(result, "subtype", None) == "success"
-    # A session that succeeded and then stayed open (a `linger` kill) did its work.
-    if kill is not None and not succeeded:
-        raise application_error(
-            kill.kind, f"watchdog {kill.kind}: {kill.reason}", {**facts, "kill": {"kind": kill.kind, "reason": kill.reason}}
-        )
-    if result is None:
-        raise application_error("no_result", "the session ended without a result", facts)
-    if not succeeded:
-        raise application_error(
-            "error_result",
-            f"the session ended with an error result ({getattr(result, 'subtype', None)})",
-            {
-                **facts,
-                "subtype": getattr(result, "subtype", None),
-                "terminal_reason": getattr(result, "terminal_reason", None),
-                "result": getattr(result, "result", None),
-            },
-        )
+    if failed is not None and result is None and run.kill is None:
+        raise failed
+    ending = run.finish(time.monotonic())
+    facts: Dict[str, Any] = {"session_id": run.session_id or session_id, "continued": continued, "attempt": info.attempt}
+    if ending["kill"] is not None:
+        kind, reason = ending["kill"]
+        raise application_error(ending["end"], ending["message"], {**facts, "kill": {"kind": kind, "reason": reason}})
+    if result is not None and ending["failure"] is not None:
+        facts.update({k: getattr(result, k, None) for k in ("subtype", "terminal_reason", "result")})
+    if ending["failure"] is not None:
+        raise application_error(ending["end"], ending["message"], facts)
     return {
         **facts,
         "result": getattr(result, "result", None),

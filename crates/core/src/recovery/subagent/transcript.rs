@@ -1,6 +1,7 @@
-//! How a subagent ended, read from its transcript ([`SubagentEnd::from_transcript`]).
+//! How a subagent ended, read from its transcript ([`SubagentEnd::from_transcript`]) by the
+//! one transcript reader ([`crate::transcript::Entry`]).
 
-use serde_json::Value;
+use crate::transcript::Entry;
 
 /// How a subagent's transcript ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +48,7 @@ impl SubagentEnd {
     /// skipped) ends, from its last `assistant` or `user` entry. Only lines holding a `"user"`
     /// or `"assistant"` token are parsed, so big attachment lines cost a substring search.
     pub fn from_transcript<'a>(lines: impl IntoIterator<Item = &'a str>) -> TranscriptEnd {
-        let mut last: Option<Value> = None;
+        let mut last: Option<(SubagentEnd, Option<String>)> = None;
         let mut agent_type = None;
         let mut failures = 0usize;
         for line in lines {
@@ -55,24 +56,21 @@ impl SubagentEnd {
             if line.is_empty() || !(line.contains("\"assistant\"") || line.contains("\"user\"")) {
                 continue;
             }
-            let Ok(v) = serde_json::from_str::<Value>(line) else {
+            let Some(entry) = Entry::parse(line.as_bytes()) else {
                 continue;
             };
-            if !matches!(
-                v.get("type").and_then(Value::as_str),
-                Some("assistant" | "user")
-            ) {
+            if !matches!(entry.kind().as_deref(), Some("assistant" | "user")) {
                 continue;
             }
-            if let Some(t) = v.get("attributionAgent").and_then(Value::as_str) {
-                agent_type = Some(t.to_owned());
+            if let Some(t) = entry.attribution_agent() {
+                agent_type = Some(t.into_owned());
             }
-            if v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
+            if entry.is_api_error() {
                 failures += 1;
             }
-            last = Some(v);
+            last = Some(classify_entry(&entry));
         }
-        let Some(entry) = last else {
+        let Some((end, error)) = last else {
             return TranscriptEnd {
                 end: SubagentEnd::Unknown,
                 failure_id: None,
@@ -81,7 +79,6 @@ impl SubagentEnd {
                 failures,
             };
         };
-        let (end, error) = classify_entry(&entry);
         TranscriptEnd {
             failure_id: end.is_failure().then(|| failure_ordinal(failures)),
             end,
@@ -125,59 +122,28 @@ impl TranscriptEnd {
     }
 }
 
-fn message_text(entry: &Value) -> Option<String> {
-    let content = entry.pointer("/message/content")?;
-    match content {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(blocks) => {
-            let texts: Vec<&str> = blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect();
-            (!texts.is_empty()).then(|| texts.join("\n"))
-        }
-        _ => None,
-    }
-}
-
-fn classify_entry(entry: &Value) -> (SubagentEnd, Option<String>) {
-    let text = message_text(entry).map(|t| t.chars().take(500).collect::<String>());
-    let is_api_error = entry
-        .get("isApiErrorMessage")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    if entry.get("type").and_then(Value::as_str) == Some("user") {
-        if text
-            .as_deref()
-            .is_some_and(|t| t.starts_with("[Request interrupted"))
-        {
-            return (SubagentEnd::Aborted, text);
+fn classify_entry(entry: &Entry<'_>) -> (SubagentEnd, Option<String>) {
+    let text = || {
+        entry
+            .text()
+            .map(|t| t.chars().take(500).collect::<String>())
+    };
+    if entry.kind().as_deref() == Some("user") {
+        if entry.is_interrupt() {
+            return (SubagentEnd::Aborted, text());
         }
         return (SubagentEnd::Running, None);
     }
-    if is_api_error {
-        let kind = entry
-            .get("apiError")
-            .or_else(|| entry.get("error"))
-            .and_then(Value::as_str)
-            .unwrap_or("unknown");
+    if entry.is_api_error() {
+        let kind = entry.api_error().unwrap_or("unknown".into());
         return if kind == "max_output_tokens" {
-            (SubagentEnd::OutputLimit, text)
+            (SubagentEnd::OutputLimit, text())
         } else {
-            (SubagentEnd::ApiError(kind.to_owned()), text)
+            (SubagentEnd::ApiError(kind.into_owned()), text())
         };
     }
-    let has_tool_use = entry
-        .pointer("/message/content")
-        .and_then(Value::as_array)
-        .is_some_and(|b| {
-            b.iter()
-                .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
-        });
-    let stop = entry
-        .pointer("/message/stop_reason")
-        .and_then(Value::as_str);
-    let end = match stop {
+    let has_tool_use = entry.tool_uses().next().is_some();
+    let end = match entry.stop_reason().as_deref() {
         _ if has_tool_use => SubagentEnd::Running,
         Some("end_turn" | "stop_sequence") => SubagentEnd::Completed,
         Some("refusal") => SubagentEnd::Refusal,

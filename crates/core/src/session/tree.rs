@@ -10,11 +10,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::config::defaults::{BUSY_CPU_FLOOR, BUSY_NET_FLOOR, MEMORY_HOLD};
-use crate::session::{id_hash, LimitsNs, NEVER};
+use crate::evidence::{is_shell, ProcFacts, ToolCall, TreeEvidence, TreeFacts, TreeSample};
 
-use super::command::is_shell;
-use super::receipt::{ToolCall, TreeEvidence, TreeFacts};
-use super::sample::{ProcFacts, TreeSample};
+use super::{id_hash, LimitsNs, NEVER};
 
 /// At most this many outstanding tool calls are remembered (a hostile stream cannot grow a
 /// session without bound; extra ids are ignored).
@@ -57,6 +55,8 @@ pub(crate) struct TreeState {
     over_since: u64,
     last: Option<Last>,
     facts: TreeFacts,
+    /// Every outstanding tool call is taken for busy (a host beside one that samples).
+    presumed: bool,
 }
 
 impl Default for TreeState {
@@ -69,11 +69,18 @@ impl Default for TreeState {
             over_since: NEVER,
             last: None,
             facts: TreeFacts::default(),
+            presumed: false,
         }
     }
 }
 
 impl TreeState {
+    /// Take every outstanding tool call for busy ([`busy_floor`](Self::busy_floor) is then the
+    /// cap's), for a host that does not sample the tree itself.
+    pub(crate) fn presume_busy(&mut self, on: bool) {
+        self.presumed = on;
+    }
+
     /// A tool call began at `t` (its `tool_use`, or a heartbeat `elapsed` into it).
     pub(crate) fn tool_began(&mut self, id: &str, name: &str, t: u64) {
         let hash = id_hash(id);
@@ -217,7 +224,14 @@ impl TreeState {
     /// the outstanding tool's processes plus the limit, but never later than the last
     /// progress (`progress_anchor`) plus the busy cap.
     pub(crate) fn busy_floor(&self, progress_anchor: u64, l: &LimitsNs) -> u64 {
-        if self.tools.is_empty() || self.busy_at == 0 || l.busy_cap == 0 {
+        if self.tools.is_empty() || l.busy_cap == 0 {
+            return 0;
+        }
+        if self.presumed {
+            // Busy until the cap: the latest a host that samples may hold the kill.
+            return progress_anchor.saturating_add(l.busy_cap);
+        }
+        if self.busy_at == 0 {
             return 0;
         }
         self.busy_at

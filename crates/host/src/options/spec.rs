@@ -1,6 +1,6 @@
 //! What an option is: its value's kind and rule, its default, who reads it ([`OptionSpec`]).
 
-use agent_sdk_watchdog::LedgerUrl;
+use crate::ledger_url::LedgerUrl;
 use watchdog_core::config::{
     ByteSize, Factor, Fraction, HumanDuration, InvalidValue, NonZeroFraction, PositiveDuration,
 };
@@ -46,7 +46,7 @@ pub const SWITCH_OFF: [&str; 6] = ["n", "no", "f", "false", "off", "0"];
 /// [`SWITCH_OFF`], in any case and trimmed; `None` for anything else.
 ///
 /// ```
-/// use agent_watchdog::options::parse_switch;
+/// use watchdog_host::options::parse_switch;
 /// assert_eq!(parse_switch(" Yes"), Some(true));
 /// assert_eq!(parse_switch("0"), Some(false));
 /// assert_eq!(parse_switch("maybe"), None);
@@ -83,7 +83,7 @@ impl ValueKind {
     /// Check `text` against the rule: the parser the command line uses for this kind.
     ///
     /// ```
-    /// use agent_watchdog::options::ValueKind;
+    /// use watchdog_host::options::ValueKind;
     /// assert!(ValueKind::Duration.check("0s").is_ok());
     /// assert!(ValueKind::PositiveDuration.check("0s").is_err());
     /// assert!(ValueKind::Switch.check("On").is_ok());

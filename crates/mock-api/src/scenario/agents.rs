@@ -19,7 +19,7 @@
 
 use serde_json::{json, Value};
 
-use crate::scenario::Turn;
+use super::Turn;
 use crate::RequestSummary;
 
 /// The subagent's prompt.
@@ -295,8 +295,8 @@ impl AgentScript {
 mod tests {
     use std::collections::HashMap;
 
+    use super::super::Block;
     use super::*;
-    use crate::scenario::Block;
 
     fn tool_calls(t: &Turn) -> Vec<(String, Value)> {
         t.blocks()

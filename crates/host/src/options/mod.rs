@@ -2,14 +2,15 @@
 //! type, default, range and help, as plain data ([`OPTIONS`]).
 //!
 //! The command line builds its flags from it (names, variables, defaults, help), the drop-in
-//! reads its `AGENT_WATCHDOG_*` variables through the same flags, and the tests check the
-//! tables of docs/cli.md and the Python and npm helpers against it. A default is not written
+//! reads its `AGENT_WATCHDOG_*` variables through the same flags, the SDK helpers write a
+//! session's policy as those variables through it ([`env_for`], by the bindings), and the tests
+//! check the tables of docs/cli.md against it. A default is not written
 //! here: it is rendered from the typed value it stands for (`Limits::default()`, the
 //! supervisor's, recovery's, telemetry's), as the option's parser reads it
 //! ([`OptionSpec::default_value`]).
 //!
 //! ```
-//! use agent_watchdog::options::{self, ValueKind};
+//! use watchdog_host::options::{self, ValueKind};
 //! let idle = options::find("idle").unwrap();
 //! assert_eq!(idle.flag, Some("idle"));
 //! assert_eq!(idle.env, "AGENT_WATCHDOG_IDLE");
@@ -25,9 +26,11 @@
 
 use std::sync::LazyLock;
 
+mod policy;
 mod spec;
 mod table;
 
+pub use policy::*;
 pub use spec::*;
 pub use table::*;
 
@@ -68,7 +71,7 @@ impl OptionSpec {
     /// for any other option without one, or the description.
     ///
     /// ```
-    /// use agent_watchdog::options;
+    /// use watchdog_host::options;
     /// assert_eq!(options::find("ceiling").unwrap().default_text(), "none");
     /// assert_eq!(options::find("strict").unwrap().default_text(), "off");
     /// assert_eq!(options::find("grace").unwrap().default_text(), "5s");

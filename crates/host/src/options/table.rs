@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use agent_sdk_watchdog::SupervisorConfig;
 use watchdog_core::config::{format_bytes, HumanDuration};
 use watchdog_core::recovery::Recovery;
 use watchdog_core::Limits;
@@ -18,6 +17,9 @@ fn dur(d: Duration) -> Option<String> {
 /// The default bound on the telemetry flush at exit (and on each export request):
 /// [`TELEMETRY_FLUSH_MS`]'s typed value, which the telemetry reads.
 pub const TELEMETRY_FLUSH: Duration = Duration::from_secs(2);
+
+/// The time the child gets after SIGTERM before SIGKILL (`--grace`): the supervisor's default.
+pub const TERM_GRACE: Duration = Duration::from_secs(5);
 
 /// The core's default limits.
 fn limits() -> Limits {
@@ -148,7 +150,7 @@ options! {
     /// `--grace`: SIGTERM to SIGKILL (the drop-in caps it at 2 s).
     GRACE = {
         name: "grace", flag: Some("grace"), value_name: Some("DURATION"), kind: Duration,
-        default: Value(|| dur(SupervisorConfig::default().term_grace)), read_by: POLICY,
+        default: Value(|| dur(TERM_GRACE)), read_by: POLICY,
         help: "Time the child gets after SIGTERM before SIGKILL, also after a signal we forwarded",
     }
     /// `--busy-cap`: how long a busy tool holds the no-progress kill.

@@ -6,7 +6,6 @@ use std::str::FromStr;
 
 /// The kind of server a [`LedgerUrl`] names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum LedgerBackend {
     /// Redis (`redis://`): a marker is created with `SET … NX`, no expiry.
     Redis,
@@ -59,7 +58,7 @@ impl LedgerUrlError {
 /// for the client that connects.
 ///
 /// ```
-/// use agent_sdk_watchdog::{LedgerBackend, LedgerUrl};
+/// use watchdog_host::ledger_url::{LedgerBackend, LedgerUrl};
 /// let url: LedgerUrl = "redis://fleet:s3cret@10.0.0.7:6379/2".parse().unwrap();
 /// assert_eq!(url.backend(), LedgerBackend::Redis);
 /// assert_eq!(url.to_string(), "redis://fleet:***@10.0.0.7:6379/2");
@@ -137,7 +136,7 @@ impl LedgerUrl {
     /// `***`: a message may quote what a server or a client library said, never the password.
     ///
     /// ```
-    /// use agent_sdk_watchdog::LedgerUrl;
+    /// use watchdog_host::ledger_url::LedgerUrl;
     /// let url: LedgerUrl = "redis://u:hunter2@h".parse().unwrap();
     /// assert_eq!(url.scrub("auth hunter2 failed"), "auth *** failed");
     /// ```
