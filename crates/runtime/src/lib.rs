@@ -8,10 +8,11 @@
 //!   (SDK users), a [`CancellationToken`](tokio_util::sync::CancellationToken) per session,
 //!   callbacks, and [`supervise`], a stream combinator that ends an SDK message stream with
 //!   [`Killed`] the moment its session is killed, even if the stream never yields again.
-//! - [`Supervisor`] (Unix): runs a `claude` child in its own process group, delivers every
-//!   output line unchanged, feeds the policy, and stops the whole process tree with a kill
-//!   ladder (interrupt request, SIGTERM, SIGKILL of every descendant, reap).
-//!   See [`Supervisor`] for what differs between Linux and macOS.
+//! - [`Supervisor`] (Unix and Windows): runs a `claude` child in a tree of its own (Unix: its
+//!   own process group; Windows: a Job Object), delivers every output line unchanged, feeds
+//!   the policy, and stops the whole process tree with a kill ladder (interrupt request, the
+//!   graceful rung, the kill of every descendant, reap). See [`Supervisor`] for what differs
+//!   between Linux, macOS and Windows.
 //! - [`FileLedger`]: the durable, at-most-once recovery ledger; [`SharedLedger`] the same on a
 //!   Redis or PostgreSQL server for a fleet (cargo features `ledger-redis`, `ledger-postgres`).
 //! - [`Watchdog::metrics`]: what a watchdog counted (kills, ends, warnings, kill lateness),
@@ -72,8 +73,10 @@
 //! class the policy gave it. A host that needs fields of some lines can have them without
 //! parsing again: [`SupervisorConfig::on_stdout_line`]
 //! runs a hook with the view the policy already built.
-// No unsafe code, but for the one function the OS offers no safe path for (setting the
-// parent-death signal between fork and exec: `supervisor/spawn.rs`), which allows it locally.
+// No unsafe code, but where the OS offers no safe path, each allowing it locally: setting the
+// parent-death signal between fork and exec (`supervisor/os/unix/spawn.rs`), and the Job
+// Object calls of the Windows backend (`supervisor/os/windows/ffi.rs`, one small function a
+// call).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -86,7 +89,7 @@ pub mod prometheus;
 mod regular_file;
 mod shared_ledger;
 mod supervise;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 mod supervisor;
 mod watchdog;
 
@@ -98,7 +101,7 @@ pub use shared_ledger::{
     LedgerBackend, LedgerUrl, LedgerUrlError, SharedLedger, REQUEST_TIMEOUT_SECS,
 };
 pub use supervise::{supervise, Killed, Supervised};
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use supervisor::{
     forward_signals, keep_out_of_trees, kill_trees_of, Batch, Facility, KillCause, KillReport,
     Line, LineCounts, LineInfo, LineMeta, Output, Report, RunPhase, Signal, SignalForwarder,

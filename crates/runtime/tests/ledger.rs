@@ -554,18 +554,28 @@ fn a_corrupt_or_partial_marker_counts_as_claimed() {
 
 #[test]
 fn default_state_dir_follows_xdg_then_home() {
-    let s = |v: &'static str| Some(OsStr::new(v));
+    // An absolute path on this platform (a drive on Windows).
+    let abs = |p: &str| {
+        if cfg!(windows) {
+            format!(r"C:{}", p.replace('/', r"\"))
+        } else {
+            p.to_owned()
+        }
+    };
+    let (xdg, home) = (abs("/xdg/state"), abs("/home/ada"));
+    let s = |v: &str| Some(OsStr::new(v).to_owned());
     assert_eq!(
-        default_state_dir(s("/xdg/state"), s("/home/ada")),
-        Some(PathBuf::from("/xdg/state/agent-watchdog"))
+        default_state_dir(s(&xdg).as_deref(), s(&home).as_deref()),
+        Some(PathBuf::from(&xdg).join("agent-watchdog"))
     );
     for ignored_xdg in [None, s(""), s("relative/state")] {
         assert_eq!(
-            default_state_dir(ignored_xdg, s("/home/ada")),
-            Some(PathBuf::from("/home/ada/.local/state/agent-watchdog")),
+            default_state_dir(ignored_xdg.as_deref(), s(&home).as_deref()),
+            Some(PathBuf::from(&home).join(".local/state/agent-watchdog")),
             "{ignored_xdg:?}"
         );
     }
+    let s = |v: &'static str| Some(OsStr::new(v));
     assert_eq!(default_state_dir(None, None), None);
     assert_eq!(default_state_dir(s(""), s("")), None);
 }

@@ -7,9 +7,12 @@
 //! child's tree, are caught and ignored. (SIGPIPE is ignored by the Rust runtime: a closed
 //! reader shows up as a write error. SIGKILL cannot be caught: on Linux the child gets SIGTERM
 //! through its parent-death signal.)
-
-use tokio::signal::unix::{signal, Signal, SignalKind};
-
+//!
+//! Windows has no signals: Ctrl-C and Ctrl-Break count as SIGINT, the console's close and the
+//! user's logoff as SIGHUP, a shutdown as SIGTERM, each forwarded as the graceful rung (the
+//! child's stdin closed, `CTRL_BREAK` to its group) and escalated the same way; a run they
+//! ended exits with the same codes (130, 129, 143). A killed watchdog's tree ends with its
+//! job.
 /// A signal the user (or the system) sent us, which we forward to the child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum UserSig {
@@ -46,55 +49,30 @@ impl UserSig {
     }
 }
 
-/// The host's signals, for every run of one invocation and the waits between.
-pub(crate) struct UserSignals {
-    forwarded: Vec<(UserSig, Option<Signal>)>,
-    /// Caught so that their default action does not end us; never reported.
-    ignored: Vec<Option<Signal>>,
-}
+/// The host's signals, for every run of one invocation and the waits between (the
+/// platform's receivers: [`crate::os::UserSignals`]).
+pub(crate) struct UserSignals(crate::os::UserSignals);
 
 impl UserSignals {
     /// Install the handlers (from now on these signals no longer end the process by default).
     pub(crate) fn new() -> Self {
-        let forwarded = [
-            (UserSig::Hup, SignalKind::hangup()),
-            (UserSig::Int, SignalKind::interrupt()),
-            (UserSig::Quit, SignalKind::quit()),
-            (UserSig::Term, SignalKind::terminate()),
-        ]
-        .into_iter()
-        .map(|(s, k)| (s, signal(k).ok()))
-        .collect();
-        let ignored = [
-            SignalKind::user_defined1(),
-            SignalKind::user_defined2(),
-            SignalKind::alarm(),
-        ]
-        .into_iter()
-        .map(|k| signal(k).ok())
-        .collect();
-        UserSignals { forwarded, ignored }
+        UserSignals(crate::os::UserSignals::new())
     }
 
     /// The next forwarded signal (pending forever when none can be received). Ignored signals
     /// are drained on the way.
     pub(crate) async fn recv(&mut self) -> UserSig {
-        use std::future::poll_fn;
-        use std::task::Poll;
-        poll_fn(|cx| {
-            for s in self.ignored.iter_mut().flatten() {
-                while let Poll::Ready(Some(())) = s.poll_recv(cx) {}
+        use agent_sdk_watchdog::Signal;
+        loop {
+            match std::future::poll_fn(|cx| self.0.poll_recv(cx)).await {
+                Signal::Hup => return UserSig::Hup,
+                Signal::Int => return UserSig::Int,
+                Signal::Quit => return UserSig::Quit,
+                Signal::Term => return UserSig::Term,
+                // Never reported by the platform; nothing to forward.
+                _ => continue,
             }
-            for (sig, s) in &mut self.forwarded {
-                if let Some(s) = s {
-                    if let Poll::Ready(Some(())) = s.poll_recv(cx) {
-                        return Poll::Ready(*sig);
-                    }
-                }
-            }
-            Poll::Pending
-        })
-        .await
+        }
     }
 }
 

@@ -1,6 +1,10 @@
 //! The ledger's files on disk: published whole and at most once (a private temporary file,
 //! flushed, then hard-linked under its name), read back only if a regular file of ours, and
 //! private directories made durable.
+//!
+//! On NTFS the same holds: a hard link (`CreateHardLinkW`) fails when the name exists, in
+//! every process, so one claim wins; the temporary name is removed while the marker lives on
+//! under its own; the directory is flushed through a handle opened with backup semantics.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -141,7 +145,27 @@ pub(super) fn sync_dir(path: &Path) -> io::Result<()> {
         .sync_all()
 }
 
-#[cfg(not(unix))]
+/// Flush the directory's entries (the link just made) to disk. NTFS opens a directory only
+/// with backup semantics, and flushes it through a handle opened for writing; where the
+/// directory may not be opened so (no write access to the folder itself), the link is left to
+/// NTFS's journal, which records the new name before the call returns.
+#[cfg(windows)]
+pub(super) fn sync_dir(path: &Path) -> io::Result<()> {
+    use std::os::windows::fs::OpenOptionsExt;
+    /// `FILE_FLAG_BACKUP_SEMANTICS`: what opening a directory takes.
+    const BACKUP_SEMANTICS: u32 = 0x0200_0000;
+    match OpenOptions::new()
+        .write(true)
+        .custom_flags(BACKUP_SEMANTICS)
+        .open(path)
+    {
+        Ok(dir) => dir.sync_all(),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(not(any(unix, windows)))]
 pub(super) fn sync_dir(_path: &Path) -> io::Result<()> {
     // Directories cannot be opened for flushing through std here; the file itself was flushed.
     Ok(())

@@ -30,10 +30,12 @@ fn absolute(value: Option<&OsStr>) -> Option<&Path> {
     value.map(Path::new).filter(|p| p.is_absolute())
 }
 
-/// [`default_state_dir`] with this process's `XDG_STATE_HOME` and `HOME`.
+/// [`default_state_dir`] with this process's `XDG_STATE_HOME` and `HOME`. On Windows,
+/// `%LOCALAPPDATA%` (`C:\Users\<you>\AppData\Local`) stands in for an unset
+/// `XDG_STATE_HOME`: the ledger is `%LOCALAPPDATA%\agent-watchdog` there.
 pub fn default_state_dir_from_env() -> Option<PathBuf> {
-    default_state_dir(
-        std::env::var_os("XDG_STATE_HOME").as_deref(),
-        std::env::var_os("HOME").as_deref(),
-    )
+    let state_home = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| Path::new(v).is_absolute())
+        .or_else(|| std::env::var_os("LOCALAPPDATA").filter(|_| cfg!(windows)));
+    default_state_dir(state_home.as_deref(), std::env::var_os("HOME").as_deref())
 }

@@ -82,7 +82,8 @@ pub struct SupervisorConfig {
     /// Linux: the child gets SIGTERM when the host process dies, even by SIGKILL
     /// (`PR_SET_PDEATHSIG`; Claude Code then stops its own tool processes). The child is
     /// spawned from a thread that lives as long as the process, as the death signal follows
-    /// the spawning thread. Elsewhere no effect. Default true.
+    /// the spawning thread. On Windows the tree always ends with the host (the job's
+    /// `KILL_ON_JOB_CLOSE`). Elsewhere no effect. Default true.
     pub die_with_host: bool,
     /// With [`SupervisorConfig::become_subreaper`] (Linux): every child of the host process
     /// that is not a supervised child itself counts as an orphaned descendant of this child
@@ -96,7 +97,8 @@ pub struct SupervisorConfig {
     /// what a kill names ([`watchdog_core::evidence`]). The session is registered
     /// [`with_tree_evidence`](watchdog_core::SessionConfig::with_tree_evidence); each sample
     /// is also an [`Output::Tree`](super::Output::Tree). A period is > 0 by its type; `None`: no
-    /// sampling. Linux only (elsewhere each sample says the tree cannot be read). Default 1 s.
+    /// sampling. Linux and Windows (elsewhere each sample says the tree cannot be read).
+    /// Default 1 s.
     pub tree_sample: Option<PositiveDuration>,
 }
 

@@ -1,6 +1,7 @@
 //! What handles ask of the task that watches the child.
 
 use super::report::KillCause;
+use super::signal::Signal;
 
 /// Control messages from handles to the supervising task.
 #[derive(Debug)]
@@ -8,7 +9,7 @@ pub(crate) enum Control {
     /// Run the ladder.
     Kill(KillCause),
     /// Forward a signal to the group.
-    Signal(rustix::process::Signal),
+    Signal(Signal),
     /// SIGKILL the whole tree now.
     KillTree(KillCause),
 }

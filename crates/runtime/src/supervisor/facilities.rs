@@ -2,7 +2,8 @@
 //! refused. A refused facility is never a failure: the supervisor goes on with what is left
 //! (the process group, and whatever `/proc` still shows) and says which guarantee is gone.
 
-/// A kernel facility a guarantee of the supervisor rests on (Linux).
+/// A kernel facility a guarantee of the supervisor rests on (Linux; on Windows, the Job
+/// Object).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Facility {
@@ -16,22 +17,28 @@ pub enum Facility {
     /// A readable `/proc`: without it, the descendants are unknown; only the process group is
     /// signalled, and what left the group (`setsid`) and ignores SIGTERM can survive.
     ProcFs,
+    /// A Job Object to hold the child and its descendants (Windows; refused where the host
+    /// runs in a job that allows no nested job, before Windows 8): without it only the child
+    /// is known and killed, and the tree does not die with the host.
+    JobObject,
 }
 
 impl Facility {
     /// Every facility, in a fixed order.
-    pub const ALL: [Facility; 3] = [
+    pub const ALL: [Facility; 4] = [
         Facility::Subreaper,
         Facility::ParentDeathSignal,
         Facility::ProcFs,
+        Facility::JobObject,
     ];
 
-    /// A short stable name: `subreaper`, `parent_death_signal`, `proc`.
+    /// A short stable name: `subreaper`, `parent_death_signal`, `proc`, `job_object`.
     pub fn as_str(self) -> &'static str {
         match self {
             Facility::Subreaper => "subreaper",
             Facility::ParentDeathSignal => "parent_death_signal",
             Facility::ProcFs => "proc",
+            Facility::JobObject => "job_object",
         }
     }
 
@@ -46,6 +53,9 @@ impl Facility {
             }
             Facility::ProcFs => {
                 "no /proc: only the process group is signalled; descendants that left it are unknown and orphans are not reaped"
+            }
+            Facility::JobObject => {
+                "no job object: only the child is known and killed; its descendants can outlive it and the watchdog"
             }
         }
     }
@@ -62,20 +72,8 @@ impl std::fmt::Display for Facility {
 pub(crate) struct InForce {
     /// Orphans re-parent to this process (a subreaper, or PID 1).
     pub(crate) subreaper: bool,
-    /// The descendants are known (Linux, with `/proc`).
+    /// The descendants are known (Linux, with `/proc`; Windows, in a job).
     pub(crate) tree_known: bool,
     /// What was asked for or needed and refused, in the order of [`Facility::ALL`].
     pub(crate) unavailable: Vec<Facility>,
-}
-
-/// Whether `/proc` shows this process (a readable `/proc/self/stat`): the tree is read from
-/// it. Asked at every spawn (a mount can come and go).
-pub(crate) fn proc_fs() -> bool {
-    cfg!(target_os = "linux") && std::fs::metadata("/proc/self/stat").is_ok()
-}
-
-/// Whether this process is PID 1 of its namespace: orphans re-parent to it whatever the
-/// subreaper flag says.
-pub(crate) fn is_pid_one() -> bool {
-    std::process::id() == 1
 }

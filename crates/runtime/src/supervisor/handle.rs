@@ -44,7 +44,7 @@ impl SupervisorHandle {
     }
     /// Send `sig` to the child's process group (no effect once the group is gone).
     pub fn signal(&self, sig: Signal) {
-        let _ = self.ctrl.send(Control::Signal(sig.to_rustix()));
+        let _ = self.ctrl.send(Control::Signal(sig));
     }
     /// Feed the current rate-limit utilization (0–1, highest window; `None` when unknown):
     /// high utilization extends the idle patience.

@@ -1,19 +1,21 @@
-//! The kill ladder: interrupt request, SIGTERM to the group, SIGKILL to every descendant, reap.
+//! The kill ladder: interrupt request, the graceful rung (Unix: SIGTERM to the group;
+//! Windows: stdin closed, `CTRL_BREAK`), then the kill of every descendant (Unix: SIGKILL to
+//! each; Windows: the job terminated), reap. The order and the graces are the same on every
+//! platform; what each rung does is the platform's ([`super::os`]).
 
 use std::collections::HashSet;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use rustix::process::Signal;
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
 use super::config::SupervisorConfig;
 use super::control::Control;
 use super::evidence::LadderLog;
+use super::os::{after, Proc, ProcessTree, Tree, POLL};
 use super::report::{Batch, KillCause, KillReport, Output, Stage};
-use super::signals;
-use super::tree::{signal_proc, Proc, Tree};
+use super::signal::Signal;
 use watchdog_core::evidence::{Ended, ReceiptCause};
 
 /// Whether the child has been reaped.
@@ -38,15 +40,12 @@ pub(crate) struct Ladder<'a> {
     pub(crate) log: &'a mut LadderLog,
 }
 
-/// How often the tree is polled while waiting for it to die.
-const POLL: Duration = Duration::from_millis(20);
-
 impl Ladder<'_> {
     /// Whether anything of the tree still runs: a known descendant, or (where the tree is
     /// unknown) any member of the child's process group.
     async fn tree_left(&mut self, deep: bool) -> bool {
         let live = self.tree.scan(deep).await;
-        !live.is_empty() || (!self.tree_known && signals::group_exists(self.pgid))
+        !live.is_empty() || (!self.tree_known && self.tree.group_left())
     }
 
     /// Wait up to `grace` for the child to exit; a `KillTree` request cuts the wait short
@@ -125,8 +124,10 @@ pub(crate) async fn ladder(
         stage = Stage::Term;
         let _ = l.out.send(Batch::Output(Output::Stage(stage)));
         l.log.stage(Ended::Term);
-        l.log.sent_group(l.pgid, "SIGTERM");
-        let _ = signals::group(l.pgid, Signal::TERM);
+        if Tree::GRACE_CLOSES_STDIN && l.stdin.lock().await.take().is_some() {
+            l.log.sent_child(CLOSE_STDIN);
+        }
+        l.tree.signal_group(Signal::Term, l.log);
         term_deadline = after(l.cfg.term_grace);
         (exit, escalate) = l.wait_child(l.cfg.term_grace).await;
     }
@@ -161,24 +162,13 @@ pub(crate) async fn ladder(
 /// known descendant, until the child is reaped and the tree is empty.
 async fn kill_all(l: &mut Ladder<'_>, mut exit: Exit, killed: &mut HashSet<Proc>) -> Exit {
     for _ in 0..250 {
-        // The group too, even once the child is gone: its MCP servers share it, and one
-        // started since the last scan is not known to the tree.
-        l.log.sent_group(l.pgid, "SIGKILL");
-        let _ = signals::group(l.pgid, Signal::KILL);
         // The ladder's last deep scan was just before: rounds walk the known tree.
-        let live = l.tree.scan(false).await;
-        for p in &live {
-            if signal_proc(p, Signal::KILL).unwrap_or(false) {
-                l.log.sent_proc(p, "SIGKILL");
-                killed.insert(*p);
-            }
-        }
-        l.tree.reap();
+        let live = l.tree.kill_round(false, l.log, killed).await;
         if matches!(exit, Exit::Running) {
             if let Ok(status) = tokio::time::timeout(POLL, l.child.wait()).await {
                 exit = Exit::Exited(status.ok());
             }
-        } else if live.is_empty() && (l.tree_known || !signals::group_exists(l.pgid)) {
+        } else if live.is_empty() && (l.tree_known || !l.tree.group_left()) {
             break;
         } else {
             tokio::time::sleep(POLL).await;
@@ -191,40 +181,27 @@ async fn kill_all(l: &mut Ladder<'_>, mut exit: Exit, killed: &mut HashSet<Proc>
 }
 
 /// Stop processes the child left behind when it exited by itself (`procs`: its descendants and
-/// what is left in its process group `pgid`): SIGTERM, up to `grace` for them to go, then
-/// SIGKILL whatever remains.
+/// what is left in its group): the graceful rung to the group and to each, up to `grace` for
+/// them to go, then kill whatever remains.
 pub(crate) async fn stop_procs(
     tree: &mut Tree,
-    pgid: i32,
     procs: &[Proc],
     grace: Duration,
     log: &mut LadderLog,
 ) {
     log.stage(Ended::Term);
-    log.sent_group(pgid, "SIGTERM");
-    let _ = signals::group(pgid, Signal::TERM);
-    for p in procs {
-        if signal_proc(p, Signal::TERM).unwrap_or(false) {
-            log.sent_proc(p, "SIGTERM");
-        }
-    }
+    tree.signal_group(Signal::Term, log);
+    tree.signal_each(procs, Signal::Term, log);
     let deadline = after(grace);
     while procs.iter().any(Tree::alive) && tokio::time::Instant::now() < deadline {
         tree.reap();
         tokio::time::sleep(POLL).await;
     }
     log.stage(Ended::Kill);
+    let mut killed = HashSet::new();
     for round in 0..250 {
-        log.sent_group(pgid, "SIGKILL");
-        let _ = signals::group(pgid, Signal::KILL);
         // One deep scan for what escaped during the grace; then the known tree.
-        let live = tree.scan(round == 0).await;
-        for p in &live {
-            if signal_proc(p, Signal::KILL).unwrap_or(false) {
-                log.sent_proc(p, "SIGKILL");
-            }
-        }
-        tree.reap();
+        let live = tree.kill_round(round == 0, log, &mut killed).await;
         if live.is_empty() {
             break;
         }
@@ -233,42 +210,5 @@ pub(crate) async fn stop_procs(
     tree.reap();
 }
 
-/// Stop what the child left in its process group where the tree cannot be read: SIGTERM to
-/// the group if any member is left, up to `grace` for it to empty, then SIGKILL until it does
-/// (a bounded number of rounds: a member this host may not signal is left alone). Members
-/// re-parented to us are reaped as they end. Only once the child itself was reaped (it leads
-/// the group: reaping the group here would take its status from tokio).
-pub(crate) async fn stop_group(pgid: i32, grace: Duration) {
-    let reap_group = || {
-        while let Some(p) = rustix::process::Pid::from_raw(pgid) {
-            let nohang = rustix::process::WaitOptions::NOHANG;
-            if !matches!(rustix::process::waitpgid(p, nohang), Ok(Some(_))) {
-                break;
-            }
-        }
-    };
-    if !signals::group_exists(pgid) {
-        return;
-    }
-    let _ = signals::group(pgid, Signal::TERM);
-    let deadline = after(grace);
-    while signals::group_exists(pgid) && tokio::time::Instant::now() < deadline {
-        reap_group();
-        tokio::time::sleep(POLL).await;
-    }
-    for _ in 0..250 {
-        if !signals::group_exists(pgid) {
-            break;
-        }
-        let _ = signals::group(pgid, Signal::KILL);
-        reap_group();
-        tokio::time::sleep(POLL).await;
-    }
-}
-
-/// `grace` from now, or a far-away instant when that cannot be represented (never panics).
-fn after(grace: Duration) -> tokio::time::Instant {
-    tokio::time::Instant::now()
-        .checked_add(grace)
-        .unwrap_or_else(crate::clock::far_future)
-}
+/// The name the receipt gives the graceful rung's closing of the child's stdin.
+const CLOSE_STDIN: &str = "close_stdin";

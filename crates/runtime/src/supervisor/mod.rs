@@ -9,15 +9,14 @@ mod handle;
 mod hook;
 mod kill;
 mod lines;
+mod os;
 mod policy;
 mod read;
 mod report;
 mod shared;
 mod signal;
 mod signals;
-mod spawn;
 mod start;
-mod tree;
 mod watch;
 mod woken;
 
@@ -28,18 +27,20 @@ pub use facilities::Facility;
 pub use handle::{StdinWriter, SupervisorHandle};
 pub use hook::{LineInfo, StdoutHook};
 pub use lines::{Line, LineMeta, StdoutBatch};
+pub use os::TREE_MARKER_VAR;
 pub use report::{Batch, KillCause, KillReport, LineCounts, Output, Report, Stage, WaitError};
 pub use shared::RunPhase;
 pub use signals::{forward_signals, SignalForwarder};
 pub use start::SpawnError;
-pub use tree::TREE_MARKER_VAR;
+
+use os::ProcessTree;
 
 /// Keep `pid`, a child of this process that no supervisor runs (a helper such as a guardian
 /// process), out of every supervised tree: with [`SupervisorConfig::claim_orphans`] it is
 /// never taken for an orphan of one, killed or reaped by it.
 pub fn keep_out_of_trees(pid: u32) {
     if let Ok(pid) = i32::try_from(pid) {
-        tree::Tree::keep_apart(pid);
+        os::Tree::keep_apart(pid);
     }
 }
 
@@ -50,7 +51,7 @@ pub fn keep_out_of_trees(pid: u32) {
 /// stop their trees any more. Linux only (elsewhere 0); it reads every readable process
 /// environment on the machine.
 pub fn kill_trees_of(host_pid: u32) -> usize {
-    tree::Tree::kill_marked(host_pid)
+    os::Tree::kill_marked(host_pid)
 }
 
 pub use signal::Signal;
@@ -79,6 +80,14 @@ pub use signal::Signal;
 /// child's process group only, so a descendant that left the group (`setsid`) and ignores
 /// SIGTERM can survive. [`Report::tree_known`] says which case applied.
 ///
+/// On Windows the child is started suspended in a Job Object of its own, then resumed: every
+/// process it starts, at any depth, orphans included, is a member. The graceful rung closes
+/// the child's stdin and sends `CTRL_BREAK` to its console group (where the host has a
+/// console); the last stage is `TerminateJobObject`, confirmed by the job's own count of
+/// active processes. The job has `KILL_ON_JOB_CLOSE`: the tree ends with the host however the
+/// host ends. Evidence comes from the job's process list (each process's CPU time, working
+/// set and I/O bytes). A host that refuses the job is named by [`Facility::JobObject`].
+///
 /// # Refused facilities
 ///
 /// A Linux host may refuse what the guarantees above rest on: the subreaper (qemu-user,
@@ -93,7 +102,8 @@ pub use signal::Signal;
 /// # Faults of the host
 ///
 /// - The host dies, even by SIGKILL: on Linux the child gets SIGTERM
-///   ([`SupervisorConfig::die_with_host`]). Elsewhere it keeps running.
+///   ([`SupervisorConfig::die_with_host`]); on Windows the job ends the whole tree. Elsewhere
+///   it keeps running.
 /// - The caller takes output slowly (a slow reader downstream): once 4 MiB wait, the child
 ///   waits on its pipe, and that time does not count toward its idle and no-progress clocks
 ///   ([`Report::blocked_on_output`]).

@@ -38,11 +38,25 @@ impl Signal {
     }
 
     /// The signal's number on this platform (a shell reports a run it ended as `128 + N`).
+    /// Windows has no signals: there each has the number Linux gives it, so a run that a
+    /// forwarded Ctrl-C ended exits 130 there too.
     pub fn number(self) -> i32 {
-        self.to_rustix().as_raw()
+        #[cfg(unix)]
+        return self.to_rustix().as_raw();
+        #[cfg(not(unix))]
+        return match self {
+            Signal::Hup => 1,
+            Signal::Int => 2,
+            Signal::Quit => 3,
+            Signal::Kill => 9,
+            Signal::Usr1 => 10,
+            Signal::Usr2 => 12,
+            Signal::Term => 15,
+        };
     }
 
     /// The same signal, for the system calls.
+    #[cfg(unix)]
     pub(crate) fn to_rustix(self) -> rustix::process::Signal {
         use rustix::process::Signal as S;
         match self {

@@ -1,68 +1,25 @@
-//! Sending signals (through rustix), and forwarding the host's SIGINT/SIGTERM to the child.
-
-use rustix::process::{kill_process, kill_process_group, Pid, Signal};
+//! Forwarding the host's own stop requests to the child (Unix: SIGINT and SIGTERM; Windows:
+//! Ctrl-C, Ctrl-Break and the console's close).
 
 use super::control::Control;
 use super::handle::SupervisorHandle;
+use super::os::HostStops;
 use super::report::KillCause;
 
-/// Send `sig` to the process group `pgid`. A group that no longer exists is not an error.
-pub(crate) fn group(pgid: i32, sig: Signal) -> std::io::Result<()> {
-    let Some(pid) = Pid::from_raw(pgid) else {
-        return Ok(());
-    };
-    match kill_process_group(pid, sig) {
-        Err(rustix::io::Errno::SRCH) => Ok(()),
-        r => r.map_err(Into::into),
-    }
-}
-
-/// Send `sig` to one process. A process that no longer exists is not an error.
-pub(crate) fn process(pid: i32, sig: Signal) -> std::io::Result<()> {
-    let Some(p) = Pid::from_raw(pid) else {
-        return Ok(());
-    };
-    match kill_process(p, sig) {
-        Err(rustix::io::Errno::SRCH) => Ok(()),
-        r => r.map_err(Into::into),
-    }
-}
-
-/// Whether any process is left in the process group `pgid` (one this process may signal).
-pub(crate) fn group_exists(pgid: i32) -> bool {
-    Pid::from_raw(pgid).is_some_and(|p| rustix::process::test_kill_process_group(p).is_ok())
-}
-
-/// Make this process a child subreaper (Linux): orphaned descendants re-parent to it.
-#[cfg(target_os = "linux")]
-pub(crate) fn become_subreaper() -> std::io::Result<()> {
-    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(Into::into)
-}
-
-/// Not available off Linux.
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn become_subreaper() -> std::io::Result<()> {
-    Err(std::io::ErrorKind::Unsupported.into())
-}
-
-/// Forward the host's SIGINT and SIGTERM to the child's process group; a second signal
-/// SIGKILLs the whole tree. The forwarding stops when the returned guard is dropped.
+/// Forward the host's stop requests to the child's group: on Unix SIGINT and SIGTERM, on
+/// Windows Ctrl-C and Ctrl-Break (as SIGINT) and the console's close, logoff and shutdown (as
+/// SIGHUP, SIGHUP and SIGTERM), each as the graceful rung ([`SupervisorHandle::signal`]); a
+/// second one kills the whole tree. The forwarding stops when the returned guard is dropped.
 ///
-/// This changes the host process: tokio installs handlers for both signals and keeps them
-/// for the life of the process, so the host is no longer stopped by them by default; it
-/// should exit by itself once the child is gone.
+/// This changes the host process: tokio installs handlers for these and keeps them for the
+/// life of the process, so the host is no longer stopped by them by default; it should exit
+/// by itself once the child is gone. (Windows ends a process a few seconds after a close,
+/// logoff or shutdown event whatever its handler does: the child's job goes with it.)
 pub fn forward_signals(handle: SupervisorHandle) -> std::io::Result<SignalForwarder> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut term = signal(SignalKind::terminate())?;
+    let mut stops = HostStops::new()?;
     let task = tokio::spawn(async move {
         let mut seen = 0u32;
-        loop {
-            let sig = tokio::select! {
-                Some(()) = int.recv() => rustix::process::Signal::INT,
-                Some(()) = term.recv() => rustix::process::Signal::TERM,
-                else => return,
-            };
+        while let Some(sig) = stops.recv().await {
             seen += 1;
             let msg = if seen == 1 {
                 Control::Signal(sig)

@@ -10,20 +10,19 @@ use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex, Semaphore};
 
 use super::drain::Readers;
 use super::lines::OUTPUT_BUDGET;
+use super::os::{self, SpawnRequest, Spawned, TREE_MARKER_VAR};
 use super::policy::Policy;
 use super::read::{read_stderr, read_stdout, Queue};
 use super::shared::Shared;
-use super::tree::{Tree, TREE_MARKER_VAR};
 use super::watch::Watch;
 use std::path::PathBuf;
 
 use watchdog_core::config::PositiveDuration;
 
 use super::config::SupervisorConfig;
-use super::facilities::{self, Facility, InForce};
+use super::facilities::Facility;
 use super::handle::{StdinWriter, SupervisorHandle};
 use super::report::{Batch, Report};
-use super::signals;
 
 static TREES: AtomicU64 = AtomicU64::new(0);
 
@@ -50,14 +49,6 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, 
             });
         }
     }
-    // A facility the host refuses takes its guarantee away, never the supervision.
-    let mut unavailable = Vec::new();
-    // PID 1 inherits every orphan of its namespace: a subreaper in all but name.
-    let subreaper =
-        cfg.become_subreaper && (signals::become_subreaper().is_ok() || facilities::is_pid_one());
-    if cfg.become_subreaper && !subreaper {
-        unavailable.push(Facility::Subreaper);
-    }
     let marker = format!(
         "{}.{}",
         std::process::id(),
@@ -69,27 +60,27 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, 
         std::process::Stdio::null()
     };
     cmd.env(TREE_MARKER_VAR, &marker)
-        .process_group(0)
         .stdin(stdin)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     let started = tokio::time::Instant::now();
     let started_wall = crate::clock::wall_ms();
-    let (mut child, death_signal) =
-        super::spawn::spawn(cmd, cfg.die_with_host).map_err(|source| SpawnError::Program {
-            program: program.clone(),
-            source,
-        })?;
-    if cfg.die_with_host && !death_signal {
-        unavailable.push(Facility::ParentDeathSignal);
-    }
-    let proc_fs = facilities::proc_fs();
-    if !proc_fs {
-        unavailable.push(Facility::ProcFs);
-    }
+    // A facility the host refuses takes its guarantee away, never the supervision.
+    let request = SpawnRequest {
+        config: &cfg,
+        marker: &marker,
+    };
+    let Spawned {
+        mut child,
+        tree,
+        facilities,
+    } = os::spawn(cmd, request).map_err(|source| SpawnError::Program {
+        program: program.clone(),
+        source,
+    })?;
+    let unavailable: Vec<Facility> = facilities.unavailable.clone();
     let pid = child.id().unwrap_or(0);
-    let tree = Tree::new(pid as i32, &marker, cfg.claim_orphans);
 
     // A child reading the host's messages on the stdin we pipe waits for its host after each
     // `result` (until the input ends: [`StdinWriter::close`]).
@@ -156,11 +147,7 @@ pub(crate) fn spawn(mut cmd: Command, cfg: SupervisorConfig) -> Result<Started, 
         readers,
         signalled: None,
         sampler: super::evidence::Sampler::new(sampler_period),
-        facilities: InForce {
-            subreaper,
-            tree_known: Tree::KNOWN && proc_fs,
-            unavailable: unavailable.clone(),
-        },
+        facilities,
     };
     tokio::spawn(watch.run(report_tx));
     Ok(Started {

@@ -14,10 +14,10 @@ use super::drain::Readers;
 use super::evidence::{LadderLog, Sampler};
 use super::facilities::InForce;
 use super::kill::{self, Exit};
+use super::os::{self, OrphanExits, ProcessTree, Tree};
 use super::report::{Batch, KillCause, KillReport, Report, Stage};
 use super::shared::{RunPhase, Shared};
-use super::signals;
-use super::tree::Tree;
+use super::signal::Signal;
 use crate::clock;
 use watchdog_core::config::PositiveDuration;
 use watchdog_core::evidence::ReceiptCause;
@@ -103,7 +103,7 @@ impl Watch {
         let record = record.map(|mut r| {
             r.receipt = receipt;
             r.stage = kill.as_ref().map(|k: &KillReport| k.stage);
-            r.exit = status.map(child_exit);
+            r.exit = status.map(os::exit_of);
             r.lines = std::mem::take(&mut counts);
             r
         });
@@ -142,11 +142,7 @@ impl Watch {
         // Orphans re-parented to us are reaped as they end, not at the end of the run: a tool
         // that leaves hundreds of short-lived background processes would otherwise fill the
         // process table with zombies (as PID 1 of a container, until fork fails).
-        let mut orphans_end = if claims {
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok()
-        } else {
-            None
-        };
+        let mut orphans_end = if claims { OrphanExits::new() } else { None };
         let mut scan = Box::pin(tokio::time::sleep_until(match scan_every {
             Some(every) => tokio::time::Instant::now() + every,
             None => clock::far_future(),
@@ -162,7 +158,11 @@ impl Watch {
                     Some(Control::KillTree(cause)) => return End::Kill(cause, Stage::Kill),
                     Some(Control::Signal(sig)) => {
                         self.signalled.get_or_insert_with(tokio::time::Instant::now);
-                        let _ = signals::group(self.pid, sig);
+                        if Tree::GRACE_CLOSES_STDIN && sig != Signal::Kill {
+                            // The graceful rung is the end of input first.
+                            self.pipe.lock().await.take();
+                        }
+                        let _ = self.tree.forward(sig);
                     }
                 },
                 Some(()) = async { orphans_end.as_mut()?.recv().await }, if orphans_end.is_some() => {
@@ -190,6 +190,7 @@ impl Watch {
     async fn clean_leftovers(&mut self, log: &mut LadderLog) -> usize {
         if !self.cfg.kill_leftovers {
             self.tree.reap();
+            self.tree.release();
             return 0;
         }
         let grace = match self.signalled {
@@ -198,7 +199,7 @@ impl Watch {
         };
         if !self.facilities.tree_known {
             // Only the process group can be found: what is left in it gets the same grace.
-            kill::stop_group(self.pid, grace).await;
+            self.tree.stop_group(grace).await;
             return 0;
         }
         let left = self.tree.scan(true).await;
@@ -207,17 +208,8 @@ impl Watch {
             return 0;
         }
         log.begin(&mut self.tree, ReceiptCause::Leftovers).await;
-        kill::stop_procs(&mut self.tree, self.pid, &left, grace, log).await;
+        kill::stop_procs(&mut self.tree, &left, grace, log).await;
         left.len()
-    }
-}
-
-/// The exit as the record keeps it.
-fn child_exit(status: ExitStatus) -> watchdog_core::ChildExit {
-    use std::os::unix::process::ExitStatusExt;
-    watchdog_core::ChildExit {
-        code: status.code(),
-        signal: status.signal(),
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use watchdog_core::evidence::{Ended, ProcAction, Receipt, ReceiptCause, TreeSample};
 
-use crate::supervisor::tree::{Proc, Tree};
+use crate::supervisor::os::{Proc, ProcessTree, RungLog, Tree};
 
 /// The receipt being written.
 pub(crate) struct LadderLog {
@@ -137,6 +137,15 @@ impl LadderLog {
             }
         }
         Some(r)
+    }
+}
+
+impl RungLog for LadderLog {
+    fn sent_group(&mut self, pgid: i32, what: &str) {
+        LadderLog::sent_group(self, pgid, what);
+    }
+    fn sent_proc(&mut self, p: &Proc, what: &str) {
+        LadderLog::sent_proc(self, p, what);
     }
 }
 

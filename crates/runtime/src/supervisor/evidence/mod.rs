@@ -23,9 +23,9 @@ use watchdog_core::evidence::TreeSample;
 pub(crate) use ladder_log::LadderLog;
 use read::read_tree;
 
+use super::os::{Sockets, Tree};
 use super::report::{Batch, Output};
 use super::shared::Shared;
-use super::tree::{Sockets, Tree};
 
 /// The watching task's sampler: when the next sample is due, and the reading under way.
 pub(crate) struct Sampler {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use watchdog_core::evidence::TreeSample;
 
-use crate::supervisor::tree::{read_sample, Sockets, Tree};
+use crate::supervisor::os::{read_sample, ProcessTree, Sockets, Tree};
 
 /// How long a reading for a receipt may take before the ladder goes on without it.
 const RECEIPT_READ: Duration = Duration::from_secs(2);

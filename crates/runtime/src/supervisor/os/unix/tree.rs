@@ -12,11 +12,6 @@
 //! on the tree and a kill's receipt are made of; and a process is signalled by its identity,
 //! never by a pid the kernel may have given to another process since (`signal_proc`).
 
-mod proc;
-
-pub(crate) use proc::Proc;
-pub use proc::TREE_MARKER_VAR;
-
 #[cfg(target_os = "linux")]
 mod descendants;
 #[cfg(target_os = "linux")]
@@ -35,7 +30,7 @@ mod sockets;
 #[cfg(target_os = "linux")]
 pub(crate) use descendants::Tree;
 #[cfg(target_os = "linux")]
-pub(crate) use sample::{read as read_sample, Sockets};
+pub(crate) use sample::read as read_sample;
 #[cfg(target_os = "linux")]
 pub(crate) use signal_proc::signal as signal_proc;
 
@@ -43,4 +38,4 @@ pub(crate) use signal_proc::signal as signal_proc;
 mod unknown;
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) use unknown::{read_sample, signal_proc, Sockets, Tree};
+pub(crate) use unknown::{read_sample, signal_proc, Tree};

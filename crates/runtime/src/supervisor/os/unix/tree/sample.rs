@@ -7,13 +7,10 @@
 use watchdog_core::evidence::{ProcFacts, ProcState, TreeSample};
 use watchdog_host::tree::command_line;
 
-use super::proc::Proc;
 use super::procfs::read_small;
 use super::sockets::TcpReader;
-
-/// Which processes' sockets to read: those at most this old (ms), the tool's; `None`: none.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Sockets(pub(crate) Option<u64>);
+use crate::supervisor::os::Proc;
+use crate::supervisor::os::Sockets;
 
 /// What one `/proc/<pid>/stat` line says that a sample keeps.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,8 +20,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-/// The hidden first argument that runs `claude-watchdog` as a guardian.
-pub(crate) const GUARDIAN_ARG: &str = "--agent-watchdog-guardian-of";
+use crate::os::GUARDIAN_ARG;
 
 /// The byte a cleanly ending drop-in writes.
 const DONE: u8 = b'd';
@@ -35,7 +34,7 @@ impl Guardian {
     /// Start a guardian of this process; `None` if it cannot be started (the run goes on
     /// without one: the drop-in's own ladder and the parent-death signal still hold).
     pub(crate) fn start() -> Option<Guardian> {
-        let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).ok()?;
+        let (r, w) = super::pipe::cloexec().ok()?;
         // This very binary, even if its file was replaced or deleted since (an upgrade).
         let proc_exe = std::path::Path::new("/proc/self/exe");
         let exe = if proc_exe.exists() {

@@ -3,8 +3,8 @@
 
 use rustix::process::{Pid, Signal};
 
-use super::proc::Proc;
 use super::sample::start_of;
+use crate::supervisor::os::Proc;
 
 /// Send `sig` to `p` if its pid still names that process; `Ok(false)` when it is gone (or
 /// its pid names another process now). Where the kernel has pidfds (Linux 5.3), the pidfd

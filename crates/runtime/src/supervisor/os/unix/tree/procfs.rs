@@ -131,7 +131,7 @@ pub(super) fn read_marker(pid: i32) -> Marker {
     if env.is_empty() {
         return Marker::NotYet;
     }
-    let prefix = format!("{}=", super::proc::TREE_MARKER_VAR).into_bytes();
+    let prefix = format!("{}=", crate::supervisor::os::TREE_MARKER_VAR).into_bytes();
     env.split(|&b| b == 0)
         .find(|kv| kv.starts_with(&prefix))
         .map_or(Marker::No, |kv| Marker::Has(Arc::from(kv)))
@@ -243,7 +243,7 @@ mod tests {
     /// `exec` shows) is no answer, and is remembered only once the caller settles for it.
     #[test]
     fn an_empty_environment_is_asked_again_until_settled() {
-        let var = super::super::proc::TREE_MARKER_VAR;
+        let var = crate::supervisor::os::TREE_MARKER_VAR;
         let spawn = |env: &[(&str, &str)]| {
             let mut cmd = std::process::Command::new("sleep");
             cmd.arg("30").env_clear().envs(env.iter().copied());

@@ -5,9 +5,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
-use super::proc::Proc;
 use super::proc_snapshot::{snapshot, Snapshot};
 use super::procfs::{children_files, children_of, has_marker, stat, Stat};
+use crate::supervisor::os::Proc;
 
 /// The longest pause between two readings of an environment that read empty
 /// ([`Tree::scan`]).
@@ -44,7 +44,7 @@ impl Tree {
                 start: s.start,
             }),
             pgid: root_pid,
-            needle: format!("{}={marker}", super::proc::TREE_MARKER_VAR).into_bytes(),
+            needle: format!("{}={marker}", crate::supervisor::os::TREE_MARKER_VAR).into_bytes(),
             known: HashSet::new(),
             claim_orphans,
         }
@@ -225,6 +225,11 @@ impl Tree {
             .copied()
             .collect();
         (live, unsure)
+    }
+
+    /// The child's process group (its pid).
+    pub(crate) fn pgid(&self) -> i32 {
+        self.pgid
     }
 
     /// The child, as the tree identifies it (`None`: it was gone before the tree began).

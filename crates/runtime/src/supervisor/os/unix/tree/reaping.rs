@@ -2,8 +2,8 @@
 //! marked process of a host that is gone.
 
 use super::descendants::{roots, Tree};
-use super::proc::Proc;
 use super::procfs::{all, children_files, children_of, read_marker, stat, Marker, Stat};
+use crate::supervisor::os::Proc;
 
 impl Tree {
     /// SIGKILL every process whose environment carries a tree marker of host `host_pid`
@@ -11,7 +11,7 @@ impl Tree {
     /// caught by a later pass); returns how many were signalled. Reads every readable
     /// environment on the machine: for when the host itself is gone.
     pub(crate) fn kill_marked(host_pid: u32) -> usize {
-        let needle = format!("{}={host_pid}.", super::proc::TREE_MARKER_VAR).into_bytes();
+        let needle = format!("{}={host_pid}.", crate::supervisor::os::TREE_MARKER_VAR).into_bytes();
         let me = std::process::id() as i32;
         let mut killed = 0;
         // Passes that found nothing but environments that read empty (an `exec` half
@@ -31,8 +31,11 @@ impl Tree {
                 }
                 match read_marker(pid) {
                     Marker::Has(m) if m.starts_with(&needle) => {
-                        if crate::supervisor::signals::process(pid, rustix::process::Signal::KILL)
-                            .is_ok()
+                        if crate::supervisor::os::unix::signals::process(
+                            pid,
+                            rustix::process::Signal::KILL,
+                        )
+                        .is_ok()
                         {
                             found += 1;
                         }
