@@ -2,7 +2,8 @@
 //! objects that serde_json's grammar check (`IgnoredAny`) accepts.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use watchdog_core::{classify, classify_line, LineKind, LineView};
+use watchdog_core::facts::{ClaudeSessionId, ResultFacts};
+use watchdog_core::{classify, classify_line, Dialect, LineKind, LineView, Signal};
 
 fuzz_target!(|data: &[u8]| {
     let class = classify_line(data);
@@ -18,6 +19,20 @@ fuzz_target!(|data: &[u8]| {
         let _ = (view.request_id(), view.request_subtype(), view.state());
         let _ = view.tool_uses().count() + view.tool_results().count();
         assert_eq!(classify(view), class);
+        // Every dialect reads every line, totally: Claude Code's is the classifier's.
+        assert_eq!(Dialect::Claude.classify(view), class);
+        let decisive = Dialect::of_line(view);
+        for d in Dialect::ALL {
+            let c = d.classify(view);
+            let _ = ClaudeSessionId::of_dialect_line(view, c.kind);
+            if c.signal == Signal::Settle {
+                let _ = ResultFacts::of_end(view, c.kind).is_error_result();
+            }
+            // A line decisively of one dialect is one that dialect knows.
+            if decisive == Some(d) {
+                assert_ne!(c.kind, LineKind::Unknown);
+            }
+        }
     }
     // The oracle: serde_json's validating skip (`IgnoredAny`) over a line that starts with `{`.
     // It checks the grammar without decoding, so numbers beyond f64's range, unpaired

@@ -17,7 +17,9 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use libfuzzer_sys::fuzz_target;
-use watchdog_core::{Event, KillKind, Limits, LineView, Registry, SessionConfig, SessionId};
+use watchdog_core::{
+    Dialect, Event, KillKind, Limits, LineView, Registry, SessionConfig, SessionDialect, SessionId,
+};
 
 const N: usize = 4;
 
@@ -43,6 +45,19 @@ const ALPHABET: &[&str] = &[
     r#"{"type":"system","subtype":"thinking_tokens","session_id":"s-1"}"#,
     r#"{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]},"parent_tool_use_id":"t9","session_id":"s-2"}"#,
     r#"{"type":"stream_event","event":{"type":"content_block_delta"},"abandoned_blocks":[1]}"#,
+    r#"{"type":"thread.started","thread_id":"t-1"}"#,
+    r#"{"type":"turn.started"}"#,
+    r#"{"type":"item.started","item":{"id":"i1","type":"command_execution","command":"make","status":"in_progress"}}"#,
+    r#"{"type":"item.completed","item":{"id":"i1","type":"command_execution","exit_code":0,"status":"completed"}}"#,
+    r#"{"type":"item.completed","item":{"id":"i2","type":"file_change","status":"completed"}}"#,
+    r#"{"type":"error","message":"Reconnecting... 1/5"}"#,
+    r#"{"type":"turn.completed","usage":{}}"#,
+    r#"{"type":"turn.failed","error":{"message":"x"}}"#,
+    r#"{"type":"step_start","sessionID":"ses_1","part":{"type":"step-start"}}"#,
+    r#"{"type":"tool_use","sessionID":"ses_1","part":{"tool":"write","state":{"status":"completed"}}}"#,
+    r#"{"type":"step_finish","sessionID":"ses_1","part":{"reason":"tool-calls"}}"#,
+    r#"{"type":"step_finish","sessionID":"ses_1","part":{"reason":"stop"}}"#,
+    r#"{"type":"error","sessionID":"ses_1","error":{"name":"APIError","data":{"statusCode":500}}}"#,
     r#"{"type":"assist"#,
     "not json at all",
 ];
@@ -81,6 +96,8 @@ fn limits(variant: u8) -> Limits {
 struct Book {
     id: SessionId,
     variant: u8,
+    /// How the session's lines must read: its dialect, as the registry resolves it.
+    dialect: SessionDialect,
     started: u64,
     first_line: Option<u64>,
     last_line: u64,
@@ -114,10 +131,24 @@ impl Harness {
         } else {
             SessionConfig::default().with_limits(self.limits[1].clone())
         };
+        // A third of the sessions expect Codex, a third opencode (their lines confirm it or
+        // choose another), the rest are Claude Code's.
+        let (cfg, dialect) = match (variant / 2) % 3 {
+            0 => (cfg, SessionDialect::fixed(Dialect::Claude)),
+            1 => (
+                cfg.with_dialect(Dialect::Codex),
+                SessionDialect::expect(Dialect::Codex),
+            ),
+            _ => (
+                cfg.with_dialect(Dialect::Opencode),
+                SessionDialect::expect(Dialect::Opencode),
+            ),
+        };
         let id = self.reg.register(self.at(), cfg);
         self.books[i] = Book {
             id,
             variant: variant % 2,
+            dialect,
             started: self.now,
             first_line: None,
             last_line: self.now,
@@ -163,7 +194,9 @@ impl Harness {
                                 "startup kill after a line: {k:?}"
                             );
                         }
-                        KillKind::Idle => assert!(
+                        // An idle kill with background tasks outstanding is task_silent, no
+                        // earlier than the idle kill.
+                        KillKind::Idle | KillKind::TaskSilent => assert!(
                             at >= d(b.last_line) + l.idle(),
                             "idle kill at {at:?} before last line {} + idle {:?}",
                             b.last_line,
@@ -248,6 +281,7 @@ fuzz_target!(|data: &[u8]| {
         books: [Book {
             id: Registry::new(Limits::default()).register(Instant::now(), SessionConfig::default()),
             variant: 0,
+            dialect: SessionDialect::fixed(Dialect::Claude),
             started: 0,
             first_line: None,
             last_line: 0,
@@ -288,9 +322,12 @@ fuzz_target!(|data: &[u8]| {
                 };
                 h.now += dt;
                 let class = h.reg.observe_line(h.at(), h.books[i].id, line);
-                // The typed path must agree with the raw one.
+                // The typed path must agree with the raw one, in the session's dialect.
                 if let Ok(v) = LineView::parse(line) {
-                    assert_eq!(watchdog_core::classify(&v), class);
+                    if !h.books[i].killed && !h.books[i].ended {
+                        assert_eq!(h.books[i].dialect.classify(&v), class);
+                        assert_eq!(h.reg.dialect(h.books[i].id), Some(h.books[i].dialect.dialect()));
+                    }
                 }
                 h.check(prev_now);
                 let progress = class.signal == watchdog_core::Signal::Progress;
