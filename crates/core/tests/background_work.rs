@@ -66,7 +66,7 @@ fn kills_until(h: &mut H, until: Duration) -> Vec<(Duration, KillKind)> {
 }
 
 #[test]
-fn a_background_agent_that_wedges_after_the_result_is_killed_idle_not_waited_for() {
+fn a_background_agent_that_wedges_after_the_result_is_killed_task_silent_not_waited_for() {
     // Both modes: `-p` (the linger was the only clock) and streaming input (no clock at all
     // but the ceiling ran). The agent never prints again after the interim result.
     for host_input in [false, true] {
@@ -80,14 +80,14 @@ fn a_background_agent_that_wedges_after_the_result_is_killed_idle_not_waited_for
         );
         assert_eq!(
             kills_until(&mut h, min(60.0)),
-            [(min(6.0), KillKind::Idle)],
-            "host_input={host_input}: idle 5 m after the last line"
+            [(min(6.0), KillKind::TaskSilent)],
+            "host_input={host_input}: idle 5 m after the last line, the task named"
         );
     }
 }
 
 #[test]
-fn a_background_agent_that_works_then_wedges_is_killed_idle_after_its_last_line() {
+fn a_background_agent_that_works_then_wedges_is_killed_after_its_last_line() {
     for host_input in [false, true] {
         let mut h = H::default();
         let id = session(&mut h, host_input);
@@ -96,7 +96,7 @@ fn a_background_agent_that_works_then_wedges_is_killed_idle_after_its_last_line(
         h.line(min(9.0), id, TASK_PROGRESS);
         assert_eq!(
             kills_until(&mut h, min(60.0)),
-            [(min(14.0), KillKind::Idle)],
+            [(min(14.0), KillKind::TaskSilent)],
             "host_input={host_input}"
         );
     }
@@ -163,7 +163,10 @@ fn the_host_may_start_its_next_turn_while_the_tasks_run() {
     // Its result, with the task still listed: still working.
     h.line(min(2.0), id, l::ASSISTANT_TEXT);
     h.line(min(2.0), id, l::RESULT_OK);
-    assert_eq!(kills_until(&mut h, min(60.0)), [(min(7.0), KillKind::Idle)]);
+    assert_eq!(
+        kills_until(&mut h, min(60.0)),
+        [(min(7.0), KillKind::TaskSilent)]
+    );
 }
 
 #[test]

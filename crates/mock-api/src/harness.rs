@@ -98,9 +98,28 @@ pub fn repo_root() -> Option<PathBuf> {
     })
 }
 
+/// Under cargo-nextest, a test that starts a real agent CLI must run in the `real-cli` test
+/// group (`.config/nextest.toml`), which bounds how many start at once: each start costs about
+/// a second of CPU, and too many at once starve the timing of every test beside them. A binary
+/// that is not in the group fails here, naming the fix, instead of turning flaky under load.
+pub fn check_real_cli_group() -> Result<(), String> {
+    match std::env::var("NEXTEST_TEST_GROUP") {
+        Ok(group) if group != "real-cli" => {
+            let binary = std::env::var("NEXTEST_BINARY_ID").unwrap_or_default();
+            Err(format!(
+                "this test starts a real agent CLI but runs in nextest's test group '{group}': \
+                 add its binary ({binary}) to the `real-cli` group in .config/nextest.toml"
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Finds the `claude` binary: `$CLAUDE_BIN`, then `<repo>/.tools/claude/node_modules/.bin/claude`,
-/// then `claude` on `PATH`. The error says how to install it.
+/// then `claude` on `PATH`. The error says how to install it (or, under cargo-nextest, that the
+/// test is outside the `real-cli` group: [`check_real_cli_group`]).
 pub fn find_claude() -> Result<PathBuf, String> {
+    check_real_cli_group()?;
     if let Some(bin) = std::env::var_os("CLAUDE_BIN").filter(|b| !b.is_empty()) {
         let bin = PathBuf::from(bin);
         return if bin.is_file() {

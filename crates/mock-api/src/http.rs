@@ -310,3 +310,30 @@ pub(crate) async fn write_continue<W: AsyncWrite + Unpin>(w: &mut W) -> io::Resu
     w.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await?;
     w.flush().await
 }
+
+/// Accept connections on `listener` until `stopped` fires, each served by `serve` in a task of
+/// its own; then stop every connection still served. An accept error (e.g. out of file
+/// descriptors) backs off instead of spinning. Both mocks' servers run on it.
+pub(crate) async fn accept_loop<F, Fut>(
+    listener: tokio::net::TcpListener,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+    serve: F,
+) where
+    F: Fn(tokio::net::TcpStream) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut stopped => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    conns.spawn(serve(stream));
+                }
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    conns.shutdown().await;
+}

@@ -7,6 +7,9 @@
 //! `/v1/messages/count_tokens` and `/v1/models` are answered harmlessly; everything
 //! else is a 404. Every request is recorded ([`RecordedRequest`]).
 //!
+//! Beside it: a mock of OpenAI's Responses API for the OpenAI Codex CLI ([`responses`]), and
+//! the harness that runs the real Codex and opencode CLIs against the two ([`other_clis`]).
+//!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
 //! use mock_api::{MockServer, Scenario, Turn};
@@ -25,6 +28,8 @@
 
 pub mod harness;
 mod http;
+pub mod other_clis;
+pub mod responses;
 mod scenario;
 mod server;
 mod validate;
@@ -33,7 +38,9 @@ pub use scenario::agents;
 pub use scenario::agents::{AgentScript, CutOffs};
 pub use scenario::{
     Block, Matcher, RateLimitHeaders, Scenario, ScenarioOptions, Stall, StopReason, Turn,
-    BASH_TOOL_ID, FINAL_TEXT, MCP_CALL_ID, MCP_FINAL_TEXT, MCP_SEARCH_ID, WRITE_TOOL_ID,
+    BASH_TOOL_ID, CRON_ARMED, CRON_DONE, CRON_ID, CRON_PROMPT, FINAL_TEXT, MCP_CALL_ID,
+    MCP_FINAL_TEXT, MCP_SEARCH_ID, MONITOR_ARMED, MONITOR_EVENT, MONITOR_ID, MONITOR_TICK,
+    WAKE_ARMED, WAKE_DONE, WAKE_ID, WAKE_PROMPT, WRITE_TOOL_ID,
 };
 pub use server::{BlockingMockServer, MockServer, RecordedRequest, RequestLog, RequestSummary};
 pub use validate::{validate_messages, Invalid};

@@ -433,6 +433,8 @@ async fn records_requests_and_summaries() {
             metadata_session_id: Some("sess-1".into()),
             cwd: None,
             agent_id: None,
+            answered_tool_ids: vec![WRITE_TOOL_ID.into()],
+            tail_text: Some("ok\n<system-reminder>x</system-reminder>".into()),
         }
     );
     assert_eq!(s.message_count(), 4);

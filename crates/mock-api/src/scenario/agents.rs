@@ -72,6 +72,10 @@ pub struct AgentScript {
     /// Every subagent reply stalls for ever after its first text (a wedged agent; the
     /// connection stays open until the client goes away).
     pub wedged: bool,
+    /// Only the agent of the `n`th `Agent` call (1-based) stalls so, the others answer as
+    /// configured: one lost among a fan-out (each call's prompt names its task:
+    /// `SUB_TASK (task n)`).
+    pub wedged_task: Option<usize>,
 }
 
 impl Default for AgentScript {
@@ -86,6 +90,7 @@ impl Default for AgentScript {
             continue_frame_delay: std::time::Duration::ZERO,
             frame_delay: std::time::Duration::ZERO,
             wedged: false,
+            wedged_task: None,
         }
     }
 }
@@ -175,7 +180,10 @@ impl AgentScript {
             .map(|t| t.matches(MOCK_CONTINUE_TAG).count())
             .sum();
         let seen = count(format!("{agent}#{phase}"));
-        if self.wedged {
+        let wedged_here = self
+            .wedged_task
+            .is_some_and(|n| texts.iter().any(|t| t.contains(&format!("(task {n})"))));
+        if self.wedged || wedged_here {
             return Turn::answer("Subagent working on ").stall_forever();
         }
         let limit = if phase == 0 {
@@ -215,7 +223,7 @@ impl AgentScript {
                     "Agent",
                     json!({
                         "description": format!("Probe subagent task {i}"),
-                        "prompt": SUB_TASK,
+                        "prompt": format!("{SUB_TASK} (task {i})"),
                         "subagent_type": self.subagent_type,
                         "run_in_background": self.background,
                     }),
@@ -423,6 +431,42 @@ mod tests {
                 ask(&always, Some("a9"), json!([]), &mut c).effective_stop_reason(),
                 MaxTokens
             );
+        }
+    }
+
+    #[test]
+    fn only_the_named_task_wedges_among_a_fan_out() {
+        let script = AgentScript {
+            agents: 3,
+            background: true,
+            cut_offs: CutOffs::Times(0),
+            wedged_task: Some(2),
+            ..AgentScript::default()
+        };
+        let mut c = HashMap::new();
+        let calls = tool_calls(&ask(
+            &script,
+            None,
+            json!([{"role": "user", "content": "go"}]),
+            &mut c,
+        ));
+        let prompts: Vec<String> = calls
+            .iter()
+            .map(|(_, i)| i["prompt"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(prompts.len(), 3);
+        for (i, p) in prompts.iter().enumerate() {
+            let turn = ask(
+                &script,
+                Some(&format!("a{i}")),
+                json!([{"role": "user", "content": p}]),
+                &mut c,
+            );
+            let stalls = turn
+                .steps
+                .iter()
+                .any(|s| matches!(s, crate::scenario::Step::Stall(_)));
+            assert_eq!(stalls, i == 1, "{p}");
         }
     }
 

@@ -15,6 +15,12 @@ pub enum Matcher {
     AnyToolResult,
     /// The request asked for `stream: false`.
     NonStreaming,
+    /// The conversation holds a `tool_result` for this `tool_use_id` (in any message: the CLI
+    /// may add messages of its own after a tool's result).
+    Answered(String),
+    /// A message after the last `assistant` one contains this string anywhere (a turn the CLI
+    /// started by itself: a wakeup's prompt, a monitor's event, a task notification).
+    TailContains(String),
 }
 
 impl Matcher {
@@ -28,6 +34,11 @@ impl Matcher {
             Matcher::ToolResultFor(id) => summary.tool_result_ids.iter().any(|t| t == id),
             Matcher::AnyToolResult => !summary.tool_result_ids.is_empty(),
             Matcher::NonStreaming => !summary.stream,
+            Matcher::Answered(id) => summary.answered_tool_ids.iter().any(|t| t == id),
+            Matcher::TailContains(s) => summary
+                .tail_text
+                .as_deref()
+                .is_some_and(|t| t.contains(s.as_str())),
         }
     }
 }

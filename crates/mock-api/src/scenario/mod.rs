@@ -11,11 +11,16 @@ pub mod agents;
 mod matcher;
 mod rate_limit;
 mod turn;
+mod waits;
 
 pub use matcher::Matcher;
 pub use rate_limit::RateLimitHeaders;
 pub(crate) use turn::Step;
 pub use turn::{Block, Stall, StopReason, Turn};
+pub use waits::{
+    CRON_ARMED, CRON_DONE, CRON_ID, CRON_PROMPT, MONITOR_ARMED, MONITOR_EVENT, MONITOR_ID,
+    MONITOR_TICK, WAKE_ARMED, WAKE_DONE, WAKE_ID, WAKE_PROMPT,
+};
 
 /// Timing knobs of the named scenarios, so tests can keep them short.
 #[derive(Debug, Clone, PartialEq)]

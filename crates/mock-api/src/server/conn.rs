@@ -2,39 +2,27 @@
 
 use std::io;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncWrite, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
-use tokio::task::JoinSet;
 
 use super::log::Shared;
 use super::messages::messages;
 use super::DEFAULT_MODEL;
 use crate::http::{self, ReadError, Request};
 
+/// Serve every connection of `listener` until `stopped` ([`http::accept_loop`]).
 pub(super) async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
-    mut stopped: oneshot::Receiver<()>,
+    stopped: oneshot::Receiver<()>,
 ) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = &mut stopped => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    conns.spawn(serve_conn(stream, shared.clone()));
-                }
-                // E.g. out of file descriptors: back off instead of spinning.
-                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-    conns.shutdown().await;
+    http::accept_loop(listener, stopped, |stream| {
+        serve_conn(stream, shared.clone())
+    })
+    .await;
 }
 
 /// The client went away (or the socket failed): stop serving this connection.

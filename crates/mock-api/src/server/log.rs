@@ -34,6 +34,13 @@ pub struct RequestSummary {
     pub cwd: Option<String>,
     /// The `x-claude-code-agent-id` header: the request belongs to that subagent.
     pub agent_id: Option<String>,
+    /// The `tool_use_id`s of every `tool_result` block in the conversation, in order: how far
+    /// a scripted conversation came, whatever messages the CLI added after a result.
+    pub answered_tool_ids: Vec<String>,
+    /// Every string in the messages after the last `assistant` one (any role, tool results
+    /// included), joined with `\n`: what a turn the CLI started by itself was started with (a
+    /// wakeup's prompt, a monitor's event, a task's notification).
+    pub tail_text: Option<String>,
 }
 
 impl RequestSummary {
@@ -77,6 +84,26 @@ impl RequestSummary {
                 _ => {}
             }
         }
+        let mut answered_tool_ids = Vec::new();
+        for m in messages {
+            if let Some(Value::Array(blocks)) = m.get("content") {
+                answered_tool_ids.extend(blocks.iter().filter_map(|b| {
+                    (b.get("type").and_then(Value::as_str) == Some("tool_result"))
+                        .then(|| b.get("tool_use_id").and_then(Value::as_str))
+                        .flatten()
+                        .map(str::to_string)
+                }));
+            }
+        }
+        let after_assistant = messages
+            .iter()
+            .rposition(|m| role(m) == "assistant")
+            .map_or(0, |i| i + 1);
+        let mut tail = Vec::new();
+        for m in &messages[after_assistant..] {
+            strings(m.get("content").unwrap_or(&Value::Null), &mut tail);
+        }
+        let tail_text = (!tail.is_empty()).then(|| tail.join("\n"));
         let metadata_session_id = body
             .pointer("/metadata/user_id")
             .and_then(Value::as_str)
@@ -100,12 +127,28 @@ impl RequestSummary {
             metadata_session_id,
             cwd: find_cwd(body),
             agent_id: None,
+            answered_tool_ids,
+            tail_text,
         }
     }
 
     /// Number of entries in `messages`.
     pub fn message_count(&self) -> usize {
         self.roles.len()
+    }
+}
+
+/// The text of a message's content, in order: strings, `text` blocks and the content of
+/// `tool_result` blocks.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        Value::Object(o) => ["text", "content"]
+            .iter()
+            .filter_map(|k| o.get(*k))
+            .for_each(|x| strings(x, out)),
+        _ => {}
     }
 }
 

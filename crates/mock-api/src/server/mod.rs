@@ -20,6 +20,7 @@ use log::Shared;
 use crate::scenario::Scenario;
 
 pub use log::{RecordedRequest, RequestLog, RequestSummary};
+pub(crate) use sse::split_words;
 
 /// Model name used when a request names none.
 const DEFAULT_MODEL: &str = "claude-opus-5-5";
