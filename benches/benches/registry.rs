@@ -19,9 +19,12 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use watchdog_benches::{capture_timelines, live_bytes, median, thread_cpu, CountingAlloc, Rng};
+use watchdog_benches::{
+    capture_lines, capture_timelines, live_bytes, median, thread_cpu, CountingAlloc, Rng,
+};
 use watchdog_core::{
-    classify, Event, ExtendReason, KillKind, LineKind, LineView, Registry, SessionConfig, SessionId,
+    classify, Dialect, Event, ExtendReason, KillKind, LineKind, LineView, Registry, SessionConfig,
+    SessionId,
 };
 
 #[global_allocator]
@@ -681,6 +684,110 @@ fn simulate_hour(
 
 // ---------------------------------------------------------------------------------------------
 
+/// (e) The dialects: what a line of a Codex or an opencode session costs the registry beside a
+/// line of a Claude Code session's, in the same run. Each dialect's real lines (the recorded
+/// runs of `testdata/`), cycled, into one hot session of its own (`observe_line`, parse
+/// included; `observe`, pre-parsed), then into random sessions among `n / 3` of its own; Claude
+/// Code twice: registered without a dialect (every host but `run`) and with its dialect
+/// expected (`run`: confirmed by its first line, then read as without). Median of 5, the
+/// dialects interleaved.
+fn dialect_costs(base: Instant, l: &watchdog_core::Limits, n: usize) {
+    use watchdog_benches::dialect_lines;
+    let sets: [(&str, Option<Dialect>, Vec<String>); 4] = [
+        ("Claude Code, no dialect", None, capture_lines()),
+        (
+            "Claude Code, expected",
+            Some(Dialect::Claude),
+            capture_lines(),
+        ),
+        ("Codex", Some(Dialect::Codex), dialect_lines("codex_")),
+        (
+            "opencode",
+            Some(Dialect::Opencode),
+            dialect_lines("opencode_"),
+        ),
+    ];
+    let per = (n / 3).max(1);
+    let lines_n = 500_000u64;
+    let mut rng = Rng::new(11);
+    let picks: Vec<u32> = (0..lines_n).map(|_| rng.below(per as u64) as u32).collect();
+    let mut results: Vec<[Vec<Duration>; 3]> = sets.iter().map(|_| Default::default()).collect();
+    let mut regs: Vec<(Registry, Vec<SessionId>)> = sets
+        .iter()
+        .map(|(_, d, _)| {
+            let mut reg = Registry::new(l.clone());
+            let ids = (0..per)
+                .map(|_| {
+                    let cfg = match d {
+                        Some(d) => SessionConfig::default().with_dialect(*d),
+                        None => SessionConfig::default(),
+                    };
+                    reg.register(base, cfg)
+                })
+                .collect();
+            (reg, ids)
+        })
+        .collect();
+    let views: Vec<Vec<LineView<'_>>> = sets
+        .iter()
+        .map(|(_, _, lines)| {
+            lines
+                .iter()
+                .filter_map(|l| LineView::parse(l.as_bytes()).ok())
+                .collect()
+        })
+        .collect();
+    let step = Duration::from_micros(1);
+    let mut now = base + Duration::from_secs(1);
+    for _ in 0..5 {
+        for (i, (_, _, lines)) in sets.iter().enumerate() {
+            let (reg, ids) = &mut regs[i];
+            let v = &views[i];
+            let c = thread_cpu();
+            for k in 0..lines_n as usize {
+                now += step;
+                let line = &lines[k % lines.len()];
+                black_box(reg.observe_line(now, ids[0], line.as_bytes()));
+            }
+            results[i][0].push(thread_cpu() - c);
+            let c = thread_cpu();
+            for k in 0..lines_n as usize {
+                now += step;
+                black_box(reg.observe(now, ids[0], &v[k % v.len()]));
+            }
+            results[i][1].push(thread_cpu() - c);
+            let c = thread_cpu();
+            for (k, &s) in picks.iter().enumerate() {
+                now += step;
+                black_box(reg.observe(now, ids[s as usize], &v[k % v.len()]));
+            }
+            results[i][2].push(thread_cpu() - c);
+            while reg.poll_event().is_some() {}
+        }
+    }
+    println!(
+        "(e) a dialect's cost a line: {lines_n} of its real lines a measure (thread CPU, median of 5, interleaved); {per} sessions a dialect"
+    );
+    let cost = |i: usize, m: usize| ns_per(median(results[i][m].clone()), lines_n);
+    for (i, (name, _, lines)) in sets.iter().enumerate() {
+        let bytes: usize = lines.iter().map(|l| l.len()).sum::<usize>() / lines.len();
+        println!(
+            "  {name:<24}: observe_line {:>6.1} ns, observe one hot session {:>6.1} ns, observe random session {:>6.1} ns   ({bytes} B a line)",
+            cost(i, 0),
+            cost(i, 1),
+            cost(i, 2)
+        );
+    }
+    for (i, (name, _, _)) in sets.iter().enumerate().skip(1) {
+        println!(
+            "  {name:<24} / Claude Code, no dialect: observe_line {:.2}×, observe hot {:.2}×, observe random {:.2}×   (target ≤ 1.10)",
+            cost(i, 0) / cost(0, 0),
+            cost(i, 1) / cost(0, 1),
+            cost(i, 2) / cost(0, 2)
+        );
+    }
+}
+
 fn ns_per(d: Duration, n: u64) -> f64 {
     d.as_nanos() as f64 / n as f64
 }
@@ -850,6 +957,8 @@ fn main() {
         ol.as_secs_f64() / rl.as_secs_f64()
     );
     drop(reg);
+
+    dialect_costs(base, &l, n);
 
     // (c) handle_timeout when 1 % are due: 1 % went quiet 20 min ago (the pre-write idle
     // patience), the rest 5 min ago.

@@ -6,6 +6,10 @@
 //! children (user + system), CPU per line over the floor, the ratio to the baseline, and each
 //! `run`'s peak RSS. Median of `RUN_CAT_ROUNDS` (5) rounds, interleaved.
 //!
+//! Then the dialects: the same `run -- cat` over as many of Codex's and of opencode's real lines
+//! (`testdata/dialects`; `cat` names no CLI, so the first line chooses the dialect), CPU a line
+//! over each file's own `cat` floor beside the Claude Code lines', in the same rounds.
+//!
 //! Run: `cargo build --release --bin agent-watchdog && BASELINE_AGENT_WATCHDOG=/path/to/old
 //! cargo bench -p watchdog-benches --bench run_cat` (`RUN_CAT_LINES`).
 
@@ -16,7 +20,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use watchdog_benches::{
-    agent_watchdog_bin, capture_lines, load_average, measure, median, Measured,
+    agent_watchdog_bin, capture_lines, dialect_lines, load_average, measure, median, Measured,
 };
 
 fn run(bin: &Path, file: &Path) -> Measured {
@@ -55,18 +59,15 @@ fn main() {
         .max(1);
     let lines = capture_lines();
     assert!(!lines.is_empty(), "no capture lines in testdata/");
-    let file = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-run-cat-{n}.jsonl"));
-    let mut bytes = 0usize;
-    {
-        let mut w = BufWriter::new(File::create(&file).expect("create"));
-        for line in lines.iter().cycle().take(n as usize) {
-            w.write_all(line.as_bytes()).expect("write");
-            w.write_all(b"\n").expect("write");
-            bytes += line.len() + 1;
-        }
-        w.flush().expect("flush");
-    }
+    let (file, bytes) = write_lines("claude", &lines, n);
+    let dialects = [
+        ("codex", dialect_lines("codex_")),
+        ("opencode", dialect_lines("opencode_")),
+    ];
+    let dialect_files: Vec<_> = dialects
+        .iter()
+        .map(|(name, lines)| (*name, write_lines(name, lines, n)))
+        .collect();
     let ours = agent_watchdog_bin();
     let baseline = std::env::var_os("BASELINE_AGENT_WATCHDOG").map(std::path::PathBuf::from);
     println!(
@@ -80,6 +81,9 @@ fn main() {
     // Warm the page cache and both binaries once.
     floor(&file);
     run(&ours, &file);
+    // Per dialect: its floor and its run, CPU.
+    let mut dialect_cpu: Vec<(Vec<Duration>, Vec<Duration>)> =
+        dialect_files.iter().map(|_| Default::default()).collect();
     for _ in 0..rounds {
         floors.push(floor(&file).cpu);
         let m = run(&ours, &file);
@@ -89,6 +93,10 @@ fn main() {
             let m = run(b, &file);
             base.push(m.cpu);
             base_rss.push(m.peak_kb);
+        }
+        for (i, (_, (f, _))) in dialect_files.iter().enumerate() {
+            dialect_cpu[i].0.push(floor(f).cpu);
+            dialect_cpu[i].1.push(run(&ours, f).cpu);
         }
     }
     let show = |xs: &[Duration]| {
@@ -136,4 +144,32 @@ fn main() {
     } else {
         println!("  (no BASELINE_AGENT_WATCHDOG: no ratio)");
     }
+    let claude_over = per_line_us(this_cpu, floor_cpu, n);
+    for (i, (name, (_, bytes))) in dialect_files.iter().enumerate() {
+        let f = median(dialect_cpu[i].0.clone());
+        let r = median(dialect_cpu[i].1.clone());
+        let over = per_line_us(r, f, n);
+        println!(
+            "  run -- cat, {name} lines ({} B a line): {:.2} µs a line, {over:.2} over its floor; / Claude Code's over its floor: {:.2}× (target ≤ 1.10)",
+            bytes / n as usize,
+            per_line_us(r, Duration::ZERO, n),
+            over / claude_over
+        );
+    }
+}
+
+/// `n` of `lines`, cycled, in a file of the bench's; its path and size.
+fn write_lines(name: &str, lines: &[String], n: u64) -> (std::path::PathBuf, usize) {
+    assert!(!lines.is_empty(), "no {name} lines in testdata/");
+    let file = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-run-cat-{name}-{n}.jsonl"));
+    let mut bytes = 0usize;
+    let mut w = BufWriter::new(File::create(&file).expect("create"));
+    for line in lines.iter().cycle().take(n as usize) {
+        w.write_all(line.as_bytes()).expect("write");
+        w.write_all(b"\n").expect("write");
+        bytes += line.len() + 1;
+    }
+    w.flush().expect("flush");
+    (file, bytes)
 }

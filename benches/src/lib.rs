@@ -65,15 +65,30 @@ pub fn testdata_dir() -> PathBuf {
 /// Every stdout line of every real capture in `testdata/captures`, as the CLI printed it
 /// (the raw JSON text of each `line` record, key order kept).
 pub fn capture_lines() -> Vec<String> {
+    lines_of("captures", "")
+}
+
+/// Every stdout line of the recorded runs of another CLI in `testdata/dialects` whose file
+/// name starts with `prefix` (`codex_`, `opencode_`), as the CLI printed it.
+pub fn dialect_lines(prefix: &str) -> Vec<String> {
+    lines_of("dialects", prefix)
+}
+
+/// The `line` records of the captures in `testdata/<folder>` named `<prefix>…`, in file order.
+fn lines_of(folder: &str, prefix: &str) -> Vec<String> {
     #[derive(serde::Deserialize)]
     struct Rec<'a> {
         #[serde(borrow)]
         line: Option<&'a serde_json::value::RawValue>,
     }
-    let dir = testdata_dir().join("captures");
+    let dir = testdata_dir().join(folder);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("read captures")
         .map(|e| e.expect("dir entry").path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
         .collect();
     files.sort();
     let mut out = Vec::new();

@@ -8,18 +8,11 @@ use std::path::Path;
 
 /// Why a path cannot be read as a file.
 pub fn refuse_special(path: &Path) -> io::Result<()> {
-    use std::os::unix::fs::FileTypeExt;
     let ft = std::fs::metadata(path)?.file_type();
-    let what = if ft.is_char_device() {
-        "a character device"
-    } else if ft.is_fifo() {
-        "a FIFO"
-    } else if ft.is_dir() {
+    let what = if ft.is_dir() {
         "a folder"
-    } else if ft.is_block_device() {
-        "a block device"
-    } else if ft.is_socket() {
-        "a socket"
+    } else if let Some(what) = device_kind(ft) {
+        what
     } else {
         return Ok(());
     };
@@ -27,6 +20,29 @@ pub fn refuse_special(path: &Path) -> io::Result<()> {
         io::ErrorKind::InvalidInput,
         format!("it is {what}, not a file (to read it anyway, pass it on standard input as `-`)"),
     ))
+}
+
+/// A device, FIFO or socket (Unix), which may never end; `None` otherwise (and on Windows,
+/// whose file metadata tells none of them apart).
+#[cfg(unix)]
+fn device_kind(ft: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_char_device() {
+        Some("a character device")
+    } else if ft.is_fifo() {
+        Some("a FIFO")
+    } else if ft.is_block_device() {
+        Some("a block device")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    }
+}
+
+#[cfg(not(unix))]
+fn device_kind(_: std::fs::FileType) -> Option<&'static str> {
+    None
 }
 
 /// Open `path` for reading, refusing what is not a regular file (see [`refuse_special`]).

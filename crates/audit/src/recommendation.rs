@@ -73,7 +73,11 @@ pub(crate) fn recommend(
         if idle >= recommend::MAX_MS && no_progress >= recommend::MAX_MS {
             break; // nothing longer is a value `run` accepts
         }
-        let idle_bad = bad.iter().any(|k| k.kind == KillKind::Idle);
+        // An idle kill with background tasks outstanding is named task_silent; their own
+        // deadline follows the idle patience, so a longer idle lets them be too.
+        let idle_bad = bad
+            .iter()
+            .any(|k| matches!(k.kind, KillKind::Idle | KillKind::TaskSilent));
         let np_bad = bad.iter().any(|k| k.kind == KillKind::NoProgress);
         if !idle_bad && !np_bad {
             break; // startup, linger or ceiling: not ours to fix

@@ -121,6 +121,7 @@ mod tests {
 
     /// Issue 28 (5): a config that is a pipe (`--mcp-config <(…)`: `/dev/fd/N`), a FIFO with no
     /// writer, a device or a directory is never opened: nothing drained, nothing blocks.
+    #[cfg(unix)]
     #[test]
     fn only_regular_config_files_are_read_and_pipes_are_left_for_claude() {
         use std::io::{Read, Write};

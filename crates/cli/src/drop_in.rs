@@ -36,20 +36,15 @@ pub const DROP_IN_PID_VAR: &str = "AGENT_WATCHDOG_DROP_IN_PID";
 fn started_by_a_drop_in() -> bool {
     let Some(outer) = std::env::var(DROP_IN_PID_VAR)
         .ok()
-        .and_then(|v| v.parse::<i32>().ok())
+        .and_then(|v| v.parse::<u32>().ok())
     else {
         return false;
     };
-    let parent = rustix::process::getppid().map(|p| p.as_raw_nonzero().get());
+    let parent = crate::os::parent_pid();
     if parent == Some(outer) {
         return true;
     }
-    let grandparent = parent.and_then(|p| {
-        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-        let rest = &stat[stat.rfind(')')? + 1..];
-        rest.split_whitespace().nth(1)?.parse::<i32>().ok()
-    });
-    grandparent == Some(outer)
+    parent.and_then(crate::os::parent_of) == Some(outer)
 }
 
 /// The longest grace the drop-in gives: an SDK host's `close()` sends SIGKILL 5 s after its
@@ -62,11 +57,8 @@ pub(crate) const HOST_GRACE: std::time::Duration = std::time::Duration::from_sec
 
 /// Run the drop-in with `claude`'s arguments (without the program name); returns the exit code.
 pub fn main(args: Vec<OsString>) -> i32 {
-    if args
-        .first()
-        .is_some_and(|a| a == crate::guardian::GUARDIAN_ARG)
-    {
-        return crate::guardian::serve(&args[1..]);
+    if args.first().is_some_and(|a| a == crate::os::GUARDIAN_ARG) {
+        return crate::os::serve_guardian(&args[1..]);
     }
     crate::policy_args::forget_empty_env_vars();
     if started_by_a_drop_in() {
@@ -99,7 +91,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     let mut argv = vec![claude.into_os_string()];
     argv.extend(args);
     // Whatever kills us (SIGKILL included), the tree must not outlive us.
-    let guardian = crate::guardian::Guardian::start();
+    let guardian = crate::os::Guardian::start();
     let code = execute(RunConfig {
         limits,
         grace: policy.grace().min(HOST_GRACE),

@@ -11,7 +11,7 @@
 //! |---|---|
 //! | the child's own | the child ended by itself (with or without a `result`) |
 //! | 3 | the child exited 0 after printing stream-json, but without a `result` (`no_result`) or mid-task (`incomplete`); with `--strict`, any ending without a usable `result` |
-//! | 124 | killed by the watchdog: `idle`, `no_progress` or `linger` |
+//! | 124 | killed by the watchdog: `idle`, `no_progress`, `linger`, `task_silent`, `wakeup_missed` or `unanswered` |
 //! | 125 | killed by the watchdog: `startup` (no stdout line at all) |
 //! | 137 | killed by the watchdog: `ceiling` |
 //! | 75 | killed by the watchdog: `output_blocked` (our stdout accepted no byte for `--output-blocked` while output waited for it), or after the command ended our stdout took no byte for that long and its last output was dropped |
@@ -131,7 +131,8 @@ Exit codes:
                    (128+N if signal N ended it), with or without a `result`
   3                it printed stream-json and exited 0 without a `result` (no_result) or
                    mid-task (incomplete); with --strict: any ending without a usable `result`
-  124              killed: idle, no_progress or linger
+  124              killed: idle, no_progress, linger, task_silent, wakeup_missed or
+                   unanswered
   125              killed: startup (no stdout line at all)
   137              killed: ceiling (total age)
   75               killed: output_blocked (our stdout accepted no byte for --output-blocked

@@ -26,7 +26,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// The first executable `claude` on `path` (a `PATH`-style list) that is not `skip`.
 pub fn on_path(path: &OsStr, skip: Option<&Path>) -> Option<PathBuf> {
     std::env::split_paths(path)
-        .map(|dir| dir.join("claude"))
+        .map(|dir| dir.join(format!("claude{}", std::env::consts::EXE_SUFFIX)))
         .filter(|c| is_executable(c))
         .find(|c| !skip.is_some_and(|s| same_file(c, s)))
 }

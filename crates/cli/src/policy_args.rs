@@ -283,6 +283,12 @@ pub struct PolicyArgs {
     /// [`options::MAX_RSS`].
     #[arg(long)]
     pub max_rss: Option<ByteSize>,
+    /// [`options::TASK_SILENCE`] (0: the idle patience in force).
+    #[arg(long)]
+    pub task_silence: HumanDuration,
+    /// [`options::CONTROL_TIMEOUT`] (0: off).
+    #[arg(long)]
+    pub control_timeout: HumanDuration,
 }
 
 impl Default for PolicyArgs {
@@ -321,7 +327,9 @@ impl PolicyArgs {
             .set_output_blocked(PositiveDuration::new(self.output_blocked.get()).ok())
             .set_max_backoff(self.max_backoff)
             .set_busy_cap(self.busy_cap)
-            .set_max_rss(self.max_rss);
+            .set_max_rss(self.max_rss)
+            .set_task_silence(PositiveDuration::new(self.task_silence.get()).ok())
+            .set_control_timeout(PositiveDuration::new(self.control_timeout.get()).ok());
         limits
     }
 

@@ -3,7 +3,9 @@
 
 use std::time::Instant;
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
+use watchdog_core::facts::{ClaudeSessionId, ResultFacts};
 use watchdog_core::{
     rate_limit::RateLimitMonitor, Event, Kill, KillKind, LineKind, Outcome, RunRecord,
 };
@@ -12,72 +14,241 @@ use watchdog_core::config::HumanDuration;
 
 pub use crate::millis::{ms, offset_ms};
 
-/// `{"kind", "at_ms", "since_progress_ms", …}` for a kill; `at_ms` counts from `base`.
+/// `{"kind", "at_ms", "since_progress_ms", …}` for a kill ([`KillJson`]); `at_ms` counts from
+/// `base`.
 pub fn kill_json(kill: &Kill, base: Instant) -> Value {
-    json!({
-        "kind": kill.kind.as_str(),
-        "at_ms": offset_ms(base, kill.at),
-        "since_progress_ms": ms(kill.since_progress),
-        "since_keepalive_ms": ms(kill.since_keepalive),
-        "since_tool_ms": ms(kill.since_tool),
-        "elapsed_ms": ms(kill.elapsed),
-        "last_signal": kill.last_signal.map(|s| s.as_str()),
-        "utilization": kill.utilization,
-        "extension": kill.extension.map(|e| e.as_str()),
-        "mcp_call": kill.mcp_call.as_ref().map(|c| json!({
-            "tool": c.tool,
-            "outstanding_ms": ms(c.outstanding),
-        })),
-        "output_blocked_ms": kill.output_blocked.map(ms),
-        "backoff": kill.backoff.as_ref().map(|b| json!({
-            "attempts": b.attempts,
-            "error_status": b.status,
-            "error": b.error,
-            "last_delay_ms": ms(b.last_delay),
-            "lasted_ms": ms(b.lasted),
-        })),
-        "evidence": kill.tree.as_deref().map(crate::tree_report::evidence_json),
-    })
+    serde_json::to_value(KillJson::new(kill, base)).unwrap_or_default()
 }
 
-/// The facts of one run's record as JSON, the fields `run --summary` and `replay --json`
-/// share (each adds its own): `outcome`, `outcome_detail`, `kill` (with its `ladder` stage when
-/// a ladder ran, and the receipt of the tree it stopped, `tree`), `session_id`, `result`
+/// A kill's fields, as the summary, `replay --json` and the `killed` event write them.
+#[derive(Debug, Serialize)]
+pub struct KillJson<'a> {
+    /// Its kind.
+    pub kind: &'static str,
+    /// When it was decided, ms from the base.
+    pub at_ms: u64,
+    /// Since the last progress.
+    pub since_progress_ms: u64,
+    /// Since the last keep-alive.
+    pub since_keepalive_ms: u64,
+    /// Since the last tool activity.
+    pub since_tool_ms: u64,
+    /// Since the session started.
+    pub elapsed_ms: u64,
+    /// The last line's signal.
+    pub last_signal: Option<&'static str>,
+    /// The rate-limit utilization it was read at.
+    pub utilization: Option<f64>,
+    /// The extension that widened the idle patience.
+    pub extension: Option<&'static str>,
+    /// The MCP call in flight.
+    pub mcp_call: Option<McpCallJson<'a>>,
+    /// How long our stdout took no byte (`output_blocked`).
+    pub output_blocked_ms: Option<u64>,
+    /// The announced API back-off under way.
+    pub backoff: Option<BackoffJson<'a>>,
+    /// What the process tree said.
+    pub evidence: Option<Value>,
+    /// What the session had outstanding.
+    pub outstanding: Option<Value>,
+}
+
+/// The MCP call a kill found in flight.
+#[derive(Debug, Serialize)]
+pub struct McpCallJson<'a> {
+    /// The tool.
+    pub tool: &'a str,
+    /// How long it had been outstanding.
+    pub outstanding_ms: u64,
+}
+
+/// The announced API back-off a kill found under way.
+#[derive(Debug, Serialize)]
+pub struct BackoffJson<'a> {
+    /// Retries announced.
+    pub attempts: u32,
+    /// The last error's HTTP status.
+    pub error_status: Option<u16>,
+    /// The last error.
+    pub error: Option<&'a str>,
+    /// The last delay announced.
+    pub last_delay_ms: u64,
+    /// How long the back-off lasted.
+    pub lasted_ms: u64,
+}
+
+impl<'a> KillJson<'a> {
+    /// The fields of `kill`, `at_ms` counted from `base`.
+    pub fn new(kill: &'a Kill, base: Instant) -> Self {
+        KillJson {
+            kind: kill.kind.as_str(),
+            at_ms: offset_ms(base, kill.at),
+            since_progress_ms: ms(kill.since_progress),
+            since_keepalive_ms: ms(kill.since_keepalive),
+            since_tool_ms: ms(kill.since_tool),
+            elapsed_ms: ms(kill.elapsed),
+            last_signal: kill.last_signal.map(|s| s.as_str()),
+            utilization: kill.utilization,
+            extension: kill.extension.map(|e| e.as_str()),
+            mcp_call: kill.mcp_call.as_ref().map(|c| McpCallJson {
+                tool: &c.tool,
+                outstanding_ms: ms(c.outstanding),
+            }),
+            output_blocked_ms: kill.output_blocked.map(ms),
+            backoff: kill.backoff.as_deref().map(|b| BackoffJson {
+                attempts: b.attempts,
+                error_status: b.status,
+                error: b.error.as_deref(),
+                last_delay_ms: ms(b.last_delay),
+                lasted_ms: ms(b.lasted),
+            }),
+            evidence: kill.tree.as_deref().map(crate::tree_report::evidence_json),
+            outstanding: kill
+                .outstanding
+                .as_deref()
+                .map(crate::outstanding::outstanding_json),
+        }
+    }
+}
+
+/// The facts of one run's record, the fields `run --summary` and `replay --json` share (each
+/// adds its own): `outcome`, `outcome_detail`, `kill` (with its `ladder` stage when a ladder
+/// ran, and the receipt of the tree it stopped, `tree`), `session_id`, `dialect`, `result`
 /// (every field, `null` when no result came), `rate_limits`, `lines`, `subagents`, `exit`,
-/// `tree` (what the samples of the process tree said) and `leftovers_tree` (the receipt of
-/// what the child left running, when it had to be stopped). Times count from `base`.
+/// `tree` (what the samples of the process tree said), `leftovers_tree` (the receipt of what
+/// the child left running, when it had to be stopped), `outstanding` (background tasks never
+/// reported ended, declared wakeups never fired, host requests never answered, as the session
+/// ended), `turns` (the host's messages, the results, the unsolicited ones) and `tasks` (task
+/// runs started and ended). Times count from the `base` of [`RecordFields::new`].
+#[derive(Debug, Serialize)]
+pub struct RecordFields<'a> {
+    /// The outcome's name.
+    pub outcome: &'static str,
+    /// The outcome's details ([`outcome_fields`]).
+    pub outcome_detail: Value,
+    /// The kill, `null` without one (the summary names its own stop here).
+    pub kill: Option<KillFields<'a>>,
+    /// The session id the lines carried.
+    pub session_id: Option<&'a ClaudeSessionId>,
+    /// The dialect the lines were read in.
+    pub dialect: &'static str,
+    /// The last `result`'s fields (every one `null` when no result came).
+    pub result: ResultFacts,
+    /// The rate-limit windows ([`rate_limits_json`]).
+    pub rate_limits: Value,
+    /// Line counts by kind ([`lines_json`]).
+    pub lines: Value,
+    /// The subagents that failed.
+    pub subagents: SubagentFields,
+    /// How the child ended, if it was seen to.
+    pub exit: Option<ExitFields>,
+    /// What the samples of the process tree said.
+    pub tree: Option<Value>,
+    /// The receipt of what the child left running, when it had to be stopped.
+    pub leftovers_tree: Option<Value>,
+    /// What the session had outstanding as it ended.
+    pub outstanding: Value,
+    /// The host's messages, the results, the unsolicited ones.
+    pub turns: Value,
+    /// Task runs started and ended.
+    pub tasks: Value,
+}
+
+/// A kill in a record's fields: the kill itself, and what the run adds to it.
+#[derive(Debug, Serialize)]
+pub struct KillFields<'a> {
+    /// The kill's own fields.
+    #[serde(flatten)]
+    pub what: KillOf<'a>,
+    /// The ladder's stage, when a ladder ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<&'static str>,
+    /// The receipt of the tree it stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree: Option<Value>,
+    /// Microseconds from the kill's deadline to `run` seeing it (`run --summary` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_us: Option<u64>,
+}
+
+/// Whose stop a record's `kill` names.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum KillOf<'a> {
+    /// The watchdog's kill.
+    Watchdog(Box<KillJson<'a>>),
+    /// `run`'s own stop (our output's): its fields.
+    Run(Map<String, Value>),
+}
+
+/// The subagents of a run: the failures, and how many were never recovered.
+#[derive(Debug, Serialize)]
+pub struct SubagentFields {
+    /// Each failure.
+    pub failures: Value,
+    /// How many failures no later success recovered.
+    pub unrecovered: usize,
+}
+
+/// How the child ended: its exit code, or the signal that ended it.
+#[derive(Debug, Serialize)]
+pub struct ExitFields {
+    /// The exit code, if it exited.
+    pub code: Option<i32>,
+    /// The signal number, if a signal ended it.
+    pub signal: Option<i32>,
+}
+
+impl<'a> RecordFields<'a> {
+    /// The fields of `record`, times counted from `base`.
+    pub fn new(record: &'a RunRecord, base: Instant) -> Self {
+        use crate::tree_report::{facts_json, receipt_json};
+        use watchdog_core::evidence::ReceiptCause;
+        let receipt = record.receipt.as_ref();
+        let kill = record.kill.as_ref().map(|k| KillFields {
+            what: KillOf::Watchdog(Box::new(KillJson::new(k, base))),
+            ladder: record.stage.map(|s| s.as_str()),
+            tree: receipt
+                .filter(|r| r.cause == ReceiptCause::Kill)
+                .map(|r| receipt_json(r, Some(k))),
+            late_us: None,
+        });
+        let subagents = record.tally.subagents();
+        RecordFields {
+            outcome: record.outcome.as_str(),
+            outcome_detail: outcome_fields(&record.outcome),
+            kill,
+            session_id: record.session_id.as_ref(),
+            dialect: record.dialect.as_str(),
+            result: record.result.clone().unwrap_or_default(),
+            rate_limits: rate_limits_json(&record.rate_limits),
+            lines: lines_json(record.lines.iter(), record.lines.overlong()),
+            subagents: SubagentFields {
+                failures: subagents.failures_json(),
+                unrecovered: subagents.unrecovered().count(),
+            },
+            exit: record.exit.map(|e| ExitFields {
+                code: e.code,
+                signal: e.signal,
+            }),
+            tree: record.tree.as_ref().map(facts_json),
+            leftovers_tree: receipt
+                .filter(|r| r.cause == ReceiptCause::Leftovers)
+                .map(|r| receipt_json(r, None)),
+            outstanding: crate::outstanding::outstanding_json(&record.outstanding),
+            turns: crate::outstanding::turns_json(&record.turns),
+            tasks: crate::outstanding::tasks_json(record.tally.tasks()),
+        }
+    }
+}
+
+/// The facts of one run's record as a JSON object ([`RecordFields`]); times count from `base`.
 pub fn record_json(record: &RunRecord, base: Instant) -> Map<String, Value> {
-    use crate::tree_report::{facts_json, receipt_json};
-    use watchdog_core::evidence::ReceiptCause;
-    let mut kill = record.kill.as_ref().map(|k| kill_json(k, base));
-    if let (Some(k), Some(stage)) = (kill.as_mut(), record.stage) {
-        k["ladder"] = json!(stage.as_str());
-    }
-    let receipt = record.receipt.as_ref();
-    let kill_tree = receipt.filter(|r| r.cause == ReceiptCause::Kill);
-    if let (Some(k), Some(r)) = (kill.as_mut(), kill_tree) {
-        k["tree"] = receipt_json(r, record.kill.as_ref());
-    }
-    let leftovers = receipt
-        .filter(|r| r.cause == ReceiptCause::Leftovers)
-        .map(|r| receipt_json(r, None));
-    let subagents = record.tally.subagents();
-    let v = json!({
-        "outcome": record.outcome.as_str(),
-        "outcome_detail": outcome_fields(&record.outcome),
-        "kill": kill,
-        "session_id": record.session_id,
-        "result": record.result.clone().unwrap_or_default(),
-        "rate_limits": rate_limits_json(&record.rate_limits),
-        "lines": lines_json(record.lines.iter(), record.lines.overlong()),
-        "subagents": {
-            "failures": subagents.failures_json(),
-            "unrecovered": subagents.unrecovered().count(),
-        },
-        "exit": record.exit.map(|e| json!({"code": e.code, "signal": e.signal})),
-        "tree": record.tree.as_ref().map(facts_json),
-        "leftovers_tree": leftovers,
-    });
+    object(serde_json::to_value(RecordFields::new(record, base)).unwrap_or_default())
+}
+
+/// `v`'s fields when it is an object; none otherwise.
+pub fn object(v: Value) -> Map<String, Value> {
     match v {
         Value::Object(m) => m,
         _ => Map::new(),
@@ -156,6 +327,20 @@ pub fn event_json(event: &Event, at: Instant, base: Instant) -> Value {
             "expected": expected,
             "got": got,
         }),
+        Event::TaskSilent { task, .. } => {
+            let mut v = crate::outstanding::task_json(task);
+            v["t_ms"] = json!(t_ms);
+            v["event"] = json!("task_silent");
+            v
+        }
+        Event::UnsolicitedResult {
+            results, messages, ..
+        } => json!({
+            "t_ms": t_ms,
+            "event": "unsolicited_result",
+            "results": results,
+            "messages": messages,
+        }),
         other => json!({"t_ms": t_ms, "event": format!("{other:?}")}),
     }
 }
@@ -189,6 +374,26 @@ pub fn kill_detail(kill: &Kill) -> String {
             "our stdout took no byte for {} while output waited (the reader stopped reading)",
             HumanDuration(kill.output_blocked.unwrap_or_default())
         ),
+        KillKind::TaskSilent => format!(
+            "no stdout line for {} while it waited on {}: no end reported, no sign of life              (a lost notification, or a task that died)",
+            HumanDuration(kill.since_keepalive),
+            crate::outstanding::tasks_clause(outstanding(kill).map_or(&[], |o| &o.tasks))
+        ),
+        KillKind::WakeupMissed => match outstanding(kill).and_then(|o| o.wakeups.first()) {
+            Some(w) => format!(
+                "it printed its result, then its {} never fired",
+                crate::outstanding::wakeup_name(w)
+            ),
+            None => "it printed its result, then its declared wakeup never fired".into(),
+        },
+        KillKind::Unanswered => match outstanding(kill).and_then(|o| o.requests.first()) {
+            Some(r) => format!(
+                "it did not answer the host's {} for {}",
+                crate::outstanding::request_name(r),
+                HumanDuration(r.waited)
+            ),
+            None => "it did not answer the host's control request".into(),
+        },
         other => format!("{other} after {}", HumanDuration(kill.elapsed)),
     };
     // An announced API back-off storm was under way: the API failed, not the session.
@@ -222,6 +427,11 @@ pub fn kill_detail(kill: &Kill) -> String {
     };
     // What the process tree said: the process that tells most.
     detail + &crate::tree_report::kill_clause(kill)
+}
+
+/// What the kill names as outstanding, if anything.
+fn outstanding(kill: &Kill) -> Option<&watchdog_core::Outstanding> {
+    kill.outstanding.as_deref()
 }
 
 /// `killed <what> (<kind>) after <elapsed>: <detail>.`

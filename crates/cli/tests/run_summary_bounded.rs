@@ -38,11 +38,18 @@ j=0; while [ $j -lt 300000 ]; do j=$((j+1)); done
     let s: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
     assert_eq!(s["lines"]["result"], 500);
     let events = s["events"].as_array().unwrap();
-    // 500 settled events and the end: 64 first, 64 last, one marker for the 373 between.
+    // 500 settled events, 499 unsolicited results (a child without host input asked for one
+    // result: its prompt) and the end: 64 first, 64 last, one marker for the 872 between.
     assert_eq!(events.len(), 129, "{events:?}");
+    assert_eq!(s["turns"]["unsolicited"], 499);
     let marker = events.iter().find(|e| e["event"] == "left_out").unwrap();
-    assert_eq!(marker["count"], 501 - 128);
-    assert_eq!(marker["by_kind"]["settled"], 501 - 128);
+    assert_eq!(marker["count"], 1000 - 128);
+    let by = &marker["by_kind"];
+    assert_eq!(
+        by["settled"].as_u64().unwrap() + by["other"].as_u64().unwrap(),
+        1000 - 128,
+        "{by}"
+    );
     assert_eq!(events.last().unwrap()["event"], "ended");
     assert_eq!(events[0]["event"], "settled");
     // CPU: the child's busy loop is the child's, in 10 ms ticks.

@@ -12,79 +12,17 @@
 //! `claude-watchdog`), `WATCHDOG_TEST_PYTHON` the Python that has the SDK, and
 //! `WATCHDOG_TEST_SDK_MODULES` the `node_modules` that holds the TypeScript SDK.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use mock_api::harness::{find_claude, repo_root, ClaudeRun};
+use mock_api::harness::{find_claude, ClaudeRun};
 use mock_api::{BlockingMockServer, Scenario, ScenarioOptions};
 use serde_json::Value;
 
-/// The drop-in under test: `WATCHDOG_TEST_DROP_IN` (an installed package's), else this build's.
-fn drop_in() -> PathBuf {
-    match std::env::var_os("WATCHDOG_TEST_DROP_IN").filter(|p| !p.is_empty()) {
-        Some(p) => {
-            let p = PathBuf::from(p);
-            assert!(
-                p.is_file(),
-                "WATCHDOG_TEST_DROP_IN={} does not exist",
-                p.display()
-            );
-            p
-        }
-        None => PathBuf::from(env!("CARGO_BIN_EXE_claude-watchdog")),
-    }
-}
+#[path = "common/sdk.rs"]
+mod sdk;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Sdk {
-    TypeScript,
-    Python,
-}
-
-fn python() -> PathBuf {
-    let py = match std::env::var_os("WATCHDOG_TEST_PYTHON").filter(|p| !p.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => repo_root()
-            .expect("the repository root")
-            .join(".tools/sdk/py/bin/python"),
-    };
-    assert!(
-        py.is_file(),
-        "\n\nThe Python SDK test needs claude-agent-sdk in {}.\nRun `scripts/install-sdk-test-deps`.\n",
-        py.display()
-    );
-    py
-}
-
-fn sdk_modules() -> PathBuf {
-    let modules = match std::env::var_os("WATCHDOG_TEST_SDK_MODULES").filter(|p| !p.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => repo_root()
-            .expect("the repository root")
-            .join(".tools/sdk/node_modules"),
-    };
-    assert!(
-        modules.join("@anthropic-ai/claude-agent-sdk/sdk.mjs").is_file(),
-        "\n\nThe SDK tests need the TypeScript Agent SDK in {}.\nRun `scripts/install-sdk-test-deps`.\n",
-        modules.display()
-    );
-    let node = Command::new("node").arg("--version").output();
-    assert!(
-        node.is_ok_and(|o| o.status.success()),
-        "\n\nThe SDK tests need node (>= 18) on PATH.\n"
-    );
-    modules
-}
-
-fn script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/sdk")
-        .join(name)
-}
+use sdk::{drop_in, python, script, sdk_modules, Sdk, SERIAL};
 
 struct SdkRun {
     messages: Vec<Value>,

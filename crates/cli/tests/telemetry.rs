@@ -593,3 +593,40 @@ fn numbers_and_their_units_read_the_same() {
     );
     assert_ne!(numbers_as_n("12 seconds"), numbers_as_n("12 s"));
 }
+
+/// A background task that never reports back: the kill event carries the task it waited on,
+/// and the kill metrics the kind `task_silent`.
+#[test]
+fn a_task_silent_kill_exports_the_task_it_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let rx = Receiver::start(Answer::Ok);
+    let started = r#"{"type":"system","subtype":"task_started","task_id":"a1","tool_use_id":"toolu_a1","description":"Audit the parser","task_type":"local_agent","is_backgrounded":true,"session_id":"s1"}"#;
+    let child = script(
+        dir.path(),
+        "bg.sh",
+        &format!("{}\n{}\nexec sleep 60", say(INIT), say(started)),
+    );
+    let r = run_child(
+        dir.path(),
+        &child,
+        &telemetry_env(&rx.endpoint(), "http/json"),
+    );
+    assert_eq!(r.summary["kill"]["kind"], "task_silent", "{}", r.summary);
+    let items = rx.items();
+    let what = rx.describe();
+    let kills = find(&items, "metrics", "agent_watchdog.kill.count");
+    assert_eq!(kills.len(), 1, "{what}");
+    assert_eq!(kills[0].attr("kill.kind"), Some("task_silent"));
+    let events = find(&items, "logs", "agent_watchdog.kill");
+    assert_eq!(events.len(), 1, "{what}");
+    let k = events[0];
+    assert_eq!(k.attr("kill.tasks"), Some("1"), "{k:?}");
+    assert_eq!(k.attr("kill.task.id"), Some("a1"), "{k:?}");
+    assert_eq!(
+        k.attr("kill.task.description"),
+        Some("Audit the parser"),
+        "{k:?}"
+    );
+    let silent: u64 = k.attr("kill.task.silent_ms").unwrap().parse().unwrap();
+    assert!(silent >= 1000, "{k:?}");
+}

@@ -11,7 +11,7 @@ pub enum Signal {
     /// A sign of life that is not progress: pings, heartbeats, retries, rate-limit frames,
     /// control traffic, unknown types, unparseable lines.
     KeepAlive,
-    /// A `result`: the turn is over.
+    /// A `result` (or another dialect's end of a turn): the turn is over.
     Settle,
     /// The session waits on a human (a permission request); idle clocks pause.
     HumanWait,
@@ -67,11 +67,39 @@ pub enum LineKind {
     Unknown,
     /// Not a JSON object at all.
     Unparseable,
+    /// OpenAI Codex `thread.started` (its session id); see [`Dialect::Codex`](crate::Dialect).
+    ThreadStarted,
+    /// Codex `turn.started`.
+    TurnStarted,
+    /// Codex `item.started` (a message, a command, a file change, … begins).
+    ItemStarted,
+    /// Codex `item.updated`.
+    ItemUpdated,
+    /// Codex `item.completed`.
+    ItemCompleted,
+    /// Codex `turn.completed`: the turn is over.
+    TurnCompleted,
+    /// Codex `turn.failed`: the turn is over, failed.
+    TurnFailed,
+    /// opencode `step_start`; see [`Dialect::Opencode`](crate::Dialect).
+    StepStart,
+    /// opencode `step_finish` (the last one of a run ends it).
+    StepFinish,
+    /// opencode `text`.
+    Text,
+    /// opencode `reasoning`.
+    Reasoning,
+    /// opencode `tool_use` (printed when the tool has ended).
+    ToolUse,
+    /// opencode `done` (newer versions, after the last step).
+    Done,
+    /// `error`: a Codex notice (its retries) or opencode's fatal error.
+    Error,
 }
 
 impl LineKind {
-    /// Every kind, in a stable order (for counters).
-    pub const ALL: [LineKind; 17] = [
+    /// Every kind, in a stable order (for counters): Claude Code's, then the other dialects'.
+    pub const ALL: [LineKind; 31] = [
         LineKind::Assistant,
         LineKind::User,
         LineKind::System,
@@ -89,9 +117,25 @@ impl LineKind {
         LineKind::ToolUseSummary,
         LineKind::Unknown,
         LineKind::Unparseable,
+        LineKind::ThreadStarted,
+        LineKind::TurnStarted,
+        LineKind::ItemStarted,
+        LineKind::ItemUpdated,
+        LineKind::ItemCompleted,
+        LineKind::TurnCompleted,
+        LineKind::TurnFailed,
+        LineKind::StepStart,
+        LineKind::StepFinish,
+        LineKind::Text,
+        LineKind::Reasoning,
+        LineKind::ToolUse,
+        LineKind::Done,
+        LineKind::Error,
     ];
 
-    /// A short snake_case name, e.g. `tool_progress`.
+    /// A short name, e.g. `tool_progress`: the line's `type` as the CLI prints it (`api_retry`,
+    /// `session_state`, `ping`, `abandoned`: Claude Code's `system` and `stream_event` lines
+    /// by what they carry).
     pub fn as_str(self) -> &'static str {
         match self {
             LineKind::Assistant => "assistant",
@@ -111,6 +155,20 @@ impl LineKind {
             LineKind::ToolUseSummary => "tool_use_summary",
             LineKind::Unknown => "unknown",
             LineKind::Unparseable => "unparseable",
+            LineKind::ThreadStarted => "thread.started",
+            LineKind::TurnStarted => "turn.started",
+            LineKind::ItemStarted => "item.started",
+            LineKind::ItemUpdated => "item.updated",
+            LineKind::ItemCompleted => "item.completed",
+            LineKind::TurnCompleted => "turn.completed",
+            LineKind::TurnFailed => "turn.failed",
+            LineKind::StepStart => "step_start",
+            LineKind::StepFinish => "step_finish",
+            LineKind::Text => "text",
+            LineKind::Reasoning => "reasoning",
+            LineKind::ToolUse => "tool_use",
+            LineKind::Done => "done",
+            LineKind::Error => "error",
         }
     }
 
@@ -137,7 +195,9 @@ impl Class {
     };
 }
 
-/// Classify one parsed line: what it means for liveness, the classification contract.
+/// Classify one parsed line of Claude Code's stream-json (the default dialect; the others'
+/// lines: [`Dialect::classify`](crate::Dialect::classify)): what it means for liveness, the
+/// classification contract.
 ///
 /// | line | counts as |
 /// |---|---|
@@ -222,6 +282,15 @@ mod tests {
 
     fn class(line: &str) -> Class {
         classify_line(line.as_bytes())
+    }
+
+    #[test]
+    fn every_kind_has_its_own_name_and_index() {
+        let mut names = std::collections::BTreeSet::new();
+        for (i, k) in LineKind::ALL.iter().enumerate() {
+            assert_eq!(k.index(), i, "{k:?}");
+            assert!(names.insert(k.as_str()), "{} twice", k.as_str());
+        }
     }
 
     #[test]

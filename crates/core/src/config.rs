@@ -116,6 +116,12 @@ mod default_tables {
             ("max_backoff", dur(l.max_backoff())),
             ("busy_cap", dur(l.busy_cap())),
             ("max_rss", l.max_rss().map_or("none".into(), format_bytes)),
+            (
+                "task_silence",
+                l.task_silence()
+                    .map_or("none (the idle patience)".into(), format_duration),
+            ),
+            ("control_timeout", opt(l.control_timeout())),
             ("mcp", "[`McpLimits::default`]".into()),
         ]
         .into();

@@ -21,7 +21,8 @@
 use crate::event::{Kill, KillKind, Outcome};
 use crate::record::RunRecord;
 
-/// Killed after going quiet: `idle`, `no_progress` or `linger`.
+/// Killed after going quiet: `idle`, `no_progress`, `linger`, `task_silent`, `wakeup_missed`
+/// or `unanswered`.
 pub const KILLED_STALLED: i32 = 124;
 /// Killed because the child printed no stdout line at all: `startup`.
 pub const KILLED_STARTUP: i32 = 125;
@@ -50,7 +51,12 @@ pub const TERMINATED: i32 = 143;
 /// The exit code for a watchdog kill of this kind.
 pub fn for_kill(kind: KillKind) -> i32 {
     match kind {
-        KillKind::Idle | KillKind::NoProgress | KillKind::Linger => KILLED_STALLED,
+        KillKind::Idle
+        | KillKind::NoProgress
+        | KillKind::Linger
+        | KillKind::TaskSilent
+        | KillKind::WakeupMissed
+        | KillKind::Unanswered => KILLED_STALLED,
         KillKind::Startup => KILLED_STARTUP,
         KillKind::Ceiling => KILLED_CEILING,
         KillKind::OutputBlocked => KILLED_OUTPUT_BLOCKED,
@@ -328,18 +334,23 @@ pub struct Failure {
 /// continued already; `ledger`, the ledger that keeps that marker cannot be reached), its
 /// error type, and whether a retry may run.
 ///
-/// Retried: a stall (`idle`, `no_progress`, `linger`: the retry continues the session once),
-/// a session that never started (`startup`), the host's output (`output`), a ledger that
-/// cannot be reached, a session that ended without a usable `result` (`no_result`,
-/// `incomplete`). Never retried: the `ceiling` (the budget is spent), an error `result` of
+/// Retried: a stall (`idle`, `no_progress`, `linger`, `task_silent`: the retry continues the
+/// session once), a session that never started (`startup`), the host's output (`output`), a
+/// ledger that cannot be reached, a session that ended without a usable `result`
+/// (`no_result`, `incomplete`). Never retried: the `ceiling` (the budget is spent), a wakeup
+/// that never fired or a host request never answered (`wakeup_missed`, `unanswered`: a
+/// continuation brings neither back, as `run --resume-after-kill` says), an error `result` of
 /// Claude Code's own, a refused continuation. Any other kill is retried, as a stall is
 /// ([`failure`]).
-pub const FAILURES: [(&str, Failure); 11] = [
+pub const FAILURES: [(&str, Failure); 14] = [
     ("idle", Failure::retried("WatchdogIdle")),
     ("no_progress", Failure::retried("WatchdogNoProgress")),
     ("startup", Failure::retried("WatchdogStartup")),
     ("output", Failure::retried("WatchdogOutput")),
     ("linger", Failure::retried("WatchdogLinger")),
+    ("task_silent", Failure::retried("WatchdogTaskSilent")),
+    ("wakeup_missed", Failure::final_("WatchdogWakeupMissed")),
+    ("unanswered", Failure::final_("WatchdogUnanswered")),
     ("ceiling", Failure::final_("WatchdogCeiling")),
     ("error_result", Failure::final_("ClaudeErrorResult")),
     ("refused", Failure::final_("ContinuationRefused")),

@@ -52,11 +52,25 @@ pub enum KillKind {
     /// The process tree's resident memory stayed above the memory guard
     /// ([`Limits::max_rss`](crate::Limits::max_rss)).
     Memory,
+    /// No line for the idle patience while background tasks were outstanding, each of them
+    /// silent past its own deadline ([`Limits::task_silence`](crate::Limits::task_silence)):
+    /// the session waited on a task that will not report back (its notification was lost, or
+    /// it died without one). Its receipt names the tasks ([`Kill::outstanding`]).
+    TaskSilent,
+    /// After its `result`, a wakeup the session declared (`ScheduleWakeup`, a `CronCreate`
+    /// job) was due and did not fire within the idle patience: a bounded wait that came to
+    /// nothing ([`Kill::outstanding`] names it).
+    WakeupMissed,
+    /// The host's control request (an `interrupt`, `get_context_usage`,
+    /// `set_permission_mode`, …) went unanswered for
+    /// [`Limits::control_timeout`](crate::Limits::control_timeout): an SDK host would wait
+    /// for ever ([`Kill::outstanding`] names the request).
+    Unanswered,
 }
 
 impl KillKind {
     /// Every kind, in declaration order (the order ties are broken in).
-    pub const ALL: [KillKind; 7] = [
+    pub const ALL: [KillKind; 10] = [
         KillKind::Ceiling,
         KillKind::Startup,
         KillKind::Linger,
@@ -64,10 +78,13 @@ impl KillKind {
         KillKind::NoProgress,
         KillKind::OutputBlocked,
         KillKind::Memory,
+        KillKind::TaskSilent,
+        KillKind::WakeupMissed,
+        KillKind::Unanswered,
     ];
 
     /// Snake-case name: `ceiling`, `startup`, `linger`, `idle`, `no_progress`,
-    /// `output_blocked`, `memory`.
+    /// `output_blocked`, `memory`, `task_silent`, `wakeup_missed`, `unanswered`.
     pub fn as_str(self) -> &'static str {
         match self {
             KillKind::Ceiling => "ceiling",
@@ -77,6 +94,9 @@ impl KillKind {
             KillKind::NoProgress => "no_progress",
             KillKind::OutputBlocked => "output_blocked",
             KillKind::Memory => "memory",
+            KillKind::TaskSilent => "task_silent",
+            KillKind::WakeupMissed => "wakeup_missed",
+            KillKind::Unanswered => "unanswered",
         }
     }
 }
@@ -168,6 +188,9 @@ pub struct Kill {
     /// ([`Registry::observe_tree`](crate::Registry::observe_tree)): the tool outstanding,
     /// the process the kill names, whether a busy tool held the kill, the memory.
     pub tree: Option<Box<crate::evidence::TreeEvidence>>,
+    /// What the session had outstanding beyond its own turn at the kill, if anything: its
+    /// background tasks, the wakeups it declared, the host's unanswered control requests.
+    pub outstanding: Option<Box<Outstanding>>,
 }
 
 impl Kill {
@@ -190,8 +213,92 @@ impl Kill {
             output_blocked: None,
             backoff: None,
             tree: None,
+            outstanding: None,
         }
     }
+}
+
+/// What a session had outstanding beyond its own turn: its background tasks, the wakeups it
+/// declared, the host's control requests not yet answered. At a kill ([`Kill::outstanding`])
+/// and at the end of a run ([`RunRecord::outstanding`](crate::RunRecord::outstanding)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Outstanding {
+    /// The background tasks not yet ended, the one silent longest first.
+    pub tasks: Vec<TaskNote>,
+    /// The declared wakeups not yet fired, the one due first first.
+    pub wakeups: Vec<WakeupNote>,
+    /// The host's control requests not yet answered, the oldest first.
+    pub requests: Vec<RequestNote>,
+}
+
+impl Outstanding {
+    /// Nothing outstanding.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty() && self.wakeups.is_empty() && self.requests.is_empty()
+    }
+}
+
+/// One background task (a subagent, a background shell, a monitor) as it stood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskNote {
+    /// Its `task_id` (a subagent's agent id).
+    pub task_id: String,
+    /// Its `description`, if one was printed.
+    pub description: Option<String>,
+    /// Its `task_type` (`local_agent`, `local_bash`, …), if printed.
+    pub task_type: Option<String>,
+    /// How long since its last sign of life (its start, its own lines, its progress).
+    pub silent: Duration,
+    /// How long until a monitor's declared expiry, when one lay ahead (`None`: none).
+    pub expires_in: Option<Duration>,
+}
+
+/// Which tool declared a wakeup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WakeupTool {
+    /// `ScheduleWakeup` (the dynamic `/loop`'s next tick).
+    ScheduleWakeup,
+    /// `CronCreate` (its next fire time; a recurring job counts until its first fire).
+    CronCreate,
+}
+
+impl WakeupTool {
+    /// The tool's name, as the model calls it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WakeupTool::ScheduleWakeup => "ScheduleWakeup",
+            WakeupTool::CronCreate => "CronCreate",
+        }
+    }
+}
+
+/// One declared wakeup as it stood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WakeupNote {
+    /// The tool that declared it.
+    pub tool: WakeupTool,
+    /// Its `tool_use` id.
+    pub tool_use_id: String,
+    /// How far past its due time it was (zero while still ahead).
+    pub overdue: Duration,
+    /// How long until it was due (zero once due).
+    pub due_in: Duration,
+}
+
+/// One of the host's control requests as it stood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RequestNote {
+    /// Its `request_id`.
+    pub request_id: String,
+    /// Its `request.subtype` (`interrupt`, `get_context_usage`, …; empty when missing).
+    pub subtype: String,
+    /// How long it had waited for its answer.
+    pub waited: Duration,
 }
 
 /// Announced API retries (`system/api_retry`) with no progress after their back-off: a storm
@@ -381,6 +488,30 @@ pub enum Event {
         /// Its Claude Code session id.
         session: crate::facts::ClaudeSessionId,
     },
+    /// A background task printed nothing of its own for its deadline
+    /// ([`Limits::task_silence`](crate::Limits::task_silence)): a notice, once per silence.
+    /// The session goes on while anything else of it moves; when it falls silent too, it is
+    /// killed [`KillKind::TaskSilent`].
+    TaskSilent {
+        /// The session.
+        id: SessionId,
+        /// The task, as it stood.
+        task: TaskNote,
+    },
+    /// A top-level `result` came that no message of the host asked for: more results than
+    /// the host's `user` messages (one prompt for a session without host input). Claude Code
+    /// took a turn by itself (a wakeup, a monitor's event, a background task's notification,
+    /// a Stop hook): an SDK host that pairs one result with each message reads it as the
+    /// answer to its next one. Only for a session that keeps a tally
+    /// ([`SessionConfig::with_tally`](crate::SessionConfig::with_tally)).
+    UnsolicitedResult {
+        /// The session.
+        id: SessionId,
+        /// Top-level results so far, this one included.
+        results: u32,
+        /// The host's messages so far (the prompt counts as one without host input).
+        messages: u32,
+    },
 }
 
 impl Event {
@@ -396,7 +527,9 @@ impl Event {
             | Event::SessionMismatch { id, .. }
             | Event::QuietSpells { id, .. }
             | Event::McpCalls { id, .. }
-            | Event::SessionIdentified { id, .. } => *id,
+            | Event::SessionIdentified { id, .. }
+            | Event::TaskSilent { id, .. }
+            | Event::UnsolicitedResult { id, .. } => *id,
         }
     }
 }

@@ -7,6 +7,9 @@
 //! - `view`: a borrowed, lenient view of one stream-json line ([`LineView`]).
 //!   Its JSON walkers are the `watchdog-json` crate's (not part of this API).
 //! - `classify`: what a line means for liveness (the classification contract: [`classify()`]).
+//! - `dialect`: which agent CLI printed the lines ([`Dialect`]: Claude Code's stream-json by
+//!   default, OpenAI Codex's `exec --json`, opencode's `run --format json`), each read by the
+//!   same classifier onto the same signals and facts.
 //! - [`config`]: validated limits ([`Limits`], [`SessionConfig`]), the value types that hold
 //!   each rule ([`config::PositiveDuration`], …); every default is the typed value's
 //!   (`Limits::default()`, `SessionConfig::default()`).
@@ -73,6 +76,19 @@
 //! no-progress clocks run as during a turn, and neither the linger nor the wait for the host
 //! applies. Lines of the tasks (a subagent's lines, `system/task_*`) are their progress and do
 //! not start a new turn; when the last task ends, the waiting rules apply again from then.
+//! Each task has a deadline of its own ([`Limits::task_silence`]), from its last sign of life:
+//! a silent task is noticed ([`Event::TaskSilent`]), the idle kill waits for every task's
+//! deadline, and an idle kill with tasks outstanding is [`KillKind::TaskSilent`], naming them
+//! ([`Kill::outstanding`]).
+//!
+//! **What Claude Code schedules or waits on itself.** A declared wakeup (`ScheduleWakeup`,
+//! `CronCreate`) bounds the wait after a `result`: its due time plus the idle patience
+//! ([`KillKind::WakeupMissed`]); a hook that runs (`system/hook_started` without its
+//! `hook_response`) holds the idle kill until its start + 630 s (Claude Code cancels a hook
+//! at its timeout); the host's own control requests (seen through
+//! [`Registry::observe_input`]) are bounded by [`Limits::control_timeout`]
+//! ([`KillKind::Unanswered`]). A `result` beyond the host's messages is reported
+//! ([`Event::UnsolicitedResult`]).
 //!
 //! # Deadlines and defaults
 //!
@@ -89,6 +105,8 @@
 //! | `busy_cap` | 2h | not a kill of its own: while a tool call is outstanding and its processes are busy (the host's samples of the tree, [`evidence`]), the `no_progress` kill waits, at most this long after the last progress |
 //! | `max_rss` | none | the process tree's resident memory above this for 5 s (kill `memory`) |
 //! | `warn_at` | 0.8 | not a kill: one [`Event::Stalling`] per quiet spell when the idle or no-progress clock passes this fraction of its limit |
+//! | `task_silence` | none (the idle patience) | a background task's own deadline, from its last sign of life: past it the task is silent ([`Event::TaskSilent`]); the idle kill waits for every outstanding task's deadline and is `task_silent` while tasks are outstanding |
+//! | `control_timeout` | 2m | the host's control request (not `initialize`) got no `control_response` for this long (kill `unanswered`) |
 //!
 //! Every boundary is inclusive: the kill comes exactly at the deadline, not at a later tick.
 //! Before the first line only `startup` and `ceiling` apply; once settled only `linger` and
@@ -99,7 +117,8 @@
 //! `pre_write`); when the extension is withdrawn (the first write lands, or
 //! [`Registry::set_utilization`] drops below the threshold) a session already past its base idle
 //! is killed at that instant. Ties on one instant go to the first of ceiling, startup, linger,
-//! idle, no_progress. Every option can be set per registry and overridden per session
+//! idle, no_progress, memory, task_silent, wakeup_missed, unanswered. Every option can be set
+//! per registry and overridden per session
 //! ([`SessionConfig`]).
 //!
 //! **The MCP floor.** Claude Code aborts an MCP tool call that sent no response or progress
@@ -188,6 +207,7 @@
 mod classify;
 pub mod config;
 mod deadline_queue;
+mod dialect;
 pub mod ending;
 mod event;
 pub mod evidence;
@@ -207,9 +227,10 @@ pub use config::limits::Limits;
 pub use config::mcp::McpLimits;
 pub use config::session::SessionConfig;
 pub use config::values::ConfigError;
+pub use dialect::{Dialect, GrammarRow, SessionDialect};
 pub use event::{
-    Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutcomeKind, SessionId,
-    StallClock,
+    Backoff, Event, ExtendReason, Kill, KillKind, McpCall, Outcome, OutcomeKind, Outstanding,
+    RequestNote, SessionId, StallClock, TaskNote, WakeupNote, WakeupTool,
 };
 pub use record::{ChildExit, LineCounts, RunRecord, Stage};
 pub use registry::{Registry, Seed, SessionSnapshot, TreeWant};

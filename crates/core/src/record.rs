@@ -143,7 +143,8 @@ pub struct RunRecord {
     pub kill: Option<Kill>,
     /// How far the host's kill ladder went, if it ran one (the host's).
     pub stage: Option<Stage>,
-    /// Claude Code's session id, as read from the lines ([`crate::facts`]).
+    /// The CLI's session id, as read from the lines ([`crate::facts`]: Claude Code's `session_id`,
+    /// Codex's `thread_id`, opencode's `sessionID`).
     pub session_id: Option<ClaudeSessionId>,
     /// The facts of the last `result` line, if one came.
     pub result: Option<ResultFacts>,
@@ -162,6 +163,17 @@ pub struct RunRecord {
     /// The host's receipt of the tree it stopped, at a kill or after the child left
     /// processes running (the host's; [`crate::evidence::Receipt`]).
     pub receipt: Option<crate::evidence::Receipt>,
+    /// What the session still had outstanding beyond its own turn when it ended: background
+    /// tasks that never reported their end, declared wakeups that never fired (a success
+    /// with one is a run that ended before its scheduled work: `claude -p` drops a
+    /// `CronCreate` job at exit), the host's control requests never answered.
+    pub outstanding: crate::event::Outstanding,
+    /// The host's messages and the session's top-level results (unsolicited ones apart), for
+    /// a session that kept a tally.
+    pub turns: crate::facts::Turns,
+    /// The dialect its lines were read in ([`crate::Dialect`]: Claude Code's unless the
+    /// host gave another or the lines chose one).
+    pub dialect: crate::Dialect,
 }
 
 impl RunRecord {
@@ -186,6 +198,9 @@ impl RunRecord {
             exit: None,
             tree: None,
             receipt: None,
+            outstanding: crate::event::Outstanding::default(),
+            turns: crate::facts::Turns::default(),
+            dialect: crate::Dialect::Claude,
         }
     }
 

@@ -22,6 +22,8 @@
 //! - [`sdk_run`]: one Agent SDK session as its host reads it, folded ([`sdk_run::SdkRun`]):
 //!   progress, the interruption, the watchdog's kill, whether it is alive, how it ended. The
 //!   loop of every SDK host (the Temporal helpers).
+//! - [`dialect`]: which agent CLI a command line runs (Claude Code, OpenAI Codex, opencode),
+//!   the host's first word on a session's [`Dialect`](watchdog_core::Dialect).
 //! - [`tree`]: what a host reads of the child's process tree for the core's evidence: a
 //!   process's command line, bounded and redacted ([`tree::command_line`]).
 //! - [`warning_filter`]: show a known repeated warning once, count the rest (the SDK's warnings
@@ -31,6 +33,7 @@
 
 pub mod capture;
 pub mod claude_code;
+pub mod dialect;
 pub mod ledger_url;
 pub mod metrics;
 pub mod options;

@@ -284,7 +284,26 @@ impl Kinds {
                         buf.raw("}");
                     }
                 }
-                buf.raw("]}}");
+                buf.raw("]}");
+                // A declared wait's result (a Monitor's expiry, a wakeup's due time): the
+                // fields the core reads, not the whole of every tool's output.
+                if kind == Kind::User {
+                    if let Ok(d) = message.getattr(intern!(py, "tool_use_result")) {
+                        if let Ok(d) = d.cast::<PyDict>() {
+                            let mut fields = serde_json::Map::new();
+                            for key in ["scheduledFor", "nextFireAt", "timeoutMs", "stopped"] {
+                                if let Some(v) = d.get_item(key)? {
+                                    fields.insert(key.into(), to_value(&v, 0));
+                                }
+                            }
+                            if !fields.is_empty() {
+                                buf.raw(r#","tool_use_result":"#);
+                                buf.raw(&Value::Object(fields).to_string());
+                            }
+                        }
+                    }
+                }
+                buf.raw("}");
             }
             Kind::System if carries_its_data(message)? => {
                 // What the core reads of these is in their own fields (the task ids, states
@@ -344,12 +363,14 @@ impl Kinds {
 }
 
 /// The `system` subtypes whose own fields the core reads: background tasks (which keep a
-/// session working after its `result`) and announced retries (a back-off is not a hang).
-const SUBTYPES_WITH_DATA: [&str; 5] = [
+/// session working after its `result`; their progress is a sign of their own life) and
+/// announced retries (a back-off is not a hang).
+const SUBTYPES_WITH_DATA: [&str; 6] = [
     "background_tasks_changed",
     "task_started",
     "task_updated",
     "task_notification",
+    "task_progress",
     "api_retry",
 ];
 

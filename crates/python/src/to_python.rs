@@ -102,6 +102,48 @@ fn kill_reason(k: &Kill) -> String {
             "no output for {} (no message, no tool in flight)",
             d(k.since_keepalive)
         ),
+        // The kinds of the field's hangs name what was waited on (the kill's receipt).
+        "task_silent" | "wakeup_missed" | "unanswered" => {
+            let o = k.outstanding.as_deref();
+            let what = match (k.kind.as_str(), o) {
+                ("task_silent", Some(o)) => o
+                    .tasks
+                    .iter()
+                    .map(|t| match &t.description {
+                        Some(desc) => format!("{} ({desc:?}) silent {}", t.task_id, d(t.silent)),
+                        None => format!("{} silent {}", t.task_id, d(t.silent)),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                ("wakeup_missed", Some(o)) => o
+                    .wakeups
+                    .first()
+                    .map(|w| {
+                        format!(
+                            "{} ({}) overdue {}",
+                            w.tool.as_str(),
+                            w.tool_use_id,
+                            d(w.overdue)
+                        )
+                    })
+                    .unwrap_or_default(),
+                (_, Some(o)) => o
+                    .requests
+                    .first()
+                    .map(|r| format!("{} request {}", r.subtype, r.request_id))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
+            match k.kind.as_str() {
+                "task_silent" => format!(
+                    "no output for {} while background tasks were outstanding, none with a sign \
+                     of life: {what}",
+                    d(k.since_keepalive)
+                ),
+                "wakeup_missed" => format!("a declared wakeup never fired: {what}"),
+                _ => format!("the host's control request was never answered: {what}"),
+            }
+        }
         _ => format!(
             "no progress for {} (keep-alives or a tool in flight only)",
             d(k.since_progress)

@@ -285,6 +285,10 @@ const TASK_FIELDS: &[&str] = &[
     "tasks",
 ];
 
+/// What the registry reads of a background task's progress: which task it is (its own
+/// deadline restarts) and the call it belongs to.
+const TASK_PROGRESS_FIELDS: &[&str] = &["task_id", "status", "tool_use_id"];
+
 /// What the registry reads of an announced back-off (`system/api_retry`) for what this API
 /// reports: the announced delay (its status and error are a kill's evidence, which a kill of
 /// this API does not carry).
@@ -387,6 +391,16 @@ pub const OBSERVE_TABLE: &[Row] = &[
         effect: Effect::Line,
         line: LineKind::System,
         fields: TASK_FIELDS,
+        read: Read::IfAdded,
+        adds: false,
+    },
+    // A background task's progress: a sign of its own life (its own deadline).
+    Row {
+        kind: "system",
+        subtype: Some("task_progress"),
+        effect: Effect::Line,
+        line: LineKind::System,
+        fields: TASK_PROGRESS_FIELDS,
         read: Read::IfAdded,
         adds: false,
     },

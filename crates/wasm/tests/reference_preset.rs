@@ -274,6 +274,7 @@ fn ours_background_work_and_back_offs_are_read_whole_through_the_preset() {
         "task_started",
         "task_updated",
         "task_notification",
+        "task_progress",
         "api_retry",
     ] {
         let r = row("system", Some(subtype)).unwrap();
@@ -293,7 +294,8 @@ fn ours_background_work_and_back_offs_are_read_whole_through_the_preset() {
     let t2 = h.at(2.0);
     h.reg.settle(t2, q);
     // Settled (a result settles without moving a clock, as for the reference), but a background
-    // agent is outstanding: working, killed at idle from its last line.
+    // agent is outstanding: working, killed at idle from its last line, named for the task it
+    // waited on (ours: task_silent).
     assert_eq!(h.tick(10.9), []);
-    assert_eq!(h.tick(12.0), [(q, KillKind::Idle, min(11.0))]);
+    assert_eq!(h.tick(12.0), [(q, KillKind::TaskSilent, min(11.0))]);
 }

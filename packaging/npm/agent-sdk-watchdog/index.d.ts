@@ -91,7 +91,7 @@ export interface SdkClaude {
 /** The per-platform package name, e.g. `@agent-sdk-watchdog/linux-x64`. */
 export function platformPackage(platform?: string, arch?: string): string;
 
-/** The platforms with a package of binaries (`@agent-sdk-watchdog/<platform>`: static executables, any libc). */
+/** The platforms with a package of binaries (`@agent-sdk-watchdog/<platform>`: linux-x64, linux-arm64 (static executables, any libc) and win32-x64). */
 export const BINARY_PLATFORMS: readonly string[];
 
 /** The path of an installed binary (`claude-watchdog` by default). Throws if not installed. */

@@ -12,8 +12,8 @@ const SDK = '@anthropic-ai/claude-agent-sdk';
 
 const NAMES = ['claude-watchdog', 'agent-watchdog'];
 
-/** The platforms with a package of binaries (static executables: any libc). */
-const BINARY_PLATFORMS = ['linux-x64', 'linux-arm64'];
+/** The platforms with a package of binaries (on Linux static executables: any libc). */
+const BINARY_PLATFORMS = ['linux-x64', 'linux-arm64', 'win32-x64'];
 
 /** The per-platform package holding the binaries for this platform. */
 function platformPackage(platform = process.platform, arch = process.arch) {
@@ -37,7 +37,7 @@ function binaryPath(name = 'claude-watchdog') {
     const here = `${process.platform}-${process.arch}`;
     const missing = BINARY_PLATFORMS.includes(here)
       ? `${pkg}, the optional dependency holding ${name} for ${here}, is not installed (optional dependencies were omitted)`
-      : `agent-sdk-watchdog has no ${name} for ${here} (its binaries are built for ${BINARY_PLATFORMS.join(' and ')})`;
+      : `agent-sdk-watchdog has no ${name} for ${here} (its binaries are built for ${BINARY_PLATFORMS.slice(0, -1).join(', ')} and ${BINARY_PLATFORMS.at(-1)})`;
     throw new Error(`${missing}: the in-process API (createWatchdog & co.) works without it`);
   }
 }

@@ -71,9 +71,10 @@ def test_background_work_after_a_result_is_working_not_lingering():
     for m in (5, 9, 13):
         assert wd.tick(t0 + m * MIN - 1) == []
         h.observe(agent_work(), now=t0 + m * MIN)
-    # Then it wedges: killed idle 5 minutes after its last line, not waited for.
+    # Then it wedges: killed 5 minutes after its last line, not waited for, and named for the
+    # task it waited on (an idle kill with a task outstanding is task_silent).
     assert wd.tick(t0 + 18 * MIN - 1) == []
-    assert kinds(wd.tick(t0 + 18 * MIN)) == ["idle"]
+    assert kinds(wd.tick(t0 + 18 * MIN)) == ["task_silent"]
 
 
 def test_when_the_last_task_ends_the_linger_runs_from_then():
@@ -116,3 +117,25 @@ def test_a_storm_holds_the_clocks_at_most_max_backoff_and_the_kill_says_so():
     assert h.kill is not None and h.kill.kind == "no_progress"
     # The storm's first retry at 1 s: the clocks start 2 h later at the latest.
     assert h.kill.at == pytest.approx(t0 + 1 + 120 * MIN + 2 * MIN)
+
+
+def test_each_background_task_has_its_own_deadline_and_the_kill_names_it():
+    # A task's own progress is its sign of life: it reports every 4 minutes, past the 5-minute
+    # idle clock of the session; then it falls silent and the kill names it.
+    wd, clock = watchdog(idle=5 * MIN, linger=3 * MIN, no_progress=60 * MIN, extend_factor=1)
+    h = wd.register()
+    t0 = clock.t
+    h.observe(init(), now=t0)
+    h.observe(system("task_started", task_id="a1", tool_use_id="toolu_a1", description="Audit the parser",
+                     is_backgrounded=True), now=t0)
+    h.observe(result(), now=t0 + 1 * MIN)
+    for m in (5, 9):
+        assert wd.tick(t0 + m * MIN - 1) == []
+        h.observe(system("task_progress", task_id="a1", description="Audit the parser"), now=t0 + m * MIN)
+    # Its own line (the Agent call's parent_tool_use_id) is a sign of its life too.
+    assert wd.tick(t0 + 13 * MIN - 1) == []
+    h.observe(agent_work(), now=t0 + 13 * MIN)
+    assert wd.tick(t0 + 18 * MIN - 1) == []
+    kills = wd.tick(t0 + 18 * MIN)
+    assert kinds(kills) == ["task_silent"]
+    assert "a1" in kills[0].reason and "Audit the parser" in kills[0].reason

@@ -49,7 +49,7 @@ def test_a_fresh_watchdog_has_every_series_at_zero_and_no_utilization():
     assert m.sessions == 0 and m.utilization is None
     assert dict(m.kills) == {
         "ceiling": 0, "startup": 0, "linger": 0, "idle": 0, "no_progress": 0, "output_blocked": 0,
-        "memory": 0,
+        "memory": 0, "task_silent": 0, "wakeup_missed": 0, "unanswered": 0,
     }
     assert dict(m.ended) == {"success": 0, "error_result": 0, "killed": 0, "no_result": 0, "incomplete": 0}
     assert dict(m.stalling_warnings) == {"idle": 0, "no_progress": 0}

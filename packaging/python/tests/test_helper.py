@@ -77,7 +77,7 @@ class CliPath(unittest.TestCase):
             lines = out.stdout.splitlines()
             self.assertEqual(len(lines), 2, out.stdout)
             self.assertTrue(lines[0].startswith("helper: claude-watchdog is not installed here"), lines[0])
-            self.assertIn("built for Linux x86-64 and arm64 (glibc or musl) only, not darwin", lines[0])
+            self.assertIn("built for Linux x86-64 and arm64 (glibc or musl) and Windows x86-64 only, not darwin", lines[0])
             self.assertIn("the in-process API (create_watchdog, create_rate_limit_monitor) works without it", lines[0])
             self.assertNotIn("reinstall", lines[0].lower())
             self.assertTrue(lines[1].startswith("api: agent_sdk_watchdog.create_watchdog needs the in-process extension"), lines[1])

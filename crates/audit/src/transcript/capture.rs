@@ -4,7 +4,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use watchdog_core::{classify, LineKind, LineView, Signal};
+use watchdog_core::facts::{ClaudeSessionId, ResultFacts};
+use watchdog_core::{Class, LineKind, LineView, SessionDialect, Signal};
 use watchdog_host::capture::{CaptureError, EntryView, RecordView};
 
 use super::log::{Ending, Entry, EntryKind, SessionLog, Stop, ToolUse};
@@ -42,25 +43,41 @@ pub(super) fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
             return true;
         }
         RecordView::Line(view) => {
+            // In the dialect the run's lines are in (as the replay reads them).
+            let class = log.dialect.classify(view);
             if log.session_id.is_none() {
-                log.session_id = view.session_id().map(Cow::into_owned);
+                log.session_id = ClaudeSessionId::of_dialect_line(view, class.kind)
+                    .map(|s| s.as_str().to_owned())
+                    .or_else(|| view.session_id().map(Cow::into_owned));
             }
             // A `tool_progress` heartbeat names its call in `parent_tool_use_id`, even on the
             // main thread: a keep-alive, like every keep-alive of a subagent.
-            let keep_alive = || classify(view).signal == Signal::KeepAlive;
-            if view.parent_tool_use_id().is_some() && !keep_alive() {
+            if view.parent_tool_use_id().is_some() && class.signal != Signal::KeepAlive {
                 EntryKind::SubagentProgress
             } else {
-                capture_kind(view)
+                // opencode's `done` after its last step: that step said how the turn went.
+                let ended = || {
+                    log.entries
+                        .iter()
+                        .any(|e| matches!(e.kind, EntryKind::Result(_)))
+                };
+                if class.kind == LineKind::Done && ended() {
+                    EntryKind::Progress
+                } else {
+                    capture_kind(view, class)
+                }
             }
         }
         RecordView::Unparseable => EntryKind::KeepAlive,
         RecordView::Stdin(Some(view)) if view.kind().as_deref() == Some("control_response") => {
             EntryKind::HumanWaitEnd
         }
-        RecordView::Start { wall_ms, .. } => {
+        RecordView::Start {
+            wall_ms, dialect, ..
+        } => {
             if log.spawn_wall_ms.is_none() {
                 log.spawn_wall_ms = *wall_ms;
+                log.dialect = SessionDialect::expect(dialect.unwrap_or_default());
             }
             // Kept for the MCP rule: the child's environment as the capture recorded it.
             if log.start.is_none() {
@@ -83,8 +100,7 @@ pub(super) fn capture_line(log: &mut SessionLog, line: &[u8]) -> bool {
     true
 }
 
-fn capture_kind(view: &LineView<'_>) -> EntryKind {
-    let class = classify(view);
+fn capture_kind(view: &LineView<'_>, class: Class) -> EntryKind {
     match (class.kind, class.signal) {
         (LineKind::Assistant, _) => EntryKind::Assistant {
             tools: view
@@ -110,6 +126,14 @@ fn capture_kind(view: &LineView<'_>) -> EntryKind {
             }
         }
         (LineKind::Result, _) => EntryKind::Result(result_ending(view)),
+        // Another dialect's end of a turn, read as a `result`'s facts.
+        (kind, Signal::Settle) => {
+            EntryKind::Result(if ResultFacts::of_end(view, kind).is_error_result() {
+                Ending::Error
+            } else {
+                Ending::Result
+            })
+        }
         (_, Signal::HumanWait) => EntryKind::HumanWaitStart,
         (_, Signal::Progress) => EntryKind::Progress,
         _ => EntryKind::KeepAlive,

@@ -226,6 +226,9 @@ pub struct SessionLog {
     /// Captures: the wall clock at spawn (epoch ms, the `start` record's `wall_ms`), when
     /// recorded. Transcripts: `None` (their entries' times are epoch ms already).
     pub spawn_wall_ms: Option<u64>,
+    /// Captures: the dialect its lines are read in (the `start` record's, confirmed or chosen
+    /// by the first decisive line, as the replay and the live run read them).
+    pub(super) dialect: watchdog_core::SessionDialect,
 }
 
 impl SessionLog {
@@ -241,6 +244,7 @@ impl SessionLog {
             run_offset: 0,
             start: None,
             spawn_wall_ms: None,
+            dialect: watchdog_core::SessionDialect::expect(watchdog_core::Dialect::Claude),
         }
     }
 

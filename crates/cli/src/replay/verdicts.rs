@@ -287,6 +287,10 @@ fn event_line(v: &ReplayRun, e: &TimedEvent) -> String {
         ),
         Event::Killed(k) => format!("KILL {}: {}", k.kind, crate::verdict::kill_detail(k)),
         Event::Ended { outcome, .. } => format!("ended: {}", outcome.as_str()),
+        Event::TaskSilent { task, .. } => crate::outstanding::task_silent_notice(task),
+        Event::UnsolicitedResult {
+            results, messages, ..
+        } => crate::outstanding::unsolicited_notice(*results, *messages),
         other => format!("{other:?}"),
     }
 }

@@ -31,7 +31,8 @@ pub struct RunConfig {
     pub strict: bool,
     /// Show the live status line on a terminal.
     pub status: bool,
-    /// Print the missing-flags hint for `claude` commands.
+    /// Print the hints: the missing flags of a `claude`, `codex` or `opencode` command, a
+    /// pipe for stdin that `codex` or `opencode` would wait on.
     pub hint: bool,
     /// Run or drop-in.
     pub mode: Mode,

@@ -1,10 +1,12 @@
 //! What one supervised run shows and keeps while it runs ([`Live`]): the child's output passed
 //! on and recorded, the policy's events said, the status line, and the stop when our output
-//! cannot be delivered. The loop that drives it is in `supervise.rs`.
+//! cannot be delivered. The loop that drives it is in `drive.rs`.
 
 use std::time::{Duration, Instant};
 
-use agent_sdk_watchdog::{Batch, LineMeta, Output, RunPhase, StdoutBatch, SupervisorHandle};
+use agent_sdk_watchdog::{
+    Batch, LineMeta, Output, RunPhase, StdoutBatch, Supervisor, SupervisorHandle,
+};
 use serde_json::{json, Value};
 use watchdog_core::facts::Activity;
 use watchdog_core::{facts::ClaudeSessionId, Event, Kill, LineKind, Signal, StallClock};
@@ -52,9 +54,46 @@ pub(super) struct Live<'h> {
     pub(super) ending: Option<(Instant, bool)>,
     /// What the run's records may say of a command line.
     pub(super) command_lines: crate::tree_report::CommandLines,
+    /// A result nobody asked for was said (once a run; the summary counts them all).
+    pub(super) unsolicited_said: bool,
+    /// Bytes our stdout had dropped before this run (the host's count spans its runs).
+    pub(super) dropped_before: u64,
 }
 
-impl Live<'_> {
+impl<'h> Live<'h> {
+    /// The run of `sup`'s child, `what` (its program's name), shown on `host`; its records say
+    /// of command lines what `command_lines` allows.
+    pub(super) fn new(
+        host: &'h mut Host,
+        sup: &Supervisor,
+        what: String,
+        command_lines: crate::tree_report::CommandLines,
+    ) -> Self {
+        let start = sup.started();
+        Live {
+            handle: sup.handle(),
+            dropped_before: host.stdout.dropped(),
+            host,
+            start,
+            what,
+            stderr_filter: StderrDedup::default(),
+            events: EventLog::default(),
+            kill: None,
+            output_error: None,
+            last_progress: None,
+            activity: Activity::Starting,
+            activity_since: start,
+            overlong: None,
+            session_mismatch: None,
+            first_line: None,
+            kill_late: None,
+            interrupted: false,
+            ending: None,
+            command_lines,
+            unsolicited_said: false,
+        }
+    }
+
     /// Hand the buffered child stdout to our stdout's writer (never waits).
     pub(super) fn flush_stdout(&mut self) {
         self.host.stdout.flush();
@@ -374,6 +413,19 @@ impl Live<'_> {
                      moves",
                     HumanDuration(remaining)
                 ));
+            }
+            Event::TaskSilent { task, .. } => self
+                .host
+                .status
+                .say(&crate::outstanding::task_silent_notice(&task)),
+            // Said for the first only: the summary's `turns` counts them all.
+            Event::UnsolicitedResult {
+                results, messages, ..
+            } if !self.unsolicited_said => {
+                self.unsolicited_said = true;
+                self.host
+                    .status
+                    .say(&crate::outstanding::unsolicited_notice(results, messages));
             }
             _ => {}
         }

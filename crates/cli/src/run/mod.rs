@@ -2,23 +2,31 @@
 //! [`Supervisor`](agent_sdk_watchdog::Supervisor), which spawns the command in its own process
 //! group, feeds the core policy and stops the whole process tree.
 //!
-//! One job a file: `live` runs one supervised child (the main loop), `stdout` passes its
-//! output on and handles write errors, `stdin` forwards the host's input, `host_signals`
-//! takes the signals sent to us. Here: the invocation (files opened before the child starts,
-//! the runs, recovery, the synthetic `result`, the summary, the final message and the exit
-//! code, whose rules are in [`crate::exit_code`]).
+//! One job a file: `supervise` runs one supervised child in three (`start` spawns it, `drive`
+//! is the main loop, `finish` ends it), `live` is what the run shows and keeps as it goes,
+//! `interrupts` escalates the user's signals, `stdout` passes its output on and handles write
+//! errors, `stdin` forwards the host's input, `host_signals` takes the signals sent to us.
+//! Each run ends as one `RunReport`, the invocation as one `Report`
+//! (`crate::run_report`), and its observers read it: `closing` (the last lines on stderr, the
+//! synthetic `result`), `summary`, recovery, telemetry. Here: the invocation (files opened
+//! before the child starts, the runs, recovery, the observers, the exit code, whose rules are
+//! in [`crate::exit_code`]).
 
 mod args;
+mod closing;
 mod config;
 mod continuation;
-mod finished;
+mod drive;
+mod finish;
 mod hint;
 mod host;
 mod host_signals;
+mod interrupts;
 mod live;
 mod out_file;
 mod record;
 mod recovery;
+mod start;
 mod stderr_dedup;
 mod stdin;
 mod stdout;
@@ -27,24 +35,21 @@ mod supervise;
 mod synthetic;
 mod vanished;
 
-use serde_json::{json, Value};
+use std::path::Path;
 
 pub use args::{ReportArgs, RunArgs};
 pub use config::Mode;
 pub(crate) use config::RunConfig;
 
 use crate::exit_code::{self, RecoveryEnd};
-use crate::run_report::RecoveryResult;
+use crate::run_report::{Recovered, RecoveryResult, RecoverySummary, Report, RunReport};
 use crate::status::Status;
-use crate::verdict::{kill_sentence, ms};
-use config::{emits_result, program_name};
-use finished::Finished;
-use host::{Drained, Host};
+use crate::verdict::ms;
+use host::Host;
 use host_signals::UserSignals;
 use out_file::SummaryTarget;
 use record::Recorder;
 use recovery::{Continuation, Plan};
-use stdout::OUTPUT_DRAIN;
 use supervise::supervise;
 use watchdog_host::capture::Record;
 
@@ -117,35 +122,20 @@ async fn run(
         return exit_code::USAGE;
     }
     // Every file is opened before the child starts: a bad path costs nothing.
-    let summary_target = match &cfg.summary {
-        Some(p) => match SummaryTarget::open(p) {
-            Ok(t) => Some((p, t)),
-            Err(e) => {
-                status.say(&format!(
-                    "error: cannot write the summary {}: {e}",
-                    p.display()
-                ));
-                return exit_code::INTERNAL;
-            }
-        },
-        None => None,
-    };
-    let recorder = match &cfg.record {
-        Some(p) => match Recorder::create(p) {
-            Ok(r) => r,
-            Err(e) => {
-                status.say(&format!(
-                    "error: cannot create the capture {}: {e}",
-                    p.display()
-                ));
-                return exit_code::INTERNAL;
-            }
-        },
-        None => Recorder::none(),
+    let Outputs {
+        summary: summary_target,
+        recorder,
+    } = match open_outputs(&cfg, &status) {
+        Ok(opened) => opened,
+        Err(code) => return code,
     };
     if cfg.hint {
-        if let Some(h) = hint::missing_flags_hint(&cfg.argv) {
-            status.say(&h);
+        let hints = [
+            hint::missing_flags_hint(&cfg.argv),
+            hint::stdin_hint(&cfg.argv, hint::stdin_kind()),
+        ];
+        for h in hints.iter().flatten() {
+            status.say(h);
         }
     }
     let mut host = Host {
@@ -162,83 +152,28 @@ async fn run(
         Ok(f) => f,
         Err(code) => return code,
     };
-    let (last, recovery, end) = match recovery.filter(|_| cfg.mode == Mode::Run) {
+    let (continuation, recovery, end) = match recovery.filter(|_| cfg.mode == Mode::Run) {
         Some(settings) => match recovery::plan(&settings, &first, &host) {
-            Plan::Done(result, json) => (None, Some((result, json)), RecoveryEnd::NotContinued),
+            Plan::Done(result, why) => (None, Some((result, *why)), RecoveryEnd::NotContinued),
             Plan::Continue(c) => continue_once(&cfg, *c, &first, &mut host).await,
         },
         None => (None, None, RecoveryEnd::NotContinued),
     };
-    let (recovery_result, recovery_json) = recovery.unzip();
-    let code = exit_code::after_recovery(first.code, end);
-    let final_run = last.as_ref().unwrap_or(&first);
-    // Subagent failures are said even when the session succeeded (the exit code is kept).
-    for run in std::iter::once(&first).chain(last.as_ref()) {
-        for line in run.record.tally.subagents().report_lines() {
-            host.status.say(&line);
-        }
-    }
-    if final_run.ours.session_mismatch.is_some() {
-        // The continuation was stopped: the work was not continued.
-        host.status.say(
-            "recovery: exiting 1: the continuation was stopped, the session was not continued",
-        );
-    }
-
-    // The synthetic result goes after everything the child printed, on a line of its own.
-    if let (true, Some(k)) = (emits_result(&cfg), final_run.stopped_by().kill()) {
-        let what = program_name(&final_run.facts.argv);
-        let line = synthetic::result_line(
-            k,
-            &kill_sentence(k, &what),
-            final_run.record.session_id.as_ref(),
-            ms(final_run.facts.duration),
-            final_run.record.num_turns(),
-        );
-        let delivered = host.stdout.push_own_line(&line.to_string()) && {
-            host.stdout.tighten(std::time::Instant::now(), OUTPUT_DRAIN);
-            matches!(host.drain_stdout().await, Drained::Done)
-        };
-        if !delivered {
-            host.stdout.abandon();
-            host.status
-                .say("our stdout cannot take the synthetic result: it is lost");
-        }
-    }
-    if let Some(msg) = final_run.ending_message(code, cfg.mode) {
+    let report = Report {
+        code: exit_code::after_recovery(first.code, end),
+        first,
+        recovery: recovery.map(|(result, summary)| Recovered { result, summary }),
+        continuation,
+        end,
+    };
+    // The observers of the report, each for its own output.
+    closing::say(&report, &host.status);
+    closing::emit_result(&report, &cfg, &mut host).await;
+    if let Some(msg) = closing::ending_message(report.last(), report.code, cfg.mode) {
         host.status.say(&msg);
     }
-    let summary = summary_target.is_some().then(|| {
-        let mut summary = first.summary(code, recovery_json);
-        // Which run each top-level fact belongs to: the first's facts, and the exit code of
-        // the last run (none when recovery ended the chain itself: an aborted wait, a
-        // continuation that could not start).
-        summary["run"] = json!(0);
-        summary["exit_code_from_run"] = match end {
-            RecoveryEnd::NotContinued => json!(0),
-            RecoveryEnd::Continued { .. } => json!(1),
-            RecoveryEnd::Aborted(_) => Value::Null,
-        };
-        if let Some(cont) = &last {
-            // Which run each fact belongs to: each run's own summary, with its own code.
-            let runs: Vec<Value> = [&first, cont]
-                .iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    let mut v = r.summary(r.code, None);
-                    v["run"] = json!(i);
-                    v
-                })
-                .collect();
-            summary["runs"] = json!(runs);
-        }
-        summary
-    });
-    telemetry.record_run(&first.report(code, recovery_result.as_ref()));
-    // A continuation is a run of its own (its kill, its outcome), under the same session id.
-    if let Some(cont) = &last {
-        telemetry.record_run(&cont.report(cont.code, None));
-    }
+    let summary = summary_target.is_some().then(|| summary::of(&report));
+    telemetry.record(&report);
     if let (Some((path, target)), Some(s)) = (summary_target, summary) {
         let text = format!("{s}\n");
         if let Err(e) = target.write(&text) {
@@ -247,7 +182,50 @@ async fn run(
                 .say(&format!("cannot write the summary {}: {e}", path.display()));
         }
     }
-    code
+    report.code
+}
+
+/// The files an invocation writes, opened before the child starts.
+struct Outputs<'c> {
+    /// The summary's path, and its file.
+    summary: Option<(&'c Path, SummaryTarget)>,
+    /// The capture.
+    recorder: Recorder,
+}
+
+/// The files `cfg` asks for, opened (the summary's) or created (the capture): a path that
+/// cannot be is said on `status`, and `Err` holds the exit code.
+fn open_outputs<'c>(cfg: &'c RunConfig, status: &Status) -> Result<Outputs<'c>, i32> {
+    let summary_target = match &cfg.summary {
+        Some(p) => match SummaryTarget::open(p) {
+            Ok(t) => Some((p.as_path(), t)),
+            Err(e) => {
+                status.say(&format!(
+                    "error: cannot write the summary {}: {e}",
+                    p.display()
+                ));
+                return Err(exit_code::INTERNAL);
+            }
+        },
+        None => None,
+    };
+    let recorder = match &cfg.record {
+        Some(p) => match Recorder::create(p) {
+            Ok(r) => r,
+            Err(e) => {
+                status.say(&format!(
+                    "error: cannot create the capture {}: {e}",
+                    p.display()
+                ));
+                return Err(exit_code::INTERNAL);
+            }
+        },
+        None => Recorder::none(),
+    };
+    Ok(Outputs {
+        summary: summary_target,
+        recorder,
+    })
 }
 
 /// Carry out the continuation recovery planned: wait for the reset first (the user's signal
@@ -257,11 +235,11 @@ async fn run(
 async fn continue_once(
     cfg: &RunConfig,
     c: Continuation,
-    first: &Finished,
+    first: &RunReport,
     host: &mut Host,
 ) -> (
-    Option<Finished>,
-    Option<(RecoveryResult, Value)>,
+    Option<RunReport>,
+    Option<(RecoveryResult, RecoverySummary)>,
     RecoveryEnd,
 ) {
     if let Some(until) = c.wait_until {

@@ -14,11 +14,15 @@
 //!   sees half a summary, and an unwritable directory is found before the run.
 //! - Anything else that is not a regular file (a character device such as `/dev/null`, a FIFO)
 //!   is opened now and written in place at the end.
+//! - On Windows (no `/proc`, no FIFOs under a path) a path is a file: the summary's rename
+//!   replaces it, waiting out (up to 2 s) a reader that holds it open without sharing it for
+//!   deletion, as NTFS refuses a replace meanwhile ([`crate::os::replace_file`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use crate::os::{is_fifo, open_stream};
 
 /// Where a path leads once its symbolic links are followed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,47 +71,19 @@ fn resolve(path: &Path) -> io::Result<Resolved> {
 /// our own stdout and stderr are shared (same offset: after what the run printed), another is
 /// opened for appending (never truncated).
 fn open_fd(fd_path: &Path) -> io::Result<File> {
-    use std::os::fd::AsFd;
     let ours = PathBuf::from(format!("/proc/{}/fd", std::process::id()));
     if fd_path.parent() == Some(ours.as_path()) {
         let name = fd_path.file_name().and_then(|n| n.to_str());
         let shared = match name {
-            Some("1") => Some(io::stdout().as_fd().try_clone_to_owned()?),
-            Some("2") => Some(io::stderr().as_fd().try_clone_to_owned()?),
+            Some("1") => Some(crate::os::dup_stdout()?),
+            Some("2") => Some(crate::os::dup_stderr()?),
             _ => None,
         };
-        if let Some(fd) = shared {
-            return Ok(File::from(fd));
+        if let Some(file) = shared {
+            return Ok(file);
         }
     }
     open_stream(fd_path, true)
-}
-
-/// Open `path` for writing without blocking (a FIFO must have a reader), then make writes
-/// block as usual; `append`: never truncate.
-fn open_stream(path: &Path, append: bool) -> io::Result<File> {
-    let is_fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
-    let nonblock = rustix::fs::OFlags::NONBLOCK.bits() as i32;
-    let file = OpenOptions::new()
-        .write(true)
-        .append(append)
-        .custom_flags(nonblock)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(n) if is_fifo && n == rustix::io::Errno::NXIO.raw_os_error() => io::Error::new(
-                io::ErrorKind::NotConnected,
-                "it is a FIFO that no process reads",
-            ),
-            _ => e,
-        })?;
-    // Writes block as usual from now on (a slow reader slows the run, it loses nothing).
-    let flags = if append {
-        rustix::fs::OFlags::APPEND
-    } else {
-        rustix::fs::OFlags::empty()
-    };
-    rustix::fs::fcntl_setfl(&file, flags)?;
-    Ok(file)
 }
 
 /// Open `path` for writing: through its links; a stream (see the module) in place; a regular
@@ -122,7 +98,7 @@ pub fn create(path: &Path) -> io::Result<File> {
             io::ErrorKind::InvalidInput,
             "it is a directory",
         )),
-        Ok(m) if m.file_type().is_fifo() => open_stream(&r.path, false),
+        Ok(m) if is_fifo(&m) => open_stream(&r.path, false),
         _ => File::create(&r.path),
     }
 }
@@ -206,7 +182,7 @@ impl SummaryTarget {
                 f.write_all(text.as_bytes())?;
                 f.sync_all()?;
                 drop(f);
-                std::fs::rename(&*tmp, &*path)?;
+                crate::os::replace_file(tmp, path)?;
                 // Renamed: nothing left to remove.
                 *tmp = PathBuf::new();
                 Ok(())
@@ -257,6 +233,7 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_fifo_without_reader_fails_at_once() {
         let dir = tempfile::tempdir().unwrap();
@@ -273,6 +250,7 @@ mod tests {
         assert!(err.to_string().contains("no process reads"), "{err}");
     }
 
+    #[cfg(unix)]
     #[test]
     fn links_are_followed_and_their_targets_written_never_the_link() {
         let dir = tempfile::tempdir().unwrap();
@@ -327,6 +305,7 @@ mod tests {
             .is_symlink());
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_process_open_file_is_a_stream_appended_never_replaced() {
         use std::os::fd::AsRawFd;

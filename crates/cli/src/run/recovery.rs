@@ -18,16 +18,17 @@ use watchdog_core::recovery::{
     ChainRole, Claim, Decision, LedgerState, Marker, Notice, Skip, Trigger,
 };
 use watchdog_core::{
-    facts::ClaudeSessionId, recovery::Ledger, recovery::Recovery, recovery::TerminalFacts,
+    facts::ClaudeSessionId, recovery::Ledger, recovery::Recovery, recovery::TerminalFacts, Dialect,
 };
 
 use super::continuation::continuation_argv;
-use super::finished::Finished;
 use super::host::{wall_ms, Host};
 use super::host_signals::UserSig;
 use crate::ledger_choice::{LedgerChoice, MarkerLedger};
 use crate::policy_args::RecoveryArgs;
-use crate::run_report::RecoveryResult;
+use crate::run_report::{
+    ContinuedSummary, NoticeSummary, RecoveryResult, RecoverySummary, RunReport,
+};
 use crate::verdict::outcome_fields;
 use watchdog_core::config::HumanDuration;
 
@@ -60,7 +61,7 @@ pub(crate) fn settings(args: &RecoveryArgs) -> Settings {
 
 /// The facts of a finished run, for the decision: `role` says whether `run` started it as
 /// the continuation (after claiming the marker) or by itself.
-pub(crate) fn facts_of(run: &Finished, role: ChainRole) -> TerminalFacts {
+pub(crate) fn facts_of(run: &RunReport, role: ChainRole) -> TerminalFacts {
     let mut facts = TerminalFacts::from_record(&run.record, run.facts.ended_wall_ms)
         .with_role(role)
         .with_user_interrupt(run.ours.interrupted.is_some());
@@ -78,7 +79,7 @@ pub(crate) fn facts_of(run: &Finished, role: ChainRole) -> TerminalFacts {
 pub(crate) enum Plan {
     /// Nothing more runs: what recovery did, and the summary's `recovery` object saying why
     /// (a skip, the notice given, a marker that could not be claimed).
-    Done(RecoveryResult, Value),
+    Done(RecoveryResult, Box<RecoverySummary>),
     /// Continue the session once: the marker is claimed.
     Continue(Box<Continuation>),
 }
@@ -87,7 +88,7 @@ pub(crate) enum Plan {
 /// out ([`Continuation::argv`], the reset to wait for), and how to conclude it.
 pub(crate) struct Continuation {
     /// The summary's `recovery` object so far.
-    json: Value,
+    summary: RecoverySummary,
     sid: String,
     /// The session the continuation must run (its `system/init` is checked).
     pub(crate) expected: ClaudeSessionId,
@@ -102,54 +103,46 @@ pub(crate) struct Continuation {
 
 /// After the first run ended: the core's decision ([`Recovery::decide`]), the notice given when
 /// it says so, and for a continuation the marker claimed. Nothing waits or runs here.
-pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
-    let mut json =
-        json!({"trigger": null, "marker": null, "continued_outcome": null, "notice": null});
+pub(crate) fn plan(settings: &Settings, first: &RunReport, host: &Host) -> Plan {
+    let mut summary = RecoverySummary::default();
     let facts = facts_of(first, ChainRole::First);
-    let say = |skip: &Skip| {
-        if settings.recovery.worth_saying(skip) {
-            host.status
-                .say(&format!("recovery: not continuing: {skip}"));
-        }
-    };
     // Only a run that shows an enabled trigger and a session to resume touches the ledger.
-    let expected = match settings.recovery.before_ledger(&facts) {
-        Ok((_, expected)) => expected,
-        Err(skip) => {
-            say(&skip);
-            json["skipped"] = json!(skip.to_string());
-            return Plan::Done(RecoveryResult::NotNeeded, json);
+    let expected = match to_continue(settings, first, &facts, host) {
+        Ok(expected) => expected,
+        Err(why) => {
+            summary.skipped = Some(why);
+            return Plan::Done(RecoveryResult::NotNeeded, Box::new(summary));
         }
     };
     let sid = expected.as_str().to_owned();
-    let fail = |mut json: Value, why: String| {
+    let fail = |mut summary: RecoverySummary, why: String| {
         host.status
             .say(&format!("recovery: not continuing session {sid}: {why}"));
-        json["error"] = json!(why);
-        Plan::Done(RecoveryResult::Error(None), json)
+        summary.error = Some(why);
+        Plan::Done(RecoveryResult::Error(None), Box::new(summary))
     };
     let ledger = match settings.ledger.open() {
         Ok(l) => l,
-        Err(e) => return fail(json, e),
+        Err(e) => return fail(summary, e),
     };
     let state = match ledger.get(sid.as_str()) {
         Ok(e) => LedgerState::from(e),
-        Err(e) => return fail(json, e.to_string()),
+        Err(e) => return fail(summary, e.to_string()),
     };
     let decision = settings.recovery.decide(&facts, &state);
     let (trigger, prompt, wait_until) = match &decision {
         Decision::Nothing(skip) => {
-            say(skip);
-            json["skipped"] = json!(skip.to_string());
-            return Plan::Done(RecoveryResult::NotNeeded, json);
+            say_skip(settings, skip, host);
+            summary.skipped = Some(skip.to_string());
+            return Plan::Done(RecoveryResult::NotNeeded, Box::new(summary));
         }
         Decision::Notice(notice) => {
-            let result = if give_notice(&ledger, &sid, notice, host, &mut json) {
+            let result = if give_notice(&ledger, &sid, notice, host, &mut summary) {
                 RecoveryResult::Notice(None)
             } else {
                 RecoveryResult::NotNeeded
             };
-            return Plan::Done(result, json);
+            return Plan::Done(result, Box::new(summary));
         }
         Decision::Continue {
             trigger,
@@ -157,33 +150,31 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
             wait_until,
         } => (*trigger, prompt.clone(), *wait_until),
         // A decision this build does not know: nothing is done.
-        _ => return Plan::Done(RecoveryResult::NotNeeded, json),
+        _ => return Plan::Done(RecoveryResult::NotNeeded, Box::new(summary)),
     };
     let argv = match continuation_argv(&first.facts.argv, &sid, &prompt) {
         Ok(a) => a,
-        Err(e) => return fail(json, format!("{trigger}: {e}")),
+        Err(e) => return fail(summary, format!("{trigger}: {e}")),
     };
     let Some(marker) = Marker::for_continue(&facts, &decision) else {
-        return fail(json, "no marker can be made".into());
+        return fail(summary, "no marker can be made".into());
     };
     let marker_place = ledger.marker_place(&sid);
     match ledger.try_claim(sid.as_str(), &marker) {
         Ok(Claim::Won) => {}
         Ok(Claim::AlreadyClaimed) => {
             return fail(
-                json,
+                summary,
                 "another run already continued this session (the marker exists)".into(),
             )
         }
-        Err(e) => return fail(json, e.to_string()),
+        Err(e) => return fail(summary, e.to_string()),
     }
-    json["trigger"] = json!(trigger.as_str());
-    json["marker"] = json!(marker_place);
-    if let Some(until) = wait_until {
-        json["waited_until_ms"] = json!(until);
-    }
+    summary.trigger = Some(trigger.as_str());
+    summary.marker = marker_place;
+    summary.waited_until_ms = wait_until;
     Plan::Continue(Box::new(Continuation {
-        json,
+        summary,
         sid,
         expected,
         trigger,
@@ -194,16 +185,77 @@ pub(crate) fn plan(settings: &Settings, first: &Finished, host: &Host) -> Plan {
     }))
 }
 
+/// The session the first run `first` (its `facts`) may continue, before the ledger is read:
+/// one that shows an enabled trigger, with a session id, of Claude Code's. Otherwise why not
+/// (said on the status line when worth saying).
+fn to_continue(
+    settings: &Settings,
+    first: &RunReport,
+    facts: &TerminalFacts,
+    host: &Host,
+) -> Result<ClaudeSessionId, String> {
+    let ledger_check = settings.recovery.before_ledger(facts);
+    // Continuing is Claude Code's `--resume`: another CLI's session that shows an enabled
+    // trigger is left to its user, told how its own CLI resumes it (its id need not be one the
+    // ledger takes: opencode's are not UUIDs).
+    if matches!(ledger_check, Ok(_) | Err(Skip::NoSessionId)) {
+        let sid = first
+            .record
+            .session_id
+            .as_ref()
+            .map_or("<id>", |s| s.as_str());
+        if let Some(why) = other_dialect(first.record.dialect, sid) {
+            host.status.say(&format!("recovery: not continuing: {why}"));
+            return Err(why);
+        }
+    }
+    match ledger_check {
+        Ok((_, expected)) => Ok(expected),
+        Err(skip) => {
+            say_skip(settings, &skip, host);
+            Err(skip.to_string())
+        }
+    }
+}
+
+/// Say why recovery does not continue, when the policy says it is worth saying.
+fn say_skip(settings: &Settings, skip: &Skip, host: &Host) {
+    if settings.recovery.worth_saying(skip) {
+        host.status
+            .say(&format!("recovery: not continuing: {skip}"));
+    }
+}
+
+/// Why a session of `dialect` is not continued (`None`: Claude Code's, it may be), saying how
+/// its own CLI continues it.
+fn other_dialect(dialect: Dialect, sid: &str) -> Option<String> {
+    let by_hand = match dialect {
+        Dialect::Claude => return None,
+        Dialect::Codex => format!("`codex exec resume {sid} \"…\"`"),
+        Dialect::Opencode => format!("`opencode run --session {sid} \"…\"`"),
+        _ => "its own CLI".to_owned(),
+    };
+    Some(format!(
+        "recovery continues Claude Code sessions only, and this was an {} session ({sid}); \
+         {by_hand} continues it",
+        dialect.cli()
+    ))
+}
+
 impl Continuation {
     /// The user's signal aborted the wait: nothing was continued.
-    pub(crate) fn aborted(mut self, sig: UserSig, host: &Host) -> (RecoveryResult, Value) {
+    pub(crate) fn aborted(
+        mut self,
+        sig: UserSig,
+        host: &Host,
+    ) -> (RecoveryResult, RecoverySummary) {
         host.status.say(&format!(
             "recovery: the wait was aborted ({}); session {} is not continued",
             sig.name(),
             self.sid
         ));
-        self.json["aborted_wait"] = json!(true);
-        (RecoveryResult::NotContinued(self.trigger), self.json)
+        self.summary.aborted_wait = true;
+        (RecoveryResult::NotContinued(self.trigger), self.summary)
     }
 
     /// What the capture records where the continuation begins; says it begins.
@@ -220,25 +272,29 @@ impl Continuation {
     }
 
     /// The continuation could not be started.
-    pub(crate) fn could_not_start(mut self) -> (RecoveryResult, Value) {
-        self.json["error"] = json!("the continuation could not start");
-        (RecoveryResult::Error(Some(self.trigger)), self.json)
+    pub(crate) fn could_not_start(mut self) -> (RecoveryResult, RecoverySummary) {
+        self.summary.error = Some("the continuation could not start".into());
+        (RecoveryResult::Error(Some(self.trigger)), self.summary)
     }
 
     /// The continuation ran: its outcome, and the single notice if it hit a trigger again.
-    pub(crate) fn conclude(mut self, cont: &Finished, host: &Host) -> (RecoveryResult, Value) {
+    pub(crate) fn conclude(
+        mut self,
+        cont: &RunReport,
+        host: &Host,
+    ) -> (RecoveryResult, RecoverySummary) {
         let done = RecoveryResult::Continued(self.trigger);
-        let (sid, r) = (&self.sid, &mut self.json);
-        r["continued_outcome"] = json!(cont.record.outcome.as_str());
-        r["continued"] = json!({
-            "outcome_detail": outcome_fields(&cont.record.outcome),
-            "exit_code": cont.code,
-            "kill": cont.stopped_by().kill().map(|k| k.kind.as_str()),
-            "session_id": cont.record.session_id,
+        let (sid, r) = (&self.sid, &mut self.summary);
+        r.continued_outcome = Some(cont.record.outcome.as_str());
+        r.continued = Some(ContinuedSummary {
+            outcome_detail: outcome_fields(&cont.record.outcome),
+            exit_code: cont.code,
+            kill: cont.stopped_by().kill().map(|k| k.kind.as_str()),
+            session_id: cont.record.session_id.clone(),
         });
         if let Some(other) = &cont.ours.session_mismatch {
-            r["error"] = json!(format!("the continuation ran session {other:?}, not {sid}"));
-            return (done, self.json);
+            r.error = Some(format!("the continuation ran session {other:?}, not {sid}"));
+            return (done, self.summary);
         }
         let facts = facts_of(cont, ChainRole::Continuation);
         match self.ledger.get(sid.as_str()).map(LedgerState::from) {
@@ -246,7 +302,7 @@ impl Continuation {
                 Decision::Notice(notice) => {
                     give_notice(&self.ledger, sid, &notice, host, r);
                 }
-                Decision::Nothing(skip) => r["after_continuation"] = json!(skip.to_string()),
+                Decision::Nothing(skip) => r.after_continuation = Some(skip.to_string()),
                 // A continuation is never continued: with the marker claimed this cannot happen
                 // (nor is a decision this build does not know acted on).
                 _ => {}
@@ -255,7 +311,7 @@ impl Continuation {
                 .status
                 .say(&format!("recovery: cannot read the marker of {sid}: {e}")),
         }
-        (done, self.json)
+        (done, self.summary)
     }
 }
 
@@ -266,7 +322,7 @@ fn give_notice(
     sid: &str,
     notice: &Notice,
     host: &Host,
-    json_out: &mut Value,
+    summary: &mut RecoverySummary,
 ) -> bool {
     match ledger.record_notice(sid) {
         Ok(true) => {
@@ -274,19 +330,19 @@ fn give_notice(
             for line in text.lines() {
                 host.status.say(&format!("recovery: {line}"));
             }
-            json_out["notice"] = json!({
-                "session_id": notice.session_id,
-                "trigger": notice.trigger.as_str(),
-                "again": notice.again.as_str(),
-                "first": serde_json::to_value(&notice.first).unwrap_or(Value::Null),
-                "continued": serde_json::to_value(&notice.continued).unwrap_or(Value::Null),
-                "options": notice.options.iter().map(|o| o.describe(sid)).collect::<Vec<_>>(),
-                "text": text,
+            summary.notice = Some(NoticeSummary {
+                session_id: notice.session_id.clone(),
+                trigger: notice.trigger.as_str(),
+                again: notice.again.as_str(),
+                first: serde_json::to_value(&notice.first).unwrap_or(Value::Null),
+                continued: serde_json::to_value(&notice.continued).unwrap_or(Value::Null),
+                options: notice.options.iter().map(|o| o.describe(sid)).collect(),
+                text,
             });
             true
         }
         Ok(false) => {
-            json_out["skipped"] = json!(Skip::AlreadyNoticed.to_string());
+            summary.skipped = Some(Skip::AlreadyNoticed.to_string());
             false
         }
         Err(e) => {

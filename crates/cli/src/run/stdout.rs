@@ -23,7 +23,6 @@
 //! EIO…) exits 74, and a reader that took nothing for the bound exits 75 (`output_blocked`).
 
 use std::io::{self, Write};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -71,11 +70,6 @@ pub(crate) struct WriteError {
 }
 
 impl WriteError {
-    /// The reader went away (EPIPE).
-    pub(crate) fn closed(&self) -> bool {
-        self.failure == Failure::Closed
-    }
-
     fn of(error: io::Error) -> Self {
         let failure = if error.kind() == io::ErrorKind::BrokenPipe {
             Failure::Closed
@@ -177,7 +171,7 @@ impl StdoutSink {
             dropped: 0,
             wait: ReaderWait::new(None),
             seen: Seen::default(),
-            pipe: !quiet && kind_of_stdout() == Kind::Pipe,
+            pipe: !quiet && crate::os::stdout_kind() == Kind::Pipe,
         }
     }
 
@@ -259,7 +253,7 @@ impl StdoutSink {
     pub(crate) fn look(&mut self, now: Instant) -> Option<Duration> {
         let written = self.progress.written.load(Ordering::Acquire);
         let unread = if self.pipe {
-            rustix::io::ioctl_fionread(rustix::stdio::stdout()).ok()
+            crate::os::stdout_unread()
         } else {
             None
         };
@@ -370,33 +364,13 @@ impl StdoutSink {
     }
 }
 
-/// What our stdout is, for how the writer writes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// A pipe or FIFO.
-    Pipe,
-    /// A socket.
-    Socket,
-    /// A file, a terminal, a device.
-    Other,
-}
-
-fn kind_of_stdout() -> Kind {
-    use rustix::fs::FileType;
-    match rustix::fs::fstat(rustix::stdio::stdout()).map(|st| FileType::from_raw_mode(st.st_mode)) {
-        Ok(FileType::Fifo) => Kind::Pipe,
-        Ok(FileType::Socket) => Kind::Socket,
-        _ => Kind::Other,
-    }
-}
+/// What our stdout is, for how the writer writes it (the platform's answer).
+use crate::os::StdoutKind as Kind;
 
 /// Start the writer thread on a duplicate of fd 1 (so nothing else's lock or buffer of our
 /// stdout is involved). `None` when it cannot start: the error waits in `progress`.
 fn start_writer(progress: Arc<Progress>) -> Option<mpsc::Sender<Vec<u8>>> {
-    let file = io::stdout()
-        .as_fd()
-        .try_clone_to_owned()
-        .map(std::fs::File::from);
+    let file = crate::os::dup_stdout();
     let fail = |e: io::Error| {
         *progress
             .error
@@ -413,7 +387,7 @@ fn start_writer(progress: Arc<Progress>) -> Option<mpsc::Sender<Vec<u8>>> {
     };
     let (tx, rx) = mpsc::channel::<Vec<u8>>();
     let p = progress.clone();
-    let mut writer = Writer::new(file, kind_of_stdout());
+    let mut writer = Writer::new(file, crate::os::stdout_kind());
     let spawned = std::thread::Builder::new()
         .name("agent-watchdog-stdout".into())
         .spawn(move || {
@@ -501,9 +475,7 @@ impl Writer {
 
     /// Wait until our stdout has room (or reports an error, which the next write returns).
     fn wait_for_room(&self) {
-        use rustix::event::{poll, PollFd, PollFlags};
-        let mut fds = [PollFd::new(&self.file, PollFlags::OUT)];
-        let _ = poll(&mut fds, None);
+        crate::os::wait_writable(&self.file);
     }
 }
 

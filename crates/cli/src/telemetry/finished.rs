@@ -1,5 +1,5 @@
-//! What a run tells the collector once it is over, from the typed end of the run (its record,
-//! who stopped it, what recovery did: `crate::run_report`): how it ended
+//! What a run tells the collector once it is over, from the typed end of the invocation (each
+//! run's record, who stopped it, what recovery did: `crate::run_report`): how it ended
 //! (`agent_watchdog.session.count` and `.duration`, the `agent_watchdog.session_end` event),
 //! what recovery decided, its failed subagents, and our CPU time. Everything a run decides
 //! while it runs (kills, warnings, spells, signals, the gauges) is recorded then, by `live`,
@@ -13,23 +13,27 @@ use opentelemetry_sdk::logs::SdkLogger;
 
 use super::instruments::{counter, emit, f64_counter, histogram, SOURCE};
 use crate::millis::ms;
-use crate::run_report::RunReport;
+use crate::run_report::{RecoveryResult, RunReport};
 
-/// Record one finished run `run`; `ended` is when it ended.
+/// Record one finished run `run`, reported with the exit code `exit_code` (the invocation's
+/// for the first run: recovery may have changed it) and what `recovery` did after it (the first
+/// run only); `ended` is when it ended.
 pub(crate) fn record_run(
     meter: Option<&Meter>,
     logger: Option<&SdkLogger>,
-    run: &RunReport<'_>,
+    run: &RunReport,
+    exit_code: i32,
+    recovery: Option<&RecoveryResult>,
     ended: SystemTime,
 ) {
     let session = run.session_id().unwrap_or("").to_owned();
     let sid = KeyValue::new("session.id", session.clone());
     let src = KeyValue::new(SOURCE, "run");
     let outcome = run.record.outcome.as_str();
-    let duration_ms = ms(run.duration);
-    let kill_kind = run.stopped.kill_kind();
+    let duration_ms = ms(run.facts.duration);
+    let kill_kind = run.stopped_by().kill_kind();
     let failures = &run.record.tally.subagents().failures;
-    let recovery = run.recovery.and_then(|r| r.names());
+    let recovery = recovery.and_then(RecoveryResult::names);
 
     if let Some(m) = meter {
         let mut attrs = vec![sid.clone(), src.clone(), KeyValue::new("outcome", outcome)];
@@ -92,7 +96,7 @@ pub(crate) fn record_run(
     let end = vec![
         KeyValue::new("outcome", outcome),
         KeyValue::new("duration_ms", duration_ms as i64),
-        KeyValue::new("exit_code", i64::from(run.exit_code)),
+        KeyValue::new("exit_code", i64::from(exit_code)),
     ];
     event("agent_watchdog.session_end", end);
 }

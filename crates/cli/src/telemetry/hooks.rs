@@ -79,7 +79,7 @@ impl Live {
     }
 
     /// The run ended, its ladder too: `run`, before recovery.
-    pub(crate) fn run_ended(&mut self, run: &RunReport<'_>) {
+    pub(crate) fn run_ended(&mut self, run: &RunReport) {
         #[cfg(feature = "telemetry")]
         self.inner.run_ended(run);
         #[cfg(not(feature = "telemetry"))]

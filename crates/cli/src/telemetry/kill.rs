@@ -67,21 +67,50 @@ fn receipt_attrs(tree: Option<&Receipt>, evidence: Option<&TreeEvidence>) -> Vec
     a
 }
 
+/// What the kill found outstanding beyond the session's own turn, in brief: how many
+/// background tasks (`kill.tasks`) and the one silent longest (`kill.task.id`,
+/// `kill.task.description`, `kill.task.silent_ms`), the declared wakeup due first
+/// (`kill.wakeup.tool`), the host's oldest unanswered request (`kill.request.subtype`,
+/// `kill.request.id`).
+fn outstanding_attrs(k: &Kill) -> Vec<KeyValue> {
+    let mut a = Vec::new();
+    let Some(o) = k.outstanding.as_deref() else {
+        return a;
+    };
+    if let Some(t) = o.tasks.first() {
+        a.push(KeyValue::new("kill.tasks", o.tasks.len() as i64));
+        a.push(KeyValue::new("kill.task.id", t.task_id.clone()));
+        if let Some(d) = &t.description {
+            a.push(KeyValue::new("kill.task.description", d.clone()));
+        }
+        a.push(KeyValue::new("kill.task.silent_ms", int(ms(t.silent))));
+    }
+    if let Some(w) = o.wakeups.first() {
+        a.push(KeyValue::new("kill.wakeup.tool", w.tool.as_str()));
+    }
+    if let Some(r) = o.requests.first() {
+        a.push(KeyValue::new("kill.request.subtype", r.subtype.clone()));
+        a.push(KeyValue::new("kill.request.id", r.request_id.clone()));
+    }
+    a
+}
+
 /// Record the stop of `run` (nothing when nobody stopped it), under `session`; `spell`: the
 /// spell a kill ended; `now`: the ladder's end.
 pub(super) fn record(
     inst: Option<&Instruments>,
     logger: Option<&opentelemetry_sdk::logs::SdkLogger>,
-    run: &RunReport<'_>,
+    run: &RunReport,
     session: &str,
     spell: Option<&KilledSpell>,
     now: SystemTime,
 ) {
-    let Some(kind) = run.stopped.kill_kind() else {
+    let stopped = run.stopped_by();
+    let Some(kind) = stopped.kill_kind() else {
         return;
     };
-    let kill = run.stopped.kill();
-    let record = run.record;
+    let kill = stopped.kill();
+    let record = &run.record;
     let sid = KeyValue::new("session.id", session.to_owned());
     let src = KeyValue::new(super::table::SOURCE, "run");
     let mcp_tool = kill
@@ -94,8 +123,8 @@ pub(super) fn record(
         a.push(KeyValue::new("kill.stage", stage));
     }
     a.extend(mcp_attrs.iter().cloned());
-    let started = super::finished::started(now, ms(run.duration));
-    if let StoppedBy::Output { closed } = run.stopped {
+    let started = super::finished::started(now, ms(run.facts.duration));
+    if let StoppedBy::Output { closed } = stopped {
         if let Some(i) = inst {
             i.output_errors.add(1, &a);
         }
@@ -116,7 +145,7 @@ pub(super) fn record(
         return;
     }
     // The watchdog's kill, or our own `output_blocked` stop (the reader took no byte).
-    let late_us = run.kill_late.map(|d| d.as_micros() as u64);
+    let late_us = run.facts.kill_late.map(|d| d.as_micros() as u64);
     if let Some(i) = inst {
         i.kills.add(1, &a);
         if let Some(us) = late_us {
@@ -146,6 +175,7 @@ pub(super) fn record(
         if let Some(c) = &k.mcp_call {
             e.push(KeyValue::new("mcp.outstanding_ms", int(ms(c.outstanding))));
         }
+        e.extend(outstanding_attrs(k));
     }
     if let Some(us) = late_us {
         e.push(KeyValue::new("late_us", int(us)));
@@ -160,7 +190,7 @@ pub(super) fn record(
         None => record.receipt.as_ref(),
     };
     e.extend(receipt_attrs(tree, kill.and_then(|k| k.tree.as_deref())));
-    let at_ms = kill.map_or(0, |k| offset_ms(run.start, k.at));
+    let at_ms = kill.map_or(0, |k| offset_ms(run.facts.start, k.at));
     let at = started + Duration::from_millis(at_ms);
     emit(logger, "agent_watchdog.kill", Some(at), session, "run", e);
 }

@@ -166,7 +166,7 @@ impl Live {
     /// The run ended (its kill ladder too): `run`, before recovery. Records a kill or an
     /// output error, and leaves the gauges at the run's last readings with no MCP call
     /// outstanding.
-    pub(crate) fn run_ended(&mut self, run: &RunReport<'_>) {
+    pub(crate) fn run_ended(&mut self, run: &RunReport) {
         let Some(r) = &mut self.on else { return };
         if let Some(sid) = run.session_id() {
             r.run.session = Arc::from(sid);

@@ -4,7 +4,7 @@
 //! Off unless `AGENT_WATCHDOG_TELEMETRY=1` (`config::SWITCH`); when off nothing is built and
 //! nothing runs. When on, the providers are built before the runtime starts; a run records
 //! each decision as the run loop handles it (`live`: spells, warnings, signals, the gauges; a
-//! kill when its ladder ends) and, once it is over, how it ended (`Telemetry::record_run`),
+//! kill when its ladder ends) and, once it is over, how it ended (`Telemetry::record`),
 //! both read from the typed end of the run (`crate::run_report`), never from its summary; the SDK exports on its own threads, and the flush at exit waits
 //! at most the bound (`config::DEFAULT_FLUSH`). A collector that is down, slow or failing
 //! costs one stderr line and never the exit code or the summary.
@@ -40,7 +40,7 @@ pub mod table;
 
 pub(crate) use hooks::Live;
 
-use crate::run_report::RunReport;
+use crate::run_report::Report;
 
 /// What the telemetry is for: its bounds differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,20 +147,23 @@ impl Telemetry {
         Live::off()
     }
 
-    /// Record how one finished run ended; what it decided while it ran was recorded then
+    /// Record how the invocation's runs ended: the first with the invocation's exit code and
+    /// what recovery did, a continuation as a run of its own (its kill, its outcome, its code),
+    /// under the same session id. What each decided while it ran was recorded then
     /// ([`Telemetry::live`]). Only records into the SDK's instruments and queue: no I/O here.
-    pub(crate) fn record_run(&self, run: &RunReport<'_>) {
+    pub(crate) fn record(&self, report: &Report) {
         #[cfg(feature = "telemetry")]
         if let Some(on) = &self.inner {
-            finished::record_run(
-                on.meter.as_ref(),
-                on.logger.as_ref(),
-                run,
-                std::time::SystemTime::now(),
-            );
+            let now = std::time::SystemTime::now();
+            let recovery = report.recovery.as_ref().map(|r| &r.result);
+            let (meter, logger) = (on.meter.as_ref(), on.logger.as_ref());
+            finished::record_run(meter, logger, &report.first, report.code, recovery, now);
+            if let Some(cont) = &report.continuation {
+                finished::record_run(meter, logger, cont, cont.code, None, now);
+            }
         }
         #[cfg(not(feature = "telemetry"))]
-        let _ = run;
+        let _ = report;
     }
 
     /// Back-fill the sessions of an audit (docs/telemetry.md): the same names as a live run,

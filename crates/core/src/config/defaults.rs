@@ -46,6 +46,11 @@ pub(crate) const OUTPUT_BLOCKED: Option<PositiveDuration> = Some(minutes(30));
 pub(crate) const MAX_BACKOFF: PositiveDuration = minutes(2 * 60);
 /// [`Limits::busy_cap`](super::Limits::busy_cap): 2 h.
 pub(crate) const BUSY_CAP: Duration = Duration::from_secs(2 * 3600);
+/// [`Limits::task_silence`](super::Limits::task_silence): none, the idle patience in force.
+pub(crate) const TASK_SILENCE: Option<PositiveDuration> = None;
+/// [`Limits::control_timeout`](super::Limits::control_timeout): 2 min (Claude Code 2.1.332
+/// answers every host control request within milliseconds, mid-turn included).
+pub(crate) const CONTROL_TIMEOUT: Option<PositiveDuration> = Some(minutes(2));
 /// [`Limits::max_rss`](super::Limits::max_rss): none.
 pub(crate) const MAX_RSS: Option<ByteSize> = None;
 /// How long the tree's memory stays above [`Limits::max_rss`](super::Limits::max_rss)

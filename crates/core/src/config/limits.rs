@@ -27,6 +27,8 @@ use super::{
 /// | `max_backoff` | 2h | the most an announced API back-off storm (`system/api_retry`) holds the idle and no-progress clocks |
 /// | `busy_cap` | 2h | while a tool call is outstanding and its processes are busy (CPU or socket bytes above the noise floor), no progress is no hang, for at most this long after the last progress (0: never) |
 /// | `max_rss` | none | the process tree's memory above this for 5 s → kill `memory` |
+/// | `task_silence` | none (the idle patience) | a background task that printed nothing of its own for this long is silent: a notice; while any outstanding task is not yet silent the idle kill waits, and an idle kill with tasks outstanding is `task_silent` |
+/// | `control_timeout` | 2m | the host's control request (not `initialize`) unanswered for this long → kill `unanswered` (`None`: never) |
 /// | `mcp` | [`McpLimits::default`] | while an MCP tool call is outstanding, `no_progress` kills no earlier than where Claude Code itself gives up on that call, plus a margin |
 ///
 /// Every row, checked against `Limits::default()`:
@@ -49,6 +51,8 @@ use super::{
 /// assert_eq!(d.max_backoff(), min(120));
 /// assert_eq!(d.busy_cap(), min(120));
 /// assert_eq!(d.max_rss(), None);
+/// assert_eq!(d.task_silence(), None);
+/// assert_eq!(d.control_timeout(), Some(min(2)));
 /// assert_eq!(d.mcp(), &McpLimits::default());
 /// ```
 ///
@@ -81,6 +85,8 @@ pub struct Limits {
     max_backoff: PositiveDuration,
     busy_cap: Duration,
     max_rss: Option<ByteSize>,
+    task_silence: Option<PositiveDuration>,
+    control_timeout: Option<PositiveDuration>,
     mcp: McpLimits,
 }
 
@@ -100,6 +106,8 @@ impl Default for Limits {
             max_backoff: defaults::MAX_BACKOFF,
             busy_cap: defaults::BUSY_CAP,
             max_rss: defaults::MAX_RSS,
+            task_silence: defaults::TASK_SILENCE,
+            control_timeout: defaults::CONTROL_TIMEOUT,
             mcp: McpLimits::default(),
         }
     }
@@ -205,6 +213,19 @@ impl Limits {
         Ok(self)
     }
 
+    /// A background task's own deadline ([`Limits::task_silence`]); `None`: the idle
+    /// patience in force. Must be > 0 when set ([`PositiveDuration`]).
+    pub fn with_task_silence(mut self, d: Option<Duration>) -> Result<Self, ConfigError> {
+        self.set_task_silence(valid("task_silence", d)?);
+        Ok(self)
+    }
+    /// The bound on the host's unanswered control requests ([`Limits::control_timeout`]);
+    /// zero turns it off.
+    pub fn with_control_timeout(mut self, d: Duration) -> Self {
+        self.set_control_timeout(PositiveDuration::new(d).ok());
+        self
+    }
+
     /// Where Claude Code gives up on MCP tool calls by itself (the no-progress floor while
     /// one is outstanding).
     pub fn with_mcp(mut self, mcp: McpLimits) -> Self {
@@ -298,6 +319,16 @@ impl Limits {
         self.max_rss = bytes;
         self
     }
+    /// A background task's own deadline, or `None` for the idle patience in force.
+    pub fn set_task_silence(&mut self, d: Option<PositiveDuration>) -> &mut Self {
+        self.task_silence = d;
+        self
+    }
+    /// The bound on the host's unanswered control requests, or `None` for none.
+    pub fn set_control_timeout(&mut self, d: Option<PositiveDuration>) -> &mut Self {
+        self.control_timeout = d;
+        self
+    }
     /// Where Claude Code gives up on MCP tool calls by itself.
     pub fn set_mcp(&mut self, mcp: McpLimits) -> &mut Self {
         self.mcp = mcp;
@@ -371,6 +402,27 @@ impl Limits {
     /// for 5 s, the session is killed `memory`. `None`: no guard.
     pub fn max_rss(&self) -> Option<u64> {
         self.max_rss.map(ByteSize::get)
+    }
+    /// A background task's own deadline: a task (a background subagent, shell or monitor)
+    /// that printed nothing of its own (its `system/task_*` lines, the lines of its
+    /// `parent_tool_use_id`) for this long is silent, counted from its last sign of life,
+    /// never from its start, and for a monitor not before its declared expiry. A silent task
+    /// is noticed ([`Event::TaskSilent`](crate::Event::TaskSilent)); while any outstanding
+    /// task is not yet silent the idle kill waits, and an idle kill with tasks outstanding is
+    /// [`KillKind::TaskSilent`](crate::KillKind::TaskSilent). `None`: the idle patience in
+    /// force (the extended one while an extension holds).
+    pub fn task_silence(&self) -> Option<Duration> {
+        self.task_silence.map(PositiveDuration::get)
+    }
+    /// The bound on a control request of the host (read from the child's stdin: an
+    /// `interrupt`, `get_context_usage`, `set_permission_mode`, …; not `initialize`, which
+    /// the SDKs bound themselves) that Claude Code does not answer (`control_response` with its
+    /// `request_id`): past it the session is killed
+    /// [`KillKind::Unanswered`](crate::KillKind::Unanswered). A
+    /// `system/control_request_progress` for the request restarts its clock, and the host's
+    /// own `control_cancel_request` ends it. `None`: never.
+    pub fn control_timeout(&self) -> Option<Duration> {
+        self.control_timeout.map(PositiveDuration::get)
     }
     /// The MCP limits.
     pub fn mcp(&self) -> &McpLimits {

@@ -22,6 +22,7 @@ pub struct SessionConfig {
     tree_evidence: bool,
     busy_presumed: bool,
     expect_session: Option<crate::facts::ClaudeSessionId>,
+    dialect: Option<crate::Dialect>,
 }
 
 impl SessionConfig {
@@ -139,6 +140,34 @@ impl SessionConfig {
     /// ([`SessionConfig::with_busy_tools_presumed`]).
     pub fn busy_tools_presumed(&self) -> bool {
         self.busy_presumed
+    }
+    /// The session's lines are expected in `dialect` (the host's reading of the command it
+    /// started: [`Dialect`](crate::Dialect)), until its first decisive line confirms that or
+    /// chooses another ([`SessionDialect`](crate::SessionDialect)); `Dialect::Claude` asks the
+    /// lines to tell when the command did not. Default: none, Claude Code's stream-json, and
+    /// the lines are never looked at for another dialect.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use watchdog_core::{Dialect, Outcome, Registry, SessionConfig, Limits};
+    /// let t0 = Instant::now();
+    /// let mut reg = Registry::new(Limits::default());
+    /// let id = reg.register(t0, SessionConfig::default().with_dialect(Dialect::Codex));
+    /// reg.observe_line(t0, id, br#"{"type":"thread.started","thread_id":"t-1"}"#);
+    /// reg.observe_line(t0, id, br#"{"type":"turn.started"}"#);
+    /// reg.observe_line(t0, id, br#"{"type":"turn.completed","usage":{}}"#);
+    /// let record = reg.finish(t0, id).unwrap();
+    /// assert_eq!(record.outcome, Outcome::Success);
+    /// assert_eq!(record.session_id.unwrap().as_str(), "t-1");
+    /// assert_eq!(record.dialect, Dialect::Codex);
+    /// ```
+    pub fn with_dialect(mut self, dialect: crate::Dialect) -> Self {
+        self.dialect = Some(dialect);
+        self
+    }
+    /// The dialect the host expects, if it gave one ([`SessionConfig::with_dialect`]).
+    pub fn dialect(&self) -> Option<crate::Dialect> {
+        self.dialect
     }
     /// The overriding limits, if any.
     pub fn limits(&self) -> Option<&Limits> {

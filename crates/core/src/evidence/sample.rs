@@ -134,9 +134,71 @@ impl TreeSample {
     /// Whether `p` belongs to a tool call outstanding for `outstanding_ms`: a descendant of
     /// the child (not the child itself) that started no earlier than the call, less 2 s (the
     /// call's line reaches the host after its tool may have started). A process's children
-    /// start after it, so the tool's subtree is exactly these.
+    /// start after it, so the tool's subtree is exactly these, but for its spawner: a process
+    /// older than the call whose child is one of these only started the call's processes (the
+    /// CLI itself under a launcher, e.g. Codex's native binary under its `node` wrapper, which
+    /// starts a command within 2 s of its own start, before the command's line is read; or a
+    /// tool's shell waiting on its command).
     pub fn in_tool(&self, p: &ProcFacts, outstanding_ms: u64) -> bool {
         let slack = crate::config::defaults::TOOL_SLACK.as_millis() as u64;
-        p.pid != self.root && p.age_ms <= outstanding_ms.saturating_add(slack)
+        let young = |q: &ProcFacts| q.age_ms <= outstanding_ms.saturating_add(slack);
+        if p.pid == self.root || !young(p) {
+            return false;
+        }
+        let spawner = p.age_ms > outstanding_ms
+            && self
+                .procs
+                .iter()
+                .any(|c| c.ppid == p.pid && c.pid != p.pid && young(c));
+        !spawner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proc(pid: u32, ppid: u32, age_ms: u64) -> ProcFacts {
+        ProcFacts {
+            pid,
+            start: u64::from(pid),
+            ppid,
+            pgid: 1,
+            cmd: format!("p{pid}"),
+            state: ProcState::Asleep,
+            cpu_ms: 0,
+            rss: 0,
+            age_ms,
+            tcp: 0,
+            net: None,
+        }
+    }
+
+    /// Measured with Codex 0.169 under its `node` wrapper: the native binary started 1.4 s
+    /// before its command's call, within the 2 s slack, and is the command's parent.
+    #[test]
+    fn the_call_s_processes_are_its_subtree_and_not_the_cli_that_spawned_it() {
+        let (root, native, sleep) = (proc(1, 0, 10_040), proc(2, 1, 9_570), proc(3, 2, 8_340));
+        let early_bash = proc(4, 2, 9_000);
+        let tree = TreeSample {
+            root: 1,
+            procs: vec![
+                root.clone(),
+                native.clone(),
+                sleep.clone(),
+                early_bash.clone(),
+            ],
+            fault: None,
+        };
+        let outstanding = 8_138;
+        assert!(!tree.in_tool(&root, outstanding), "the child itself");
+        assert!(!tree.in_tool(&native, outstanding), "the spawner");
+        assert!(tree.in_tool(&sleep, outstanding));
+        // Started within the slack with no younger child: the call's, read late.
+        assert!(tree.in_tool(&early_bash, outstanding));
+        assert!(
+            !tree.in_tool(&proc(5, 1, 20_000), outstanding),
+            "older than the call"
+        );
     }
 }

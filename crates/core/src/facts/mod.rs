@@ -48,12 +48,14 @@ mod live;
 mod spells;
 mod subagents;
 mod tally;
+mod turns;
 
 pub use live::OutstandingMcp;
 pub(crate) use live::{LineContext, LiveNews, PendingMcp};
 pub use spells::{asks_a_person, PendingTool, ProgressLine, QuietSpell, SpellKind, SpellTracker};
 pub use subagents::{SubagentFailure, Subagents};
 pub use tally::{Activity, Tally};
+pub use turns::{TaskCounts, Turns};
 
 /// Claude Code's session id, as printed in its stream-json lines (`session_id`): non-empty, at
 /// most [`ClaudeSessionId::MAX_LEN`] bytes, no control characters. Validated once, where it is
@@ -105,6 +107,20 @@ impl ClaudeSessionId {
     /// The id of a line, if it carries a valid one.
     pub fn of_line(view: &LineView<'_>) -> Option<Self> {
         view.session_id().and_then(|s| Self::parse(&s).ok())
+    }
+
+    /// The CLI's session id a line of kind `kind` carries, in any dialect
+    /// ([`crate::Dialect`]): Claude Code's `session_id`, Codex's `thread.started` `thread_id`,
+    /// opencode's `sessionID` (on every line).
+    ///
+    /// ```
+    /// use watchdog_core::{facts::ClaudeSessionId, Dialect, LineView};
+    /// let line = LineView::parse(br#"{"type":"thread.started","thread_id":"t-1"}"#).unwrap();
+    /// let kind = Dialect::Codex.classify(&line).kind;
+    /// assert_eq!(ClaudeSessionId::of_dialect_line(&line, kind).unwrap().as_str(), "t-1");
+    /// ```
+    pub fn of_dialect_line(view: &LineView<'_>, kind: crate::LineKind) -> Option<Self> {
+        crate::dialect::session_id(view, kind).and_then(|s| Self::parse(&s).ok())
     }
 
     /// The id as text.
@@ -187,6 +203,25 @@ impl ResultFacts {
             api_error_status: view.api_error_status(),
             num_turns: view.num_turns(),
             total_cost_usd: view.total_cost_usd().filter(|c| c.is_finite()),
+        }
+    }
+
+    /// The facts of a line that ends a turn (its class is a settle): a Claude Code `result`'s
+    /// fields ([`ResultFacts::of_line`]), or another dialect's end read as one (a Codex
+    /// `turn.failed` has subtype `error` and terminal reason `turn.failed`, an opencode `error`
+    /// its `error.name`; see [`crate::Dialect::grammar`]).
+    pub fn of_end(view: &LineView<'_>, kind: crate::LineKind) -> Self {
+        if kind == crate::LineKind::Result {
+            return Self::of_line(view);
+        }
+        let end = crate::dialect::ending(view, kind);
+        ResultFacts {
+            subtype: end.subtype,
+            is_error: end.is_error,
+            stop_reason: end.stop_reason,
+            terminal_reason: end.terminal_reason,
+            api_error_status: end.api_error_status,
+            ..ResultFacts::default()
         }
     }
 

@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use crate::classify::{Class, LineKind, Signal};
+use crate::dialect::ToolEdge;
 use crate::facts::live::{LineContext, LiveFacts, LiveNews};
 use crate::facts::spells::{PendingTool, ProgressLine, Step};
-use crate::facts::{ResultFacts, Subagents};
+use crate::facts::{ResultFacts, Subagents, TaskCounts};
 use crate::view::LineView;
 
 /// What the status line shows as the current activity.
@@ -81,6 +82,8 @@ pub struct Tally {
     open_tools: Vec<OpenTool>,
     /// Subagents and their failures (`system/task_*` lines).
     subagents: Subagents,
+    /// Task runs started and ended (`system/task_*` lines).
+    tasks: TaskCounts,
     /// What the session reports while it runs, when its host asked
     /// ([`SessionConfig::with_live_facts`](crate::SessionConfig::with_live_facts)).
     live: Option<Box<LiveFacts>>,
@@ -110,6 +113,7 @@ impl Default for Tally {
             tool_rounds: 0,
             open_tools: Vec::new(),
             subagents: Subagents::default(),
+            tasks: TaskCounts::default(),
             live: None,
             answered: None,
             reading_live: false,
@@ -167,7 +171,12 @@ impl Tally {
         };
         live.spells.line(cx.now);
         // The spell's tool is the latest pending before the line (its answer is read below).
-        let last_pending = self.open_tools.last().map(|t| t.name.clone());
+        // An opencode `tool_use` reports a call that ran since the last line, unseen until
+        // now: it is both the pending call and the one answered.
+        let last_pending = self.open_tools.last().map(|t| t.name.clone()).or_else(|| {
+            let tool = view.filter(|_| class.kind == LineKind::ToolUse)?.part()?;
+            Some(Arc::from(&*tool.member("tool")?.as_str()?))
+        });
         self.answered = None;
         self.reading_live = true;
         let top_level = self.read(view, class);
@@ -191,7 +200,7 @@ impl Tally {
                         waiting_on_person: cx.waiting_on_person,
                         last_pending: last_pending.as_ref().map(pending),
                         answered: answered.as_ref().map(pending),
-                        settles: class.kind == LineKind::Result && top_level,
+                        settles: class.signal == Signal::Settle && top_level,
                         top_level,
                         ..ProgressLine::default()
                     },
@@ -218,14 +227,25 @@ impl Tally {
         &self.subagents
     }
 
+    /// The task runs started and ended.
+    pub fn tasks(&self) -> &TaskCounts {
+        &self.tasks
+    }
+
     /// What a line changes that its class alone tells.
     fn note_class(&mut self, class: Class, top_level: bool) {
+        // A `result`, or another dialect's end of a turn.
+        if class.signal == Signal::Settle {
+            self.open_tools.clear();
+            self.activity = Activity::Settled;
+            return;
+        }
         match class.kind {
-            LineKind::Result => {
-                self.open_tools.clear();
-                self.activity = Activity::Settled;
-            }
-            LineKind::ApiRetry => self.activity = Activity::Retrying,
+            // Claude Code's announced retry; a Codex notice (its retries).
+            LineKind::ApiRetry | LineKind::Error => self.activity = Activity::Retrying,
+            LineKind::TurnStarted => self.activity = Activity::Requesting,
+            LineKind::Text => self.activity = Activity::Writing,
+            LineKind::Reasoning => self.activity = Activity::Thinking,
             LineKind::StreamEvent if top_level && self.open_tools.is_empty() => {
                 self.activity = Activity::Writing;
             }
@@ -301,10 +321,72 @@ impl Tally {
                 Some("status") => self.activity = Activity::Requesting,
                 Some(sub @ ("task_started" | "task_updated" | "task_notification")) => {
                     self.subagents.observe(sub, view);
+                    self.tasks.observe(sub, view);
                 }
                 _ => {}
             },
+            LineKind::ItemStarted | LineKind::ItemCompleted if class.signal == Signal::Progress => {
+                self.codex_item(view, class.kind);
+            }
+            // An opencode step is one model request: a turn, and a tool round when it ends to
+            // call tools.
+            LineKind::StepStart => {
+                self.assistant = true;
+                self.activity = Activity::Requesting;
+            }
+            LineKind::StepFinish if class.signal == Signal::Progress => {
+                self.tool_rounds += 1;
+                self.activity = Activity::Requesting;
+            }
+            LineKind::ToolUse => {
+                if self.reading_live {
+                    let tool = view.part().and_then(|p| p.member("tool"));
+                    self.answered = tool.and_then(|t| t.as_str()).map(|t| Arc::from(&*t));
+                }
+                self.activity = Activity::Requesting;
+            }
             _ => self.note_class(class, top_level),
+        }
+    }
+
+    /// A Codex item began or completed: a tool call (a command, an MCP or web call) is
+    /// outstanding from its start to its completion, one round each; the model writes or
+    /// thinks.
+    fn codex_item(&mut self, view: &LineView<'_>, kind: LineKind) {
+        self.assistant = true;
+        match crate::dialect::tool_edge(view, kind) {
+            Some(ToolEdge::Began { id, name }) => {
+                self.open_tools.push(OpenTool {
+                    id: id.into_owned(),
+                    name: Arc::from(&*name),
+                    answered: false,
+                });
+                self.activity = Activity::Tool(name.into_owned());
+            }
+            Some(ToolEdge::Ended { id }) => {
+                for t in self.open_tools.iter_mut().filter(|t| t.id == *id) {
+                    t.answered = true;
+                }
+                if self.reading_live {
+                    let first = self.open_tools.iter().find(|t| t.answered);
+                    self.answered = first.map(|t| t.name.clone());
+                }
+                let before = self.open_tools.len();
+                self.open_tools.retain(|t| !t.answered);
+                self.tool_rounds += u64::from(self.open_tools.len() < before);
+                self.activity = match self.open_tools.last() {
+                    Some(t) => Activity::Tool(t.name.to_string()),
+                    None => Activity::Requesting,
+                };
+            }
+            None if kind == LineKind::ItemStarted => {
+                let item = view.item().and_then(|i| i.member("type"));
+                self.activity = match item.and_then(|t| t.as_str()).as_deref() {
+                    Some("reasoning") => Activity::Thinking,
+                    _ => Activity::Writing,
+                };
+            }
+            None => {}
         }
     }
 

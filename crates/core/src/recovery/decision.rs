@@ -214,17 +214,21 @@ pub fn trigger_of(facts: &TerminalFacts) -> Result<Trigger, Skip> {
     match &facts.outcome {
         Outcome::Success | Outcome::Incomplete | Outcome::NoResult => Err(Skip::NotATrigger),
         Outcome::Killed { kind } => match kind {
-            KillKind::Idle | KillKind::NoProgress | KillKind::Linger => match &facts.backoff {
-                Some(b) => Err(Skip::DuringBackoff {
-                    attempts: b.attempts,
-                    status: b.status,
-                    error: b.error.clone(),
-                }),
-                None => Ok(Trigger::AfterKill),
-            },
-            KillKind::Ceiling | KillKind::Startup | KillKind::OutputBlocked | KillKind::Memory => {
-                Err(Skip::KillKind(*kind))
+            // A lost background task is a hang like the others: the continuation's new turn
+            // can look again.
+            KillKind::Idle | KillKind::NoProgress | KillKind::Linger | KillKind::TaskSilent => {
+                match &facts.backoff {
+                    Some(b) => Err(Skip::DuringBackoff {
+                        attempts: b.attempts,
+                        status: b.status,
+                        error: b.error.clone(),
+                    }),
+                    None => Ok(Trigger::AfterKill),
+                }
             }
+            // A wakeup that never fired or a host request never answered: a continuation
+            // brings neither back.
+            _ => Err(Skip::KillKind(*kind)),
         },
         Outcome::ErrorResult(result) => {
             let ResultFacts {

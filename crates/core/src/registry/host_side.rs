@@ -18,8 +18,12 @@ use super::Registry;
 impl Registry {
     /// Feed one line the host wrote to the child's stdin: a `control_response` that answers a
     /// permission request ends that human wait; a `user` message while the session waits for
-    /// its host starts the next turn (every clock afresh, as for progress). Host lines are
-    /// not otherwise signs of the child's life.
+    /// its host starts the next turn (every clock afresh, as for progress); the host's own
+    /// `control_request` (not `initialize`) waits for its answer, bounded by
+    /// [`Limits::control_timeout`](crate::Limits::control_timeout), until Claude Code's
+    /// `control_response` or the host's `control_cancel_request`. Host lines are not otherwise
+    /// signs of the child's life. A session that keeps a tally counts the host's top-level
+    /// `user` messages (each asks for one `result`: [`Event::UnsolicitedResult`]).
     pub fn observe_input(&mut self, now: Instant, id: SessionId, line: &LineView<'_>) {
         let t = self.advance(now);
         let Some(slot) = self.slot_of(id) else {
@@ -28,14 +32,30 @@ impl Registry {
         if self.session(slot).is_done() {
             return;
         }
+        let kind = line.kind();
+        if kind.as_deref() == Some("user") && line.parent_tool_use_id().is_none() {
+            self.count_host_message(slot);
+        }
         let (s, c) = self.parts_mut(slot);
         let was_paused = s.paused();
-        match line.kind().as_deref() {
+        match kind.as_deref() {
             Some("control_response") => {
                 let Some(rid) = line.request_id() else {
                     return;
                 };
                 answer(s, c, &rid);
+            }
+            Some("control_request") => {
+                let (Some(rid), Some(sub)) = (line.request_id(), line.request_subtype()) else {
+                    return;
+                };
+                s.note_asked(c, &rid, &sub, t);
+            }
+            Some("control_cancel_request") => {
+                let Some(rid) = line.request_id() else {
+                    return;
+                };
+                s.note_answer(c, &rid, true, t);
             }
             // The host's next turn: while it waits for it, or while its background tasks run
             // after the result (the host need not wait for them).
@@ -53,6 +73,21 @@ impl Registry {
         s.end_wait_if_clear(c, t, was_paused);
         self.reschedule(slot);
         self.run_due(t);
+    }
+
+    /// A top-level `user` message of the host: one more `result` asked for (a session that
+    /// keeps a tally counts it).
+    fn count_host_message(&mut self, slot: u32) {
+        if !self.session(slot).host.has(Host::Watched) {
+            return;
+        }
+        let watched = self.cold[slot as usize]
+            .rare_mut()
+            .and_then(|r| r.watched.as_deref_mut())
+            .filter(|w| w.tally.is_some());
+        if let Some(w) = watched {
+            w.turns.message();
+        }
     }
 
     /// The host's input to the child ended (its stdin closed): a session waiting for its host

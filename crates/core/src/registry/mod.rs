@@ -1,5 +1,6 @@
 //! Many sessions on one timer: the deterministic deadline engine ([`Registry`]).
 
+mod dialects;
 mod holds;
 mod host_side;
 mod mcp_calls;
@@ -101,6 +102,8 @@ pub struct Registry {
     holds: holds::Holds,
     /// What the sessions that sample their process tree keep ([`tree`]).
     trees: tree::Trees,
+    /// The dialects of the sessions whose host gave one ([`dialects`]).
+    dialects: dialects::Dialects,
     /// Deadlines fire only in `handle_timeout` ([`Registry::checked_by_host`]).
     checked_by_host: bool,
     counts: [u64; LineKind::ALL.len()],
@@ -137,6 +140,7 @@ impl Registry {
             rate: RateLimits::default(),
             holds: holds::Holds::default(),
             trees: tree::Trees::default(),
+            dialects: dialects::Dialects::default(),
             checked_by_host: false,
             counts: [0; LineKind::ALL.len()],
         }
@@ -304,11 +308,21 @@ impl Registry {
         if config.tree_evidence() {
             self.trees.start(slot, config.busy_tools_presumed());
         }
+        if let Some(dialect) = config.dialect() {
+            self.session_mut(slot).host.insert(Host::Dialect);
+            self.dialects.start(slot, dialect);
+        }
         if config.tally() || config.expected_session().is_some() {
+            let mut turns = crate::facts::Turns::default();
+            // Without host input the prompt is the one message.
+            if config.tally() && !config.host_input() {
+                turns.message();
+            }
             let watched = Watched {
                 tally: config.tally().then(|| Tally::new(config.live_facts())),
                 expect: config.expected_session().cloned(),
                 mismatch_reported: false,
+                turns,
             };
             let (s, c) = self.parts_mut(slot);
             s.host.insert(Host::Watched);
@@ -360,6 +374,12 @@ impl Registry {
             self.rate_limits().clone(),
         );
         record.tree = self.tree_facts(id).cloned();
+        record.turns = self.turns(id).unwrap_or_default();
+        if let Some(slot) = self.slot_of(id) {
+            let (s, c) = (self.session(slot), &self.cold[slot as usize]);
+            record.outstanding = s.outstanding(c, self.now).unwrap_or_default();
+        }
+        record.dialect = self.dialect(id).unwrap_or_default();
         Some(record)
     }
 

@@ -7,10 +7,11 @@ use crate::time::Instant;
 
 use crate::classify::{classify, Class, LineKind, Signal};
 use crate::config::Limits;
+use crate::dialect::{self, Written};
 use crate::event::{Event, SessionId};
 use crate::facts::{ClaudeSessionId, LiveNews, ResultFacts};
 use crate::session::{
-    id_hash, is_task_line, Cold, Host, LastResult, Note, Phase, Retry, Session, Side,
+    id_hash, is_task_line, Cold, Host, LastResult, Note, Phase, Retry, Session, Side, WaitTool,
 };
 use crate::view::{ContentBlock, LineView};
 
@@ -25,8 +26,7 @@ impl Registry {
         // while the line is classified.
         let slot = self.slot_of(id);
         let class = classify(line);
-        self.feed(now, slot, Some(line), class, false);
-        class
+        self.feed(now, slot, Some(line), class, false)
     }
 
     /// Feed a stdout line (`None`: an unparseable line or a piece of an over-long one) that
@@ -55,8 +55,7 @@ impl Registry {
     ) -> Class {
         let slot = self.slot_of(id);
         let class = line.map_or(Class::UNPARSEABLE, classify);
-        self.feed(now, slot, line, class, true);
-        class
+        self.feed(now, slot, line, class, true)
     }
 
     /// Parse and feed one raw stdout line; an unparseable line counts as a keep-alive.
@@ -97,9 +96,11 @@ impl Registry {
     }
 
     /// `slot`: the session's slot, from [`Registry::slot_of`] (running due events does not
-    /// change which slots are live). `waited`: the line counts before what is due at `now`
-    /// ([`Registry::observe_waited`]). The line is read once, here: for the deadlines, then
-    /// for what a watched session keeps (its tally, its expected id) and for the rate limits.
+    /// change which slots are live). `class`: the line's Claude Code class; a session given a
+    /// dialect reads it in its own ([`Registry::dialect_class`]). `waited`: the line counts
+    /// before what is due at `now` ([`Registry::observe_waited`]). The line is read once,
+    /// here: for the deadlines, then for what a watched session keeps (its tally, its expected
+    /// id) and for the rate limits. Returns the line's class.
     pub(super) fn feed(
         &mut self,
         now: Instant,
@@ -107,7 +108,13 @@ impl Registry {
         line: Option<&LineView<'_>>,
         class: Class,
         waited: bool,
-    ) {
+    ) -> Class {
+        let class = match (slot, line) {
+            (Some(slot), Some(view)) if self.session(slot).host.has(Host::Dialect) => {
+                self.dialect_class(slot, view, class)
+            }
+            _ => class,
+        };
         self.counts[class.kind.index()] += 1;
         // A line that waited is noted before what came due at `now`; nothing due: as plain.
         let (t, due_after) = if waited {
@@ -120,7 +127,7 @@ impl Registry {
             if due_after {
                 self.run_due(t);
             }
-            return;
+            return class;
         };
         let id = make_id(slot, self.session(slot).generation);
         // The queue was settled with nothing due at `t`; unless this line changed it (or it
@@ -139,6 +146,7 @@ impl Registry {
         // A line that waited past a window's reset (nothing else brings the reset now).
         let t = self.now;
         self.run_rate_limit_due(t);
+        class
     }
 
     /// What a watched session keeps: its tally sees every line (those printed while it is
@@ -174,6 +182,17 @@ impl Registry {
             (None, _) => {}
         }
         let Some(view) = line else { return };
+        if class.kind == LineKind::Result
+            && view.parent_tool_use_id().is_none()
+            && w.tally.is_some()
+            && w.turns.result()
+        {
+            self.events.push_back(Event::UnsolicitedResult {
+                id,
+                results: w.turns.results,
+                messages: w.turns.messages,
+            });
+        }
         let init = class.kind == LineKind::System
             && view.parent_tool_use_id().is_none()
             && view.subtype().as_deref() == Some("init");
@@ -201,6 +220,7 @@ impl Registry {
     ) -> bool {
         let policy = self.session(slot).limits;
         let mut settled_now = false;
+        let wall = self.rate.wall_at(t);
         {
             let entry = self.policies.get(policy);
             let limits = &entry.limits;
@@ -226,14 +246,29 @@ impl Registry {
             let mut background_ended = false;
             if let Some(view) = line {
                 read_session_id(s, c, view, class.kind);
+                if s.side.has(Side::Background) {
+                    // A background task's own line: a sign of its life.
+                    s.note_task_line(c, view, t);
+                }
                 match class.kind {
-                    LineKind::Assistant | LineKind::User => read_tools(s, c, view, limits, t),
+                    LineKind::Assistant | LineKind::User => {
+                        read_tools(s, c, view, limits, t, wall);
+                    }
                     LineKind::ToolProgress => read_heartbeat(s, c, view, limits.mcp(), t),
                     LineKind::ApiRetry => s.note_retry(c, t, Retry::of_line(view)),
                     LineKind::System => {
                         if let Some(sub) = view.subtype() {
-                            background_ended = s.read_background(c, &sub, view);
+                            background_ended = s.read_background(c, &sub, view, t);
+                            read_system_rest(s, c, &sub, view, t);
                         }
+                    }
+                    LineKind::ControlResponse if s.host.has(Host::Asked) => {
+                        if let Some(rid) = view.request_id() {
+                            s.note_answer(c, &rid, true, t);
+                        }
+                    }
+                    LineKind::Unknown if s.side.has(Side::Waits) => {
+                        read_lifecycle(s, c, view, t);
                     }
                     LineKind::SessionState => match view.state().as_deref() {
                         Some("requires_action") => s.note.insert(Note::RequiresAction),
@@ -259,7 +294,16 @@ impl Registry {
                             answer(s, c, &rid);
                         }
                     }
-                    LineKind::Result => read_result(s, c, view),
+                    // opencode's `done` after its last step: that step said how the turn went.
+                    LineKind::Done if s.last_result != LastResult::None => {}
+                    // A `result`, or another dialect's end of a turn (Codex's, opencode's last
+                    // step or error).
+                    kind if class.signal == Signal::Settle => {
+                        read_result(s, c, ResultFacts::of_end(view, kind));
+                    }
+                    LineKind::ItemStarted | LineKind::ItemCompleted | LineKind::ToolUse => {
+                        read_dialect_tool(s, c, view, class.kind, limits, t);
+                    }
                     _ => {}
                 }
             }
@@ -283,7 +327,7 @@ impl Registry {
             s.begin_host_wait(c, t);
         }
         if let (true, Some(view)) = (self.session(slot).host.has(Host::Tree), line) {
-            self.note_tree_line(slot, view, class.kind, t);
+            self.note_tree_line(slot, view, class, t);
         }
         if settled_now {
             self.events.push_back(Event::Settled { id });
@@ -292,19 +336,50 @@ impl Registry {
     }
 }
 
-/// Claude Code's session id ([`crate::facts`]): the first valid one seen, replaced by each
-/// `system/init`'s. Once it is known, only `system` lines (the kind of an `init`) are read
-/// again.
+/// The CLI's session id ([`crate::facts`]): the first valid one seen, replaced by each line
+/// that names the session afresh (Claude Code's `system/init`, Codex's `thread.started`).
+/// Once it is known, only such lines are read again.
 fn read_session_id(s: &mut Session, c: &mut Cold, view: &LineView<'_>, kind: LineKind) {
-    let init = kind == LineKind::System && view.subtype().as_deref() == Some("init");
+    let init = dialect::names_session(view, kind);
     if s.side.has(Side::CliSession) && !init {
         return;
     }
-    if let Some(sid) = ClaudeSessionId::of_line(view) {
+    if let Some(sid) = ClaudeSessionId::of_dialect_line(view, kind) {
         if c.cli_session.as_ref() != Some(&sid) {
             s.side.insert(Side::CliSession);
             c.cli_session = Some(sid);
         }
+    }
+}
+
+/// What else a `system` line of subtype `sub` at `t` says: a hook runs from its
+/// `hook_started` to its `hook_response`; a top-level `init` (a turn begins) fires the
+/// declared wakeups due by then; a `control_request_progress` restarts the clock of the host's
+/// request it names.
+fn read_system_rest(s: &mut Session, c: &mut Cold, sub: &str, view: &LineView<'_>, t: u64) {
+    match sub {
+        "hook_started" => s.read_hook(c, sub, view, t),
+        "hook_response" if s.side.has(Side::Waits) => s.read_hook(c, sub, view, t),
+        "init" if s.side.has(Side::Waits) && view.parent_tool_use_id().is_none() => {
+            s.read_wakeup_fired(c, t, false);
+        }
+        "control_request_progress" if s.host.has(Host::Asked) => {
+            if let Some(rid) = view.member("request_id").and_then(|f| f.as_str()) {
+                s.note_answer(c, &rid, false, t);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A top-level `command_lifecycle` line with `state: "started"` at `t`: Claude Code starts a
+/// turn it scheduled itself (a wakeup, a cron job): the wakeup due first fired.
+fn read_lifecycle(s: &mut Session, c: &mut Cold, view: &LineView<'_>, t: u64) {
+    let started = view.kind().as_deref() == Some("command_lifecycle")
+        && view.parent_tool_use_id().is_none()
+        && view.state().as_deref() == Some("started");
+    if started {
+        s.read_wakeup_fired(c, t, true);
     }
 }
 
@@ -332,14 +407,25 @@ pub(super) fn answer(s: &mut Session, c: &mut Cold, rid: &str) {
     c.compact();
 }
 
-/// Tool boundaries and write completion from `assistant` / `user` content blocks.
-fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limits, t: u64) {
+/// Tool boundaries and write completion from `assistant` / `user` content blocks, and the
+/// top-level calls that declare a wait and their results (`wall`: the wall clock at `t`, if
+/// the registry's is anchored).
+fn read_tools(
+    s: &mut Session,
+    c: &mut Cold,
+    view: &LineView<'_>,
+    limits: &Limits,
+    t: u64,
+    wall: Option<u64>,
+) {
     let mut removed = false;
     view.for_each_block(|b| match b {
         ContentBlock::ToolUse { id, name } => {
             s.last_tool = t;
             if crate::mcp::is_mcp_tool(&name) {
                 begin_mcp(s, c, &id, &name, t, limits.mcp());
+            } else if WaitTool::of_name(&name).is_some() && view.parent_tool_use_id().is_none() {
+                s.note_wait_call(c, &id, &name);
             }
             if !s.note.has(Note::Wrote) && limits.is_write_tool(&name) {
                 let pending = &mut c.rare_or_new().pending_writes;
@@ -355,6 +441,9 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
             s.last_tool = t;
             if s.side.has(Side::Mcp) {
                 removed |= end_mcp(s, c, &tool_use_id);
+            }
+            if s.side.has(Side::Waits) {
+                s.read_wait_result(c, view, &tool_use_id, is_error, t, wall);
             }
             if s.note.has(Note::Wrote) {
                 return;
@@ -382,15 +471,46 @@ fn read_tools(s: &mut Session, c: &mut Cold, view: &LineView<'_>, limits: &Limit
     }
 }
 
-/// Remember the last `result`'s verdict.
-fn read_result(s: &mut Session, c: &mut Cold, view: &LineView<'_>) {
+/// A tool call of another dialect began or ended (Codex's items, opencode's `tool_use`): a
+/// tool boundary; a completed write (a Codex `file_change`, an opencode call of a write tool,
+/// its name compared without case) ends the pre-write extension.
+fn read_dialect_tool(
+    s: &mut Session,
+    c: &mut Cold,
+    view: &LineView<'_>,
+    kind: LineKind,
+    limits: &Limits,
+    t: u64,
+) {
+    let (edge, written) = dialect::tool_facts(view, kind);
+    if kind == LineKind::ToolUse || edge.is_some() {
+        s.last_tool = t;
+    }
+    if s.note.has(Note::Wrote) {
+        return;
+    }
+    let wrote_now = match written {
+        Some(Written::Files) => true,
+        Some(Written::Tool(name)) => limits
+            .write_tools()
+            .iter()
+            .any(|w| w.eq_ignore_ascii_case(&name)),
+        None => false,
+    };
+    if wrote_now {
+        wrote(s, c);
+    }
+}
+
+/// Remember the last `result`'s verdict (`facts`: a Claude Code `result`'s, or another
+/// dialect's end of a turn).
+fn read_result(s: &mut Session, c: &mut Cold, facts: ResultFacts) {
     // The turn is over: no MCP call is outstanding any more.
     if let Some(r) = c.rare_mut() {
         r.mcp_calls = Vec::new();
         s.sync_mcp(r);
         c.compact();
     }
-    let facts = ResultFacts::of_line(view);
     s.last_result = if facts.is_error_result() {
         LastResult::Error
     } else if facts.stopped_mid_task() {

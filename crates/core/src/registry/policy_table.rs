@@ -13,6 +13,8 @@ pub(super) struct LimitsKey {
     pub(super) ceiling: Option<Duration>,
     pub(super) output_blocked: Option<Duration>,
     pub(super) max_rss: Option<u64>,
+    pub(super) task_silence: Option<Duration>,
+    pub(super) control_timeout: Option<Duration>,
     pub(super) floats: [u64; 3],
     pub(super) write_tools: Vec<Box<str>>,
     pub(super) mcp: McpLimits,
@@ -32,6 +34,8 @@ impl LimitsKey {
             ceiling: l.ceiling(),
             output_blocked: l.output_blocked(),
             max_rss: l.max_rss(),
+            task_silence: l.task_silence(),
+            control_timeout: l.control_timeout(),
             floats: [
                 l.extend_factor().to_bits(),
                 l.high_utilization().to_bits(),

@@ -69,6 +69,15 @@ impl Registry {
         self.rare_of(slot)?.watched.as_deref()?.tally.as_ref()
     }
 
+    /// The host's messages and the session's top-level results, the unsolicited ones counted
+    /// apart ([`Event::UnsolicitedResult`](crate::Event::UnsolicitedResult)), if it keeps a
+    /// tally.
+    pub fn turns(&self, id: SessionId) -> Option<crate::facts::Turns> {
+        let slot = self.slot_of(id)?;
+        let w = self.rare_of(slot)?.watched.as_deref()?;
+        w.tally.as_ref().map(|_| w.turns)
+    }
+
     /// The facts of the session's last `result` line, if one came.
     pub fn result(&self, id: SessionId) -> Option<&ResultFacts> {
         let slot = self.slot_of(id)?;

@@ -67,6 +67,11 @@ impl RateLimits {
         }
     }
 
+    /// The wall time of registry time `t`, if the wall clock is anchored.
+    pub(super) fn wall_at(&self, t: u64) -> Option<WallMs> {
+        self.anchor.map(|_| self.wall(t))
+    }
+
     /// The registry time of wall time `w` (rounded up to the millisecond's start).
     fn time_of(&self, w: WallMs) -> u64 {
         match self.anchor {

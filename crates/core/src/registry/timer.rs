@@ -64,6 +64,7 @@ impl Facts<'_> {
             s.retry_end(c, p.ns.max_backoff),
             s.mcp_floor(c),
             tree,
+            s.work_due(c),
         )
     }
 }
@@ -213,6 +214,12 @@ impl Registry {
                     remaining: Duration::from_nanos(kill_at.saturating_sub(at)),
                 });
             }
+            Due::TaskSilent(silence) => {
+                let (s, c) = self.parts_mut(slot);
+                for task in s.notice_silent_tasks(c, at, silence) {
+                    self.events.push_back(Event::TaskSilent { id, task });
+                }
+            }
             Due::Kill(kind) => {
                 let kill = self.build_kill(slot, at, kind);
                 let (s, c) = self.parts_mut(slot);
@@ -257,6 +264,7 @@ impl Registry {
                 })
             }),
             tree: self.tree_evidence(slot, at, kind),
+            outstanding: s.outstanding(c, at).map(Box::new),
         }
     }
 

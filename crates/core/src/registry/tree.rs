@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use crate::time::Instant;
 
-use crate::classify::LineKind;
+use crate::classify::{Class, LineKind, Signal};
 use crate::config::defaults::TOOL_SLACK;
+use crate::dialect::{self, ToolEdge};
 use crate::event::{KillKind, SessionId};
 use crate::evidence::{TreeEvidence, TreeFacts, TreeSample};
 use crate::session::tree::TreeState;
@@ -166,17 +167,11 @@ impl Registry {
     }
 
     /// The tool calls a line of a session with [`Host::Tree`] begins and ends.
-    pub(super) fn note_tree_line(
-        &mut self,
-        slot: u32,
-        view: &LineView<'_>,
-        kind: LineKind,
-        t: u64,
-    ) {
+    pub(super) fn note_tree_line(&mut self, slot: u32, view: &LineView<'_>, class: Class, t: u64) {
         let Some(st) = self.trees.get_mut(slot) else {
             return;
         };
-        match kind {
+        match class.kind {
             LineKind::Assistant | LineKind::User => view.for_each_block(|b| match b {
                 ContentBlock::ToolUse { id, name } => st.tool_began(&id, &name, t),
                 ContentBlock::ToolResult { tool_use_id, .. } => st.tool_ended(&tool_use_id),
@@ -191,8 +186,16 @@ impl Registry {
                     st.tool_began(&id, &name, t.saturating_sub(elapsed));
                 }
             }
-            LineKind::Result => st.turn_ended(),
-            _ => {}
+            // Another dialect's calls: Codex's tool items, opencode's steps.
+            kind => match dialect::tool_edge(view, kind) {
+                Some(ToolEdge::Began { id, name }) => st.tool_began(&id, &name, t),
+                Some(ToolEdge::Ended { id }) => st.tool_ended(&id),
+                None => {}
+            },
+        }
+        // The turn ended (a `result`, another dialect's end): no call is outstanding.
+        if class.signal == Signal::Settle {
+            st.turn_ended();
         }
     }
 

@@ -132,7 +132,7 @@ impl Session {
     fn shift_clocks(&mut self, c: &mut Cold, b: u64, e: u64) {
         self.move_idle_anchor(c, shift(self.idle_anchor, b, e));
         self.move_progress_anchor(c, shift(self.progress_anchor, b, e));
-        self.shift_storm(c, |x| shift(x, b, e));
+        self.shift_work(c, |x| shift(x, b, e));
     }
 }
 

@@ -8,10 +8,18 @@
 //! session still works); the ceiling and the memory guard always; the output-blocked bound
 //! while the host cannot hand the output on; none of idle and no-progress while a wait or a
 //! blocked output holds their clocks.
+//!
+//! What the session's outstanding work adds ([`WorkDue`]): background tasks hold the idle kill
+//! until each one's own deadline (`task_silence` after its last sign of life) and name it
+//! `task_silent`, and each task silent past its deadline is noticed once; after a `result`, a
+//! declared wakeup bounds the wait (its due time plus the idle patience, kill
+//! `wakeup_missed`), holding the linger until then; the host's oldest unanswered control
+//! request is bounded by `control_timeout` (kill `unanswered`) whatever the session does; a
+//! hook of Claude Code's that runs holds the idle kill until Claude Code's own timeout.
 
 use crate::event::{ExtendReason, KillKind, StallClock};
 
-use super::{End, Host, LimitsNs, Phase, Said, Session, Side, NEVER};
+use super::{End, Host, LimitsNs, Phase, Said, Session, Side, WorkDue, NEVER};
 
 /// What the host's facts add to a session's deadlines: the process tree's
 /// ([`crate::evidence`]).
@@ -38,6 +46,8 @@ pub(crate) enum Due {
     Extended(ExtendReason),
     /// A clock passed `warn_at`; the second field is that clock's kill instant.
     Stalling(StallClock, u64),
+    /// A background task passed its own deadline (the field: its silence, in ns): noticed.
+    TaskSilent(u64),
 }
 
 impl Session {
@@ -49,7 +59,8 @@ impl Session {
     /// `retry_end`: [`Session::retry_end`] (neither clock counts an announced back-off);
     /// `mcp_floor`: [`Session::mcp_floor`] (the no-progress kill comes no earlier); `host`: a
     /// busy tool's hold (the no-progress kill comes no earlier, and its warning moves with it)
-    /// and the memory guard's kill.
+    /// and the memory guard's kill; `work`: [`Session::work_due`].
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn next_due(
         &self,
         l: &LimitsNs,
@@ -58,6 +69,7 @@ impl Session {
         retry_end: u64,
         mcp_floor: u64,
         host: HostDue,
+        work: WorkDue,
     ) -> Option<(u64, Due)> {
         let HostDue {
             busy_floor,
@@ -74,6 +86,12 @@ impl Session {
         };
         let blocked = self.host.has(Host::OutputBlocked);
         take(memory_at, KillKind::Memory);
+        if work.asked != NEVER {
+            take(
+                work.asked.saturating_add(l.control_timeout),
+                KillKind::Unanswered,
+            );
+        }
         if !self.phase.seen_line() {
             take(self.started.saturating_add(l.startup), KillKind::Startup);
         }
@@ -81,9 +99,19 @@ impl Session {
         // from registration.
         if !self.clocks_run() {
         } else if self.phase.is_settled() && !self.side.has(Side::Background) {
-            // Waiting for the host's next message is not a hang: no linger until its input ends.
+            // A declared wakeup is a wait no person needs to end: due + the idle patience.
+            let wakeup = (work.wakeup != NEVER).then(|| work.wakeup.saturating_add(l.idle));
+            // Waiting for the host's next message is not a hang: no linger until its input
+            // ends (but a declared wakeup bounds it).
             if self.phase != Phase::WaitingForHost {
-                take(self.settled_at.saturating_add(l.linger), KillKind::Linger);
+                let linger = self.settled_at.saturating_add(l.linger);
+                match wakeup {
+                    // The linger waits for the wakeup.
+                    Some(w) => take(w.max(linger), KillKind::WakeupMissed),
+                    None => take(linger, KillKind::Linger),
+                }
+            } else if let Some(w) = wakeup {
+                take(w, KillKind::WakeupMissed);
             }
         } else if !self.paused() && !blocked {
             let ext = self.extension(l, high);
@@ -94,10 +122,27 @@ impl Session {
             };
             let base = self.idle_anchor.max(retry_end);
             let np_base = self.progress_anchor.max(retry_end);
-            let idle_kill = base.saturating_add(patience).max(drop_at);
+            // A hook that runs: Claude Code cancels it itself (its default timeout, a tick).
+            let idle_kill = base
+                .saturating_add(patience)
+                .max(drop_at)
+                .max(work.hook_floor);
+            // Background tasks: each one's own deadline, from its last sign of life.
+            let silence = if l.task_silence == NEVER {
+                patience
+            } else {
+                l.task_silence
+            };
+            let (idle_kill, idle_kind) = if work.tasks {
+                // The idle kill waits for the last task's own deadline, and names the tasks.
+                let floor = work.task_latest.saturating_add(silence);
+                (idle_kill.max(floor), KillKind::TaskSilent)
+            } else {
+                (idle_kill, KillKind::Idle)
+            };
             let np_stream = np_base.saturating_add(l.no_progress);
             let np_kill = np_stream.max(mcp_floor).max(busy_floor);
-            take(idle_kill, KillKind::Idle);
+            take(idle_kill, idle_kind);
             take(np_kill, KillKind::NoProgress);
             let kill_t = kill.0;
             let mut warn: Option<(u64, Due)> = None;
@@ -114,6 +159,10 @@ impl Session {
                 if !self.said.has(Said::Extended) {
                     offer(base.saturating_add(l.idle), Due::Extended(reason));
                 }
+            }
+            if work.task_unnoticed != NEVER {
+                let t = work.task_unnoticed.saturating_add(silence);
+                offer(t, Due::TaskSilent(silence));
             }
             if !self.said.has(Said::StallingIdle) {
                 let t = base.saturating_add(warn_after).max(drop_at);

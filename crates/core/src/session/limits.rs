@@ -29,6 +29,10 @@ pub(crate) struct LimitsNs {
     pub busy_cap: u64,
     /// The memory guard in bytes, or `u64::MAX` for none.
     pub max_rss: u64,
+    /// A background task's own deadline, or [`NEVER`] for the idle patience in force.
+    pub task_silence: u64,
+    /// The bound on the host's unanswered control requests, or [`NEVER`].
+    pub control_timeout: u64,
     /// `warn_at` × `idle`, × `extended` and × `no_progress`, precomputed.
     pub warn_idle: u64,
     pub warn_extended: u64,
@@ -51,6 +55,8 @@ impl LimitsNs {
             max_backoff: dur_ns(l.max_backoff()),
             busy_cap: dur_ns(l.busy_cap()),
             max_rss: l.max_rss().unwrap_or(u64::MAX),
+            task_silence: l.task_silence().map_or(NEVER, dur_ns),
+            control_timeout: l.control_timeout().map_or(NEVER, dur_ns),
             warn_idle: frac_ns(idle, l.warn_at()),
             warn_extended: frac_ns(extended, l.warn_at()),
             warn_no_progress: frac_ns(no_progress, l.warn_at()),

@@ -7,26 +7,35 @@
 //! wait or a pause does to the idle and no-progress anchors; `deadlines`: when each deadline
 //! falls due (the idle deadline, its patience and extension, the no-progress cap and its MCP
 //! floor, startup, linger, ceiling, the output-blocked bound, the warnings); `work`: what a
-//! session waits on that is not a hang (announced back-offs, background tasks).
+//! session waits on that is not a hang (announced back-offs, and the parts of their own:
+//! `tasks`, background tasks and each one's clock; `wakeups`, the wakeups it declared;
+//! `hooks`, Claude Code's hooks while they run; `asked`, the host's control requests waiting
+//! for their answers).
 
+mod asked;
 mod clocks;
 mod deadlines;
 mod extension;
+mod hooks;
 mod limits;
 mod state;
+mod tasks;
 pub(crate) mod tree;
+mod wakeups;
 mod work;
 
 pub(crate) use crate::facts::PendingMcp;
 pub(crate) use deadlines::{Due, HostDue};
 pub(crate) use limits::LimitsNs;
 pub(crate) use state::{End, Host, Note, Phase, Said, Set, Side};
-pub(crate) use work::{is_task_line, Retry, Work};
+pub(crate) use tasks::is_task_line;
+pub(crate) use wakeups::WaitTool;
+pub(crate) use work::{Retry, Work, WorkDue};
 
 use std::time::Duration;
 
 use crate::classify::Signal;
-use crate::event::{Kill, Outcome};
+use crate::event::{Kill, Outcome, Outstanding};
 use crate::facts::{ClaudeSessionId, ResultFacts};
 
 /// "No such instant".
@@ -106,6 +115,8 @@ pub(crate) struct Watched {
     pub expect: Option<ClaudeSessionId>,
     /// A mismatch was reported (once).
     pub mismatch_reported: bool,
+    /// The host's messages and the top-level results (with a tally only).
+    pub turns: crate::facts::Turns,
 }
 
 impl Rare {
@@ -321,6 +332,37 @@ impl Session {
         c.work()
             .and_then(|w| w.storm.as_ref())
             .map_or(0, |st| st.end.min(st.since.saturating_add(max_backoff)))
+    }
+
+    /// What the session's outstanding work adds to its deadlines: its background tasks'
+    /// anchors, its declared wakeups' due times, its host's requests.
+    pub(crate) fn work_due(&self, c: &Cold) -> WorkDue {
+        if !self.side.has(Side::Background)
+            && !self.side.has(Side::Waits)
+            && !self.host.has(Host::Asked)
+        {
+            return WorkDue::NONE;
+        }
+        let tasks = self.task_anchors(c);
+        let (latest, unnoticed) = tasks.unwrap_or((0, NEVER));
+        WorkDue {
+            tasks: tasks.is_some(),
+            task_latest: latest,
+            task_unnoticed: unnoticed,
+            wakeup: self.wakeup_due(c),
+            asked: self.asked_since(c),
+            hook_floor: self.hook_floor(c),
+        }
+    }
+
+    /// What the session has outstanding beyond its own turn at `at`, if anything.
+    pub(crate) fn outstanding(&self, c: &Cold, at: u64) -> Option<Outstanding> {
+        let o = Outstanding {
+            tasks: self.task_notes(c, at),
+            wakeups: self.wakeup_notes(c, at),
+            requests: self.request_notes(c, at),
+        };
+        (!o.is_empty()).then_some(o)
     }
 
     /// The terminal outcome as of now.

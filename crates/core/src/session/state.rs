@@ -3,7 +3,7 @@
 //!
 //! Why sets of one byte rather than a `bool` each: the hot line holds all a line reads in 64
 //! bytes (the registry's 100k-session targets; `BENCHMARKS.md`, "Issue 35"), and after the
-//! anchors, the slot's generation and its policy, 8 bytes are left for these 22 facts.
+//! anchors, the slot's generation and its policy, 8 bytes are left for these 23 facts.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -173,6 +173,13 @@ members! {
         /// The host may hold unread lines (`Registry::input_pending`): a deadline that falls
         /// due waits for them, at most [`INPUT_HOLD`](crate::config::INPUT_HOLD).
         InputPending,
+        /// The host's control requests wait for their answers
+        /// ([`Work::asked`](super::Work)): each is bounded.
+        Asked,
+        /// The host gave the session a dialect (`SessionConfig::with_dialect`): its lines are
+        /// read through its `SessionDialect` in the registry's side table of dialects, until a
+        /// line confirms it as Claude Code's (then they are read as any session's).
+        Dialect,
     }
 }
 
@@ -199,6 +206,10 @@ members! {
         /// A pause (or the first-line floor) moved the no-progress anchor: the last progress
         /// is [`Cold::last_progress`](super::Cold) (otherwise it is the anchor).
         ProgressMoved,
+        /// Wakeups were declared and have not fired, a call that declares or cancels one
+        /// awaits its result ([`Work::wakeups`](super::Work)), or Claude Code's hooks run
+        /// ([`Work::hooks`](super::Work)).
+        Waits,
     }
 }
 

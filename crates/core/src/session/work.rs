@@ -1,23 +1,102 @@
 //! What a session waits on that is not a hang: an announced back-off storm (Claude Code says
-//! with `system/api_retry` that the API failed and when it will try again) and background
-//! tasks (subagents and Bash commands that run in the background: after a `result` the session
-//! is still working, not waiting). Kept in [`Work`], allocated on first use; the session's
-//! members (`Side::Retry`, `Side::Background`) say when to look at it, so an ordinary line never does.
+//! with `system/api_retry` that the API failed and when it will try again), background tasks
+//! (subagents, shells and monitors that run in the background: after a `result` the session
+//! is still working, not waiting; `tasks`), the wakeups it declared (`wakeups`), Claude
+//! Code's hooks while they run (`hooks`) and the host's control requests waiting for their
+//! answers (`asked`). Kept in [`Work`], allocated on
+//! first use; the session's members (`Side::Retry`, `Side::Background`, `Side::Waits`,
+//! `Host::Asked`) say when to look at it, so an ordinary line never does.
 
-use super::{id_hash, Cold, Session, Side};
-use crate::view::{Field, LineView};
-
-/// At most this many background tasks are remembered per session (a hostile stream cannot
-/// grow a session without bound; extra ids are ignored).
-const MAX_TASKS: usize = 64;
+use super::asked::Asked;
+use super::hooks::RunningHook;
+use super::tasks::Task;
+use super::wakeups::{Declaring, Wakeup};
+use super::{Cold, Session, Side, NEVER};
+use crate::view::LineView;
 
 /// What a session waits on that is not a hang.
 #[derive(Debug, Default)]
 pub(crate) struct Work {
     /// The announced back-off storm (valid while [`Side::Retry`]).
     pub storm: Option<Storm>,
-    /// The [`id_hash`]es of the background tasks outstanding ([`Side::Background`] while not empty).
-    pub background: Vec<u64>,
+    /// The background tasks outstanding ([`Side::Background`] while not empty).
+    pub background: Vec<Task>,
+    /// What is rarer still, boxed apart (a storm is common: its box stays small).
+    pub waits: Option<Box<Waits>>,
+}
+
+/// Declared wakeups, the calls that declare them, Claude Code's running hooks and the host's
+/// unanswered control requests.
+#[derive(Debug, Default)]
+pub(crate) struct Waits {
+    /// The wakeups declared and not yet fired ([`Side::Waits`] while this, `declaring` or
+    /// `hooks` is not empty).
+    pub wakeups: Vec<Wakeup>,
+    /// The calls of the tools that declare or cancel a wait, whose results are still to come.
+    pub declaring: Vec<Declaring>,
+    /// The host's control requests not yet answered ([`Host::Asked`](super::Host::Asked)
+    /// while not empty).
+    pub asked: Vec<Asked>,
+    /// Claude Code's hooks that run ([`Side::Waits`] while not empty).
+    pub hooks: Vec<RunningHook>,
+}
+
+impl Waits {
+    fn is_empty(&self) -> bool {
+        self.wakeups.is_empty()
+            && self.declaring.is_empty()
+            && self.asked.is_empty()
+            && self.hooks.is_empty()
+    }
+}
+
+impl Work {
+    fn is_idle(&self) -> bool {
+        self.storm.is_none() && self.background.is_empty() && self.waits.is_none()
+    }
+}
+
+impl Cold {
+    /// The declared waits, running hooks and host requests, if any.
+    pub(crate) fn waits(&self) -> Option<&Waits> {
+        self.work()?.waits.as_deref()
+    }
+
+    /// The declared waits, running hooks and host requests, if any, to change.
+    pub(crate) fn waits_mut(&mut self) -> Option<&mut Waits> {
+        self.work_mut()?.waits.as_deref_mut()
+    }
+}
+
+/// What a session's outstanding work adds to its deadlines ([`Session::work_due`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WorkDue {
+    /// Background tasks are outstanding.
+    pub tasks: bool,
+    /// The latest anchor of a task's own deadline (its last sign of life, or a monitor's
+    /// declared expiry if later), or 0.
+    pub task_latest: u64,
+    /// The earliest anchor of a task not yet noticed silent, or [`NEVER`].
+    pub task_unnoticed: u64,
+    /// The earliest due time of a declared wakeup, or [`NEVER`].
+    pub wakeup: u64,
+    /// The earliest instant a host control request still waiting was sent (or last showed
+    /// progress), or [`NEVER`].
+    pub asked: u64,
+    /// The earliest instant of the idle kill while Claude Code's hooks run, or 0.
+    pub hook_floor: u64,
+}
+
+impl WorkDue {
+    /// Nothing outstanding.
+    pub(crate) const NONE: WorkDue = WorkDue {
+        tasks: false,
+        task_latest: 0,
+        task_unnoticed: NEVER,
+        wakeup: NEVER,
+        asked: NEVER,
+        hook_floor: 0,
+    };
 }
 
 /// Announced retries with no progress after their back-off.
@@ -64,30 +143,33 @@ impl Retry {
     }
 }
 
-fn work(c: &mut Cold) -> &mut Work {
-    c.rare_or_new().work.get_or_insert_with(Box::default)
-}
-
-/// Free the work state once nothing in it is needed: no storm, no background task (a session
-/// that saw one announced retry in its life would otherwise keep the box to its end).
-fn free_idle_work(c: &mut Cold) {
-    if let Some(r) = c.rare_mut() {
-        if r.work
-            .as_deref()
-            .is_some_and(|w| w.storm.is_none() && w.background.is_empty())
-        {
-            r.work = None;
-        }
+impl Cold {
+    /// The work state, allocated on first use.
+    pub(super) fn work_or_new(&mut self) -> &mut Work {
+        self.rare_or_new().work.get_or_insert_with(Box::default)
     }
-    c.compact();
-}
 
-/// Whether a task status ends the task.
-fn ended(status: &str) -> bool {
-    matches!(
-        status,
-        "completed" | "failed" | "killed" | "stopped" | "cancelled"
-    )
+    /// The declared waits, running hooks and host requests, allocated on first use.
+    pub(super) fn waits_or_new(&mut self) -> &mut Waits {
+        self.work_or_new().waits.get_or_insert_with(Box::default)
+    }
+
+    /// Free the work state once nothing in it is needed: no storm, no task, no wakeup, no
+    /// hook, no request (a session that saw one announced retry in its life would otherwise
+    /// keep the box to its end).
+    pub(super) fn free_idle_work(&mut self) {
+        if let Some(w) = self.work_mut() {
+            if w.waits.as_deref().is_some_and(Waits::is_empty) {
+                w.waits = None;
+            }
+        }
+        if let Some(r) = self.rare_mut() {
+            if r.work.as_deref().is_some_and(Work::is_idle) {
+                r.work = None;
+            }
+        }
+        self.compact();
+    }
 }
 
 impl Session {
@@ -96,7 +178,7 @@ impl Session {
     pub(crate) fn note_retry(&mut self, c: &mut Cold, now: u64, retry: Retry) {
         let end = now.saturating_add(retry.delay);
         let going_on = self.side.has(Side::Retry);
-        let w = work(c);
+        let w = c.work_or_new();
         match w.storm.as_mut().filter(|_| going_on) {
             Some(st) => {
                 st.end = st.end.max(end);
@@ -138,99 +220,25 @@ impl Session {
             if let Some(w) = c.work_mut() {
                 w.storm = None;
             }
-            free_idle_work(c);
+            c.free_idle_work();
         }
     }
 
-    /// Move the storm's instants as the clocks move over a pause `[b, e)`.
-    pub(crate) fn shift_storm(&mut self, c: &mut Cold, shift: impl Fn(u64) -> u64) {
-        if !self.side.has(Side::Retry) {
+    /// Move the storm's and the background tasks' instants as the clocks move over a pause
+    /// `[b, e)` (a declared wakeup's due time and the host's requests are the wall clock's:
+    /// a pause does not move them).
+    pub(crate) fn shift_work(&mut self, c: &mut Cold, shift: impl Fn(u64) -> u64) {
+        let (retry, tasks) = (self.side.has(Side::Retry), self.side.has(Side::Background));
+        if !retry && !tasks {
             return;
         }
-        if let Some(st) = c.work_mut().and_then(|w| w.storm.as_mut()) {
+        let Some(w) = c.work_mut() else { return };
+        if let Some(st) = w.storm.as_mut().filter(|_| retry) {
             st.since = shift(st.since);
             st.end = shift(st.end);
         }
-    }
-
-    /// A line that says which background tasks are outstanding (`system/` subtype `subtype`):
-    /// `background_tasks_changed` holds the whole live set; `task_started` with
-    /// `is_backgrounded: true` adds one, `task_updated` adds one moved to the background and
-    /// removes one that ended, `task_notification` removes one. Ambient tasks (Claude Code's
-    /// own, not the session's work) never count. Returns whether the set became empty.
-    pub(crate) fn read_background(
-        &mut self,
-        c: &mut Cold,
-        subtype: &str,
-        view: &LineView<'_>,
-    ) -> bool {
-        let before = self.side.has(Side::Background);
-        let ambient = |f: Option<Field<'_>>| f.and_then(|a| a.as_bool()) == Some(true);
-        match subtype {
-            "background_tasks_changed" => {
-                let Some(tasks) = view.member("tasks") else {
-                    return false;
-                };
-                let mut ids = Vec::new();
-                tasks.for_each_element(|t| {
-                    let id = t.member("task_id").and_then(|f| f.as_str());
-                    if let (Some(id), false) = (id, ambient(t.member("ambient"))) {
-                        if ids.len() < MAX_TASKS {
-                            ids.push(id_hash(&id));
-                        }
-                    }
-                });
-                if before || !ids.is_empty() {
-                    work(c).background = ids;
-                }
-            }
-            "task_started" | "task_updated" | "task_notification" => {
-                let Some(id) = view.task_id() else {
-                    return false;
-                };
-                let h = id_hash(&id);
-                let status = view.task_status();
-                let backgrounded = match subtype {
-                    "task_started" => view.member("is_backgrounded"),
-                    "task_updated" => view
-                        .member("patch")
-                        .and_then(|p| p.member("is_backgrounded")),
-                    _ => None,
-                };
-                let gone = subtype == "task_notification" || status.as_deref().is_some_and(ended);
-                if gone {
-                    if before {
-                        work(c).background.retain(|x| *x != h);
-                    }
-                } else if backgrounded.and_then(|b| b.as_bool()) == Some(true)
-                    && !ambient(view.member("ambient"))
-                {
-                    let w = work(c);
-                    if !w.background.contains(&h) && w.background.len() < MAX_TASKS {
-                        w.background.push(h);
-                    }
-                }
-            }
-            _ => return false,
+        for task in &mut w.background {
+            task.life = shift(task.life);
         }
-        let now = c.work().is_some_and(|w| !w.background.is_empty());
-        self.side.set(Side::Background, now);
-        if !now {
-            free_idle_work(c);
-        }
-        before && !now
     }
-}
-
-/// Whether a line is the work of a background task rather than of the session's own turn: a
-/// subagent's line (a `parent_tool_use_id`), or a task's lifecycle line (`system/task_*`,
-/// `system/background_tasks_changed`).
-pub(crate) fn is_task_line(view: &LineView<'_>) -> bool {
-    if view.parent_tool_use_id().is_some() {
-        return true;
-    }
-    view.kind().as_deref() == Some("system")
-        && view
-            .subtype()
-            .is_some_and(|s| s.starts_with("task_") || s == "background_tasks_changed")
 }

@@ -97,6 +97,14 @@ impl<'a> LineView<'a> {
         let n = self.top.elapsed_time_seconds()?.as_f64()?;
         (n.is_finite() && n >= 0.0).then_some(n)
     }
+    /// `item` of an OpenAI Codex `item.*` line (the item that started, changed or completed).
+    pub fn item(&self) -> Option<Field<'a>> {
+        self.top.item()
+    }
+    /// `part` of an opencode line (the message part it reports).
+    pub fn part(&self) -> Option<Field<'a>> {
+        self.top.part()
+    }
     /// Any top-level member by key, including those the view does not keep: scans the line's
     /// text up to the first member with that key (for rare lines; the kept fields have their
     /// own accessors).

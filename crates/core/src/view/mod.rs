@@ -89,6 +89,8 @@ wire!(Top {
     total_cost_usd,
     tool_name,
     elapsed_time_seconds,
+    item,
+    part,
 });
 
 wire!(Block { ty = "type", id, name, tool_use_id, is_error });

@@ -5,7 +5,7 @@
 //!
 //! | key | value |
 //! |---|---|
-//! | `start` | optional, first: `{"wall_ms": epoch ms at spawn, "argv": [...], "version": 1}`, plus `"env": {name: value}` with the child's variables that change the policy (the MCP limits; never the rest of the environment) when any is set |
+//! | `start` | optional, first: `{"wall_ms": epoch ms at spawn, "argv": [...], "version": 1}`, plus `"env": {name: value}` with the child's variables that change the policy (the MCP limits; never the rest of the environment) when any is set, and `"dialect"` (`claude`, `codex`, `opencode`: the one the host expected from the command, [`crate::dialect`]) when it had one |
 //! | `line` | a stdout line that parsed as JSON, as that JSON value |
 //! | `raw` | a stdout line that did not parse, as a string (lossy UTF-8) |
 //! | `stderr` | a stderr line, as a string |
@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use watchdog_core::evidence::{Receipt, TreeSample};
-use watchdog_core::{Field, LineView, RawJson};
+use watchdog_core::{Dialect, Field, LineView, RawJson};
 
 /// Version written in the `start` record.
 pub(crate) const CAPTURE_VERSION: u64 = 1;
@@ -47,6 +47,9 @@ pub enum Record {
         argv: Vec<String>,
         /// The child's environment variables that change the policy (only those).
         env: BTreeMap<String, String>,
+        /// The dialect the host expected from the command ([`crate::dialect::of_command`]), if
+        /// it had one; the lines confirm it or choose another, in the replay as live.
+        dialect: Option<Dialect>,
     },
     /// A stdout line that parsed as JSON.
     Line(Value),
@@ -117,6 +120,9 @@ pub enum RecordView<'a> {
         /// The recorded command line reads stream-json on stdin
         /// ([`reads_stream_json_input`](crate::claude_code::session::reads_stream_json_input)).
         stream_json_input: bool,
+        /// The dialect the live host expected: the recorded `dialect`, else the one its recorded
+        /// command line runs ([`crate::dialect::of_command`]).
+        dialect: Option<Dialect>,
     },
     /// `line`: a stdout line that is a JSON object.
     Line(LineView<'a>),
@@ -239,21 +245,27 @@ impl<'a> EntryView<'a> {
                         Field::Value(_) => None,
                     })
                     .and_then(Result::ok);
-                let stream_json_input = field
-                    .member("argv")
-                    .and_then(|a| a.to_value())
-                    .and_then(|a| match a {
-                        Value::Array(items) => {
-                            Some(crate::claude_code::session::reads_stream_json_input(
-                                items.iter().filter_map(Value::as_str),
-                            ))
-                        }
-                        _ => None,
-                    })
-                    .unwrap_or(false);
+                let argv: Vec<String> = match field.member("argv").and_then(|a| a.to_value()) {
+                    Some(Value::Array(items)) => items
+                        .into_iter()
+                        .filter_map(|a| match a {
+                            Value::String(s) => Some(s),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let stream_json_input = crate::claude_code::session::reads_stream_json_input(
+                    argv.iter().map(String::as_str),
+                );
+                let recorded = field
+                    .member("dialect")
+                    .and_then(|d| d.as_str())
+                    .and_then(|d| Dialect::parse(&d));
                 RecordView::Start {
                     wall_ms,
                     stream_json_input,
+                    dialect: recorded.or_else(|| crate::dialect::of_command(&argv)),
                 }
             }
             "boundary" => RecordView::Boundary,
@@ -299,6 +311,10 @@ impl Entry {
                     wall_ms: v.get("wall_ms").and_then(Value::as_u64),
                     argv,
                     env,
+                    dialect: v
+                        .get("dialect")
+                        .and_then(Value::as_str)
+                        .and_then(Dialect::parse),
                 }
             }
             "boundary" => Record::Boundary(v),
@@ -313,10 +329,18 @@ impl Entry {
         let mut m = Map::new();
         m.insert("t_ms".into(), json!(self.t_ms));
         let (k, v) = match &self.record {
-            Record::Start { wall_ms, argv, env } => {
+            Record::Start {
+                wall_ms,
+                argv,
+                env,
+                dialect,
+            } => {
                 let mut v = json!({"wall_ms": wall_ms, "argv": argv, "version": CAPTURE_VERSION});
                 if !env.is_empty() {
                     v["env"] = json!(env);
+                }
+                if let Some(d) = dialect {
+                    v["dialect"] = json!(d.as_str());
                 }
                 ("start", v)
             }
@@ -395,11 +419,13 @@ mod tests {
                 wall_ms: Some(1_796_030_275_077),
                 argv: vec!["claude".into(), "-p".into()],
                 env: BTreeMap::new(),
+                dialect: None,
             },
             Record::Start {
                 wall_ms: None,
                 argv: vec![],
                 env: [("MCP_TIMEOUT".to_owned(), "60000".to_owned())].into(),
+                dialect: Some(Dialect::Codex),
             },
             Record::Line(json!({"type":"system","subtype":"init"})),
             Record::Raw("not json \u{fffd}".into()),

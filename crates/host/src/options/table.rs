@@ -168,6 +168,28 @@ options! {
         help: "The process tree's resident memory above SIZE (512M, 2G) for 5s → kill `memory` \
                (off unless given)",
     }
+    /// `--task-silence`: a background task's own deadline.
+    TASK_SILENCE = {
+        name: "task_silence", flag: Some("task-silence"), value_name: Some("DURATION"),
+        kind: Duration,
+        // Unset is the idle patience in force, which the parser reads as 0.
+        default: Value(|| dur(limits().task_silence().unwrap_or_default())),
+        read_by: POLICY,
+        help: "A background task (subagent, shell, monitor) that printed nothing of its own \
+               for this long since its last sign of life is silent (a notice); the idle kill \
+               waits for every task's deadline and, with tasks outstanding, is `task_silent`, \
+               naming them; 0: the idle patience in force",
+    }
+    /// `--control-timeout`: the bound on the host's unanswered control requests.
+    CONTROL_TIMEOUT = {
+        name: "control_timeout", flag: Some("control-timeout"), value_name: Some("DURATION"),
+        kind: Duration, default: Value(|| dur(limits().control_timeout().unwrap_or_default())),
+        read_by: POLICY,
+        help: "A control request of the host on stdin (interrupt, get_context_usage, …; not \
+               initialize) that claude does not answer for this long → kill `unanswered`, \
+               naming it (with --emit-result and in claude-watchdog, the request gets an error \
+               answer first); 0 turns it off",
+    }
     /// `--summary`: the summary file.
     SUMMARY = {
         name: "summary", flag: Some("summary"), value_name: Some("FILE"), kind: Path,

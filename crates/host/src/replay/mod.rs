@@ -24,6 +24,9 @@
 //!   expires); `exit` ends the session ([`Registry::end`]); `tree` is a sample of the process
 //!   tree ([`Registry::observe_tree`]: a busy tool, the memory guard); `receipt` is kept for
 //!   the run's record (it comes after a kill, as live).
+//! - **Dialects.** A run's lines are read in the dialect its `start` records (else the one
+//!   its recorded command line runs, else Claude Code's), confirmed or chosen by its first
+//!   decisive line, as live ([`SessionConfig::with_dialect`]).
 //! - **Waiting for the host.** When the first run's `start` (its first entry) records a command
 //!   line that reads stream-json on stdin, its session is registered with
 //!   [`SessionConfig::with_host_input`], as the live run's was: after each `result` it waits
@@ -67,8 +70,8 @@ use watchdog_core::Instant;
 use crate::capture::{BadTime, EntryView, RecordView};
 use watchdog_core::Registry;
 use watchdog_core::{ChildExit, LineCounts, RunRecord};
+use watchdog_core::{Dialect, Limits, SessionConfig};
 use watchdog_core::{Event, Kill, Outcome, SessionId};
-use watchdog_core::{Limits, SessionConfig};
 
 /// The largest `t_ms` taken as given (about ten years): no virtual instant can overflow.
 pub const MAX_T_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
@@ -286,6 +289,7 @@ impl Replay {
             RecordView::Start {
                 wall_ms,
                 stream_json_input,
+                dialect,
             } => {
                 // Rate-limit windows reset at wall times: the registry knows when from this.
                 if let Some(wall) = *wall_ms {
@@ -293,11 +297,17 @@ impl Replay {
                 }
                 // The first run of a live invocation reads the host's stdin (a continuation gets
                 // /dev/null): a stream-json reader there waits for its host after each result.
-                if *stream_json_input && self.run_index == 0 && self.run.entries == 1 {
+                // Its lines were expected in the dialect its command ran, as live.
+                let host_input = *stream_json_input;
+                let dialect = dialect.unwrap_or_default();
+                let first = self.run_index == 0 && self.run.entries == 1;
+                if first && (host_input || dialect != Dialect::Claude) {
                     let reg = &mut self.run.reg;
                     reg.unregister(id);
-                    let config = session_config();
-                    self.run.id = reg.register(now, config.with_host_input(true));
+                    let config = session_config()
+                        .with_host_input(host_input)
+                        .with_dialect(dialect);
+                    self.run.id = reg.register(now, config);
                 }
                 Step::Applied
             }
@@ -412,10 +422,13 @@ impl Replay {
 
 /// How a replayed run's session is registered: with its tally, and keeping the tool calls
 /// and tree samples the `tree` records feed.
+/// A replayed session's config: as a live run's, whose lines confirm the dialect its command
+/// runs (Claude Code's until a `start` says otherwise).
 fn session_config() -> SessionConfig {
     SessionConfig::default()
         .with_tally(true)
         .with_tree_evidence(true)
+        .with_dialect(Dialect::Claude)
 }
 
 /// The note a live run records when the child's stdin was closed:

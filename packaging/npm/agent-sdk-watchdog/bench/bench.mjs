@@ -77,16 +77,24 @@ function loops(api, messages, raw) {
   const w = api.createWatchdog();
   const h = w.register({ hardCeilingMs: 3_600_000, abortController: new AbortController() });
   const m = api.createRateLimitMonitor();
-  const make = new Function('h', 'w', 'm', 'ms', 'raw', `
+  const make = new Function('h', 'w', 'm', 'ms', 'raw', 'process', `
     let at = 1e12, sink = 0;
     return {
       at() { for (let i = 0; i < ms.length; i++) h.observe(ms[i], (at += 1)); w.tick(at); return ms.length; },
+      // The same pass, its two halves timed apart: [ns in observe, ns in the check].
+      split() {
+        const t0 = process.hrtime.bigint();
+        for (let i = 0; i < ms.length; i++) h.observe(ms[i], (at += 1));
+        const t1 = process.hrtime.bigint();
+        w.tick(at);
+        return [Number(t1 - t0), Number(process.hrtime.bigint() - t1)];
+      },
       now() { for (let i = 0; i < ms.length; i++) h.observe(ms[i]); w.tick(); return ms.length; },
       rate() { for (let i = 0; i < ms.length; i++) sink += m.observe(ms[i]) === null ? 1 : 0; return ms.length; },
       parse() { for (let i = 0; i < raw.length; i++) sink += JSON.parse(raw[i]).type.length; return raw.length; },
       sink: () => sink,
     };`);
-  return make(h, w, m, messages, raw);
+  return make(h, w, m, messages, raw, process);
 }
 
 function timed(f, passes) {
@@ -111,6 +119,28 @@ async function perMessage(raw) {
       if (who.length === 2) ratios.push(runs.ours[round] / runs.reference[round]);
     }
     out[what] = { runs, ratios };
+  }
+  // observe(m, at)'s pass again, split: what observe costs per message, and what the check
+  // that ends the pass costs (where the core reads the messages it keeps, and is asked).
+  for (const s of SIDES) for (let i = 0; i < 300; i++) sides[s].split(); // warm up
+  out.alone = { runs: Object.fromEntries(SIDES.map((s) => [s, []])), ratios: [] };
+  out.check = { runs: Object.fromEntries(SIDES.map((s) => [s, []])), ratios: [] };
+  for (let round = 0; round < 41; round++) {
+    for (const s of SIDES) {
+      let observe = 0;
+      let check = 0;
+      for (let i = 0; i < 40; i++) {
+        const [o, c] = sides[s].split();
+        observe += o;
+        check += c;
+      }
+      out.alone.runs[s].push(observe / 40 / messages.length);
+      out.check.runs[s].push(check / 40 / 1000);
+    }
+    if (SIDES.length === 2) {
+      out.alone.ratios.push(out.alone.runs.ours[round] / out.alone.runs.reference[round]);
+      out.check.ratios.push(out.check.runs.ours[round] / out.check.runs.reference[round]);
+    }
   }
   return out;
 }
@@ -297,6 +327,9 @@ else {
   for (const [what, label] of [['at', 'observe(m, at)'], ['now', 'observe(m), the default clock'], ['rate', 'rateLimits.observe(m)']]) {
     row(label, pm[what].runs.ours, pm[what].runs.reference, 'ns', ratio(pm[what]));
   }
+  console.log('   observe(m, at)\'s pass split in two:');
+  row('  observe(m, at) alone', pm.alone.runs.ours, pm.alone.runs.reference, 'ns', ratio(pm.alone));
+  row('  the check ending a pass (tick)', pm.check.runs.ours, pm.check.runs.reference, 'µs', ratio(pm.check));
   const loop = await liveLoop(raw, fs.mkdtempSync(path.join(os.tmpdir(), 'bench-')));
   console.log(`2. the live loop, ${loop.lines} lines (cat | readline | JSON.parse | observe), 9 interleaved rounds:`);
   const ms = (xs) => xs.map((x) => x / 1e6);

@@ -6,8 +6,11 @@ import type { WatchdogOptions, WatchdogPolicy } from '../index.js';
 
 // --- idle watchdog
 
-/** The reference's two kinds; `startup`, `linger` and `no_progress` come only from our opt-in rules. */
-export type WatchdogKillKind = 'hard_ceiling' | 'watchdog_idle' | 'startup' | 'linger' | 'no_progress';
+/**
+ * The reference's two kinds; `startup`, `linger` and `no_progress` come only from our opt-in
+ * rules, and `task_silent` is the idle kill while background tasks are outstanding.
+ */
+export type WatchdogKillKind = 'hard_ceiling' | 'watchdog_idle' | 'task_silent' | 'startup' | 'linger' | 'no_progress';
 /** Why patience was extended; with both, `high_utilization`. */
 export type WatchdogExtendReason = 'high_utilization' | 'pre_write';
 
@@ -135,7 +138,9 @@ export interface Watchdog {
 // --- fleet metrics (ours)
 
 /** A kill kind as the metrics name it: the registry's names (`idle` is `watchdog_idle`, `ceiling` is `hard_ceiling`). */
-export type MetricsKillKind = 'ceiling' | 'startup' | 'linger' | 'idle' | 'no_progress' | 'output_blocked' | 'memory';
+export type MetricsKillKind =
+  | 'ceiling' | 'startup' | 'linger' | 'idle' | 'no_progress' | 'output_blocked' | 'memory'
+  | 'task_silent' | 'wakeup_missed' | 'unanswered';
 /** How a query ended: by its kill, else by its last result, else `no_result`. */
 export type MetricsOutcome = 'success' | 'error_result' | 'killed' | 'no_result' | 'incomplete';
 

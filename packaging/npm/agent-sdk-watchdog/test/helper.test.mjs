@@ -35,8 +35,10 @@ test('binaryPath is the native binary of the installed platform package', () => 
 test('where no package of binaries fits, the launchers say in one line what is missing and what works', () => {
   const launcher = path.join(project, 'node_modules', 'agent-sdk-watchdog', 'bin', 'claude-watchdog.js');
   for (const [platform, arch, missing] of [
-    ['darwin', 'arm64', 'agent-sdk-watchdog has no claude-watchdog for darwin-arm64 (its binaries are built for linux-x64 and linux-arm64)'],
-    ['win32', 'x64', 'agent-sdk-watchdog has no claude-watchdog for win32-x64'],
+    ['darwin', 'arm64', 'agent-sdk-watchdog has no claude-watchdog for darwin-arm64 (its binaries are built for linux-x64, linux-arm64 and win32-x64)'],
+    ['win32', 'arm64', 'agent-sdk-watchdog has no claude-watchdog for win32-arm64'],
+    // Windows x64 has one: not installed here (the test project is a Linux one).
+    ['win32', 'x64', 'the optional dependency holding claude-watchdog for win32-x64'],
     // A platform that has one, not installed here (as with --omit=optional).
     ['linux', process.arch === 'arm64' ? 'x64' : 'arm64', 'the optional dependency holding claude-watchdog for linux-'],
   ]) {

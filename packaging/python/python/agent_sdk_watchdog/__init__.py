@@ -104,7 +104,9 @@ def _no_binary(exe: str, dirs: List[str]) -> str:
     import platform
 
     machine = platform.machine().lower()
-    built_here = sys.platform.startswith("linux") and machine in ("x86_64", "amd64", "aarch64", "arm64")
+    built_here = (sys.platform.startswith("linux") and machine in ("x86_64", "amd64", "aarch64", "arm64")) or (
+        sys.platform == "win32" and machine in ("x86_64", "amd64")
+    )
     why = (
         ""
         if built_here
@@ -116,9 +118,9 @@ def _no_binary(exe: str, dirs: List[str]) -> str:
     )
 
 
-BINARY_PLATFORMS = "Linux x86-64 and arm64 (glibc or musl)"
-"""Where the wheel carries ``agent-watchdog`` and ``claude-watchdog``; elsewhere (macOS,
-Windows) it carries the in-process API only."""
+BINARY_PLATFORMS = "Linux x86-64 and arm64 (glibc or musl) and Windows x86-64"
+"""Where the wheel carries ``agent-watchdog`` and ``claude-watchdog`` (``.exe`` on Windows);
+elsewhere (macOS, Windows on arm64) it carries the in-process API only."""
 
 
 def sdk_claude() -> str:

@@ -67,7 +67,8 @@ class Metrics:
     ended_killed: Mapping[str, int]
     """Queries that ended killed, by kill kind."""
     kills: Mapping[str, int]
-    """Kills by kind: ``ceiling``, ``startup``, ``linger``, ``idle``, ``no_progress``, ``output_blocked``, ``memory``."""
+    """Kills by kind: ``ceiling``, ``startup``, ``linger``, ``idle``, ``no_progress``, ``output_blocked``,
+    ``memory``, ``task_silent``, ``wakeup_missed``, ``unanswered``."""
     stalling_warnings: Mapping[str, int]
     """Stalling warnings by clock: ``idle``, ``no_progress``."""
     extensions: Mapping[str, int]

@@ -86,7 +86,8 @@ test('a fresh watchdog: every series at 0, no utilization sample, no per-session
   const m = w.metrics();
   assert.equal(m.sessions, 0);
   assert.equal(m.utilization, null);
-  assert.deepEqual(m.kills, { ceiling: 0, startup: 0, linger: 0, idle: 0, no_progress: 0, output_blocked: 0, memory: 0 });
+  assert.deepEqual(m.kills, { ceiling: 0, startup: 0, linger: 0, idle: 0, no_progress: 0, output_blocked: 0, memory: 0,
+    task_silent: 0, wakeup_missed: 0, unanswered: 0 });
   assert.deepEqual(m.ended, { success: 0, error_result: 0, killed: 0, no_result: 0, incomplete: 0 });
   assert.deepEqual(m.stallingWarnings, { idle: 0, no_progress: 0 });
   assert.deepEqual(m.extensions, { high_utilization: 0, pre_write: 0 });

@@ -219,7 +219,25 @@ test('ours: background work after a result keeps the clocks running; an announce
     q.h.observe(tasks([agent]), at(1));
     q.h.observe(result, at(2)); // settles without moving a clock, as for the reference
     assert.deepEqual(w.tick(at(10.9)), []);
-    assert.deepEqual(w.tick(at(11)).map((k) => k.kind), ['watchdog_idle']);
+    // Ours: an idle kill with a background task outstanding names it: task_silent.
+    assert.deepEqual(w.tick(at(11)).map((k) => k.kind), ['task_silent']);
+    w.close();
+  }
+  {
+    // Ours: a background task's own progress is its sign of life: a task that reports
+    // progress every 8 minutes outlives the 10-minute idle patience; once it falls silent,
+    // the idle kill names it (task_silent), 10 minutes after its last progress.
+    const { w } = virtual();
+    const q = lane(w);
+    q.h.activity('Write', T0);
+    q.h.observe({ type: 'system', subtype: 'task_started', task_id: 'a1', tool_use_id: 'toolu_a1', description: 'Audit', is_backgrounded: true, session_id: 's' }, at(1));
+    q.h.observe(result, at(2));
+    for (const m of [9, 17, 25]) {
+      assert.deepEqual(w.tick(at(m - 0.1)), []);
+      q.h.observe({ type: 'system', subtype: 'task_progress', task_id: 'a1', description: 'Audit', session_id: 's' }, at(m));
+    }
+    assert.deepEqual(w.tick(at(34.9)), []);
+    assert.deepEqual(w.tick(at(35)).map((k) => k.kind), ['task_silent']);
     w.close();
   }
   {
@@ -249,7 +267,8 @@ test('ours: background work after a result keeps the clocks running; an announce
     q.h.observe(frame, at(3));
     q.h.observe(result, at(4));
     assert.deepEqual(w.tick(at(12.9)), []); // idle since the frame at 3
-    assert.deepEqual(w.tick(at(13)).map((k) => k.kind), ['watchdog_idle']);
+    // The idle kill with the background task outstanding names it.
+    assert.deepEqual(w.tick(at(13)).map((k) => k.kind), ['task_silent']);
     const r = lane(w);
     r.h.activity('Write', T0);
     r.h.observe(task('bg', { is_backgrounded: true }), at(2));
