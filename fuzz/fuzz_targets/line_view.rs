@@ -13,9 +13,17 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(view) = &ours {
         // Every accessor is total.
-        let _ = (view.kind(), view.subtype(), view.session_id(), view.event_type());
+        let _ = (
+            view.kind(),
+            view.subtype(),
+            view.session_id(),
+            view.event_type(),
+        );
         let _ = (view.stop_reason(), view.is_error(), view.terminal_reason());
-        let _ = (view.rate_limit_info().map(|f| f.to_value()), view.retry_delay_ms());
+        let _ = (
+            view.rate_limit_info().map(|f| f.to_value()),
+            view.retry_delay_ms(),
+        );
         let _ = (view.request_id(), view.request_subtype(), view.state());
         let _ = view.tool_uses().count() + view.tool_results().count();
         assert_eq!(classify(view), class);

@@ -23,11 +23,18 @@ fuzz_target!(|data: &[u8]| {
             let _ = monitor.note(t, &value);
         }
         if let Some(u) = monitor.utilization(t) {
-            assert!(u.is_finite() && (0.0..=MAX_UTILIZATION).contains(&u), "utilization {u}");
+            assert!(
+                u.is_finite() && (0.0..=MAX_UTILIZATION).contains(&u),
+                "utilization {u}"
+            );
         }
         if let Some(r) = monitor.latest() {
             let _ = (r.to_string(), r.resets_at_iso());
         }
-        let _ = (monitor.summary(t), monitor.next_expiry(t), monitor.rejection(t));
+        let _ = (
+            monitor.summary(t),
+            monitor.next_expiry(t),
+            monitor.rejection(t),
+        );
     }
 });

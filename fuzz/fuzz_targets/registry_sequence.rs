@@ -4,8 +4,9 @@
 //! - a kill is dated no later than the call that reported it, no earlier than the previous
 //!   call's instant, and never before its deadline: `ceiling` exactly at registration + ceiling,
 //!   `startup` exactly at registration + startup with no line before, `idle` no earlier than
-//!   the last line + idle, `no_progress` and `linger` no earlier than the last progress + their
-//!   limit;
+//!   the last line + idle (`task_silent` too), `no_progress` and `linger` no earlier than the
+//!   last progress + their limit, `unanswered` no earlier than the host's first control request
+//!   + the control timeout, `wakeup_missed` only after a line declared a due time;
 //! - at most one kill and at most one end per session; `kill(id)` agrees with the events;
 //! - after every call at `now`, `poll_timeout` is later than `now` (or `None`).
 //!
@@ -58,15 +59,35 @@ const ALPHABET: &[&str] = &[
     r#"{"type":"step_finish","sessionID":"ses_1","part":{"reason":"tool-calls"}}"#,
     r#"{"type":"step_finish","sessionID":"ses_1","part":{"reason":"stop"}}"#,
     r#"{"type":"error","sessionID":"ses_1","error":{"name":"APIError","data":{"statusCode":500}}}"#,
+    // Round 5's waits: a background task's life, a declared wakeup (due 20 ms after the
+    // result line's own timestamp), a cron job, a hook, the CLI's answer to the host.
+    r#"{"type":"system","subtype":"task_started","task_id":"a1","tool_use_id":"ag1","description":"d","is_backgrounded":true,"task_type":"local_agent","session_id":"s-1"}"#,
+    r#"{"type":"system","subtype":"task_progress","task_id":"a1","tool_use_id":"ag1","session_id":"s-1"}"#,
+    r#"{"type":"system","subtype":"task_notification","task_id":"a1","tool_use_id":"ag1","status":"completed","session_id":"s-1"}"#,
+    r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"wk1","name":"ScheduleWakeup","input":{"delaySeconds":60}}]},"parent_tool_use_id":null,"session_id":"s-1"}"#,
+    r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"wk1","content":"ok"}]},"parent_tool_use_id":null,"session_id":"s-1","timestamp":"2026-12-07T00:00:00.000Z","tool_use_result":{"scheduledFor":1796601600020}}"#,
+    r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"cr1","name":"CronCreate","input":{"cron":"* * * * *"}}]},"parent_tool_use_id":null,"session_id":"s-1"}"#,
+    r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"cr1","content":"ok"}]},"parent_tool_use_id":null,"session_id":"s-1","timestamp":"2026-12-07T00:00:00.000Z","tool_use_result":{"id":"j1","nextFireAt":1796601600030}}"#,
+    r#"{"type":"system","subtype":"hook_started","hook_id":"k1","hook_name":"SessionStart:startup","session_id":"s-1"}"#,
+    r#"{"type":"system","subtype":"hook_response","hook_id":"k1","outcome":"success","session_id":"s-1"}"#,
+    r#"{"type":"control_response","response":{"subtype":"success","request_id":"h1","response":{}}}"#,
     r#"{"type":"assist"#,
     "not json at all",
 ];
 
-/// Host-side lines (`observe_input`): answers to permission requests.
+/// Host-side lines (`observe_input`): answers to permission requests, and the host's own
+/// control requests (the two at the end: `is_request`).
 const INPUTS: &[&str] = &[
     r#"{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"allow"}}}"#,
     r#"{"type":"control_response","response":{"subtype":"success","request_id":"r2"}}"#,
+    r#"{"type":"control_request","request_id":"h1","request":{"subtype":"interrupt"}}"#,
+    r#"{"type":"control_request","request_id":"h2","request":{"subtype":"get_context_usage"}}"#,
 ];
+
+/// Whether `INPUTS[i]` is a request of the host's own.
+fn is_request(i: usize) -> bool {
+    i >= 2
+}
 
 fn limits(variant: u8) -> Limits {
     let ms = Duration::from_millis;
@@ -78,6 +99,8 @@ fn limits(variant: u8) -> Limits {
             .and_then(|l| l.with_no_progress(ms(40)))
             .and_then(|l| l.with_linger(ms(25)))
             .and_then(|l| l.with_ceiling(Some(ms(200))))
+            .and_then(|l| l.with_task_silence(Some(ms(15))))
+            .map(|l| l.with_control_timeout(ms(20)))
             .expect("valid"),
         _ => Limits::default()
             .with_startup(ms(12))
@@ -102,6 +125,10 @@ struct Book {
     first_line: Option<u64>,
     last_line: u64,
     last_progress: u64,
+    /// When the host first sent a control request of its own, if it did.
+    asked: Option<u64>,
+    /// Whether a line that declares a wakeup's due time was fed.
+    declared: bool,
     killed: bool,
     ended: bool,
 }
@@ -153,6 +180,8 @@ impl Harness {
             first_line: None,
             last_line: self.now,
             last_progress: self.now,
+            asked: None,
+            declared: false,
             killed: false,
             ended: false,
         };
@@ -214,6 +243,19 @@ impl Harness {
                             b.last_progress,
                             l.linger()
                         ),
+                        KillKind::Unanswered => {
+                            let t = l
+                                .control_timeout()
+                                .expect("an unanswered kill needs a bound");
+                            let asked = b.asked.expect("an unanswered kill needs a request");
+                            assert!(
+                                at >= d(asked) + t,
+                                "unanswered kill at {at:?} before the first request {asked} + {t:?}"
+                            );
+                        }
+                        KillKind::WakeupMissed => {
+                            assert!(b.declared, "a missed wakeup nobody declared: {k:?}")
+                        }
                         // The host-fed kinds (output blocked, memory) need facts this
                         // sequence never gives; any other kind has no deadline to check.
                         _ => {}
@@ -286,6 +328,8 @@ fuzz_target!(|data: &[u8]| {
             first_line: None,
             last_line: 0,
             last_progress: 0,
+            asked: None,
+            declared: false,
             killed: false,
             ended: false,
         }; N],
@@ -326,12 +370,19 @@ fuzz_target!(|data: &[u8]| {
                 if let Ok(v) = LineView::parse(line) {
                     if !h.books[i].killed && !h.books[i].ended {
                         assert_eq!(h.books[i].dialect.classify(&v), class);
-                        assert_eq!(h.reg.dialect(h.books[i].id), Some(h.books[i].dialect.dialect()));
+                        assert_eq!(
+                            h.reg.dialect(h.books[i].id),
+                            Some(h.books[i].dialect.dialect())
+                        );
                     }
                 }
                 h.check(prev_now);
                 let progress = class.signal == watchdog_core::Signal::Progress;
                 h.note_line(i, progress);
+                let declares = |k: &[u8]| line.windows(k.len()).any(|w| w == k);
+                if declares(b"scheduledFor") || declares(b"nextFireAt") {
+                    h.books[i].declared = true;
+                }
             }
             8 => {
                 let b = next_byte(&mut rest);
@@ -397,11 +448,16 @@ fuzz_target!(|data: &[u8]| {
             13 => {
                 let b = next_byte(&mut rest);
                 let i = (b & 3) as usize;
-                let line = INPUTS[(b >> 2) as usize % INPUTS.len()].as_bytes();
+                let which = (b >> 2) as usize % INPUTS.len();
+                let line = INPUTS[which].as_bytes();
                 h.now += dt;
                 let view = LineView::parse(line).expect("valid input line");
                 h.reg.observe_input(h.at(), h.books[i].id, &view);
                 h.check(prev_now);
+                let book = &mut h.books[i];
+                if is_request(which) && !book.killed && !book.ended {
+                    book.asked.get_or_insert(h.now);
+                }
             }
             14 => {
                 h.now += dt;
