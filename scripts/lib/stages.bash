@@ -52,6 +52,9 @@ _stages_record() {
     echo "$1|$real|$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')|$2" >>"$STAGES_TABLE"
 }
 
+# stage TITLE CMD...: runs CMD in the foreground, records its row, ends the run if it fails. A
+# shell function given as CMD runs where errexit is off (inside the `||` that keeps its status),
+# so a function of several steps chains them with `|| return`, or its first failure is lost.
 stage() {
     local title="$1" t0=$SECONDS rc=0
     shift
