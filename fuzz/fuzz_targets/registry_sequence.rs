@@ -153,7 +153,7 @@ impl Harness {
     }
 
     fn register(&mut self, i: usize, variant: u8) {
-        let cfg = if variant % 2 == 0 {
+        let cfg = if variant.is_multiple_of(2) {
             SessionConfig::default()
         } else {
             SessionConfig::default().with_limits(self.limits[1].clone())
