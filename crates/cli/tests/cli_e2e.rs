@@ -302,3 +302,37 @@ fn every_named_scenario_is_covered() {
         assert!(covered.contains(name), "no e2e test for scenario {name}");
     }
 }
+
+/// The README's first command (`scripts/demo` runs it): `agent-watchdog demo` on the real CLI
+/// and the embedded mock plays its three sessions, each ending as it says (a healthy run, an
+/// idle kill, a no-progress kill), and exits 0.
+#[test]
+fn the_readmes_demo_ends_its_three_sessions_for_their_reasons() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = Command::new(BIN)
+        .arg("demo")
+        .env("CLAUDE_BIN", claude())
+        .stdin(Stdio::null())
+        .output()
+        .expect("agent-watchdog demo starts");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "demo failed: {:?}\n{text}",
+        out.status
+    );
+    for ending in [
+        "→ ended by itself: success",
+        "→ killed (idle)",
+        "→ killed (no_progress)",
+    ] {
+        assert!(
+            text.contains(ending),
+            "the demo never said {ending:?}:\n{text}"
+        );
+    }
+}
